@@ -26,27 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "config" / "rules"
 
 
-def _ensure_config_package() -> None:
-    """A source checkout run with PYTHONPATH (no `pip install -e .`) has no `ocr_hook.config`:
-    map config/ onto that name exactly as pyproject's package-dir does for an install."""
-    try:
-        importlib.import_module("ocr_hook.config")
-    except ModuleNotFoundError:
-        spec = importlib.util.spec_from_file_location(
-            "ocr_hook.config",
-            ROOT / "config" / "__init__.py",
-            submodule_search_locations=[str(ROOT / "config")],
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["ocr_hook.config"] = module
-        spec.loader.exec_module(module)
-
-
-_ensure_config_package()
-
-from ocr_hook import rules  # noqa: E402
-from ocr_hook.rules import (  # noqa: E402
+from ocr_hook import rules
+from ocr_hook.rules import (
     RULE_FILE_MAX_BYTES,
     RuleEntry,
     RuleMatch,

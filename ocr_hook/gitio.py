@@ -1,0 +1,152 @@
+"""The only module that starts processes: git, run as ``git <args>`` with list arguments.
+
+SPEC §3.1: cwd = top of the work tree, bytes out, explicit decoding by the caller, a timeout,
+git's stderr in the error, and a limiter on concurrent git processes (16, as OCR's
+``--max-git-procs``). Same-repo calls inherit the environment unchanged (``GIT_INDEX_FILE`` of
+``git commit -a`` / ``git commit <paths>`` must reach git); calls into other repositories drop
+the repo-local ``GIT_*`` variables (githooks(5)).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .errors import GitError
+
+MAX_GIT_PROCS = 16  # SPEC §3.1 (OCR --max-git-procs)
+DEFAULT_TIMEOUT_S = 60.0
+
+_limiter = threading.BoundedSemaphore(MAX_GIT_PROCS)
+
+# `git rev-parse --local-env-vars` on git 2.39 (ecosystem.md §2.1).
+LOCAL_ENV_VARS = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+
+
+def foreign_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """Copy of ``environ`` without the repo-local git variables, for calls into another repo."""
+    return {k: v for k, v in environ.items() if k not in LOCAL_ENV_VARS}
+
+
+def run_git(
+    repo: Path | str,
+    *args: str,
+    stdin: bytes = b"",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    ok_codes: Sequence[int] = (0,),
+) -> bytes:
+    """Run ``git <args>`` with cwd ``repo`` and return stdout bytes.
+
+    ``env`` replaces the inherited environment (None = inherit ``os.environ``); ``extra_env``
+    is laid on top. Raises GitError("git <sub>: <first stderr line> (exit N)") on an exit code
+    not in ``ok_codes``, on a timeout, or when git cannot be started.
+    """
+    return run_git_full(
+        repo, *args, stdin=stdin, timeout_s=timeout_s, env=env, extra_env=extra_env,
+        ok_codes=ok_codes,
+    )[1]
+
+
+def run_git_full(
+    repo: Path | str,
+    *args: str,
+    stdin: bytes = b"",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    ok_codes: Sequence[int] = (0,),
+) -> tuple[int, bytes, bytes]:
+    """Like :func:`run_git` but returns ``(returncode, stdout, stderr)``."""
+    cmd = ["git", *args]
+    full_env = dict(os.environ if env is None else env)
+    full_env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # SPEC §3.2: never refresh the index
+    full_env["LC_ALL"] = "C"
+    if extra_env:
+        full_env.update(extra_env)
+    with _limiter:
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=str(repo),
+                input=stdin,
+                capture_output=True,
+                timeout=timeout_s,
+                env=full_env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise GitError(f"git {_sub(args)}: timed out after {timeout_s:g}s") from e
+        except OSError as e:
+            raise GitError(f"git {_sub(args)}: cannot run git: {e}") from e
+    if proc.returncode not in ok_codes:
+        raise GitError.from_process(cmd, proc.returncode, proc.stderr)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _sub(args: Sequence[str]) -> str:
+    skip_next = False
+    for a in args:
+        if skip_next:
+            skip_next = False
+            continue
+        if a == "-c":
+            skip_next = True
+            continue
+        if not a.startswith("-"):
+            return a
+    return ""
+
+
+def zsplit(raw: bytes) -> list[str]:
+    """Split NUL-delimited git output (``-z``) into decoded strings (filesystem encoding)."""
+    return [os.fsdecode(p) for p in raw.split(b"\0") if p]
+
+
+def decode_text(data: bytes) -> str:
+    """Decode file or diff bytes: UTF-8, undecodable bytes replaced (never the locale)."""
+    return data.decode("utf-8", "replace")
+
+
+def find_toplevel(cwd: Path | str) -> Path:
+    """Top of the work tree containing ``cwd``. Raises GitError when not in a repository."""
+    out = run_git(cwd, "rev-parse", "--show-toplevel", timeout_s=10)
+    top = os.fsdecode(out.strip())
+    if not top:
+        raise GitError("git rev-parse: not inside a work tree (bare repository?)")
+    return Path(top)
+
+
+def git_path(repo: Path, name: str) -> Path:
+    """``git rev-parse --git-path <name>`` as an absolute path (honours worktrees/hooksPath)."""
+    out = os.fsdecode(run_git(repo, "rev-parse", "--git-path", name, timeout_s=10).strip())
+    p = Path(out)
+    return p if p.is_absolute() else repo / p
+
+
+def git_common_dir(repo: Path) -> Path:
+    """``git rev-parse --git-common-dir`` as an absolute path (shared by linked worktrees)."""
+    out = os.fsdecode(run_git(repo, "rev-parse", "--git-common-dir", timeout_s=10).strip())
+    p = Path(out)
+    return p if p.is_absolute() else (repo / p).resolve()

@@ -1,0 +1,177 @@
+"""Renderers: text, JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given.
+
+stdout carries only the result; progress and warnings go to stderr through logging.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from .findings import Severity
+from .review import ReviewResult
+
+SCHEMA_VERSION = "1"
+_COLORS = {
+    Severity.CRITICAL: "\033[1;31m",
+    Severity.HIGH: "\033[31m",
+    Severity.MEDIUM: "\033[33m",
+    Severity.LOW: "\033[34m",
+}
+_RESET = "\033[0m"
+_DIM = "\033[2m"
+
+
+def use_color(stream: TextIO, environ: Mapping[str, str]) -> bool:
+    """Colour only on a TTY, never with NO_COLOR set or TERM=dumb."""
+    if environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def to_json(result: ReviewResult) -> dict[str, Any]:
+    """The JSON object of SPEC §11 (preview: the files list with counts)."""
+    by_sev = {s.label: 0 for s in sorted(Severity, reverse=True)}
+    for f in result.findings:
+        by_sev[f.severity.label] += 1
+    files = []
+    for o in result.files:
+        entry: dict[str, Any] = {
+            "path": o.path,
+            "status": o.status,
+            "reviewed": o.reviewed,
+            "reason": o.reason,
+        }
+        if o.old_path != o.path:
+            entry["old_path"] = o.old_path
+        if result.preview:
+            entry["will_review"] = o.will_review
+            entry["insertions"] = o.insertions
+            entry["deletions"] = o.deletions
+        files.append(entry)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": result.status,
+        "verdict": result.decision.verdict,
+        "gate": {
+            "mode": result.gate.mode,
+            "fail_on": result.gate.fail_on,
+            "blocking": result.decision.blocked,
+        },
+        "llm": dict(result.llm),
+        "input": dict(result.input),
+        "summary": {
+            "files_reviewed": sum(1 for o in result.files if o.reviewed),
+            "comments": len(result.findings),
+            "by_severity": by_sev,
+            "input_tokens": result.usage.input_tokens + result.usage.cache_read_tokens
+            + result.usage.cache_write_tokens,
+            "output_tokens": result.usage.output_tokens,
+            "llm_calls": result.llm_calls,
+            "cache_hits": result.cache_hits,
+            "elapsed_ms": result.elapsed_ms,
+        },
+        "comments": [
+            {
+                "id": f.id,
+                "path": f.path,
+                "side": f.side,
+                "start_line": f.start_line,
+                "end_line": f.end_line,
+                "severity": f.severity.label,
+                "category": f.category,
+                "content": f.content,
+                "existing_code": f.existing_code,
+                "suggestion_code": f.suggestion_code,
+                "anchor": f.anchor,
+                "ambiguous": f.ambiguous,
+            }
+            for f in result.findings
+        ],
+        "files": files,
+        "groups": [{"label": g.label, "files": [f.path for f in g.files]} for g in result.groups],
+        "warnings": [{"type": w.type, "file": w.file, "message": w.message} for w in result.warnings],
+        "session_id": result.session_id,
+    }
+
+
+def write_json(result: ReviewResult, stream: TextIO) -> None:
+    json.dump(to_json(result), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")
+
+
+def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
+    if not suggestion.strip():
+        return []
+    a = existing.splitlines()
+    b = suggestion.splitlines()
+    out = []
+    for line in difflib.unified_diff(a, b, lineterm="", n=len(a) + len(b)):
+        if line.startswith(("---", "+++", "@@")):
+            continue
+        out.append(line)
+    return out
+
+
+def write_text(
+    result: ReviewResult, stream: TextIO, environ: Mapping[str, str] = os.environ
+) -> None:
+    """Human-readable findings, summary line and gate verdict."""
+    color = use_color(stream, environ)
+
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    w = stream.write
+    if result.preview:
+        width = max((len(o.path) for o in result.files), default=4)
+        w(f"{'path':<{width}}  {'status':<12} {'+/-':>11}  review\n")
+        for o in result.files:
+            review = "yes" if o.will_review else f"no ({o.reason})"
+            w(f"{o.path:<{width}}  {o.status:<12} {f'+{o.insertions}/-{o.deletions}':>11}  {review}\n")
+        n = sum(1 for o in result.files if o.will_review)
+        w(f"\n{len(result.files)} changed file(s), {n} to review\n")
+        return
+    for f in result.findings:
+        loc = (
+            f"{f.path}:{f.start_line}-{f.end_line}" if f.start_line else f"{f.path} (location unknown)"
+        )
+        if f.side == "old":
+            loc += " (old side)"
+        badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
+        w(f"\n{paint(_DIM, loc) if color else loc} {badge}\n")
+        for line in f.content.splitlines():
+            w(f"  {line}\n")
+        for line in _suggestion_diff(f.existing_code, f.suggestion_code):
+            w(f"    {line}\n")
+    if not result.findings and result.status in ("complete", "skipped"):
+        w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
+    for reason in result.incomplete_reasons:
+        w(f"{reason}\n")
+    by_sev = ", ".join(
+        f"{n} {s.label}"
+        for s in sorted(Severity, reverse=True)
+        if (n := sum(1 for f in result.findings if f.severity == s))
+    )
+    reviewed = sum(1 for o in result.files if o.reviewed)
+    excluded = sum(1 for o in result.files if not o.will_review)
+    incomplete = sum(1 for o in result.files if o.will_review and not o.reviewed)
+    u = result.usage
+    w(
+        f"\nocr-hook: {reviewed} reviewed, {excluded} excluded, {incomplete} incomplete;"
+        f" {len(result.findings)} finding(s){f' ({by_sev})' if by_sev else ''};"
+        f" tokens in/out {u.input_tokens + u.cache_read_tokens + u.cache_write_tokens}/"
+        f"{u.output_tokens}; {result.llm_calls} LLM call(s); {result.cache_hits} cache hit(s);"
+        f" {result.elapsed_ms / 1000:.1f}s\n"
+    )
+    verdict = result.decision.verdict.upper()
+    if result.decision.blocked:
+        w(f"verdict: {verdict} (blocking, fail_on={result.gate.fail_on})\n")
+    else:
+        w(f"verdict: {verdict} ({result.gate.mode})\n")

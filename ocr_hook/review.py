@@ -1,0 +1,437 @@
+"""Wires the stages of a review (SPEC §6.1) and owns the thread pools and the run deadline.
+
+input (target + diff) → selection → groups → per-group tool loop (pool) → anchoring →
+merge → gate. Nothing else wires stages. LLM and tool failures come back inside the result;
+only input/config problems raise (OcrError).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__, gitio, prompts, selection, target
+from .anchor import anchor_comment
+from .config import Config
+from .diff import FileDiff, render_numbered
+from .findings import Finding, RawComment, merge_same_claims
+from .gate import GateDecision, GateOptions, decide
+from .llm.types import Endpoint, Message, Usage
+from .session import Session
+
+log = logging.getLogger(__name__)
+
+EFFORT_ROUNDS = {"low": 1, "medium": 2, "high": 3}  # SPEC §2 (OCR effort presets)
+GROUPING_MIN_FILES = 4  # SPEC §6.1 (OCR)
+GROUPING_BUNDLE_LINE_THRESHOLD = 200  # SPEC §6.1 (OCR)
+MAX_FILES_PER_GROUP = 10  # SPEC §6.1 (OCR)
+CONFIRMED_CAP = 30  # SPEC §6.1 step 5 (OCR confirmedCap)
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """Everything a run needs, read once from flags, env and files by ``cli``."""
+
+    repo: Path
+    config: Config
+    environ: Mapping[str, str]
+    mode: str = "staged"  # staged | commit | range | push
+    stage: str = "review"  # review | pre-commit | pre-push
+    commit: str = ""
+    from_ref: str = ""
+    to_ref: str = ""
+    targets: tuple[target.Target, ...] = ()  # pre-resolved (push mode)
+    endpoint: Endpoint | None = None
+    endpoint_error: str = ""
+    preview: bool = False
+    use_cache: bool = True
+    background: str = ""
+
+    @property
+    def effort(self) -> str:
+        e = self.config.review.effort
+        if e:
+            return e
+        return "low" if self.stage == "pre-commit" else "medium"
+
+    @property
+    def budget_tokens(self) -> int:
+        b = self.config.review.max_tokens_budget
+        if b is not None:
+            return b
+        return 300_000 if self.stage in ("pre-commit", "pre-push") else 0
+
+    @property
+    def gate(self) -> GateOptions:
+        g = self.config.gate
+        return GateOptions(g.mode, g.fail_on, g.on_error)
+
+
+@dataclass
+class FileOutcome:
+    """Coverage entry of one changed path (SPEC §8.3)."""
+
+    path: str
+    old_path: str
+    status: str
+    reviewed: bool
+    reason: str
+    insertions: int
+    deletions: int
+    will_review: bool = False
+
+
+@dataclass
+class Group:
+    label: str
+    files: list[FileDiff]
+
+
+@dataclass
+class Warning_:
+    type: str
+    file: str
+    message: str
+
+
+@dataclass
+class ReviewResult:
+    """The outcome of a run, rendered by ``output``."""
+
+    status: str  # complete | partial | failed | skipped
+    decision: GateDecision
+    gate: GateOptions
+    findings: list[Finding]
+    files: list[FileOutcome]
+    groups: list[Group]
+    warnings: list[Warning_]
+    input: dict[str, str]
+    llm: dict[str, str]
+    usage: Usage = field(default_factory=Usage)
+    llm_calls: int = 0
+    cache_hits: int = 0
+    elapsed_ms: int = 0
+    session_id: str = ""
+    preview: bool = False
+    incomplete_reasons: list[str] = field(default_factory=list)
+
+
+def resolve_targets(req: ReviewRequest) -> list[target.Target]:
+    """The review inputs of ``req`` (one, or one per pushed range)."""
+    if req.targets:
+        return list(req.targets)
+    if req.mode == "commit":
+        return [target.commit_target(req.repo, req.commit)]
+    if req.mode == "range":
+        return [target.range_target(req.repo, req.from_ref, req.to_ref)]
+    return [target.staged_snapshot(req.repo, req.environ)]
+
+
+def make_groups(files: Sequence[FileDiff]) -> list[Group]:
+    """Deterministic grouping of SPEC §6.1 step 2 without the LLM call: one file → one group;
+    fewer than 4 files → one bundle under 200 changed lines, else one group per file; more
+    files → one group per file."""
+    if not files:
+        return []
+    if len(files) == 1:
+        return [Group(files[0].path, list(files))]
+    total = sum(f.changed_lines for f in files)
+    if len(files) < GROUPING_MIN_FILES and total < GROUPING_BUNDLE_LINE_THRESHOLD:
+        return [Group("small change set", list(files))]
+    return [Group(f.path, [f]) for f in files]
+
+
+def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
+    mine = {id(f) for f in group.files}
+    lines = [
+        f"{f.status.upper():<9} {f.path} (+{f.insertions}/-{f.deletions})"
+        for f in all_files
+        if id(f) not in mine
+    ]
+    return "\n".join(lines) if lines else "(none)"
+
+
+def group_messages(
+    group: Group,
+    all_files: Sequence[FileDiff],
+    rules_text: str,
+    language: str,
+    background: str,
+    redact: Callable[[str], str],
+    now: str,
+    *,
+    plan: str = "",
+    confirmed: str = "",
+) -> list[Message]:
+    """System + user messages of one group's main task (SPEC §6.2); ``plan`` only in round 1,
+    ``confirmed`` (earlier findings) only in rounds ≥ 2."""
+    diffs = "\n".join(
+        f'<file path="{prompts.xml_attr(f.path)}">\n{render_numbered(f)}\n</file>'
+        for f in group.files
+    )
+    system = prompts.render("main_system", {"language": language or "English"})
+    user = prompts.render(
+        "main_user",
+        {
+            "date": now,
+            "other_files": _other_files(all_files, group),
+            "diffs": diffs,
+            "rules": rules_text,
+            "background": background,
+            "plan": plan,
+            "confirmed": confirmed,
+        },
+    )
+    return [Message("system", system), Message("user", redact(user))]
+
+
+class Collector:
+    """Thread-safe store of anchored findings and warnings (SPEC §8.2)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.findings: list[Finding] = []
+        self.warnings: list[Warning_] = []
+
+    def add(self, f: Finding) -> None:
+        with self._lock:
+            self.findings.append(f)
+
+    def warn(self, w: Warning_) -> None:
+        with self._lock:
+            self.warnings.append(w)
+
+    def snapshot(self) -> list[Finding]:
+        with self._lock:
+            return list(self.findings)
+
+
+def run(
+    req: ReviewRequest,
+    *,
+    session: Session | None = None,
+    rules_for: Callable[[Sequence[str]], str] | None = None,
+) -> ReviewResult:
+    """Review ``req`` end to end and return the result (never raises for LLM/tool failures).
+
+    Raises UsageError/GitError/ConfigError for input problems (bad ref, conflicts).
+    """
+    t0 = time.monotonic()
+    cfg = req.config
+    targets = resolve_targets(req)
+    files: list[FileDiff] = []
+    heads: dict[int, target.Target] = {}
+    for t in targets:
+        for f in target.load_diff(req.repo, t):
+            heads[id(f)] = t
+            files.append(f)
+    policy = selection.SelectionPolicy(
+        include=tuple(cfg.select.include),
+        exclude=tuple(cfg.select.exclude),
+        review_tests=cfg.select.review_tests,
+        context_tokens=cfg.llm.context_tokens,
+    )
+    from .tokens import count_tokens as _count
+
+    decisions = selection.select(files, policy, lambda s: _count(s, cfg.llm.model))
+    outcomes = {
+        id(d.file): FileOutcome(
+            d.file.path, d.file.old_path, d.file.status, False, d.reason,
+            d.file.insertions, d.file.deletions, d.reviewed,
+        )
+        for d in decisions
+    }
+    reviewable = [d.file for d in decisions if d.reviewed]
+    t_first = targets[0]
+    result = ReviewResult(
+        status="skipped",
+        decision=decide([], False, req.gate),
+        gate=req.gate,
+        findings=[],
+        files=[outcomes[id(d.file)] for d in decisions],
+        groups=[],
+        warnings=[],
+        input={
+            "mode": req.mode,
+            "base": t_first.base_label,
+            "head": t_first.head_label,
+            "snapshot_tree": t_first.snapshot_tree,
+        },
+        llm={
+            "provider": req.endpoint.provider if req.endpoint else "",
+            "model": req.endpoint.model if req.endpoint else "",
+        },
+        session_id=session.id if session else "",
+        preview=req.preview,
+    )
+    if len(targets) > 1:
+        result.input["ranges"] = ",".join(f"{t.base}..{t.head}" for t in targets)  # type: ignore[index]
+    if req.preview or not reviewable:
+        result.elapsed_ms = int((time.monotonic() - t0) * 1000)
+        return result
+    if req.endpoint is None:
+        for f in reviewable:
+            o = outcomes[id(f)]
+            o.reason = "no_endpoint"
+        result.incomplete_reasons.append(f"NOT REVIEWED: {req.endpoint_error}")
+        result.warnings.append(Warning_("no_endpoint", "", req.endpoint_error))
+        result.status = "failed"
+        result.decision = decide([], True, req.gate)
+        result.elapsed_ms = int((time.monotonic() - t0) * 1000)
+        return result
+
+    from .agent.loop import run_loop
+    from .agent.meter import Meter
+    from .llm import make_client
+    from .tools.comment import code_comment_handler
+    from .tools.context import SnapshotView, code_search, file_find, file_read, file_read_diff
+    from .tools.registry import Registry, Tool, load_tool_specs
+
+    deadline = t0 + cfg.review.timeout_s
+    meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
+    client = make_client(req.endpoint, before_attempt=None)
+    redact: Callable[[str], str] = lambda s: s  # noqa: E731 - replaced by secret redaction
+    view = SnapshotView(req.repo, t_first.head, files, redact)
+    handlers = {
+        "file_read": lambda a: file_read(view, a),
+        "file_read_diff": lambda a: file_read_diff(view, a),
+        "file_find": lambda a: file_find(view, a),
+        "code_search": lambda a: code_search(view, a),
+    }
+    registry = Registry()
+    for name, (spec, plan, main) in load_tool_specs().items():
+        handler = handlers.get(name, _unbound(name))
+        registry.add(Tool(spec, handler, plan, main))
+    registry.freeze()
+    record = session.record if session else (lambda kind, data: None)
+    groups = make_groups(reviewable)
+    result.groups = groups
+    collector = Collector()
+    by_path: dict[str, FileDiff] = {}
+    for f in files:
+        by_path.setdefault(f.new_path, f)
+        by_path.setdefault(f.old_path, f)
+    reviewed_paths = [f.path for f in reviewable]
+    blob_cache: dict[str, list[str] | None] = {}
+    blob_lock = threading.Lock()
+
+    def new_file_lines(path: str) -> list[str] | None:
+        with blob_lock:
+            if path in blob_cache:
+                return blob_cache[path]
+        fd = by_path.get(path)
+        data = None
+        if fd is not None and fd.status != "deleted":
+            data = view.read(fd.new_path)
+        lines = None if data is None else gitio.decode_text(data).split("\n")
+        with blob_lock:
+            blob_cache[path] = lines
+        return lines
+
+    now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    rounds_total = EFFORT_ROUNDS[req.effort]
+
+    def review_group(group: Group) -> tuple[str, str]:
+        raw: list[RawComment] = []
+        raw_lock = threading.Lock()
+
+        def sink(cs: list[RawComment]) -> None:
+            with raw_lock:
+                raw.extend(cs)
+
+        local = {"code_comment": code_comment_handler(sink, group.label)}
+        rules_text = rules_for([f.path for f in group.files]) if rules_for else ""
+        stop = ""
+        for rnd in range(1, rounds_total + 1):
+            before = len(raw)
+            with raw_lock:
+                confirmed = confirmed_block(raw) if rnd > 1 else ""
+            msgs = group_messages(group, files, rules_text, cfg.review.language,
+                                  req.background, redact, now, confirmed=confirmed)
+            res = run_loop(client, registry, msgs, local=local, meter=meter,
+                           max_rounds=cfg.review.max_tool_rounds, redact=redact, record=record,
+                           label=group.label)
+            stop = res.stop_reason
+            if res.stop_reason in ("llm_error", "budget", "timeout", "task_failed"):
+                return stop, res.error
+            if len(raw) == before:
+                break
+        for c in raw:
+            finding, warning = anchor_comment(c, by_path, new_file_lines, reviewed_paths)
+            collector.add(finding)
+            if warning:
+                collector.warn(Warning_("comment_refiled", c.path, warning))
+        return stop, ""
+
+    incomplete_reasons: list[str] = []
+    with ThreadPoolExecutor(max_workers=cfg.review.concurrency,
+                            thread_name_prefix="ocr-group") as pool:
+        futures = [(g, pool.submit(review_group, g)) for g in groups]
+        for g, fut in futures:
+            try:
+                stop, err = fut.result()
+            except Exception as e:  # noqa: BLE001 - one group's bug must not end the run
+                log.debug("group %s crashed", g.label, exc_info=True)
+                stop, err = "error", f"internal error: {type(e).__name__}: {e}"
+            reason = {
+                "llm_error": "llm_error",
+                "budget": "budget",
+                "timeout": "timeout",
+                "task_failed": "task_failed",
+                "error": "error",
+            }.get(stop, "")
+            for f in g.files:
+                o = outcomes[id(f)]
+                if reason:
+                    o.reason = reason
+                else:
+                    o.reviewed = True
+            if reason:
+                msg = err or stop
+                result.warnings.append(Warning_("subtask_error", g.label, msg))
+                incomplete_reasons.append(f"{g.label}: {msg}")
+            record("group_done", {"group": g.label, "stop_reason": stop})
+    result.warnings.extend(collector.warnings)
+    result.findings = sorted(
+        merge_same_claims(collector.snapshot()),
+        key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
+    )
+    reviewed_n = sum(1 for o in outcomes.values() if o.reviewed)
+    wanted = len(reviewable)
+    result.status = "complete" if reviewed_n == wanted else ("partial" if reviewed_n else "failed")
+    result.incomplete_reasons = incomplete_reasons
+    result.decision = decide(result.findings, reviewed_n < wanted, req.gate)
+    result.usage = meter.usage
+    result.llm_calls = meter.llm_calls
+    result.elapsed_ms = int((time.monotonic() - t0) * 1000)
+    return result
+
+
+def confirmed_block(confirmed: Sequence[RawComment]) -> str:
+    """Findings of earlier rounds for rounds ≥ 2 (SPEC §6.1 step 5): at most 30, trimmed."""
+    items = []
+    for i, c in enumerate(confirmed[:CONFIRMED_CAP], 1):
+        code = " ".join(c.existing_code.split())[:200]
+        issue = " ".join(c.content.split())[:300]
+        items.append(f"{i}. {c.path}\n   code: {code}\n   issue: {issue}")
+    return "\n".join(items)
+
+
+def _unbound(name: str) -> Callable[[dict[str, Any]], Any]:
+    from .tools.registry import ToolResult
+
+    def handler(_args: dict[str, Any]) -> ToolResult:
+        return ToolResult.error(f"Error: tool {name} is not available here")
+
+    return handler
+
+
+def version() -> str:
+    return __version__

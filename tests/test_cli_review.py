@@ -1,0 +1,210 @@
+"""End-to-end reviews through ``cli.main`` on real repositories against the scripted loopback
+model. Real: git, HTTP, JSON; fake: the model's replies."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ocr_hook import cli
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+APP_PY = """\
+import sqlite3
+
+
+def connect(path):
+    return sqlite3.connect(path)
+
+
+def find_user(conn, name):
+    \"\"\"Look a user up by name.\"\"\"
+    cursor = conn.cursor()
+    # build the query
+    query = "SELECT id, email FROM users WHERE name = '" + name + "'"
+    cursor.execute(query)
+    return cursor.fetchone()
+"""
+SQL_LINE = """query = "SELECT id, email FROM users WHERE name = '" + name + "'\""""
+
+
+def run_cli(args: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    full = dict(os.environ)
+    full.update(env)
+    rc = cli.main(args, environ=full)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def sql_comment(path: str = "app.py", quote: str = "        " + SQL_LINE) -> dict:
+    return {"comments": [{
+        "path": path,
+        "content": "User input is concatenated into SQL: injection. Use a parameterised query.",
+        "existing_code": quote,
+        "suggestion_code": 'cursor.execute("SELECT id, email FROM users WHERE name = ?", (name,))',
+        "severity": "critical",
+        "category": "security",
+    }]}
+
+
+def test_sql_injection_comment_lands_on_line_12_and_blocks(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    assert APP_PY.splitlines()[11].strip() == SQL_LINE
+    llm.tool_calls(("code_comment", sql_comment()))
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", "--format", "json"], llm.env(), capsys)
+    data = json.loads(out)
+    assert rc == 1, err
+    assert data["verdict"] == "findings"
+    assert data["status"] == "complete"
+    assert data["gate"] == {"mode": "blocking", "fail_on": "high", "blocking": True}
+    [c] = data["comments"]
+    assert (c["path"], c["side"], c["start_line"], c["end_line"]) == ("app.py", "new", 12, 12)
+    assert (c["severity"], c["category"], c["anchor"]) == ("critical", "security", "hunk_new")
+    assert c["existing_code"].strip() == SQL_LINE
+    assert c["suggestion_code"].startswith("cursor.execute(")
+    files = {f["path"]: f for f in data["files"]}
+    assert files["app.py"] == {"path": "app.py", "status": "added", "reviewed": True, "reason": ""}
+    assert data["summary"]["files_reviewed"] == 1
+    assert data["summary"]["by_severity"]["critical"] == 1
+    # round 1: comment + task_done; round 2 (effort medium) adds nothing and stops early
+    assert data["summary"]["llm_calls"] == 3 == len(llm.requests)
+    first = llm.requests[0]
+    assert first["model"] == "scripted-model"
+    assert {t["function"]["name"] for t in first["tools"]} == {
+        "task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"}
+    assert "temperature" not in first
+    user = first["messages"][1]["content"]
+    assert '<file path="app.py">' in user and "12 +    query = " in user
+    assert llm.headers[0]["authorization"] == "Bearer test-token"
+    assert llm.paths[0] == "/v1/chat/completions"
+    # the tool result for code_comment came back in the second request
+    tool_msgs = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert tool_msgs[0]["content"] == "Successfully commented."
+
+
+def test_advisory_mode_exits_zero_with_the_same_finding(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP_PY})  # first commit of a repository: no HEAD yet
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"],
+                         llm.env(OCR_HOOK_GATE_MODE="advisory"), capsys)
+    data = json.loads(out)
+    assert rc == 0
+    assert data["verdict"] == "findings"
+    assert data["gate"]["mode"] == "advisory" and data["gate"]["blocking"] is False
+    assert data["comments"][0]["start_line"] == 12
+    assert data["input"]["base"] == "(empty tree)"
+    assert len(llm.requests) == 1
+
+
+def test_fail_on_critical_lets_a_high_finding_pass(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    args = sql_comment()
+    args["comments"][0]["severity"] = "high"
+    llm.tool_calls(("code_comment", args), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"],
+                         llm.env(OCR_HOOK_FAIL_ON="critical"), capsys)
+    assert rc == 0
+    assert json.loads(out)["verdict"] == "pass"
+
+
+def test_staged_bug_is_reviewed_not_the_unstaged_fix(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    fixed = APP_PY.replace(SQL_LINE, 'query = "SELECT id, email FROM users WHERE name = ?"')
+    repo.write({"app.py": fixed})  # the fix exists only in the work tree
+    repo.git("stash", "push", "-q", "--keep-index", "-m", "wip")
+    repo.write({"app.py": fixed, "notes.txt": "untracked\n"})
+    before = repo.state()
+    llm.tool_calls(("file_read", {"file_path": "app.py", "start_line": 12, "end_line": 12}))
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert rc == 1
+    diff_prompt = llm.requests[0]["messages"][1]["content"]
+    assert "+ '\"" not in diff_prompt and "name = '\" + name" in diff_prompt
+    tool_result = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert tool_result == (
+        "File: app.py (Total lines: 14)\nIS_TRUNCATED: false\nLINE_RANGE: 12-12\n"
+        "12|    " + SQL_LINE
+    )
+    assert "notes.txt" not in json.dumps(llm.requests)
+    assert repo.state() == before
+
+
+def test_no_endpoint_prints_one_line_and_allows(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review"], {}, capsys)
+    assert rc == 0
+    assert "NOT REVIEWED: no LLM endpoint configured" in out
+    assert "Traceback" not in out + err
+    rc, out, err = run_cli(["review", "--format", "json"], {"OCR_HOOK_GATE_ON_ERROR": "block"}, capsys)
+    data = json.loads(out)
+    assert rc == 3
+    assert data["verdict"] == "incomplete"
+    assert data["files"][0]["reason"] == "no_endpoint"
+    assert err.count("NOT REVIEWED") == 1
+
+
+def test_invalid_config_value_is_one_line_exit_2(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review"], {"OCR_HOOK_GATE_MODE": "sometimes"}, capsys)
+    assert rc == 2
+    assert out == ""
+    assert err.strip().splitlines() == [
+        "ocr-hook: invalid gate.mode = 'sometimes' in environment: Input should be 'blocking' or"
+        " 'advisory'; allowed: blocking, advisory"
+    ]
+
+
+def test_outside_a_repository_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    d = tmp_path / "plain"
+    d.mkdir()
+    monkeypatch.chdir(d)
+    rc, _, err = run_cli(["review"], {"GIT_CEILING_DIRECTORIES": str(tmp_path)}, capsys)
+    assert rc == 2
+    assert err.startswith("ocr-hook: git rev-parse: fatal: not a git repository")
+    assert "Traceback" not in err
+
+
+def test_console_script_runs_from_a_subdirectory(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.stage({"src/pkg/app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment("src/pkg/app.py")), ("task_done", {"state": "DONE"}))
+    exe = Path(sys.executable).parent / "git-ocr"
+    env = {**repo.env, **llm.env(), "PATH": f"{exe.parent}:{os.environ['PATH']}"}
+    p = subprocess.run(["git", "ocr", "review", "--format", "json", "--effort", "low"],
+                       cwd=repo.path / "src" / "pkg", env=env, capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    data = json.loads(p.stdout)
+    assert data["comments"][0]["path"] == "src/pkg/app.py"
+    assert data["comments"][0]["start_line"] == 12
