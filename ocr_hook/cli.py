@@ -47,6 +47,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
     g.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     g.add_argument("--exclude", action="append", metavar="GLOBS",
                    help="gitignore-style globs to exclude (comma-separated, repeatable)")
+    g.add_argument("--rule", metavar="FILE",
+                   help="rule file (rule.json format, or a Markdown checklist for every file)")
     g.add_argument("--background", metavar="TEXT", help="requirement background for the reviewer")
     g.add_argument("--background-file", metavar="FILE", help="read the background from FILE")
     g.add_argument("--provider", metavar="NAME", help="LLM provider preset")
@@ -70,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     r = sub.add_parser("review", help="review the staged snapshot (default), a commit or a range")
     _add_review_flags(r)
+    ru = sub.add_parser("rules", help="inspect review rules")
+    rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=_Parser)
+    rc = rus.add_parser("check", help="show which rule layer and pattern apply to PATH, and the text")
+    rc.add_argument("path", metavar="PATH")
+    rc.add_argument("--rule", metavar="FILE", help="rule file to include as the top layer")
     h = sub.add_parser("hook", help="entry points for git hooks and the pre-commit framework")
     hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=_Parser)
     hpc = hs.add_parser("pre-commit", help="review what is being committed")
@@ -163,6 +170,13 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         if not (args.from_ref and args.to_ref):
             raise OcrError("--from and --to must be given together")
         mode = "range"
+    layers = _rule_layers(repo, cfg, args, environ)
+    from .rulesources import selection_globs
+
+    inc, exc = selection_globs(layers)
+    if inc or exc:
+        cfg = cfg.model_copy(update={"select": cfg.select.model_copy(update={
+            "include": [*cfg.select.include, *inc], "exclude": [*cfg.select.exclude, *exc]})})
     endpoint, why = config_mod.resolve_endpoint(cfg.llm, environ)
     background = cfg.review.background
     if cfg.review.background_file:
@@ -185,6 +199,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         preview=preview,
         use_cache=cfg.cache.enabled,
         background=background,
+        protected_paths=layers.protected_paths,
     )
     session = None
     if not preview:
@@ -194,7 +209,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         session.record("start", {"mode": mode, "stage": stage, "model": endpoint.model if endpoint else "",
                                  "provider": endpoint.provider if endpoint else ""})
     try:
-        result = review.run(req, session=session, rules_for=_rules_for(repo, cfg))
+        result = review.run(req, session=session, rules_for=layers.text_for)
     finally:
         if session is not None:
             session.record("end", {})
@@ -229,19 +244,35 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
     return int(result.decision.exit_code) if not preview else int(Exit.OK)
 
 
-def _rules_for(repo: Path, cfg: object):  # type: ignore[no-untyped-def]
-    try:
-        from . import rules
-    except ImportError:
-        return None
-    if not hasattr(rules, "builtin_rules"):
-        return None
-    sources = [rules.builtin_rules()]
+def _rule_layers(repo: Path, cfg: object, args: argparse.Namespace, environ: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    """Rule layers of SPEC §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
+    from . import rulesources
 
-    def rules_text(paths: Sequence[str]) -> str:
-        return rules.group_rule_text(list(paths), sources)
+    return rulesources.load(
+        repo,
+        cli_rule=getattr(args, "rule", None) or "",
+        repo_rule_file=getattr(getattr(cfg, "rules", None), "file", "") or "",
+        environ=environ,
+    )
 
-    return rules_text
+
+def _rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from . import gitio
+
+    repo = gitio.find_toplevel(Path.cwd())
+    cfg = load_config(repo, args, environ)
+    layers = _rule_layers(repo, cfg, args, environ)
+    rel = os.path.relpath(Path.cwd() / args.path, repo).replace(os.sep, "/")
+    if rel.startswith("../"):
+        rel = args.path
+    m = layers.check(rel)
+    print(f"path:    {rel}")
+    print(f"layer:   {m.layer}")
+    print(f"pattern: {m.pattern}")
+    print(f"source:  {m.origin or 'inline'}")
+    print()
+    print(m.text)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -263,6 +294,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         if args.command == "review":
             return _review(args, env, "review")
+        if args.command == "rules" and getattr(args, "rules_cmd", None) == "check":
+            return _rules_check(args, env)
         if args.command == "hook" and args.hook == "pre-commit":
             return _review(args, env, "pre-commit")
         parser.print_help(sys.stderr)

@@ -53,6 +53,7 @@ class ReviewRequest:
     preview: bool = False
     use_cache: bool = True
     background: str = ""
+    protected_paths: tuple[str, ...] = ()  # review-configuration files (SPEC §5)
 
     @property
     def effort(self) -> str:
@@ -249,6 +250,7 @@ def run(
         for d in decisions
     }
     reviewable = [d.file for d in decisions if d.reviewed]
+    config_findings = protected_path_findings(files, req.protected_paths)
     t_first = targets[0]
     result = ReviewResult(
         status="skipped",
@@ -274,6 +276,11 @@ def run(
     if len(targets) > 1:
         result.input["ranges"] = ",".join(f"{t.base}..{t.head}" for t in targets)  # type: ignore[index]
     if req.preview or not reviewable:
+        if not req.preview:
+            result.findings = config_findings
+            result.decision = decide(config_findings, False, req.gate)
+            if config_findings:
+                result.status = "complete"
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
     if req.endpoint is None:
@@ -283,7 +290,8 @@ def run(
         result.incomplete_reasons.append(f"NOT REVIEWED: {req.endpoint_error}")
         result.warnings.append(Warning_("no_endpoint", "", req.endpoint_error))
         result.status = "failed"
-        result.decision = decide([], True, req.gate)
+        result.findings = config_findings
+        result.decision = decide(config_findings, True, req.gate)
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
 
@@ -400,7 +408,7 @@ def run(
             record("group_done", {"group": g.label, "stop_reason": stop})
     result.warnings.extend(collector.warnings)
     result.findings = sorted(
-        merge_same_claims(collector.snapshot()),
+        merge_same_claims([*config_findings, *collector.snapshot()]),
         key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
     )
     reviewed_n = sum(1 for o in outcomes.values() if o.reviewed)
@@ -412,6 +420,40 @@ def run(
     result.llm_calls = meter.llm_calls
     result.elapsed_ms = int((time.monotonic() - t0) * 1000)
     return result
+
+
+def protected_path_findings(
+    files: Sequence[FileDiff], protected: Sequence[str]
+) -> list[Finding]:
+    """A ``medium``/``security`` finding for each staged change to a file that configures the
+    review (``.ocr-hook.toml``, rule files): it does not take effect for this review, which uses
+    the rules at HEAD (SPEC §5). Anchored to the first changed line of the file."""
+    from .findings import Severity, finding_id
+
+    wanted = set(protected)
+    out: list[Finding] = []
+    for f in files:
+        if f.path not in wanted and f.old_path not in wanted:
+            continue
+        first = next(
+            ((ln.new_line, ln.text) for h in f.hunks for ln in h.lines
+             if ln.kind == "+" and ln.new_line is not None),
+            None,
+        )
+        content = (
+            f"This change edits review configuration ({f.path}). The change does not apply to "
+            "the review of this commit, which used the rules committed at HEAD; make sure the "
+            "edit is intended, since it changes how future commits are reviewed."
+        )
+        quote = first[1] if first else ""
+        out.append(Finding(
+            id=finding_id(f.path, "new", quote, content), path=f.path, side="new",
+            start_line=first[0] if first else 0, end_line=first[0] if first else 0,
+            severity=Severity.MEDIUM, category="security", content=content,
+            existing_code=quote, suggestion_code="", anchor="hunk_new" if first else "none",
+            source="config-guard",
+        ))
+    return out
 
 
 def confirmed_block(confirmed: Sequence[RawComment]) -> str:
