@@ -306,6 +306,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     except KeyboardInterrupt:
         print("ocr-hook: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout closed early (e.g. `| head`): not an error of the review
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except Exception as e:  # noqa: BLE001 - a bug means an incomplete review, not a traceback
         log.error("NOT REVIEWED: internal error %s: %s (run with --verbose for details)",
                   type(e).__name__, e)
