@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .errors import OcrError
 
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=_Parser)
     hpc = hs.add_parser("pre-commit", help="review what is being committed")
     _add_review_flags(hpc, hook=True)
+    _add_maintenance_commands(sub)
     return p
 
 
@@ -158,7 +160,6 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
     from . import config as config_mod
     from . import gitio, output, review
     from .gate import Exit
-    from .session import Session, new_session_id, prune, sessions_dir
 
     repo = gitio.find_toplevel(Path.cwd())
     cfg = load_config(repo, args, environ)
@@ -201,20 +202,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         background=background,
         protected_paths=layers.protected_paths,
     )
-    session = None
-    if not preview:
-        common = gitio.git_common_dir(repo)
-        sid = new_session_id()
-        session = Session(sid, sessions_dir(common) / f"{sid}.jsonl")
-        session.record("start", {"mode": mode, "stage": stage, "model": endpoint.model if endpoint else "",
-                                 "provider": endpoint.provider if endpoint else ""})
-    try:
-        result = review.run(req, session=session, rules_for=layers.text_for)
-    finally:
-        if session is not None:
-            session.record("end", {})
-            session.close()
-            prune(sessions_dir(gitio.git_common_dir(repo)))
+    result = _run_review(req, layers.text_for)
     fmt = args.format or "text"
     stream = sys.stdout
     fh = None
@@ -234,13 +222,9 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
             log.warning("%s", reason)
-    if result.decision.blocked and result.decision.verdict == "findings":
-        log.warning(
-            "commit blocked: %d finding(s) at or above %s. Fix them, or bypass once with "
-            "`git commit --no-verify`, `SKIP=ocr-review git commit` (pre-commit framework) or "
-            "OCR_HOOK_GATE_MODE=advisory.",
-            result.decision.blocking_findings, result.gate.fail_on,
-        )
+    if result.decision.blocked:
+        log.warning("%s", _bypass_message(stage, result.decision.verdict,
+                                          result.decision.blocking_findings, result.gate.fail_on))
     return int(result.decision.exit_code) if not preview else int(Exit.OK)
 
 
@@ -275,6 +259,160 @@ def _rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return EXIT_OK
 
 
+def _run_review(req: Any, rules_for: Any) -> Any:
+    """Run ``review.run`` with the run's services: the session log (SPEC §12), the result cache
+    (§10) and the stderr heartbeat (§11). Preview runs use none of them."""
+    from . import __version__, gitio, review
+    from .cache import ResultCache
+    from .progress import Progress
+    from .session import Session, new_session_id, prune, sessions_dir
+
+    if req.preview:
+        return review.run(req, rules_for=rules_for)
+    common = gitio.git_common_dir(req.repo)
+    cache = (ResultCache.for_repo(common, req.config.cache.max_mb, __version__)
+             if req.use_cache else None)
+    progress = Progress()
+    sid = new_session_id()
+    endpoint = req.endpoint
+    session = Session(sid, sessions_dir(common) / f"{sid}.jsonl",
+                      secret_values=[endpoint.api_key] if endpoint else [],
+                      observer=progress.event)
+    session.record("start", {
+        "mode": req.mode, "stage": req.stage, "effort": req.effort,
+        "provider": endpoint.provider if endpoint else "",
+        "model": endpoint.model if endpoint else "",
+        "base_url": endpoint.url if endpoint else "",
+        "cache": req.use_cache, "version": __version__,
+    })
+    result = None
+    try:
+        with progress:
+            result = review.run(req, session=session, rules_for=rules_for, cache=cache)
+        for f in result.findings:
+            session.record("comment", {
+                "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+                "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+                "anchor": f.anchor, "content": f.content,
+            })
+    finally:
+        end: dict[str, Any] = {"status": "error"}
+        if result is not None:
+            end = {
+                "status": result.status, "verdict": result.decision.verdict,
+                "findings": len(result.findings), "llm_calls": result.llm_calls,
+                "input_tokens": result.usage.input_tokens,
+                "output_tokens": result.usage.output_tokens,
+                "cache_hits": result.cache_hits, "elapsed_ms": result.elapsed_ms,
+            }
+        session.record("end", end)
+        session.close()
+        prune(sessions_dir(common))
+        if cache is not None:
+            cache.prune()
+    return result
+
+
+def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:
+    """How to proceed when the gate blocks (SPEC §9), worded for the stage."""
+    what = "push" if stage == "pre-push" else "commit"
+    hook_id = "ocr-review-push" if stage == "pre-push" else "ocr-review"
+    why = (f"{findings} finding(s) at or above {fail_on}" if verdict == "findings"
+           else "the review is incomplete and gate.on_error = block")
+    return (f"{what} blocked: {why}. Fix and retry, or bypass once with "
+            f"`git {what} --no-verify` (native hook), `SKIP={hook_id} git {what}` (pre-commit "
+            f"framework) or `OCR_HOOK_GATE_MODE=advisory git {what}`.")
+
+
+def _add_maintenance_commands(sub: Any) -> None:
+    """``install``/``uninstall`` (native hooks), ``cache`` and ``session`` subcommands."""
+    ins = sub.add_parser("install", help="install native git hooks (chains an existing hook)")
+    ins.add_argument("--pre-commit", action="store_true", help="the pre-commit hook (default)")
+    ins.add_argument("--pre-push", action="store_true", help="the pre-push hook")
+    ins.add_argument("--force", action="store_true",
+                     help="replace an existing hook instead of running it first")
+    uns = sub.add_parser("uninstall", help="remove the native hooks, restoring earlier ones")
+    uns.add_argument("--pre-commit", action="store_true", help="only the pre-commit hook")
+    uns.add_argument("--pre-push", action="store_true", help="only the pre-push hook")
+    ca = sub.add_parser("cache", help="inspect or empty the result cache")
+    cas = ca.add_subparsers(dest="cache_cmd", metavar="ACTION", parser_class=_Parser)
+    cas.add_parser("stats", help="entries, size and location of the cache")
+    cas.add_parser("clear", help="delete every cache entry")
+    cap = cas.add_parser("prune", help="shrink the cache to cache.max_mb (oldest first)")
+    cap.add_argument("--max-mb", type=int, metavar="N", help="prune to N MiB instead")
+    se = sub.add_parser("session", help="list or show review sessions")
+    ses = se.add_subparsers(dest="session_cmd", metavar="ACTION", parser_class=_Parser)
+    sl = ses.add_parser("list", help="the recorded sessions, newest first")
+    sl.add_argument("--json", action="store_true", help="one JSON object per session")
+    ss = ses.add_parser("show", help="the records of one session")
+    ss.add_argument("id", metavar="ID", help="session id (a unique prefix is enough)")
+    ss.add_argument("--json", action="store_true", help="raw JSON lines")
+
+
+def _maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Run ``install``/``uninstall``/``cache``/``session``; returns the exit code."""
+    from . import gitio
+
+    repo = gitio.find_toplevel(Path.cwd())
+    if args.command in ("install", "uninstall"):
+        from . import install
+
+        hooks = [h for h, on in (("pre-commit", args.pre_commit), ("pre-push", args.pre_push))
+                 if on]
+        if args.command == "install":
+            changes = install.install(repo, hooks or ["pre-commit"], force=args.force)
+        else:
+            changes = install.uninstall(repo, hooks or list(install.HOOK_TYPES))
+        for c in changes:
+            print(c.describe())
+        return EXIT_OK
+    common = gitio.git_common_dir(repo)
+    if args.command == "cache":
+        from .cache import ResultCache
+
+        if not getattr(args, "cache_cmd", None):
+            raise OcrError("usage: git ocr cache stats|clear|prune")
+        cfg = load_config(repo, args, environ)
+        cache = ResultCache.for_repo(common, cfg.cache.max_mb)  # type: ignore[attr-defined]
+        if args.cache_cmd == "stats":
+            st = cache.stats()
+            print(f"location: {st.path}")
+            print("entries:  " + ", ".join(f"{n} {k}" for k, n in st.entries.items()))
+            print(f"size:     {st.total_bytes / 1048576:.2f} MiB of {st.max_bytes / 1048576:.0f} MiB"
+                  f" ({st.total_bytes} bytes)")
+            return EXIT_OK
+        if args.cache_cmd == "clear":
+            print(f"removed {cache.clear()} cache entries from {cache.root}")
+            return EXIT_OK
+        cap = None if args.max_mb is None else args.max_mb * 1048576
+        n, freed = cache.prune(cap)
+        print(f"pruned {n} file(s), {freed} bytes freed")
+        return EXIT_OK
+    from . import session as session_mod
+
+    directory = session_mod.sessions_dir(common)
+    if getattr(args, "session_cmd", None) == "list":
+        items = session_mod.list_sessions(directory)
+        if args.json:
+            import dataclasses
+            import json
+
+            for s in items:
+                print(json.dumps(dataclasses.asdict(s), ensure_ascii=False))
+        else:
+            sys.stdout.write(session_mod.format_list(items))
+        return EXIT_OK
+    if getattr(args, "session_cmd", None) == "show":
+        path = session_mod.find_session(directory, args.id)
+        if args.json:
+            sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
+        else:
+            for rec in session_mod.read_records(path):
+                print(session_mod.format_record(rec))
+        return EXIT_OK
+    raise OcrError("usage: git ocr session list|show ID")
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Program entry. Returns the exit code (SPEC §9); never lets a traceback reach the user."""
     env = os.environ if environ is None else environ
@@ -296,6 +434,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return _review(args, env, "review")
         if args.command == "rules" and getattr(args, "rules_cmd", None) == "check":
             return _rules_check(args, env)
+        if args.command in ("install", "uninstall", "cache", "session"):
+            return _maintenance(args, env)
         if args.command == "hook" and args.hook == "pre-commit":
             return _review(args, env, "pre-commit")
         parser.print_help(sys.stderr)

@@ -1,6 +1,8 @@
 """Renderers: text, JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given.
 
 stdout carries only the result; progress and warnings go to stderr through logging.
+``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
+per group served from the cache (plus one for a cached grouping answer).
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ import difflib
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import quote
 
-from .findings import Severity
-from .review import ReviewResult
+from . import __version__
+from .findings import CATEGORIES, Finding, Severity
+
+if TYPE_CHECKING:  # output sits below review in the layer order (STYLE §2)
+    from .review import ReviewResult
 
 SCHEMA_VERSION = "1"
 _COLORS = {
@@ -170,8 +176,124 @@ def write_text(
         f"{u.output_tokens}; {result.llm_calls} LLM call(s); {result.cache_hits} cache hit(s);"
         f" {result.elapsed_ms / 1000:.1f}s\n"
     )
+    if result.cache_hits and not result.llm_calls and result.status == "complete":
+        w("(cached result: this snapshot was reviewed before with the same settings)\n")
     verdict = result.decision.verdict.upper()
     if result.decision.blocked:
         w(f"verdict: {verdict} (blocking, fail_on={result.gate.fail_on})\n")
     else:
         w(f"verdict: {verdict} ({result.gate.mode})\n")
+
+
+# ---- SARIF 2.1.0 ------------------------------------------------------------------------------
+
+SARIF_VERSION = "2.1.0"
+# The OASIS SARIF 2.1.0 schema (errata 01), the `$schema` GitHub code scanning expects.
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+}
+_CATEGORY_TEXT = {
+    "bug": "Correctness defect",
+    "security": "Security issue",
+    "performance": "Performance problem",
+    "maintainability": "Maintainability problem",
+    "test": "Test problem",
+    "style": "Style issue",
+    "documentation": "Documentation problem",
+    "other": "Other finding",
+}
+
+
+def _sarif_location(f: Finding) -> dict[str, Any]:
+    """Physical location: region lines only for anchored new-side findings (the lines exist in
+    the reviewed version); old-side and unanchored findings are file-level (SPEC §11)."""
+    loc: dict[str, Any] = {"artifactLocation": {"uri": quote(f.path), "uriBaseId": "%SRCROOT%"}}
+    if f.side == "new" and f.start_line > 0:
+        loc["region"] = {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
+    return {"physicalLocation": loc}
+
+
+def to_sarif(result: ReviewResult) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run: one rule per category used (id = category), one result
+    per finding (level from severity), incomplete files and warnings as tool notifications."""
+    used = [c for c in CATEGORIES if any(f.category == c for f in result.findings)]
+    used += sorted({f.category for f in result.findings} - set(used))
+    index = {c: i for i, c in enumerate(used)}
+    rules = [
+        {
+            "id": c,
+            "name": c.capitalize(),
+            "shortDescription": {"text": _CATEGORY_TEXT.get(c, f"{c} finding")},
+            "properties": {"tags": [c]},
+        }
+        for c in used
+    ]
+    results = []
+    for f in result.findings:
+        text = f.content
+        if f.side == "old" and f.start_line > 0:
+            text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
+        elif f.start_line == 0:
+            text += "\n\n(Location in the file unknown.)"
+        if f.suggestion_code.strip():
+            text += "\n\nSuggestion:\n" + f.suggestion_code
+        results.append({
+            "ruleId": f.category,
+            "ruleIndex": index[f.category],
+            "level": SARIF_LEVELS[f.severity],
+            "message": {"text": text},
+            "locations": [_sarif_location(f)],
+            "partialFingerprints": {"ocrHookFindingId/v1": f.id},
+            "properties": {
+                "severity": f.severity.label,
+                "side": f.side,
+                "anchor": f.anchor,
+                "ambiguous": f.ambiguous,
+            },
+        })
+    notes = [
+        {"level": "warning", "message": {"text": f"not reviewed: {o.path} ({o.reason})"},
+         "descriptor": {"id": "not_reviewed"}}
+        for o in result.files
+        if o.will_review and not o.reviewed
+    ]
+    notes += [
+        {"level": "warning",
+         "message": {"text": f"{w.file}: {w.message}" if w.file else w.message},
+         "descriptor": {"id": w.type or "warning"}}
+        for w in result.warnings
+    ]
+    invocation: dict[str, Any] = {
+        "executionSuccessful": result.status in ("complete", "skipped"),
+    }
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [{
+            "tool": {"driver": {
+                "name": "ocr-hook",
+                "version": __version__,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "repository root"}}},
+            "invocations": [invocation],
+            "results": results,
+            "properties": {
+                "status": result.status,
+                "verdict": result.decision.verdict,
+                "session_id": result.session_id,
+                "cache_hits": result.cache_hits,
+            },
+        }],
+    }
+
+
+def write_sarif(result: ReviewResult, stream: TextIO) -> None:
+    json.dump(to_sarif(result), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")

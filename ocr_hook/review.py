@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__, gitio, prompts, selection, target
 from .anchor import anchor_comment
@@ -25,6 +25,9 @@ from .findings import Finding, RawComment, merge_same_claims
 from .gate import GateDecision, GateOptions, decide
 from .llm.types import Endpoint, Message, Usage
 from .session import Session
+
+if TYPE_CHECKING:
+    from .cache import ResultCache
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +222,7 @@ def run(
     *,
     session: Session | None = None,
     rules_for: Callable[[Sequence[str]], str] | None = None,
+    cache: ResultCache | None = None,
 ) -> ReviewResult:
     """Review ``req`` end to end and return the result (never raises for LLM/tool failures).
 
@@ -294,6 +298,38 @@ def run(
         result.decision = decide(config_findings, True, req.gate)
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
+
+    # SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no call.
+    cache_settings: dict[str, Any] | None = None
+    run_key = ""
+    if cache is not None:
+        from . import cache as cache_mod
+
+        cache_settings = cache_mod.result_settings(cfg, req.endpoint, req.effort, req.background,
+                                                   __version__)
+        run_key = cache_mod.run_key(
+            cache_settings, rules_for([f.path for f in reviewable]) if rules_for else "",
+            reviewable, [(f.status, f.path) for f in files])
+        run_hit = cache.get_run(run_key)
+        if run_hit is not None:
+            if session is not None:
+                session.record("cache_hit", {"level": "run", "key": run_key[:16]})
+            paths = {f.path: f for f in reviewable}
+            result.groups = [Group(g.label, [paths[p] for p in g.files if p in paths])
+                             for g in run_hit.groups]
+            for f in reviewable:
+                outcomes[id(f)].reviewed = True
+            result.warnings.extend(Warning_(w.type, w.file, w.message) for w in run_hit.warnings)
+            result.findings = sorted(
+                merge_same_claims([*config_findings,
+                                   *(cache_mod.entry_to_finding(e) for e in run_hit.findings)]),
+                key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
+            )
+            result.status = "complete"
+            result.decision = decide(result.findings, False, req.gate)
+            result.cache_hits = cache.hits
+            result.elapsed_ms = int((time.monotonic() - t0) * 1000)
+            return result
 
     from .agent.loop import run_loop
     from .agent.meter import Meter
@@ -378,10 +414,34 @@ def run(
                 collector.warn(Warning_("comment_refiled", c.path, warning))
         return stop, ""
 
+    fresh_groups: dict[int, tuple[str, str]] = {}  # id(group) → (cache key, stop reason)
+
+    def _cached_group(group: Group) -> tuple[str, str]:
+        """SPEC §10 group level: a stored answer for the same group input replaces the review."""
+        if cache is None or cache_settings is None:
+            return review_group(group)
+        from . import cache as cache_mod
+
+        mine = {id(f) for f in group.files}
+        key = cache_mod.group_key(
+            cache_settings, rules_for([f.path for f in group.files]) if rules_for else "",
+            group.files, [(f.status, f.path) for f in files if id(f) not in mine])
+        hit = cache.get_group(key)
+        if hit is None:
+            stop, err = review_group(group)
+            fresh_groups[id(group)] = (key, stop)
+            return stop, err
+        for e in hit.findings:
+            collector.add(cache_mod.entry_to_finding(e))
+        for w in hit.warnings:
+            collector.warn(Warning_(w.type, w.file, w.message))
+        record("cache_hit", {"level": "group", "group": group.label, "key": key[:16]})
+        return "cache_hit", ""
+
     incomplete_reasons: list[str] = []
     with ThreadPoolExecutor(max_workers=cfg.review.concurrency,
                             thread_name_prefix="ocr-group") as pool:
-        futures = [(g, pool.submit(review_group, g)) for g in groups]
+        futures = [(g, pool.submit(_cached_group, g)) for g in groups]
         for g, fut in futures:
             try:
                 stop, err = fut.result()
@@ -418,8 +478,45 @@ def run(
     result.decision = decide(result.findings, reviewed_n < wanted, req.gate)
     result.usage = meter.usage
     result.llm_calls = meter.llm_calls
+    if cache is not None:
+        _store_in_cache(cache, run_key, groups, fresh_groups, collector, result)
+        result.cache_hits = cache.hits
     result.elapsed_ms = int((time.monotonic() - t0) * 1000)
     return result
+
+
+CACHEABLE_STOPS = ("task_done", "max_rounds")  # a group that ended like this is complete
+
+
+def _store_in_cache(
+    cache: ResultCache,
+    run_key: str,
+    groups: Sequence[Group],
+    fresh_groups: Mapping[int, tuple[str, str]],
+    collector: Collector,
+    result: ReviewResult,
+) -> None:
+    """Store each freshly and completely reviewed group (its findings and warnings are those on
+    its files), and the whole run when every group is complete (SPEC §10: only complete results
+    are cached)."""
+    llm_findings = merge_same_claims(collector.snapshot())
+    warnings = list(collector.warnings)
+    for g in groups:
+        key, stop = fresh_groups.get(id(g), ("", ""))
+        if not key or stop not in CACHEABLE_STOPS:
+            continue
+        paths = {f.path for f in g.files}
+        cache.put_group(
+            key, [f for f in llm_findings if f.path in paths], stop,
+            [(w.type, w.file, w.message) for w in warnings if w.file in paths])
+    complete = all(
+        fresh_groups.get(id(g), ("", "cache_hit"))[1] in (*CACHEABLE_STOPS, "cache_hit")
+        for g in groups
+    )
+    if run_key and complete and result.status == "complete":
+        cache.put_run(run_key, llm_findings,
+                      [(g.label, [f.path for f in g.files]) for g in groups],
+                      [(w.type, w.file, w.message) for w in warnings])
 
 
 def protected_path_findings(
