@@ -1,20 +1,29 @@
-"""LLM protocol clients. Knows nothing of git, diffs or tools; imports only ``errors``."""
+"""LLM protocol clients (SPEC §13). Knows nothing of git, diffs or tools; imports only
+``errors``. Token counting is injected by the caller (``ocr_hook.tokens.count_tokens``) so that
+this package stays below ``tokens`` in the import order."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .types import ChatClient, Endpoint
+from .types import ChatClient, Endpoint, TokenCounter, estimate_tokens
+
+PROTOCOLS = ("openai", "anthropic")
 
 
 def make_client(
-    endpoint: Endpoint, before_attempt: Callable[[int], None] | None = None
+    endpoint: Endpoint,
+    before_attempt: Callable[[int], None] | None = None,
+    count_tokens: TokenCounter | None = None,
 ) -> ChatClient:
-    """The client for ``endpoint.protocol`` (openai | anthropic)."""
+    """The client for ``endpoint.protocol`` (openai | anthropic). ``before_attempt(n)`` runs
+    before every HTTP attempt (budget/deadline checks raise from it); ``count_tokens`` counts
+    usage when a server reports none (default: the bytes/3 estimate)."""
+    count = count_tokens or estimate_tokens
     if endpoint.protocol == "anthropic":
         from .anthropic import AnthropicClient
 
-        return AnthropicClient(endpoint, before_attempt)
+        return AnthropicClient(endpoint, before_attempt, count)
     from .openai import OpenAIClient
 
-    return OpenAIClient(endpoint, before_attempt)
+    return OpenAIClient(endpoint, before_attempt, count)

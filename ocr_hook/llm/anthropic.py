@@ -1,10 +1,12 @@
 """Anthropic Messages over plain HTTP (``POST {base}/v1/messages``).
 
-Wire format: anthropic-sdk-python 2.x ``types`` — ``system`` as a top-level string,
-``tool_use{id, name, input: object}`` blocks, results as ``tool_result{tool_use_id, content,
-is_error}`` blocks in one user message, thinking / redacted_thinking blocks resent unchanged,
+Wire format: anthropic-sdk-python 2.x ``types`` (ecosystem.md §3.3) — ``system`` as a
+top-level string, ``tool_use{id, name, input: object}`` blocks, results as
+``tool_result{tool_use_id, content, is_error}`` blocks leading one user message, thinking /
+redacted_thinking blocks resent unchanged (their signatures must survive),
 ``usage{input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens}``.
-Headers ``x-api-key`` and ``anthropic-version`` (configurable, default 2023-06-01).
+Headers ``x-api-key`` and ``anthropic-version`` (``llm.anthropic_version``, default
+2023-06-01). No sampling parameters unless configured: API version 2026-10-21 rejects them.
 """
 
 from __future__ import annotations
@@ -12,30 +14,53 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
 
+from ..errors import LlmError
 from . import http
-from .types import Endpoint, Message, ToolCall, ToolSpec, Turn, Usage
+from .openai import UNNAMED_TOOL, decode_arguments, unique_ids
+from .types import (
+    CallStats,
+    Endpoint,
+    Message,
+    TokenCounter,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    Usage,
+    estimate_tokens,
+    split_think,
+)
 
-DEFAULT_MAX_TOKENS = 8192
+DEFAULT_MAX_TOKENS = 8192  # OCR's Anthropic client default when unset (ocr-internals §14.4)
+DEFAULT_VERSION = "2023-06-01"  # SPEC §13
 
 
 def messages_url(base: str) -> str:
     """``{base}/v1/messages``, or ``{base}/messages`` when the base ends in ``/v1``; a full
-    endpoint URL ending in ``/messages`` is used as is (SPEC §13)."""
-    b = base.rstrip("/")
-    if b.endswith("/messages"):
-        return b
-    if b.endswith("/v1"):
-        return b + "/messages"
-    return b + "/v1/messages"
+    endpoint URL ending in ``/messages`` is used as is (SPEC §13). A query string is kept."""
+    path, sep, query = base.partition("?")
+    b = path.rstrip("/")
+    if not b.endswith("/messages"):
+        b += "/messages" if b.endswith("/v1") else "/v1/messages"
+    return b + (sep + query if sep else "")
 
 
-def to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
+def _resend_block(b: dict[str, Any]) -> dict[str, Any] | None:
+    """A stored content block as it goes back to the API: unchanged, except empty text blocks
+    (rejected: "text content blocks must be non-empty") are dropped and a ``tool_use`` input
+    that is not an object is sent as ``{}``."""
+    if b.get("type") == "text" and not str(b.get("text") or "").strip():
+        return None
+    if b.get("type") == "tool_use" and not isinstance(b.get("input"), dict):
+        return {**b, "input": {}}
+    return dict(b)
+
+
+def to_wire(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
     """Neutral messages → (system text, Messages API message list). Consecutive tool results
     are merged into one user message; user text following them is appended as a text block."""
     system_parts: list[str] = []
@@ -51,41 +76,56 @@ def to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
         if m.role == "system":
             system_parts.append(m.content)
         elif m.role == "tool":
-            push(
-                "user",
-                [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": m.tool_call_id,
-                        "content": m.content,
-                        **({"is_error": True} if m.is_error else {}),
-                    }
-                ],
-            )
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id,
+                                     "content": m.content or "(empty)"}
+            if m.is_error:
+                block["is_error"] = True
+            push("user", [block])
         elif m.role == "assistant":
+            blocks: list[dict[str, Any]] = []
             if m.native:
-                blocks = [dict(b) for b in m.native]
+                blocks = [b for b in map(_resend_block, m.native) if b is not None]
             else:
-                blocks = []
-                if m.content:
+                if m.content.strip():
                     blocks.append({"type": "text", "text": m.content})
                 for c in m.tool_calls:
                     inp = c.arguments if isinstance(c.arguments, dict) else {}
-                    blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": inp})
+                    blocks.append({"type": "tool_use", "id": c.id,
+                                   "name": c.name or UNNAMED_TOOL, "input": inp})
             if not blocks:
                 blocks = [{"type": "text", "text": "(no output)"}]
             push("assistant", blocks)
         else:
             push("user", [{"type": "text", "text": m.content or "(empty)"}])
-    return "\n\n".join(system_parts), out
+    return "\n\n".join(p for p in system_parts if p), out
 
 
-def parse_response(body: dict[str, Any]) -> tuple[Message, Usage, str]:
-    """Messages API response → (assistant message, usage, stop_reason)."""
+def parse_usage(u: Any) -> Usage | None:
+    """Messages ``usage`` → Usage (input excludes cache reads/writes, as the API reports it),
+    or None when absent."""
+    if not isinstance(u, dict) or not u:
+        return None
+
+    def n(key: str) -> int:
+        try:
+            return max(0, int(u.get(key) or 0))
+        except (TypeError, ValueError):
+            return 0
+
+    return Usage(n("input_tokens"), n("output_tokens"), n("cache_read_input_tokens"),
+                 n("cache_creation_input_tokens"))
+
+
+def parse_response(body: dict[str, Any]) -> tuple[Message, Usage | None, str]:
+    """Messages API response → (assistant message, usage or None, stop_reason). ``native``
+    keeps every block for resending; tool_use blocks get the unique ids we assigned."""
     blocks = [b for b in body.get("content") or [] if isinstance(b, dict)]
+    uses = [b for b in blocks if b.get("type") == "tool_use"]
+    ids = iter(unique_ids([str(b.get("id") or "") for b in uses], "toolu"))
     texts: list[str] = []
     thinking: list[str] = []
     calls: list[ToolCall] = []
+    native: list[dict[str, Any]] = []
     for b in blocks:
         kind = b.get("type")
         if kind == "text":
@@ -93,53 +133,48 @@ def parse_response(body: dict[str, Any]) -> tuple[Message, Usage, str]:
         elif kind == "thinking":
             thinking.append(str(b.get("thinking") or ""))
         elif kind == "tool_use":
+            cid, synthetic = next(ids)
             inp = b.get("input")
-            cid = str(b.get("id") or "")
-            calls.append(
-                ToolCall(
-                    id=cid or f"toolu_{uuid.uuid4().hex[:12]}",
-                    name=str(b.get("name") or ""),
-                    arguments_raw=json.dumps(inp, ensure_ascii=False),
-                    arguments=inp,
-                    synthetic_id=not cid,
-                )
-            )
-    u = body.get("usage") or {}
-    usage = Usage(
-        input_tokens=int(u.get("input_tokens") or 0),
-        output_tokens=int(u.get("output_tokens") or 0),
-        cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
-        cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
-        estimated=not u,
-    )
-    # Resend blocks unchanged (thinking signatures must survive); ids we synthesised replace
-    # missing ones so that tool results can refer to them.
-    native: list[dict[str, Any]] = []
-    it = iter(calls)
-    for b in blocks:
-        if b.get("type") == "tool_use":
-            c = next(it)
-            native.append({**b, "id": c.id, "input": b.get("input") if isinstance(b.get("input"), dict) else {}})
-        else:
-            native.append(b)
-    msg = Message(
-        role="assistant",
-        content="".join(texts),
-        tool_calls=tuple(calls),
-        reasoning="\n".join(thinking) or None,
-        native=tuple(native),
-    )
-    return msg, usage, str(body.get("stop_reason") or "")
+            value, err = decode_arguments(inp)
+            calls.append(ToolCall(
+                id=cid, name=str(b.get("name") or "").strip(),
+                arguments_raw=inp if isinstance(inp, str) else json.dumps(inp,
+                                                                          ensure_ascii=False),
+                arguments=value, parse_error=err, synthetic_id=synthetic,
+            ))
+            b = {**b, "id": cid}
+        native.append(b)
+    content = "".join(texts)
+    reasoning = "\n".join(thinking) or split_think(content)[0]
+    msg = Message(role="assistant", content=content, tool_calls=tuple(calls),
+                  reasoning=reasoning, native=tuple(native))
+    return msg, parse_usage(body.get("usage")), str(body.get("stop_reason") or "")
+
+
+def _body_error(b: dict[str, Any]) -> Any:
+    """The error carried by a 200 body: ``{"type": "error", "error": {...}}`` or an ``error``
+    without ``content``."""
+    if b.get("type") == "error" or ("error" in b and "content" not in b):
+        return b.get("error") or {"message": "error response without details"}
+    if "content" not in b:
+        return {"message": "response has no content", "code": 502}
+    return None
 
 
 class AnthropicClient:
-    """Messages API client; one requests.Session per thread. Raises LlmError."""
+    """Messages API client; one requests.Session per thread. :meth:`complete` raises
+    LlmError."""
 
     def __init__(
-        self, endpoint: Endpoint, before_attempt: Callable[[int], None] | None = None
+        self,
+        endpoint: Endpoint,
+        before_attempt: Callable[[int], None] | None = None,
+        count_tokens: TokenCounter = estimate_tokens,
     ) -> None:
         self.endpoint = endpoint
         self.before_attempt = before_attempt
+        self.count_tokens = count_tokens
+        self.stats = CallStats()
         self._local = threading.local()
 
     def _session(self) -> requests.Session:
@@ -153,7 +188,7 @@ class AnthropicClient:
         ep = self.endpoint
         h = {
             "content-type": "application/json",
-            "anthropic-version": ep.anthropic_version or "2023-06-01",
+            "anthropic-version": ep.anthropic_version or DEFAULT_VERSION,
             "user-agent": "ocr-hook",
         }
         if ep.api_key:
@@ -165,7 +200,8 @@ class AnthropicClient:
         return h
 
     def build_body(
-        self, messages: list[Message], tools: list[ToolSpec] | None, max_output_tokens: int | None
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
+        max_output_tokens: int | None,
     ) -> dict[str, Any]:
         ep = self.endpoint
         system, wire = to_wire(messages)
@@ -193,17 +229,35 @@ class AnthropicClient:
     ) -> Turn:
         ep = self.endpoint
         t0 = time.monotonic()
-        payload, attempts = http.post_json(
-            self._session(),
-            messages_url(ep.url),
-            self.headers(),
-            self.build_body(messages, tools, max_output_tokens),
-            connect_timeout_s=ep.connect_timeout_s,
-            read_timeout_s=ep.timeout_s,
-            max_retries=ep.max_retries,
-            error_in_body=lambda b: b.get("type") == "error" or ("error" in b and "content" not in b),
-            before_attempt=self.before_attempt,
-        )
+        try:
+            payload, attempts = http.post_json(
+                self._session(), messages_url(ep.url), self.headers(),
+                self.build_body(messages, tools, max_output_tokens),
+                connect_timeout_s=ep.connect_timeout_s, read_timeout_s=ep.timeout_s,
+                max_retries=ep.max_retries, body_error=_body_error,
+                before_attempt=self.before_attempt,
+            )
+        except LlmError as e:
+            self.stats.add_failure(e.attempts, time.monotonic() - t0)
+            raise
         message, usage, stop = parse_response(payload)
-        return Turn(message, usage, stop, time.monotonic() - t0, attempts,
+        if usage is None:
+            usage = _estimate(messages, tools, message, self.count_tokens)
+        turn = Turn(message, usage, stop, time.monotonic() - t0, attempts,
                     str(payload.get("model") or ep.model))
+        self.stats.add(turn)
+        return turn
+
+
+def _estimate(messages: Sequence[Message], tools: Sequence[ToolSpec] | None, reply: Message,
+              count: TokenCounter) -> Usage:
+    """Local usage count for a server that sent none: message and tool text in; reply text,
+    thinking and tool inputs out."""
+    parts = [m.content for m in messages] + [c.arguments_raw for m in messages
+                                             for c in m.tool_calls]
+    parts += [json.dumps({"name": t.name, "description": t.description,
+                          "input_schema": t.parameters}) for t in tools or ()]
+    out = [reply.content, reply.reasoning or "",
+           *(c.name + c.arguments_raw for c in reply.tool_calls)]
+    return Usage(input_tokens=count("\n".join(parts)), output_tokens=count("\n".join(out)),
+                 estimated=True)

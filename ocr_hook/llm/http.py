@@ -1,12 +1,16 @@
 """HTTP transport for LLM calls: a requests.Session, (connect, read) timeouts, retries, and
-translation of every failure into LlmError (SPEC §13).
+translation of every failure into a typed LlmError (SPEC §13).
 
-Retry policy (SPEC §13, the official SDKs' policy): 408, 409, 429 (except quota exhaustion),
-5xx, 529 and connection errors are retried up to ``max_retries`` times, waiting
-``retry-after-ms`` / ``retry-after`` (≤ 120 s) or else 0.5 s·2^n (≤ 8 s) with up to 25 %
-jitter. 400/401/402/403/404/422 are never retried. An error object inside a 200 body is an
-error. The retry loop is ours rather than urllib3's Retry because the decision depends on the
-response body (``insufficient_quota``) and must be counted against the run's token budget.
+Retry policy (SPEC §13; the official OpenAI/Anthropic SDKs' policy, ecosystem.md §3.1): 408,
+409, 429 (except quota exhaustion), 5xx, 529 and connection errors are retried up to
+``max_retries`` times. The wait is ``retry-after-ms`` (milliseconds) or ``retry-after``
+(seconds or an HTTP date) when the server sends one; a wait above 120 s means "do not retry";
+otherwise 0.5 s·2^n capped at 8 s with up to 25 % jitter. ``x-should-retry: true|false``
+overrides the status rule. 400/401/402/403/404/413/422 are never retried, and neither is a
+context-length error (the same payload would fail again). An error object inside a 200 body is
+an error, classified by its own code. The loop is ours rather than urllib3's ``Retry`` because
+the decision depends on the response body (``insufficient_quota``) and every attempt must pass
+the run's budget/deadline check (``before_attempt``).
 """
 
 from __future__ import annotations
@@ -25,86 +29,130 @@ from ..errors import LlmError
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-MAX_RETRY_AFTER_S = 120.0
+MAX_RETRY_AFTER_S = 120.0  # SPEC §13 (the SDKs' limit)
+BACKOFF_BASE_S = 0.5  # openai-python / anthropic-sdk-python _base_client INITIAL_RETRY_DELAY
+BACKOFF_MAX_S = 8.0  # … MAX_RETRY_DELAY
+
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",  # OpenAI code
+    "context length",
+    "maximum context",  # OpenAI / vLLM "maximum context length is N tokens"
+    "exceed_context_size",  # llama.cpp server type
+    "exceeds the available context",
+    "prompt is too long",  # Anthropic
+    "model_context_window_exceeded",
+    "input is too long",
+    "reduce the length of the messages",
+)
+_QUOTA_MARKERS = (
+    "insufficient_quota",  # OpenAI 429 code/type: not retryable
+    "exceeded your current quota",
+    "billing_error",  # Anthropic 402
+    "insufficient balance",  # DeepSeek 402
+    "arrearage",  # DashScope: account overdue
+)
 
 
 def _error_text(body: Any) -> tuple[str, str]:
-    """(message, code-or-type) from an OpenAI/Anthropic/gateway error body."""
+    """(message, code-or-type) from an OpenAI / Anthropic / gateway error body. Handles
+    ``{"error": {...}}``, ``{"error": "text"}``, ``{"detail": "<JSON text>"}`` and bare text."""
     if isinstance(body, dict):
         err = body.get("error", body.get("detail", body))
         if isinstance(err, str):
             try:
                 inner = json.loads(err)
-                return _error_text(inner)
             except ValueError:
                 return err, ""
+            return _error_text(inner) if isinstance(inner, dict) else (err, "")
         if isinstance(err, dict):
             msg = str(err.get("message") or err.get("msg") or json.dumps(err)[:300])
-            code = str(err.get("code") or err.get("type") or "")
+            code = " ".join(str(err[k]) for k in ("code", "type") if err.get(k) is not None)
             return msg, code
-    return str(body)[:300], ""
+    return " ".join(str(body).split())[:300], ""
 
 
 def classify(status: int, body: Any) -> LlmError:
-    """Map an HTTP status and error body to a typed, one-line LlmError."""
+    """Map an HTTP status and error body to a typed, one-line LlmError (``kind`` one of auth,
+    quota, rate_limit, overloaded, context_length, bad_request, server)."""
     msg, code = _error_text(body)
     low = f"{msg} {code}".lower()
-    if "insufficient_quota" in low or "quota" in code.lower() or status == 402:
-        return LlmError(f"LLM quota exhausted (HTTP {status}): {msg}", kind="quota", status=status)
-    if (
-        "context_length" in low
-        or "context length" in low
-        or "exceed_context_size" in low
-        or "prompt is too long" in low
-        or "maximum context" in low
-    ):
-        return LlmError(f"LLM context length exceeded: {msg}", kind="context_length", status=status)
+    if status == 402 or any(m in low for m in _QUOTA_MARKERS):
+        return LlmError(f"LLM quota or credit exhausted (HTTP {status}): {msg}", kind="quota",
+                        status=status)
+    if status == 413 or any(m in low for m in _CONTEXT_MARKERS):
+        return LlmError(f"LLM context length exceeded (HTTP {status}): {msg}",
+                        kind="context_length", status=status)
     if status in (401, 403):
-        return LlmError(
-            f"LLM authentication failed (HTTP {status}): {msg}; check the API key",
-            kind="auth",
-            status=status,
-        )
+        return LlmError(f"LLM authentication failed (HTTP {status}): {msg}; check the API key"
+                        " (llm.api_key, llm.api_key_cmd or the provider's key variable)",
+                        kind="auth", status=status)
     if status == 429:
         return LlmError(f"LLM rate limited (HTTP 429): {msg}", kind="rate_limit", status=status,
                         retryable=True)
-    if status in (529, 503) or "overloaded" in low:
-        return LlmError(f"LLM overloaded (HTTP {status}): {msg}", kind="overloaded", status=status,
-                        retryable=True)
+    if status in (503, 529) or "overloaded" in low:
+        return LlmError(f"LLM overloaded (HTTP {status}): {msg}", kind="overloaded",
+                        status=status, retryable=True)
     if status in (408, 409) or status >= 500:
         return LlmError(f"LLM server error (HTTP {status}): {msg}", kind="server", status=status,
                         retryable=True)
     if status == 404:
-        return LlmError(f"LLM endpoint or model not found (HTTP 404): {msg}", kind="bad_request",
-                        status=status)
+        return LlmError(f"LLM endpoint or model not found (HTTP 404): {msg}",
+                        kind="bad_request", status=status)
     return LlmError(f"LLM rejected the request (HTTP {status}): {msg}", kind="bad_request",
                     status=status)
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
+def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date), or
+    None when absent or unparsable. ``headers`` must be case-insensitive (requests' are)."""
     ms = headers.get("retry-after-ms")
     if ms:
         try:
-            return float(ms) / 1000.0
+            return max(0.0, float(ms) / 1000.0)
         except ValueError:
             pass
     ra = headers.get("retry-after")
-    if ra:
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
         try:
-            return float(ra)
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(ra) if ra else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time())
-    return None
+            when = email.utils.parsedate_to_datetime(ra)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def backoff_s(attempt: int, rng: random.Random | None = None) -> float:
-    """Exponential backoff for retry ``attempt`` (0-based): 0.5·2^n capped at 8 s, −25 % jitter."""
-    base = min(8.0, 0.5 * (2**attempt))
+    """Exponential backoff before retry ``attempt`` (0-based): 0.5·2^n s capped at 8 s, minus
+    up to 25 % jitter."""
+    base = min(BACKOFF_MAX_S, BACKOFF_BASE_S * (2**attempt))
     r = (rng or random).random()
     return base * (1 - 0.25 * r)
+
+
+def _transport_error(e: requests.exceptions.RequestException, url: str,
+                     read_timeout_s: float) -> LlmError:
+    """requests' exception tree → LlmError (connection | timeout), retryable where another
+    attempt may succeed."""
+    first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    if isinstance(e, requests.exceptions.ConnectTimeout):
+        return LlmError(f"cannot connect to LLM endpoint {url} (connect timeout)",
+                        kind="connection", retryable=True)
+    if isinstance(e, requests.exceptions.ReadTimeout):
+        return LlmError(f"LLM request timed out after {read_timeout_s:g}s (llm.timeout_s)",
+                        kind="timeout", retryable=True)
+    if isinstance(e, requests.exceptions.SSLError):
+        return LlmError(f"TLS error talking to {url}: {first}", kind="connection")
+    if isinstance(e, (requests.exceptions.ConnectionError,
+                      requests.exceptions.ChunkedEncodingError)):
+        return LlmError(f"cannot connect to LLM endpoint {url}: {first}", kind="connection",
+                        retryable=True)
+    if isinstance(e, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
+                      requests.exceptions.InvalidSchema)):
+        return LlmError(f"invalid LLM URL {url!r}: {first}", kind="bad_request")
+    return LlmError(f"LLM request failed: {first}", kind="connection")
 
 
 def post_json(
@@ -116,67 +164,74 @@ def post_json(
     connect_timeout_s: float,
     read_timeout_s: float,
     max_retries: int,
-    error_in_body: Callable[[dict[str, Any]], bool] = lambda b: "error" in b,
-    before_attempt: Callable[[int], None] | None = None,
+    body_error: Callable[[dict[str, Any]], Any] = lambda b: b.get("error"),
+    before_attempt: Callable[[int], float | None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[dict[str, Any], int]:
-    """POST ``body`` as JSON; return (decoded JSON object, attempts made).
+    """POST ``body`` as JSON; return (decoded JSON object, HTTP requests made).
 
-    ``before_attempt(n)`` runs before every attempt (budget and deadline checks may raise).
-    Raises LlmError (typed ``kind``) when the request fails for good.
+    ``body_error(payload)`` returns the error object carried by a 200 JSON body, or None when
+    the body is a real answer. ``before_attempt(n)`` runs before every attempt (n = 0, 1, …);
+    budget and deadline checks raise from it; a number it returns caps this attempt's connect
+    and read timeouts and the wait before the next attempt (seconds left in the run, so a
+    deadline also ends calls in flight). Raises LlmError (typed ``kind``, ``attempts``)
+    when the request fails for good.
     """
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     attempt = 0
     while True:
-        if before_attempt is not None:
-            before_attempt(attempt)
+        cap_s = before_attempt(attempt) if before_attempt is not None else None
+        timeouts = (connect_timeout_s, read_timeout_s)
+        stop_at = None
+        if cap_s is not None:
+            timeouts = (min(connect_timeout_s, cap_s), min(read_timeout_s, cap_s))
+            stop_at = time.monotonic() + cap_s
+        should_retry: str = ""
         err: LlmError
         try:
-            resp = session.post(
-                url, data=data, headers=dict(headers), timeout=(connect_timeout_s, read_timeout_s)
-            )
-        except requests.exceptions.ConnectTimeout:
-            err = LlmError(f"cannot connect to LLM endpoint {url} (timeout)", kind="connection",
-                           retryable=True)
-        except requests.exceptions.ReadTimeout:
-            err = LlmError(f"LLM request timed out after {read_timeout_s:g}s", kind="timeout",
-                           retryable=True)
-        except requests.exceptions.ConnectionError as e:
-            reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-            err = LlmError(f"cannot connect to LLM endpoint {url}: {reason}", kind="connection",
-                           retryable=True)
+            resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts)
         except requests.exceptions.RequestException as e:
-            err = LlmError(f"LLM request failed: {e}", kind="connection", retryable=False)
+            err = _transport_error(e, url, timeouts[1])
         else:
             try:
                 payload: Any = resp.json()
             except ValueError:
-                payload = resp.text[:500]
-            if resp.status_code == 200 and isinstance(payload, dict) and not error_in_body(payload):
-                return payload, attempt + 1
+                payload = None
             status = resp.status_code
-            if status == 200:
-                # an error object inside a 200 body: classify by its own code when it has one
-                msg, code = _error_text(payload)
-                inner = 500
-                if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
-                    c = payload["error"].get("code")
-                    inner = c if isinstance(c, int) and c >= 400 else 500
-                err = classify(inner, payload)
-                if not isinstance(payload, dict):
-                    err = LlmError(f"LLM returned a non-JSON body: {msg[:200]}", kind="protocol")
+            inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
+            if status == 200 and isinstance(payload, dict) and not inner:
+                return payload, attempt + 1
+            if status == 200 and payload is None:
+                err = LlmError(f"LLM returned a non-JSON 200 body: {resp.text[:200]!r}",
+                               kind="protocol", status=200, retryable=True)
+            elif status == 200:
+                # an error object inside a 200 body: classify by its own numeric code when any
+                code = inner.get("code") if isinstance(inner, dict) else None
+                if not isinstance(code, int):
+                    code = inner.get("status") if isinstance(inner, dict) else None
+                err = classify(code if isinstance(code, int) and code >= 400 else 500,
+                               {"error": inner})
             else:
-                err = classify(status, payload)
-                err.retry_after_s = _retry_after(resp.headers)
-        if not err.retryable or attempt >= max_retries:
+                err = classify(status, payload if payload is not None else resp.text)
+                err.retry_after_s = retry_after_s(resp.headers)
+                should_retry = resp.headers.get("x-should-retry", "").strip().lower()
+        if should_retry == "true" and err.kind not in ("context_length", "quota"):
+            err.retryable = True
+        elif should_retry == "false":
+            err.retryable = False
+        err.attempts = attempt + 1
+        wait = err.retry_after_s
+        if not err.retryable or attempt >= max_retries or (
+            wait is not None and wait > MAX_RETRY_AFTER_S
+        ):
             if attempt:
                 err.args = (f"{err.args[0]} (after {attempt + 1} attempts)",)
             raise err
-        wait = err.retry_after_s
-        if wait is not None and wait > MAX_RETRY_AFTER_S:
-            raise err
         if wait is None:
             wait = backoff_s(attempt)
-        log.info("LLM call failed (%s); retrying in %.1fs", err.kind, wait)
+        if stop_at is not None:  # never sleep past the run's deadline
+            wait = min(wait, max(0.0, stop_at - time.monotonic()))
+        log.info("LLM call failed (%s); retry %d/%d in %.2fs", err.kind, attempt + 1,
+                 max_retries, wait)
         sleep(wait)
         attempt += 1

@@ -1,10 +1,25 @@
 """OpenAI Chat Completions over plain HTTP (``POST {base}/chat/completions``).
 
-Wire format: openai-python 3.x ``types/chat`` — assistant ``tool_calls[{id, type: function,
-function{name, arguments: JSON string}}]``, results as ``{"role": "tool", "tool_call_id"}``
-messages, ``usage{prompt_tokens, completion_tokens, prompt_tokens_details.cached_tokens}``.
-The loop is driven by ``message.tool_calls``, never ``finish_reason``. No sampling parameters
-are sent unless configured through ``extra_body``.
+Wire format: openai-python 3.x ``types/chat`` (ecosystem.md §3.1) — assistant
+``tool_calls[{id, type: function, function{name, arguments: JSON string}}]``, results as
+``{"role": "tool", "tool_call_id", "content"}`` messages, ``usage{prompt_tokens,
+completion_tokens, prompt_tokens_details{cached_tokens, cache_write_tokens}}`` (DeepSeek:
+``prompt_cache_hit_tokens``). The loop is driven by ``message.tool_calls``, never
+``finish_reason``. No sampling parameters are sent unless configured through ``extra_body``.
+
+Quirks handled (ecosystem.md §3.4–3.6):
+- reasoning arrives in ``reasoning_content`` (DeepSeek, llama.cpp, DashScope) or ``reasoning``
+  (vLLM ≥ 0.11, Ollama) and is sent back, under the same name, on assistant turns that made
+  tool calls (DeepSeek thinking mode answers 400 otherwise); turns without tool calls are sent
+  without it (the legacy ``deepseek-reasoner`` rejects it there).
+- a leading ``<think>…</think>`` in ``content`` (no reasoning parser on the server) is copied to
+  ``reasoning``; ``Message.text`` gives the text without it.
+- the output-token limit goes in ``max_completion_tokens`` or ``max_tokens``
+  (``llm.output_tokens_field``); a 400/422 that names the field we sent as unsupported is
+  retried once with the other name, which the client then keeps using.
+- tool calls with missing or repeated ids get unique synthetic ids; arguments that are not a
+  JSON object are marked with ``parse_error`` and resent as ``{}`` (servers that render
+  history through a chat template fail on invalid JSON there).
 """
 
 from __future__ import annotations
@@ -13,13 +28,32 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
 
+from ..errors import LlmError
 from . import http
-from .types import Endpoint, Message, ToolCall, ToolSpec, Turn, Usage
+from .types import (
+    CallStats,
+    Endpoint,
+    Message,
+    TokenCounter,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    Usage,
+    estimate_tokens,
+    split_think,
+)
+
+OUTPUT_TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+UNNAMED_TOOL = "unnamed_tool"  # wire name for a call the model sent without a name
+_UNSUPPORTED_WORDS = ("unsupported", "not supported", "unknown", "unrecognized",
+                      "unrecognised", "extra", "not permitted", "unexpected", "not allowed",
+                      "invalid parameter", "use '")
 
 
 def chat_url(base: str) -> str:
@@ -33,18 +67,44 @@ def chat_url(base: str) -> str:
 
 
 def decode_arguments(raw: Any) -> tuple[Any, str | None]:
-    """Decode a tool call's ``arguments`` (JSON string, or already an object from lenient
-    servers). Returns (value, parse error or None)."""
+    """Decode a tool call's ``arguments``: a JSON string, or an already-decoded value from
+    lenient servers. Returns (value, parse error or None); only a JSON object is usable, so
+    absent, empty, ``null``, arrays, scalars and invalid JSON all come with an error text."""
     if raw is None:
-        return None, None
-    if not isinstance(raw, str):
-        return raw, None
-    if raw.strip() == "":
-        return "", None
-    try:
-        return json.loads(raw), None
-    except ValueError as e:
-        return None, f"invalid JSON: {e}"
+        return None, "arguments missing; expected a JSON object"
+    value = raw
+    if isinstance(raw, str):
+        if not raw.strip():
+            return None, "arguments are an empty string; expected a JSON object"
+        try:
+            value = json.loads(raw)
+        except ValueError as e:
+            return None, f"invalid JSON ({e})"
+    if isinstance(value, dict):
+        return value, None
+    kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number")
+    return value, f"arguments are {kind}; expected a JSON object"
+
+
+def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
+    """Give every tool call a usable, unique id: (id, synthetic). Missing ids become
+    ``<prefix>_<random>``; a repeated id becomes ``<id>_<n>`` so that each call gets exactly one
+    tool result (SPEC §6.2)."""
+    seen: set[str] = set()
+    out: list[tuple[str, bool]] = []
+    for cid in ids:
+        synthetic = False
+        if not cid:
+            cid, synthetic = f"{prefix}_{uuid.uuid4().hex[:12]}", True
+        elif cid in seen:
+            n = 2
+            while f"{cid}_{n}" in seen or f"{cid}_{n}" in ids:
+                n += 1
+            cid, synthetic = f"{cid}_{n}", True
+        seen.add(cid)
+        out.append((cid, synthetic))
+    return out
 
 
 def message_to_wire(m: Message) -> dict[str, Any]:
@@ -52,17 +112,19 @@ def message_to_wire(m: Message) -> dict[str, Any]:
     if m.role == "tool":
         return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
     out: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.role == "assistant":
-        if m.tool_calls:
-            out["content"] = m.content or None
-            out["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments_raw or "{}"},
-                }
-                for c in m.tool_calls
-            ]
+    if m.role == "assistant" and m.tool_calls:
+        out["content"] = m.content or None
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name or UNNAMED_TOOL,
+                    "arguments": c.arguments_raw if c.parse_error is None else "{}",
+                },
+            }
+            for c in m.tool_calls
+        ]
         if m.reasoning is not None and m.reasoning_field:
             out[m.reasoning_field] = m.reasoning
     return out
@@ -75,77 +137,128 @@ def tool_to_wire(t: ToolSpec) -> dict[str, Any]:
     }
 
 
-def parse_response(body: dict[str, Any]) -> tuple[Message, Usage, str]:
-    """Chat Completions response → (assistant message, usage, finish_reason).
+def _int(v: Any) -> int:
+    try:
+        return max(0, int(v or 0))
+    except (TypeError, ValueError):
+        return 0
 
-    Missing tool-call ids are synthesised (``synthetic_id``); reasoning is read from
-    ``reasoning_content`` or ``reasoning``.
-    """
+
+def parse_usage(u: Any) -> Usage | None:
+    """``usage`` → Usage, or None when the server sent none. Cached prompt tokens (OpenAI
+    ``prompt_tokens_details.cached_tokens``, DeepSeek ``prompt_cache_hit_tokens``) move from
+    input to ``cache_read_tokens``; ``cache_write_tokens`` likewise."""
+    if not isinstance(u, dict) or not u:
+        return None
+    details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"),
+                                                           dict) else {}
+    cached = _int(details.get("cached_tokens") or u.get("prompt_cache_hit_tokens"))
+    written = _int(details.get("cache_write_tokens") or details.get("cache_creation_tokens"))
+    prompt = _int(u.get("prompt_tokens") or u.get("input_tokens"))
+    return Usage(
+        input_tokens=max(0, prompt - cached - written),
+        output_tokens=_int(u.get("completion_tokens") or u.get("output_tokens")),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+def parse_response(body: dict[str, Any]) -> tuple[Message, Usage | None, str]:
+    """Chat Completions response → (assistant message, usage or None, finish_reason)."""
     choices = body.get("choices") or []
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
-    msg = choice.get("message") or {}
+    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     content = msg.get("content")
     if isinstance(content, list):  # some gateways return content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    content = content if isinstance(content, str) else ""
+    raws = [r for r in (msg.get("tool_calls") or []) if isinstance(r, dict)]
+    ids = unique_ids([str(r.get("id") or "") for r in raws], "call")
     calls: list[ToolCall] = []
-    for raw in msg.get("tool_calls") or []:
-        if not isinstance(raw, dict):
-            continue
-        fn = raw.get("function") or {}
+    for raw, (cid, synthetic) in zip(raws, ids):
+        fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
         args_raw = fn.get("arguments")
         value, err = decode_arguments(args_raw)
-        cid = raw.get("id") or ""
-        calls.append(
-            ToolCall(
-                id=cid or f"call_{uuid.uuid4().hex[:12]}",
-                name=str(fn.get("name") or ""),
-                arguments_raw=args_raw if isinstance(args_raw, str) else json.dumps(args_raw),
-                arguments=value,
-                parse_error=err,
-                synthetic_id=not cid,
-            )
-        )
+        calls.append(ToolCall(
+            id=cid,
+            name=str(fn.get("name") or "").strip(),
+            arguments_raw=args_raw if isinstance(args_raw, str) else json.dumps(args_raw),
+            arguments=value,
+            parse_error=err,
+            synthetic_id=synthetic,
+        ))
     reasoning, field = None, ""
-    for key in ("reasoning_content", "reasoning"):
-        if isinstance(msg.get(key), str) and msg.get(key):
+    for key in REASONING_FIELDS:
+        if isinstance(msg.get(key), str) and msg[key]:
             reasoning, field = msg[key], key
             break
-    u = body.get("usage") or {}
-    details = u.get("prompt_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or u.get("prompt_cache_hit_tokens") or 0)
-    usage = Usage(
-        input_tokens=max(0, int(u.get("prompt_tokens") or 0) - cached),
-        output_tokens=int(u.get("completion_tokens") or 0),
-        cache_read_tokens=cached,
-        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
-        estimated=not u,
-    )
-    message = Message(
-        role="assistant",
-        content=content or "",
-        tool_calls=tuple(calls),
-        reasoning=reasoning,
-        reasoning_field=field,
-    )
-    return message, usage, str(choice.get("finish_reason") or "")
+    if reasoning is None:
+        reasoning = split_think(content)[0]
+    message = Message(role="assistant", content=content, tool_calls=tuple(calls),
+                      reasoning=reasoning, reasoning_field=field)
+    return message, parse_usage(body.get("usage")), str(choice.get("finish_reason") or "")
+
+
+def _choices_error(b: dict[str, Any]) -> Any:
+    """The error carried by a 200 body: a top-level ``error`` without choices, an ``error`` in
+    the first choice (OpenRouter), or no usable choice at all."""
+    choices = b.get("choices")
+    if not choices:
+        return b.get("error") or {"message": "response has no choices", "code": 502}
+    first = choices[0] if isinstance(choices[0], dict) else {}
+    if first.get("error"):
+        return first["error"]
+    if first.get("finish_reason") == "error":
+        return {"message": "generation failed (finish_reason error)", "code": 502}
+    return None
+
+
+def names_output_field(err: LlmError, field: str) -> bool:
+    """True when ``err`` is a 400/422 saying the output-token ``field`` we sent is not accepted
+    (e.g. OpenAI "Unsupported parameter: 'max_tokens' … Use 'max_completion_tokens'", Azure
+    "Unrecognized request argument supplied: max_completion_tokens")."""
+    text = str(err).lower()
+    return (err.status in (400, 422) and field in text
+            and any(w in text for w in _UNSUPPORTED_WORDS))
+
+
+def estimate_usage(messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
+                   reply: Message, count: TokenCounter) -> Usage:
+    """Usage counted locally for a server that sent none (SPEC §13): the text of every message
+    and tool definition in, the reply's text, reasoning and tool-call arguments out."""
+    parts = [m.content for m in messages]
+    parts += [c.arguments_raw for m in messages for c in m.tool_calls]
+    parts += [json.dumps(tool_to_wire(t)) for t in tools or ()]
+    out = [reply.content, *(c.name + c.arguments_raw for c in reply.tool_calls)]
+    if reply.reasoning and reply.reasoning_field:
+        out.append(reply.reasoning)
+    return Usage(input_tokens=count("\n".join(parts)), output_tokens=count("\n".join(out)),
+                 estimated=True)
 
 
 class OpenAIClient:
     """Chat Completions client; one requests.Session per thread (requests promises no thread
-    safety for a shared Session). Raises LlmError from :meth:`complete`."""
+    safety for a shared Session). :meth:`complete` raises LlmError."""
 
     def __init__(
-        self, endpoint: Endpoint, before_attempt: Callable[[int], None] | None = None
+        self,
+        endpoint: Endpoint,
+        before_attempt: Callable[[int], float | None] | None = None,
+        count_tokens: TokenCounter = estimate_tokens,
     ) -> None:
         self.endpoint = endpoint
         self.before_attempt = before_attempt
+        self.count_tokens = count_tokens
+        self.stats = CallStats()
+        self.output_tokens_field = (endpoint.output_tokens_field
+                                    if endpoint.output_tokens_field in OUTPUT_TOKEN_FIELDS
+                                    else "max_completion_tokens")
         self._local = threading.local()
 
     def _session(self) -> requests.Session:
         s = getattr(self._local, "session", None)
         if s is None:
             s = requests.Session()
-            s.trust_env = True
             self._local.session = s
         return s
 
@@ -161,7 +274,8 @@ class OpenAIClient:
         return h
 
     def build_body(
-        self, messages: list[Message], tools: list[ToolSpec] | None, max_output_tokens: int | None
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
+        max_output_tokens: int | None, output_field: str | None = None,
     ) -> dict[str, Any]:
         ep = self.endpoint
         body: dict[str, Any] = {
@@ -170,11 +284,20 @@ class OpenAIClient:
         }
         limit = max_output_tokens or ep.max_output_tokens
         if limit:
-            body[ep.output_tokens_field or "max_completion_tokens"] = limit
+            body[output_field or self.output_tokens_field] = limit
         if tools:
             body["tools"] = [tool_to_wire(t) for t in tools]
         body.update(dict(ep.extra_body))
         return body
+
+    def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        ep = self.endpoint
+        return http.post_json(
+            self._session(), chat_url(ep.url), self.headers(), body,
+            connect_timeout_s=ep.connect_timeout_s, read_timeout_s=ep.timeout_s,
+            max_retries=ep.max_retries, body_error=_choices_error,
+            before_attempt=self.before_attempt,
+        )
 
     def complete(
         self,
@@ -183,26 +306,31 @@ class OpenAIClient:
         *,
         max_output_tokens: int | None = None,
     ) -> Turn:
-        ep = self.endpoint
-        body = self.build_body(messages, tools, max_output_tokens)
         t0 = time.monotonic()
-        payload, attempts = http.post_json(
-            self._session(),
-            chat_url(ep.url),
-            self.headers(),
-            body,
-            connect_timeout_s=ep.connect_timeout_s,
-            read_timeout_s=ep.timeout_s,
-            max_retries=ep.max_retries,
-            error_in_body=lambda b: "error" in b and not b.get("choices"),
-            before_attempt=self.before_attempt,
-        )
+        field = self.output_tokens_field
+        attempts = 0
+        try:
+            try:
+                payload, attempts = self._post(
+                    self.build_body(messages, tools, max_output_tokens, field))
+            except LlmError as e:
+                other = OUTPUT_TOKEN_FIELDS[1 - OUTPUT_TOKEN_FIELDS.index(field)]
+                if not names_output_field(e, field):
+                    raise
+                attempts = e.attempts
+                self.output_tokens_field = other  # this server wants the other name: keep it
+                payload, more = self._post(
+                    self.build_body(messages, tools, max_output_tokens, other))
+                attempts += more
+        except LlmError as e:
+            e.attempts += attempts
+            self.stats.add_failure(e.attempts, time.monotonic() - t0)
+            raise
         message, usage, finish = parse_response(payload)
-        return Turn(
-            message=message,
-            usage=usage,
-            finish_reason=finish,
-            latency_s=time.monotonic() - t0,
-            attempts=attempts,
-            model=str(payload.get("model") or ep.model),
-        )
+        if usage is None:
+            usage = estimate_usage(messages, tools, message, self.count_tokens)
+        turn = Turn(message=message, usage=usage, finish_reason=finish,
+                    latency_s=time.monotonic() - t0, attempts=attempts,
+                    model=str(payload.get("model") or self.endpoint.model))
+        self.stats.add(turn)
+        return turn

@@ -1,12 +1,51 @@
-"""Provider-neutral LLM data: messages, tool specs, tool calls, usage, turns.
+"""Provider-neutral LLM data: messages, tool specs, tool calls, usage, turns, call statistics.
 
 Both wire formats (OpenAI Chat Completions, Anthropic Messages) convert to and from these.
+Nothing here does I/O; ``split_think`` and ``estimate_tokens`` are pure helpers shared by the
+two protocol modules.
 """
 
 from __future__ import annotations
 
+import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+TokenCounter = Callable[[str], int]
+"""text → token count; the caller injects tiktoken (``ocr_hook.tokens.count_tokens``)."""
+
+_THINK_OPEN = re.compile(r"^\s*<think>", re.S)
+_THINK_CLOSE = "</think>"
+
+
+def split_think(text: str) -> tuple[str | None, str]:
+    """Split a leading reasoning block off model text (SPEC §13: reasoning models served without
+    a reasoning parser put it in ``content``). Returns (reasoning or None, remaining text).
+
+    Handles ``<think>…</think>rest``; ``…</think>rest`` with no opening tag (chat templates that
+    put ``<think>`` into the prompt, e.g. Qwen3 / DeepSeek-R1 distills); and an unclosed
+    ``<think>…`` (output cut off while thinking: everything is reasoning, the text is empty).
+    Text without a leading block is returned unchanged with reasoning None.
+    """
+    if not text:
+        return None, text or ""
+    m = _THINK_OPEN.match(text)
+    if m:
+        end = text.find(_THINK_CLOSE, m.end())
+        if end < 0:
+            return text[m.end():].strip(), ""
+        return text[m.end():end].strip(), text[end + len(_THINK_CLOSE):].lstrip()
+    end = text.find(_THINK_CLOSE)
+    if end >= 0 and "<think>" not in text[:end]:
+        return text[:end].strip(), text[end + len(_THINK_CLOSE):].lstrip()
+    return None, text
+
+
+def estimate_tokens(text: str) -> int:
+    """Conservative token estimate without a BPE table: UTF-8 bytes / 3, rounded up."""
+    return (len(text.encode("utf-8", "surrogatepass")) + 2) // 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,11 +59,14 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One tool call from the model.
+    """One tool call from the model, as received, never coerced.
 
-    ``arguments`` is the decoded JSON value (any type) or None when ``arguments_raw`` was not
-    valid JSON; then ``parse_error`` says why. ``id`` may be synthesised when the provider
-    omitted it (``synthetic_id``).
+    ``arguments_raw`` is the wire text (a JSON string on OpenAI; the JSON of ``input`` on
+    Anthropic). ``arguments`` is the decoded value (a dict when usable). ``parse_error`` is set
+    when the arguments are unusable: invalid JSON, an empty string, absent, or JSON that is not
+    an object (``null``, an array, a scalar) — the registry answers such calls with an error
+    result naming the expected schema (SPEC §6.2). ``synthetic_id`` marks an id we made up
+    because the provider sent none or repeated one.
     """
 
     id: str
@@ -40,9 +82,12 @@ class Message:
     """A conversation message.
 
     role: system | user | assistant | tool. Assistant messages may carry ``tool_calls``,
-    ``reasoning`` (DeepSeek ``reasoning_content`` / vLLM/Ollama ``reasoning``; sent back where
-    the provider requires it) and ``native`` (provider blocks to resend unchanged, e.g.
-    Anthropic thinking blocks). Tool messages carry ``tool_call_id`` and ``is_error``.
+    ``reasoning`` and ``reasoning_field`` (the OpenAI-format field it arrived in:
+    ``reasoning_content`` (DeepSeek, llama.cpp, DashScope) or ``reasoning`` (vLLM, Ollama); ""
+    when it came from a ``<think>`` block in the text and so is never resent as a field), and
+    ``native`` (Anthropic content blocks resent unchanged, thinking signatures included).
+    ``content`` is the text as the model wrote it; :attr:`text` is that text without a leading
+    think block. Tool messages carry ``tool_call_id`` and ``is_error``.
     """
 
     role: str
@@ -55,10 +100,18 @@ class Message:
     reasoning_field: str = ""
     native: tuple[dict[str, Any], ...] = ()
 
+    @property
+    def text(self) -> str:
+        """``content`` with a leading ``<think>`` block removed (see :func:`split_think`)."""
+        return split_think(self.content)[1]
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage reported by the provider (or counted locally when ``estimated``)."""
+    """Token usage of one or more calls. ``input_tokens`` excludes cached prompt tokens, which
+    are counted in ``cache_read_tokens`` / ``cache_write_tokens`` (Anthropic's split; OpenAI's
+    ``prompt_tokens`` is divided the same way). ``estimated``: counted locally because a server
+    sent no usage."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -68,7 +121,8 @@ class Usage:
 
     @property
     def total(self) -> int:
-        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return (self.input_tokens + self.output_tokens + self.cache_read_tokens
+                + self.cache_write_tokens)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -82,7 +136,9 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One model reply: the assistant message, usage, finish reason, latency and attempts."""
+    """One model reply: the assistant message, usage, finish reason, wall latency in seconds
+    (all attempts and retry waits included), HTTP requests made (``attempts``) and the model
+    name the server reported."""
 
     message: Message
     usage: Usage
@@ -92,9 +148,55 @@ class Turn:
     model: str = ""
 
 
+@dataclass
+class CallStats:
+    """Per-client counters for the session log, safe to share between worker threads: completed
+    calls, failed calls, HTTP requests (retries included), summed latency and usage."""
+
+    calls: int = 0
+    failures: int = 0
+    requests: int = 0
+    latency_s: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, turn: Turn) -> None:
+        with self._lock:
+            self.calls += 1
+            self.requests += turn.attempts
+            self.latency_s += turn.latency_s
+            self.usage = self.usage + turn.usage
+
+    def add_failure(self, attempts: int, latency_s: float) -> None:
+        with self._lock:
+            self.failures += 1
+            self.requests += attempts
+            self.latency_s += latency_s
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{calls, failures, requests, latency_s, usage{input, output, cache_read,
+        cache_write, estimated}}`` — the shape written to the session log."""
+        with self._lock:
+            u = self.usage
+            return {
+                "calls": self.calls,
+                "failures": self.failures,
+                "requests": self.requests,
+                "latency_s": round(self.latency_s, 3),
+                "usage": {"input": u.input_tokens, "output": u.output_tokens,
+                          "cache_read": u.cache_read_tokens, "cache_write": u.cache_write_tokens,
+                          "estimated": u.estimated},
+            }
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """A resolved LLM endpoint (SPEC §2, §13). ``api_key`` is never logged or written."""
+    """A resolved LLM endpoint (SPEC §2, §13). ``api_key`` is never logged or written.
+
+    ``url`` is a base or a full endpoint URL (query string kept, e.g. Azure ``api-version``).
+    ``auth_header``: "" = the protocol's default (``Authorization: Bearer`` / ``x-api-key``);
+    ``api-key`` for Azure; ``authorization`` forces Bearer on Anthropic.
+    """
 
     url: str
     model: str
@@ -109,13 +211,24 @@ class Endpoint:
     anthropic_version: str = "2023-06-01"
     extra_headers: tuple[tuple[str, str], ...] = ()
     extra_body: tuple[tuple[str, Any], ...] = ()
-    auth_header: str = ""  # "" = protocol default; "api-key" for Azure
+    auth_header: str = ""
+
+
+def mask_key(key: str) -> str:
+    """An API key for display: ``sk-p…cdef`` (first 4 and last 4 characters), ``***`` when
+    short, "" when empty."""
+    if not key:
+        return ""
+    if len(key) < 12:
+        return "***"
+    return f"{key[:4]}…{key[-4:]}"
 
 
 class ChatClient(Protocol):
     """One conversation step against a provider. Raises LlmError after retries."""
 
     endpoint: Endpoint
+    stats: CallStats
 
     def complete(
         self,
