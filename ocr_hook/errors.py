@@ -50,12 +50,14 @@ class LlmError(OcrError):
         status: int | None = None,
         retryable: bool = False,
         retry_after_s: float | None = None,
+        attempts: int = 1,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        self.attempts = attempts  # HTTP requests made before giving up
 
 
 class BudgetExhausted(OcrError):
