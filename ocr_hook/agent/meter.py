@@ -1,6 +1,11 @@
-"""Run-wide accounting shared by all worker threads: usage, LLM call count, token budget and
-deadline (SPEC §6.4). Thread-safe; the budget is checked before every LLM attempt, retries
-included."""
+"""Run-wide accounting shared by all worker threads (SPEC §6.4): usage, LLM call count, the
+token budget, the run deadline and cancellation.
+
+One Meter per run. :meth:`Meter.before_attempt` is wired into the LLM clients' ``before_attempt``
+hook, so the budget and deadline are checked before every HTTP attempt, retries included, and
+no attempt starts once the budget is used up, the deadline has passed or the run is cancelled
+(Ctrl-C). Calls already running finish; their usage still counts. Thread-safe.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,15 @@ from ..errors import BudgetExhausted, DeadlineExceeded
 from ..llm.types import Usage
 
 
+class Cancelled(DeadlineExceeded):
+    """The run was cancelled (Ctrl-C or the caller gave up); no new LLM call may start."""
+
+
 @dataclass
 class Meter:
-    """``budget_tokens`` 0 = unlimited; ``deadline`` is a ``time.monotonic()`` value or None."""
+    """``budget_tokens``: input + output tokens for the run, 0 = unlimited. ``deadline``: a
+    ``time.monotonic()`` value or None. ``attempts`` counts HTTP attempts that were allowed to
+    start; ``llm_calls`` counts answered calls (usage recorded)."""
 
     budget_tokens: int = 0
     deadline: float | None = None
@@ -24,10 +35,10 @@ class Meter:
     cancelled: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def check(self, _attempt: int = 0) -> None:
-        """Raise BudgetExhausted / DeadlineExceeded when no new LLM attempt may start."""
+    def check(self) -> None:
+        """Raise Cancelled / DeadlineExceeded / BudgetExhausted when no new LLM call may start."""
         if self.cancelled.is_set():
-            raise DeadlineExceeded("review cancelled")
+            raise Cancelled("review cancelled")
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise DeadlineExceeded("review deadline reached")
         with self._lock:
@@ -35,12 +46,31 @@ class Meter:
                 raise BudgetExhausted(
                     f"token budget of {self.budget_tokens} used up ({self.usage.total} tokens)"
                 )
+
+    def before_attempt(self, _attempt: int = 0) -> float | None:
+        """The clients' per-attempt hook: :meth:`check`, count the attempt, and return the
+        seconds left before the deadline (the HTTP layer caps its timeouts and retry waits by
+        it), or None without a deadline."""
+        self.check()
+        with self._lock:
             self.attempts += 1
+        left = self.remaining_s()
+        return None if left is None else max(left, 0.001)
+
+    def exhausted(self) -> bool:
+        """True when the token budget is used up (no check of deadline or cancellation)."""
+        with self._lock:
+            return bool(self.budget_tokens) and self.usage.total >= self.budget_tokens
 
     def add(self, usage: Usage) -> None:
+        """Count one answered call and its usage."""
         with self._lock:
             self.usage = self.usage + usage
             self.llm_calls += 1
+
+    def cancel(self) -> None:
+        """Stop every later attempt (Ctrl-C)."""
+        self.cancelled.set()
 
     def remaining_s(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

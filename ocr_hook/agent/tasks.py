@@ -1,0 +1,137 @@
+"""Single-shot LLM calls of the review pipeline (SPEC §6.1, §6.3): grouping, plan and the
+compression summary. Each is one request with no ``tools`` field; the answer is text.
+
+Every call goes through :func:`ask`: the run's Meter is checked first (the client's
+``before_attempt`` hook checks it again before each HTTP attempt), usage is added to the Meter,
+and request/response are recorded in the session log. Errors propagate as LlmError,
+BudgetExhausted or DeadlineExceeded; callers decide the fallback. No git, no HTTP here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import grouping, prompts
+from ..diff import FileDiff
+from ..errors import LlmError
+from ..llm.types import ChatClient, Message, ToolSpec
+from .meter import Meter
+
+Record = Callable[[str, dict[str, Any]], None]
+
+GROUPING_LABEL = "__grouping__"  # session pseudo-path of the grouping call (as OCR records it)
+_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
+_FENCED = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
+
+
+def clean_answer(text: str) -> str:
+    """Drop a leading ``<think>…</think>`` block and one enclosing code fence; strip."""
+    text = _THINK.sub("", text or "", count=1).strip()
+    m = _FENCED.match(text)
+    return (m.group(1) if m else text).strip()
+
+
+def ask(
+    client: ChatClient,
+    messages: list[Message],
+    *,
+    meter: Meter,
+    record: Record,
+    task: str,
+    label: str,
+    max_output_tokens: int | None = None,
+) -> str:
+    """One request without tools; returns the cleaned answer text (may be empty).
+
+    Raises BudgetExhausted / DeadlineExceeded before any request when the run may not start
+    another call, LlmError when the call fails after the client's retries."""
+    meter.check()
+    record("llm_request", {"group": label, "task": task, "messages": len(messages)})
+    turn = client.complete(messages, None, max_output_tokens=max_output_tokens)
+    meter.add(turn.usage)
+    u = turn.usage
+    record("llm_response", {"group": label, "task": task, "latency_s": round(turn.latency_s, 3),
+                            "usage": {"input": u.input_tokens, "output": u.output_tokens,
+                                      "cache_read": u.cache_read_tokens,
+                                      "cache_write": u.cache_write_tokens},
+                            "finish_reason": turn.finish_reason})
+    return clean_answer(turn.message.content)
+
+
+def grouping_call(
+    client: ChatClient, files: Sequence[FileDiff], *, meter: Meter, record: Record
+) -> list[grouping.Group]:
+    """Ask the model to group ``files`` from metadata only (status, path, +/-; SPEC §6.1) and
+    return the validated groups (:func:`grouping.parse_grouping_answer`). Raises LlmError
+    (also for an unusable answer), BudgetExhausted or DeadlineExceeded."""
+    msgs = [
+        Message("system", prompts.render("grouping_system", {})),
+        Message("user", prompts.render("grouping_user", {"file_list": grouping.file_list(files)})),
+    ]
+    answer = ask(client, msgs, meter=meter, record=record, task="grouping", label=GROUPING_LABEL)
+    try:
+        return grouping.parse_grouping_answer(answer, files)
+    except grouping.GroupingError as e:
+        raise LlmError(str(e), kind="protocol") from e
+
+
+def plan_tools_text(specs: Sequence[ToolSpec]) -> str:
+    """Plan-phase tool definitions as reference text for the plan prompt (the plan request
+    has no ``tools`` field): ``- name: description`` and a compact JSON of the parameters."""
+    out = []
+    for s in specs:
+        desc = " ".join(s.description.split())
+        params = json.dumps(s.parameters, ensure_ascii=False, separators=(",", ":"))
+        out.append(f"- {s.name}: {desc}\n  parameters: {params}")
+    return "\n".join(out) if out else "(none)"
+
+
+def plan_call(
+    client: ChatClient,
+    *,
+    plan_tools: Sequence[ToolSpec],
+    user_fields: dict[str, str],
+    language: str,
+    redact: Callable[[str], str],
+    meter: Meter,
+    record: Record,
+    label: str,
+) -> str:
+    """The plan of SPEC §6.1 step 4: a short prioritised checklist of hypotheses for round 1.
+    ``user_fields`` are the main task's fields (date, other_files, diffs, rules, background).
+    Raises LlmError (also for an empty answer), BudgetExhausted or DeadlineExceeded."""
+    system = prompts.render(
+        "plan_system", {"plan_tools": plan_tools_text(plan_tools), "language": language}
+    )
+    user = redact(prompts.render("plan_user", user_fields))
+    answer = ask(client, [Message("system", system), Message("user", user)], meter=meter,
+                 record=record, task="plan", label=label)
+    if not answer:
+        raise LlmError("the plan answer was empty", kind="protocol")
+    return answer
+
+
+def summary_call(
+    client: ChatClient,
+    transcript: str,
+    *,
+    language: str,
+    max_output_tokens: int,
+    meter: Meter,
+    record: Record,
+    label: str,
+) -> str:
+    """The compression summary of SPEC §6.3 for ``transcript`` (the rendered compress zone).
+    Raises LlmError (also for an empty answer), BudgetExhausted or DeadlineExceeded."""
+    msgs = [
+        Message("system", prompts.render("compression_system", {"language": language})),
+        Message("user", prompts.render("compression_user", {"context": transcript})),
+    ]
+    answer = ask(client, msgs, meter=meter, record=record, task="compression", label=label,
+                 max_output_tokens=max_output_tokens)
+    if not answer:
+        raise LlmError("the compression summary was empty", kind="protocol")
+    return answer
