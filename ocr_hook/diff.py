@@ -1,25 +1,39 @@
 r"""Diff model and parser for git's bytes. Pure: no subprocess, no LLM, no comments.
 
-Inputs (SPEC §3.1, §3.5):
-- ``git diff --raw --numstat -z --no-abbrev -M``: the authoritative list of changed paths
-  (``:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0[<new path>\0]`` per file, then
-  ``<added>\t<deleted>\t<path>\0`` or ``<added>\t<deleted>\t\0<old>\0<new>\0`` per file).
-- ``git diff -p`` with the flags of SPEC §3.1: hunks, attached to the listed files in order.
+Inputs (SPEC §3.1, §3.5), both produced by ``target.load_diff`` with the same flags:
 
-Line numbers are 1-based; ``\ No newline at end of file`` is metadata and never advances them.
+- ``git diff --raw --numstat -z --no-abbrev``: the authoritative list of changed paths. Raw
+  records come first, ``:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0`` (renames
+  and copies: ``...R086\0<old>\0<new>\0``), then one numstat record per file,
+  ``<added>\t<deleted>\t<path>\0`` (renames/copies: ``<added>\t<deleted>\t\0<old>\0<new>\0``;
+  binary files: ``-\t-\t...``). Paths are verbatim bytes (no C quoting under ``-z``).
+- ``git diff -p``: one section per listed file, in the same order (a type change, e.g. file →
+  symlink, prints two sections for one path: a deletion and an addition). Sections are only
+  used to attach hunks; names in their headers (C-quoted, trailing TAB after names with spaces)
+  are never parsed, so odd names cannot misalign anything.
+
+Hunk bodies are consumed by their header counts (a missing count means 1, as in ``@@ -1 +1 @@``),
+so a content line that looks like ``diff --git`` or ``--- a/x`` never starts a section.
+``\ No newline at end of file`` is metadata: it never advances line numbers, also in the middle
+of a hunk (old side ends without newline, new side continues). Line numbers are 1-based.
+Content is decoded per file: UTF-8 when the whole section is valid UTF-8, else UTF-8 with
+U+FFFD replacements (``FileDiff.decoding == "replaced"``; e.g. GBK files): never the locale.
+Decoding never changes the number of lines, so line numbers stay exact. ``\r`` of CRLF files
+stays in ``Line.text``.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from .errors import GitError
 
-ZERO_OID_CHARS = frozenset("0")
-
+# `git diff --raw` status letters (git-diff(1) "Raw output format"). U and X never occur
+# between two trees; they are kept so an unexpected letter is reported, not mislabelled.
 STATUS_NAMES = {
     "A": "added",
     "M": "modified",
@@ -31,7 +45,12 @@ STATUS_NAMES = {
     "X": "unknown",
 }
 
+MODE_SYMLINK = "120000"  # git's mode for a symbolic link (SPEC §3.5)
+MODE_GITLINK = "160000"  # git's mode for a submodule commit (SPEC §3.5)
+NO_NEWLINE_MARKER = b"\\"  # "\ No newline at end of file" (the text after it is localised)
+
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_SECTION_STARTS = (b"diff --git ", b"diff --cc ", b"diff --combined ")
 
 
 class DiffParseError(GitError):
@@ -49,7 +68,10 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Hunk:
-    """One ``@@ -old_start,old_count +new_start,new_count @@`` block (missing count = 1)."""
+    """One ``@@ -old_start,old_count +new_start,new_count @@`` block (missing count = 1).
+
+    ``header`` is the whole ``@@`` line as git printed it (function context included).
+    """
 
     old_start: int
     old_count: int
@@ -63,7 +85,8 @@ class Hunk:
 class RawEntry:
     """One record of ``git diff --raw -z --no-abbrev`` plus its ``--numstat`` counts.
 
-    ``insertions``/``deletions`` are None for binary files (numstat ``-``).
+    ``insertions``/``deletions`` are None for binary files (numstat ``-``). ``similarity`` is
+    the percentage git prints after R/C (``R086`` → 86), else None.
     """
 
     status: str  # one of STATUS_NAMES values
@@ -82,8 +105,13 @@ class RawEntry:
 class FileDiff:
     """Everything known about one changed path.
 
-    ``path`` is the new path (the old path for deletions). ``patch`` is the file's section of
-    the unified diff without its ``index`` line (used for prompts and cache keys).
+    ``path`` is the new path (the old path for deletions). ``old_path == new_path`` unless
+    renamed or copied. Modes are git's six octal digits (``000000`` on the absent side); oids
+    are full hex ids (40 or 64 characters). ``patch`` is the file's section(s) of the unified
+    diff without ``index`` lines (used for prompts, ``file_read_diff`` and cache keys).
+    ``head_text`` holds the first bytes of the new blob, decoded, when ``target.load_diff``
+    had to read them (generated-file markers outside the hunks, SPEC §4 gate 8), else None.
+    ``notes`` are human-readable remarks (e.g. undecodable bytes replaced).
     """
 
     status: str
@@ -100,6 +128,8 @@ class FileDiff:
     hunks: tuple[Hunk, ...] = ()
     patch: str = ""
     extra_sections: int = 0
+    decoding: str = "utf-8"  # utf-8 | replaced
+    head_text: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -108,14 +138,32 @@ class FileDiff:
 
     @property
     def submodule(self) -> bool:
-        return "160000" in (self.old_mode, self.new_mode)
+        return MODE_GITLINK in (self.old_mode, self.new_mode)
 
     @property
     def symlink(self) -> bool:
-        return self.new_mode == "120000" or (self.status == "deleted" and self.old_mode == "120000")
+        """True when the reviewed side is a symbolic link (the old side for deletions)."""
+        if self.status == "deleted":
+            return self.old_mode == MODE_SYMLINK
+        return self.new_mode == MODE_SYMLINK
+
+    @property
+    def link_text(self) -> str:
+        """The symlink's target as stored by git ("" when not a symlink or not in the hunks).
+
+        New side for added/modified links, old side for deleted ones."""
+        if not self.symlink:
+            return ""
+        want = "-" if self.status == "deleted" else "+"
+        for h in self.hunks:
+            for ln in h.lines:
+                if ln.kind == want:
+                    return ln.text
+        return ""
 
     @property
     def mode_only(self) -> bool:
+        """Only the file mode changed (e.g. ``chmod +x``): listed, never sent to the LLM."""
         return (
             self.status == "modified"
             and not self.hunks
@@ -131,12 +179,14 @@ class FileDiff:
 def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
     r"""Parse ``git diff --raw --numstat -z --no-abbrev`` output into entries in git's order.
 
-    Raises DiffParseError on a truncated record or when raw and numstat counts disagree.
+    Paths are decoded with ``os.fsdecode`` (UTF-8 + surrogateescape on POSIX), so any name
+    round-trips to git. Raises DiffParseError on a malformed or truncated record or when raw
+    and numstat record counts disagree.
     """
     tokens = raw.split(b"\0")
     if tokens and tokens[-1] == b"":
         tokens.pop()
-    entries: list[dict[str, object]] = []
+    entries: list[RawEntry] = []
     i = 0
     n = len(tokens)
     while i < n and tokens[i].startswith(b":"):
@@ -157,35 +207,57 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
             old_path = new_path = os.fsdecode(tokens[i + 1])
             i += 2
         entries.append(
-            {
-                "status": STATUS_NAMES.get(letter, "unknown"),
-                "old_path": old_path,
-                "new_path": new_path,
-                "old_mode": old_mode,
-                "new_mode": new_mode,
-                "old_oid": old_oid,
-                "new_oid": new_oid,
-                "similarity": sim,
-            }
+            RawEntry(
+                STATUS_NAMES.get(letter, "unknown"),
+                old_path,
+                new_path,
+                old_mode,
+                new_mode,
+                old_oid,
+                new_oid,
+                sim,
+            )
         )
     counts: list[tuple[int | None, int | None]] = []
     while i < n:
-        parts = tokens[i].split(b"\t")
-        if len(parts) != 3:
+        parts = tokens[i].split(b"\t", 2)  # a path may contain TABs
+        if len(parts) != 3 or not parts[0] or not parts[1]:
             raise DiffParseError(f"git diff --numstat: malformed record {tokens[i][:80]!r}")
-        ins = None if parts[0] == b"-" else int(parts[0])
-        dels = None if parts[1] == b"-" else int(parts[1])
-        i += 3 if parts[2] == b"" else 1
+        try:
+            ins = None if parts[0] == b"-" else int(parts[0])
+            dels = None if parts[1] == b"-" else int(parts[1])
+        except ValueError:
+            raise DiffParseError(
+                f"git diff --numstat: malformed record {tokens[i][:80]!r}"
+            ) from None
+        if parts[2] == b"":  # rename/copy: old and new path follow as their own fields
+            if i + 2 >= n:
+                raise DiffParseError("git diff --numstat: truncated rename record")
+            i += 3
+        else:
+            i += 1
         counts.append((ins, dels))
     if counts and len(counts) != len(entries):
         raise DiffParseError(
             f"git diff: {len(entries)} raw records but {len(counts)} numstat records"
         )
-    out = []
-    for k, e in enumerate(entries):
-        ins, dels = counts[k] if counts else (0, 0)
-        out.append(RawEntry(**e, insertions=ins, deletions=dels))  # type: ignore[arg-type]
-    return out
+    if not counts:
+        return entries
+    return [
+        RawEntry(
+            e.status, e.old_path, e.new_path, e.old_mode, e.new_mode, e.old_oid, e.new_oid,
+            e.similarity, ins, dels,
+        )
+        for e, (ins, dels) in zip(entries, counts)
+    ]
+
+
+def _hunk_counts(m: re.Match[bytes]) -> tuple[int, int, int, int]:
+    old_start = int(m.group(1))
+    old_count = int(m.group(2)) if m.group(2) is not None else 1
+    new_start = int(m.group(3))
+    new_count = int(m.group(4)) if m.group(4) is not None else 1
+    return old_start, old_count, new_start, new_count
 
 
 def split_patch_sections(patch: bytes) -> list[list[bytes]]:
@@ -193,7 +265,8 @@ def split_patch_sections(patch: bytes) -> list[list[bytes]]:
 
     Text before the first ``diff --git`` line (a commit message from ``git show``) is dropped.
     Hunks are consumed by their counts so a content line such as ``--- x`` or ``diff --git``
-    inside a hunk never starts a new section.
+    inside a hunk never starts a new section; ``\\`` lines (no newline at end of file) are
+    kept wherever they appear and never counted.
     """
     lines = patch.split(b"\n")
     if lines and lines[-1] == b"":
@@ -204,9 +277,7 @@ def split_patch_sections(patch: bytes) -> list[list[bytes]]:
     n = len(lines)
     while i < n:
         ln = lines[i]
-        if ln.startswith(b"diff --git ") or ln.startswith(b"diff --cc ") or ln.startswith(
-            b"diff --combined "
-        ):
+        if ln.startswith(_SECTION_STARTS):
             cur = [ln]
             sections.append(cur)
             i += 1
@@ -215,41 +286,57 @@ def split_patch_sections(patch: bytes) -> list[list[bytes]]:
             i += 1
             continue
         m = _HUNK_RE.match(ln)
-        if m:
+        if m is None:
             cur.append(ln)
-            old_left = int(m.group(2)) if m.group(2) is not None else 1
-            new_left = int(m.group(4)) if m.group(4) is not None else 1
             i += 1
-            while i < n and (old_left > 0 or new_left > 0):
-                body = lines[i]
-                tag = body[:1]
-                if tag == b"\\":
-                    cur.append(body)
-                elif tag == b"+":
-                    new_left -= 1
-                    cur.append(body)
-                elif tag == b"-":
-                    old_left -= 1
-                    cur.append(body)
-                elif tag == b" " or body == b"":
-                    old_left -= 1
-                    new_left -= 1
-                    cur.append(body)
-                else:
-                    break
-                i += 1
-            # a trailing "\ No newline at end of file" after the last counted line
-            while i < n and lines[i].startswith(b"\\"):
-                cur.append(lines[i])
-                i += 1
             continue
         cur.append(ln)
+        _, old_left, _, new_left = _hunk_counts(m)
         i += 1
+        while i < n and (old_left > 0 or new_left > 0):
+            body = lines[i]
+            tag = body[:1]
+            if tag == b"+":
+                new_left -= 1
+            elif tag == b"-":
+                old_left -= 1
+            elif tag == b" " or body == b"":
+                old_left -= 1
+                new_left -= 1
+            elif tag != NO_NEWLINE_MARKER:
+                break
+            cur.append(body)
+            i += 1
+        # "\ No newline at end of file" after the last counted line
+        while i < n and lines[i].startswith(NO_NEWLINE_MARKER):
+            cur.append(lines[i])
+            i += 1
     return sections
 
 
-def parse_hunks(section: list[bytes]) -> tuple[tuple[Hunk, ...], bool, str]:
-    """Parse one file section: (hunks, binary, patch text without the ``index`` line)."""
+def _decoder(section: Sequence[bytes]) -> tuple[str, str]:
+    """(errors mode, decoding label) for one file: strict when all of it is UTF-8."""
+    try:
+        b"\n".join(section).decode("utf-8")
+    except UnicodeDecodeError:
+        return "replace", "replaced"
+    return "strict", "utf-8"
+
+
+def parse_hunks(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str]:
+    """Parse one file section: (hunks, binary, patch text without the ``index`` line).
+
+    ``binary`` is True when git printed ``Binary files … differ`` / ``GIT binary patch`` or a
+    content line holds a NUL byte (text forced by a ``diff`` attribute; SPEC §4 gate 1).
+    Raises DiffParseError when a hunk has fewer lines than its header counts.
+    """
+    hunks, binary, text, _ = _parse_section(section)
+    return hunks, binary, text
+
+
+def _parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str, str]:
+    """:func:`parse_hunks` plus the section's decoding label (``utf-8`` | ``replaced``)."""
+    errors, decoding = _decoder(section)
     hunks: list[Hunk] = []
     binary = False
     kept: list[str] = []
@@ -257,55 +344,78 @@ def parse_hunks(section: list[bytes]) -> tuple[tuple[Hunk, ...], bool, str]:
     n = len(section)
     while i < n:
         ln = section[i]
-        m = _HUNK_RE.match(ln)
-        if not m:
+        m = _HUNK_RE.match(ln) if ln.startswith(b"@@") else None
+        if m is None:
             if ln.startswith(b"Binary files ") or ln == b"GIT binary patch":
                 binary = True
             if not ln.startswith(b"index "):
-                kept.append(ln.decode("utf-8", "replace"))
+                kept.append(ln.decode("utf-8", errors))
             i += 1
             continue
-        old_start = int(m.group(1))
-        old_count = int(m.group(2)) if m.group(2) is not None else 1
-        new_start = int(m.group(3))
-        new_count = int(m.group(4)) if m.group(4) is not None else 1
-        header = ln.decode("utf-8", "replace")
+        old_start, old_count, new_start, new_count = _hunk_counts(m)
+        header = ln.decode("utf-8", errors)
         kept.append(header)
         i += 1
         old_no, new_no = old_start, new_start
+        old_left, new_left = old_count, new_count
         body: list[Line] = []
-        while i < n and not _HUNK_RE.match(section[i]):
+        while i < n and (old_left > 0 or new_left > 0 or section[i][:1] == NO_NEWLINE_MARKER):
             raw = section[i]
-            text = raw[1:].decode("utf-8", "replace")
             tag = raw[:1]
-            if tag == b"+":
+            if tag == NO_NEWLINE_MARKER:
+                kept.append(raw.decode("utf-8", errors))
+                i += 1
+                continue
+            text = raw[1:].decode("utf-8", errors)
+            if b"\0" in raw:
+                binary = True
+            if tag == b"+" and new_left > 0:
                 body.append(Line("+", text, None, new_no))
                 new_no += 1
-            elif tag == b"-":
+                new_left -= 1
+            elif tag == b"-" and old_left > 0:
                 body.append(Line("-", text, old_no, None))
                 old_no += 1
-            elif tag == b" " or raw == b"":
+                old_left -= 1
+            elif (tag == b" " or raw == b"") and old_left > 0 and new_left > 0:
                 body.append(Line(" ", text, old_no, new_no))
                 old_no += 1
                 new_no += 1
-            elif tag != b"\\":
+                old_left -= 1
+                new_left -= 1
+            else:
                 break
-            kept.append(raw.decode("utf-8", "replace"))
+            kept.append(raw.decode("utf-8", errors))
             i += 1
+        if old_left or new_left:
+            raise DiffParseError(
+                f"git diff: hunk {header[:60]!r} ends {old_left} old / {new_left} new lines early"
+            )
         hunks.append(Hunk(old_start, old_count, new_start, new_count, header, tuple(body)))
-    return tuple(hunks), binary, "\n".join(kept)
+    return tuple(hunks), binary, "\n".join(kept), decoding
 
 
-def build_file_diffs(entries: list[RawEntry], patch: bytes) -> list[FileDiff]:
+def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff]:
     """Attach the patch sections to the raw entries, in order (same diff, same options).
 
-    A type change (file ↔ symlink) may be printed as two sections for one path; both are
-    attached to its entry. Raises DiffParseError when sections and entries cannot be aligned.
+    A type change may be printed as two sections for one path (old content deleted, new
+    content added, same ``diff --git`` header); both are attached to its entry. Insertions and
+    deletions are counted from the hunks (numstat's counts for files without hunks). Raises
+    DiffParseError when sections and entries cannot be aligned.
     """
     sections = split_patch_sections(patch)
     files: list[FileDiff] = []
     si = 0
     for e in entries:
+        if si >= len(sections):
+            raise DiffParseError(f"git diff: no patch section for {e.new_path!r}")
+        take = 1
+        if (
+            e.status == "type_changed"
+            and si + 1 < len(sections)
+            and sections[si + 1][0] == sections[si][0]
+        ):
+            take = 2
         fd = FileDiff(
             status=e.status,
             old_path=e.old_path,
@@ -317,22 +427,15 @@ def build_file_diffs(entries: list[RawEntry], patch: bytes) -> list[FileDiff]:
             similarity=e.similarity,
             binary=e.insertions is None,
         )
-        take = 1
-        if si >= len(sections):
-            raise DiffParseError(f"git diff: no patch section for {e.new_path!r}")
-        if (
-            e.status == "type_changed"
-            and si + 1 < len(sections)
-            and sections[si + 1][0] == sections[si][0]
-        ):
-            take = 2
         all_hunks: list[Hunk] = []
         texts: list[str] = []
         for sec in sections[si : si + take]:
-            hunks, binary, text = parse_hunks(sec)
+            hunks, binary, text, decoding = _parse_section(sec)
             all_hunks.extend(hunks)
             texts.append(text)
             fd.binary = fd.binary or binary
+            if decoding == "replaced":
+                fd.decoding = "replaced"
         si += take
         fd.hunks = tuple(all_hunks)
         fd.patch = "\n".join(texts)
@@ -341,6 +444,8 @@ def build_file_diffs(entries: list[RawEntry], patch: bytes) -> list[FileDiff]:
         fd.deletions = sum(1 for h in fd.hunks for ln in h.lines if ln.kind == "-")
         if e.insertions is not None and not fd.hunks and not fd.binary:
             fd.insertions, fd.deletions = e.insertions, e.deletions or 0
+        if fd.decoding == "replaced":
+            fd.notes.append("content is not valid UTF-8; undecodable bytes shown as U+FFFD")
         files.append(fd)
     if si != len(sections):
         raise DiffParseError(

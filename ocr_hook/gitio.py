@@ -5,6 +5,11 @@ git's stderr in the error, and a limiter on concurrent git processes (16, as OCR
 ``--max-git-procs``). Same-repo calls inherit the environment unchanged (``GIT_INDEX_FILE`` of
 ``git commit -a`` / ``git commit <paths>`` must reach git); calls into other repositories drop
 the repo-local ``GIT_*`` variables (githooks(5)).
+
+Two variables are dropped from every call because they would change git's output behind our
+flags: ``GIT_DIFF_OPTS`` (overrides ``-U3``: measured on git 2.39, ``GIT_DIFF_OPTS=-u10`` wins
+over ``-U3``) and ``GIT_EXTERNAL_DIFF``. ``LC_ALL=C`` keeps git's messages stable, and
+``GIT_OPTIONAL_LOCKS=0`` stops read commands from refreshing the index (SPEC §3.2).
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ LOCAL_ENV_VARS = (
 )
 
 
+# Variables that would change the bytes git prints behind our explicit flags.
+OUTPUT_ENV_VARS = ("GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF")
+
+
 def foreign_env(environ: Mapping[str, str]) -> dict[str, str]:
     """Copy of ``environ`` without the repo-local git variables, for calls into another repo."""
     return {k: v for k, v in environ.items() if k not in LOCAL_ENV_VARS}
@@ -59,8 +68,10 @@ def run_git(
 ) -> bytes:
     """Run ``git <args>`` with cwd ``repo`` and return stdout bytes.
 
-    ``env`` replaces the inherited environment (None = inherit ``os.environ``); ``extra_env``
-    is laid on top. Raises GitError("git <sub>: <first stderr line> (exit N)") on an exit code
+    ``env`` replaces the inherited environment (None = inherit ``os.environ`` unchanged, which
+    is right for the repository under review: ``GIT_INDEX_FILE`` must reach git); pass
+    ``env=foreign_env(os.environ)`` for any other repository. ``extra_env`` is laid on top.
+    ``stdin`` is written to git's standard input. Raises GitError("git <sub>: <first stderr line> (exit N)") on an exit code
     not in ``ok_codes``, on a timeout, or when git cannot be started.
     """
     return run_git_full(
@@ -81,6 +92,8 @@ def run_git_full(
     """Like :func:`run_git` but returns ``(returncode, stdout, stderr)``."""
     cmd = ["git", *args]
     full_env = dict(os.environ if env is None else env)
+    for name in OUTPUT_ENV_VARS:
+        full_env.pop(name, None)
     full_env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # SPEC §3.2: never refresh the index
     full_env["LC_ALL"] = "C"
     if extra_env:
@@ -150,3 +163,37 @@ def git_common_dir(repo: Path) -> Path:
     out = os.fsdecode(run_git(repo, "rev-parse", "--git-common-dir", timeout_s=10).strip())
     p = Path(out)
     return p if p.is_absolute() else (repo / p).resolve()
+
+
+def run_command(
+    argv_or_shell: str | Sequence[str],
+    timeout_s: float,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+) -> tuple[int, bytes, bytes]:
+    """Run a user-configured command that is not git (e.g. ``llm.api_key_cmd``) and return
+    ``(returncode, stdout, stderr)`` bytes; the caller judges the exit code.
+
+    A string is a shell command line run by ``/bin/sh -c`` (the user wrote it for a shell:
+    ``pass show openai``, ``op read …``); a sequence is an argv run directly. ``env`` replaces
+    the inherited environment (None = inherit). stdin is empty. Raises OcrError("<first word>:
+    timed out after Ns" / "cannot run: …") — its text never includes the command's output,
+    which may be a secret.
+    """
+    from .errors import OcrError
+
+    argv = ["/bin/sh", "-c", argv_or_shell] if isinstance(argv_or_shell, str) else list(
+        argv_or_shell)
+    words = argv_or_shell.split() if isinstance(argv_or_shell, str) else argv
+    if not words:
+        raise OcrError("empty command")
+    shown = words[0]
+    try:
+        proc = subprocess.run(argv, input=b"", capture_output=True, timeout=timeout_s,
+                              env=None if env is None else dict(env), cwd=cwd, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise OcrError(f"{shown}: timed out after {timeout_s:g}s") from e
+    except OSError as e:
+        raise OcrError(f"{shown}: cannot run: {e.strerror or e}") from e
+    return proc.returncode, proc.stdout, proc.stderr

@@ -1,7 +1,30 @@
 """Deterministic file selection (SPEC §4): FileDiff[] + policy → reviewed or excluded(reason).
 
 Gates run in SPEC order; the first that matches decides. Pure: no git, no LLM, no env.
-Globs use gitignore semantics through pathspec; built-in lists live in ``config/*.json``.
+Globs use gitignore semantics through pathspec; built-in lists live in ``config/*.json``
+(``path_lists.json``: secret paths and provider directories; ``default_exclude_patterns.json``:
+tests, fixtures, generated and lock files; ``supported_file_types.json``: the allow-list).
+
+Reasons, in gate order (OCR names where OCR has one):
+
+1. ``binary`` – git says binary (``Binary files … differ``, numstat ``-``) or a NUL byte in
+   the diff's content (files forced to text by a ``diff`` attribute);
+2. ``submodule`` (mode 160000), ``symlink_outside`` (a link whose target is absolute or walks
+   above the top of the repository; its target is never read);
+3. ``secret_path`` – new or old (rename source) path matches a secret path;
+4. ``provider_directory`` – the path lies under a dependency/IDE/build directory at any depth;
+5. ``user_exclude`` – ``select.exclude`` / ``--exclude``;
+6. (``select.include`` match: the file skips gates 7–8);
+7. ``unsupported_ext`` – neither extension nor file name is in the allow-list;
+8. ``default_path`` – tests (unless ``select.review_tests``), fixtures, snapshots, generated
+   and lock files, and files whose first lines carry ``@generated`` or ``Code generated …
+   DO NOT EDIT``;
+9. ``deleted`` – kept in the "other changed files" list, never reviewed;
+   then three reasons for paths whose content did not change, so an LLM call would have
+   nothing to look at (SPEC §3.5: listed, no LLM call): ``rename_only`` (a rename without
+   hunks), ``mode_only`` (only the file mode changed), ``no_content_change`` (anything else
+   without hunks: an added or deleted empty file, a copy without edits);
+10. ``too_large`` – the file's diff alone exceeds 80 % of the context budget, in tokens.
 """
 
 from __future__ import annotations
@@ -17,12 +40,30 @@ from . import resources
 from .diff import FileDiff
 
 TOO_LARGE_FRACTION = 0.8  # SPEC §4 gate 10: a file's diff alone > 80 % of the context budget
-GENERATED_MARKERS = ("@generated", "do not edit")  # "Code generated … DO NOT EDIT" (Go convention)
+GENERATED_SCAN_LINES = 5  # SPEC §4 gate 8: "files whose first lines say …"
+BYTES_PER_TOKEN_FLOOR = 3  # no tokenizer yields more than one token per 3 bytes of code/diff
+
+REASONS = (
+    "binary",
+    "submodule",
+    "symlink_outside",
+    "secret_path",
+    "provider_directory",
+    "user_exclude",
+    "unsupported_ext",
+    "default_path",
+    "deleted",
+    "rename_only",
+    "mode_only",
+    "no_content_change",
+    "too_large",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class SelectionPolicy:
-    """What the user configured: globs are gitignore-style (``select.*`` and ``--exclude``)."""
+    """What the user configured: globs are gitignore-style (``select.*`` and ``--exclude``);
+    ``context_tokens`` is ``llm.context_tokens`` (0 disables gate 10)."""
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -39,68 +80,76 @@ class Decision:
     reason: str
 
 
+class _Builtin:
+    """The built-in lists, compiled once per process."""
+
+    def __init__(self) -> None:
+        lists = resources.load_json("path_lists.json")
+        defaults = resources.load_json("default_exclude_patterns.json")
+        types = resources.load_json("supported_file_types.json")
+        self.secret = _spec(lists["secret_paths"])
+        self.provider = _spec(lists["provider_directories"])
+        self.tests = _spec([p.lower() for p in defaults["tests"]])
+        self.generated = _spec([p.lower() for p in defaults["generated"] + defaults["lock_files"]])
+        self.extensions = frozenset(e.lower() for e in types["extensions"])
+        self.file_names = frozenset(types["file_names"])
+        self.prefixes = tuple(types["file_name_prefixes"])
+
+
 def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(list(lines))
 
 
 @functools.cache
-def _builtin() -> tuple[pathspec.GitIgnoreSpec, pathspec.GitIgnoreSpec, pathspec.GitIgnoreSpec,
-                        pathspec.GitIgnoreSpec, frozenset[str], frozenset[str], tuple[str, ...]]:
-    lists = resources.load_json("path_lists.json")
-    defaults = resources.load_json("default_exclude_patterns.json")
-    types = resources.load_json("supported_file_types.json")
-    secret = _spec(lists["secret_paths"])
-    provider = _spec(lists["provider_directories"])
-    tests = _spec([p.lower() for p in defaults["tests"]])
-    generated = _spec([p.lower() for p in defaults["generated"] + defaults["lock_files"]])
-    return (
-        secret,
-        provider,
-        tests,
-        generated,
-        frozenset(e.lower() for e in types["extensions"]),
-        frozenset(types["file_names"]),
-        tuple(types["file_name_prefixes"]),
-    )
+def _builtin() -> _Builtin:
+    return _Builtin()
 
 
 def is_supported(path: str) -> bool:
-    """True when the extension or file name is in ``config/supported_file_types.json``."""
-    _, _, _, _, exts, names, prefixes = _builtin()
+    """True when the file name, a known name prefix (``Dockerfile.dev``) or the extension
+    (case-insensitive) is in ``config/supported_file_types.json``. Dotfiles such as ``.env``
+    count as their own extension."""
+    b = _builtin()
     base = posixpath.basename(path)
-    if base in names or base.startswith(prefixes):
+    if base in b.file_names or base.startswith(b.prefixes):
         return True
     _, ext = posixpath.splitext(base)
     if not ext and base.startswith("."):
         ext = base  # ".env", ".bashrc"
-    return bool(ext) and ext.lower() in exts
+    return bool(ext) and ext.lower() in b.extensions
 
 
 def symlink_points_outside(link_path: str, target: str) -> bool:
     """True when a symlink at ``link_path`` (repo-relative) with text ``target`` escapes the
-    repository: absolute targets or ``..`` walks above the top."""
+    repository: empty or absolute targets (also ``C:``-style) or ``..`` walks above the top."""
     if not target or target.startswith("/") or (len(target) > 1 and target[1] == ":"):
         return True
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(link_path), target))
     return joined == ".." or joined.startswith("../")
 
 
-def _link_text(fd: FileDiff) -> str:
-    for h in fd.hunks:
-        for ln in h.lines:
-            if ln.kind == "+":
-                return ln.text
-    return ""
-
-
-def _looks_generated(fd: FileDiff) -> bool:
-    for h in fd.hunks:
-        if h.new_start > 1:
-            return False
-        head = [ln.text.lower() for ln in h.lines if ln.new_line is not None and ln.new_line <= 5]
-        return any(m in t for t in head for m in GENERATED_MARKERS[:1]) or any(
-            "code generated" in t and "do not edit" in t for t in head
+def first_lines(fd: FileDiff, count: int = GENERATED_SCAN_LINES) -> list[str] | None:
+    """The first ``count`` lines of the new file: from ``head_text`` when the loader read it,
+    else from a hunk that starts at line 1; None when neither shows them."""
+    if fd.head_text is not None:
+        return fd.head_text.split("\n")[:count]
+    if fd.hunks and fd.hunks[0].new_start <= 1:
+        rows = sorted(
+            (ln.new_line, ln.text)
+            for ln in fd.hunks[0].lines
+            if ln.new_line is not None and ln.new_line <= count
         )
+        return [text for _, text in rows]
+    return None
+
+
+def looks_generated(lines: Sequence[str]) -> bool:
+    """``@generated`` anywhere, or ``Code generated … DO NOT EDIT`` (the Go convention), in the
+    given lines (case-insensitive)."""
+    for line in lines:
+        low = line.lower()
+        if "@generated" in low or ("code generated" in low and "do not edit" in low):
+            return True
     return False
 
 
@@ -114,60 +163,62 @@ def select(
     ``count_tokens`` (text → tokens) is only called for diffs large enough to approach the
     too_large threshold (bytes/3 ≥ threshold), so small reviews never load a BPE table.
     """
-    secret, provider, tests, generated, _, _, _ = _builtin()
     user_ex = _spec(policy.exclude) if policy.exclude else None
     user_in = _spec(policy.include) if policy.include else None
     limit = int(policy.context_tokens * TOO_LARGE_FRACTION)
     out: list[Decision] = []
     for fd in files:
-        reason = _reason(fd, policy, secret, provider, tests, generated, user_ex, user_in)
-        if not reason and limit > 0 and len(fd.patch) // 3 >= limit:
-            tokens = count_tokens(fd.patch) if count_tokens else len(fd.patch.encode()) // 3
+        reason = exclusion_reason(fd, policy, user_ex, user_in)
+        if not reason and limit > 0 and len(fd.patch) // BYTES_PER_TOKEN_FLOOR >= limit:
+            if count_tokens is not None:
+                tokens = count_tokens(fd.patch)
+            else:
+                tokens = len(fd.patch.encode("utf-8", "replace")) // BYTES_PER_TOKEN_FLOOR
             if tokens > limit:
                 reason = "too_large"
         out.append(Decision(fd, not reason, reason))
     return out
 
 
-def _reason(
+def exclusion_reason(
     fd: FileDiff,
     policy: SelectionPolicy,
-    secret: pathspec.GitIgnoreSpec,
-    provider: pathspec.GitIgnoreSpec,
-    tests: pathspec.GitIgnoreSpec,
-    generated: pathspec.GitIgnoreSpec,
     user_ex: pathspec.GitIgnoreSpec | None,
     user_in: pathspec.GitIgnoreSpec | None,
 ) -> str:
+    """Gates 1–9 (and the three no-content reasons) for one file: the first reason, or ""."""
+    b = _builtin()
     path = fd.path
-    paths = {fd.old_path, fd.new_path}
     if fd.binary:
         return "binary"
     if fd.submodule:
         return "submodule"
-    if fd.symlink and symlink_points_outside(fd.new_path, _link_text(fd)):
+    if fd.symlink and symlink_points_outside(path, fd.link_text):
         return "symlink_outside"
-    if any(secret.match_file(p) for p in paths):
+    if b.secret.match_file(path) or (fd.old_path != path and b.secret.match_file(fd.old_path)):
         return "secret_path"
-    if any(provider.match_file(p) for p in paths):
+    if b.provider.match_file(path):
         return "provider_directory"
     if user_ex is not None and user_ex.match_file(path):
         return "user_exclude"
-    included = user_in is not None and user_in.match_file(path)
-    if not included:
+    if user_in is None or not user_in.match_file(path):
         if not is_supported(path):
             return "unsupported_ext"
         low = path.lower()
-        if not policy.review_tests and tests.match_file(low):
+        if not policy.review_tests and b.tests.match_file(low):
             return "default_path"
-        if generated.match_file(low) or _looks_generated(fd):
+        if b.generated.match_file(low):
             return "default_path"
+        if fd.status != "deleted":
+            head = first_lines(fd)
+            if head is not None and looks_generated(head):
+                return "default_path"
     if fd.status == "deleted":
         return "deleted"
-    if fd.status in ("renamed", "copied") and not fd.hunks:
-        return "rename_only"
-    if fd.mode_only:
-        return "mode_only"
     if not fd.hunks:
+        if fd.status == "renamed":
+            return "rename_only"
+        if fd.mode_only:
+            return "mode_only"
         return "no_content_change"
     return ""

@@ -1,24 +1,33 @@
-"""What is reviewed: the staged snapshot, a commit, or a range → a base tree and a head tree.
+"""What is reviewed: the staged snapshot, a commit, a range or pushed refs → base and head trees.
 
 SPEC §3.2 (staged snapshot via ``write-tree`` on a private copy of the index), §3.3 (commit and
-range modes). Every later read (tools, new-file content) uses ``Target.head``, never the work
-tree.
+range modes), §3.4 (pushed ranges: native pre-push stdin lines and the pre-commit framework's
+``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``). Every later read (tools, new-file content)
+uses ``Target.head``, never the work tree. The pre-push line parser is pure; everything else
+runs git through :mod:`gitio`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from . import gitio
 from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z
 from .errors import GitError, UsageError
 
-# SPEC §3.1 patch flags; `-c core.quotePath=false` comes first.
+# SPEC §3.1 patch flags, plus pins for every user setting measured to change git's output on
+# git 2.39: diff.orderFile (-O/dev/null), diff.interHunkContext, diff.algorithm,
+# diff.indentHeuristic, diff.renameLimit (-l1000 = git's built-in default), diff.ignoreSubmodules
+# (a hidden gitlink change would drop out of the coverage list). diff.noprefix,
+# diff.mnemonicPrefix, colour, external diff, textconv, diff.relative and diff.renames are
+# overridden by the flags SPEC §3.1 names.
 DIFF_FLAGS = (
     "--no-color",
     "--no-ext-diff",
@@ -28,17 +37,31 @@ DIFF_FLAGS = (
     "--src-prefix=a/",
     "--dst-prefix=b/",
     "--submodule=short",
+    "--ignore-submodules=none",
+    "-O/dev/null",
+    "--inter-hunk-context=0",
+    "--diff-algorithm=myers",
+    "--indent-heuristic",
+    "-l1000",
 )
+# `-c` settings that must come before the subcommand: unquoted non-ASCII names, and context
+# lines printed as " " even when the user set diff.suppressBlankEmpty.
+CONFIG_PINS = ("-c", "core.quotePath=false", "-c", "diff.suppressBlankEmpty=false")
 CONTEXT_LINES = 3  # SPEC §3.1 (-U3, OCR DiffContextLines)
+GENERATED_SCAN_BYTES = 2048  # SPEC §4 gate 8: generated markers sit in a file's first lines
+EMPTY_TREE_LABEL = "(empty tree)"
+_OID_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     """A resolved review input.
 
-    ``base``/``head`` are tree-ish object ids git can diff and read (``head`` is the snapshot
-    tree in staged mode). ``base_label``/``head_label`` are what the user would recognise
-    (a commit id, ``HEAD``, ``(index)``, ``(empty tree)``).
+    ``base``/``head`` are object ids git can diff and read (``head`` is the snapshot tree in
+    staged mode, a commit id otherwise; ``base`` may be the empty tree). ``base_label`` and
+    ``head_label`` are what the user would recognise (a commit id, ``(index)``,
+    ``(empty tree)``). ``refs`` are the remote refs a pushed range updates (push mode; several
+    when identical ranges were merged).
     """
 
     mode: str  # staged | commit | range | push
@@ -47,14 +70,29 @@ class Target:
     base_label: str
     head_label: str
     snapshot_tree: str = ""
+    refs: tuple[str, ...] = ()
+
+
+class PushLine(NamedTuple):
+    """One line of a native pre-push hook's stdin (githooks(5))."""
+
+    local_ref: str
+    local_oid: str
+    remote_ref: str
+    remote_oid: str
 
 
 def empty_tree(repo: Path) -> str:
-    """The empty tree id of this repository's object format (SHA-1 or SHA-256); not written."""
+    """The empty tree id of this repository's object format (SHA-1 ``4b825dc6…`` or SHA-256
+    ``6ef19b41…``), computed by ``git hash-object -t tree --stdin`` without writing it; git
+    knows it as a built-in object either way."""
     return gitio.run_git(repo, "hash-object", "-t", "tree", "--stdin", timeout_s=10).decode().strip()
 
 
 def _effective_index(repo: Path, environ: Mapping[str, str]) -> Path:
+    """``$GIT_INDEX_FILE`` (relative values are relative to the work-tree top, where git runs
+    hooks and we run git), else the repository's index (``git rev-parse --git-path index``,
+    which follows linked worktrees)."""
     env_index = environ.get("GIT_INDEX_FILE")
     if env_index:
         p = Path(env_index)
@@ -65,15 +103,16 @@ def _effective_index(repo: Path, environ: Mapping[str, str]) -> Path:
 def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
     """Freeze the index being committed into a tree (SPEC §3.2).
 
-    Copies ``$GIT_INDEX_FILE`` (or the repository's index) to a private temp file and runs
-    ``git write-tree`` on the copy, so the user's index is never rewritten. Raises UsageError
-    on unresolved merge conflicts, GitError when git fails.
+    Copies ``$GIT_INDEX_FILE`` (``git commit -a``: ``.git/index.lock``; ``git commit <paths>``:
+    ``.git/next-index-<pid>.lock``) or the repository's index to a private temp file and runs
+    ``git write-tree`` on the copy, so the user's index is never rewritten. Intent-to-add
+    entries are left out by ``write-tree``, as ``git commit`` leaves them out. The base is
+    ``HEAD^{tree}``, or the empty tree of the repository's object format when HEAD is unborn.
+    Raises UsageError on unresolved merge conflicts, GitError when git fails.
     """
     index = _effective_index(repo, environ)
     head_commit = _rev_parse(repo, "HEAD^{commit}")
-    base = head_commit and gitio.run_git(repo, "rev-parse", "HEAD^{tree}").decode().strip()
-    if not base:
-        base = empty_tree(repo)
+    base = _rev_parse(repo, f"{head_commit}^{{tree}}") if head_commit else empty_tree(repo)
     fd, tmp_name = tempfile.mkstemp(prefix="ocr-hook-index-")
     os.close(fd)
     tmp = Path(tmp_name)
@@ -83,7 +122,7 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         else:
             tmp.unlink()  # an absent index is an empty index (fresh repository)
         env = {"GIT_INDEX_FILE": str(tmp)}
-        unmerged = gitio.run_git(repo, "ls-files", "-u", "-z", extra_env=env)
+        unmerged = gitio.run_git(repo, "ls-files", "--unmerged", "-z", extra_env=env)
         if unmerged:
             paths = sorted({p.split("\t", 1)[-1] for p in gitio.zsplit(unmerged)})
             raise UsageError(
@@ -98,13 +137,14 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         mode="staged",
         base=base,
         head=tree,
-        base_label=head_commit or "(empty tree)",
+        base_label=head_commit or EMPTY_TREE_LABEL,
         head_label="(index)",
         snapshot_tree=tree,
     )
 
 
 def _rev_parse(repo: Path, spec: str) -> str:
+    """``git rev-parse --verify -q --end-of-options SPEC`` → full id, or "" when unknown."""
     rc, out, _ = gitio.run_git_full(
         repo, "rev-parse", "--verify", "-q", "--end-of-options", spec, ok_codes=(0, 1, 128)
     )
@@ -112,8 +152,9 @@ def _rev_parse(repo: Path, spec: str) -> str:
 
 
 def verify_commit(repo: Path, ref: str) -> str:
-    """Resolve ``ref`` to a commit id (SPEC §3.3). Raises UsageError for refs starting with
-    ``-`` or that do not name a commit."""
+    """Resolve ``ref`` to a commit id with ``rev-parse --verify --end-of-options REF^{commit}``
+    (SPEC §3.3). Raises UsageError for empty refs, refs starting with ``-`` and refs that do
+    not name a commit."""
     if not ref or ref.startswith("-"):
         raise UsageError(f"invalid ref {ref!r}: refs may not be empty or start with '-'")
     oid = _rev_parse(repo, f"{ref}^{{commit}}")
@@ -122,47 +163,236 @@ def verify_commit(repo: Path, ref: str) -> str:
     return oid
 
 
+def _first_parent(repo: Path, oid: str) -> str:
+    return _rev_parse(repo, f"{oid}^1")
+
+
+def _merge_base(repo: Path, a: str, b: str) -> str:
+    """``git merge-base A B`` (best common ancestor) or "" when the histories are unrelated."""
+    rc, out, _ = gitio.run_git_full(repo, "merge-base", "--end-of-options", a, b, ok_codes=(0, 1))
+    return out.decode().split()[0] if rc == 0 and out.strip() else ""
+
+
 def commit_target(repo: Path, ref: str) -> Target:
-    """``--commit REF``: REF against its first parent, or the empty tree for a root commit."""
+    """``--commit REF``: REF against its first parent (merge commits too, as ``git show
+    --diff-merges=first-parent``), or the empty tree for a root commit."""
     oid = verify_commit(repo, ref)
-    parent = _rev_parse(repo, f"{oid}^1")
+    parent = _first_parent(repo, oid)
     base = parent or empty_tree(repo)
-    return Target("commit", base, oid, parent or "(empty tree)", oid)
+    return Target("commit", base, oid, parent or EMPTY_TREE_LABEL, oid)
 
 
 def range_target(repo: Path, from_ref: str, to_ref: str) -> Target:
     """``--from A --to B``: merge-base(A, B)..B. Raises UsageError when there is no merge base."""
     a = verify_commit(repo, from_ref)
     b = verify_commit(repo, to_ref)
-    rc, out, _ = gitio.run_git_full(repo, "merge-base", a, b, ok_codes=(0, 1))
-    base = out.decode().strip()
-    if rc != 0 or not base:
+    base = _merge_base(repo, a, b)
+    if not base:
         raise UsageError(f"no merge base between {from_ref!r} and {to_ref!r}")
     return Target("range", base, b, base, b)
 
 
+# ---- pushed ranges (SPEC §3.4) ----------------------------------------------------------------
+
+
+def is_zero_oid(oid: str) -> bool:
+    """git's "all zeroes" object name: 40 (SHA-1) or 64 (SHA-256) ``0`` characters."""
+    return len(oid) in (40, 64) and set(oid) == {"0"}
+
+
+def parse_push_lines(text: str) -> list[PushLine]:
+    """Parse a pre-push hook's stdin: ``<local ref> SP <local oid> SP <remote ref> SP <remote
+    oid>`` per line (githooks(5)). Each line is split from the right, at most 3 times, because
+    a local ref given as typed on the command line may contain spaces. Blank lines are
+    skipped. Raises UsageError on a line that does not have this shape."""
+    out: list[PushLine] = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        parts = raw.rsplit(None, 3)
+        if len(parts) != 4 or not (_OID_RE.match(parts[1]) and _OID_RE.match(parts[3])):
+            raise UsageError(f"malformed pre-push line {raw[:120]!r}")
+        out.append(PushLine(*parts))
+    return out
+
+
+def _new_commits_range(repo: Path, remote: str, local: str) -> tuple[str, str] | None:
+    """(base, base label) for commits of ``local`` that no ref of ``remote`` has: the parent
+    of the oldest one (``rev-list --topo-order --reverse``), or the empty tree when it is a
+    root commit. None when there are no new commits."""
+    args = ["rev-list", "--topo-order", "--reverse", local, "--not"]
+    args.append(f"--remotes={remote}" if remote else "--remotes")
+    out = gitio.run_git(repo, *args)
+    oldest = out.split(b"\n", 1)[0].decode().strip()
+    if not oldest:
+        return None
+    parent = _first_parent(repo, oldest)
+    if parent:
+        return parent, parent
+    return empty_tree(repo), EMPTY_TREE_LABEL
+
+
+def push_range(repo: Path, remote: str, line: PushLine) -> Target | None:
+    """The range one pushed ref brings to ``remote`` (SPEC §3.4), or None when there is nothing
+    to review.
+
+    - local oid zero: a deletion → None;
+    - remote oid known locally: merge-base(remote, local)..local (covers fast-forwards and
+      force pushes; None when local is already contained in the remote tip);
+    - remote oid zero (new ref), unknown here (not fetched), or unrelated to local: the new
+      commits ``rev-list <local> --not --remotes=<remote>``; none → None; base = parent of the
+      oldest new commit, or the empty tree for a root commit.
+    Raises UsageError when the local oid is not a commit here.
+    """
+    if is_zero_oid(line.local_oid):
+        return None
+    local = verify_commit(repo, line.local_oid)
+    refs = (line.remote_ref,)
+    if not is_zero_oid(line.remote_oid):
+        remote_commit = _rev_parse(repo, f"{line.remote_oid}^{{commit}}")
+        if remote_commit:
+            base = _merge_base(repo, remote_commit, local)
+            if base == local:
+                return None
+            if base:
+                return Target("push", base, local, base, local, refs=refs)
+    found = _new_commits_range(repo, remote, local)
+    if found is None:
+        return None
+    base, label = found
+    return Target("push", base, local, label, local, refs=refs)
+
+
+def dedupe_targets(targets: Sequence[Target]) -> list[Target]:
+    """Merge identical (base, head) ranges, keeping the first one's place and all refs."""
+    merged: dict[tuple[str, str], Target] = {}
+    for t in targets:
+        key = (t.base, t.head)
+        if key in merged:
+            old = merged[key]
+            merged[key] = Target(
+                old.mode, old.base, old.head, old.base_label, old.head_label,
+                old.snapshot_tree, old.refs + tuple(r for r in t.refs if r not in old.refs),
+            )
+        else:
+            merged[key] = t
+    return list(merged.values())
+
+
+def push_targets(repo: Path, remote: str, lines: Sequence[PushLine]) -> list[Target]:
+    """Every range of a native pre-push invocation (all stdin lines), deduplicated."""
+    found = [t for ln in lines if (t := push_range(repo, remote, ln)) is not None]
+    return dedupe_targets(found)
+
+
+def pre_commit_push_targets(repo: Path, environ: Mapping[str, str]) -> list[Target]:
+    """The range of a pre-push run under the pre-commit framework (SPEC §3.4).
+
+    pre-commit sets ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF`` (remote tip or parent of the
+    oldest new commit, and the local tip) for the first ref it pushes → merge-base(FROM,
+    TO)..TO (FROM...TO). When FROM and TO share no history the new commits are found as for a
+    native hook, with ``PRE_COMMIT_REMOTE_NAME``. When both are absent (a push of a root
+    history) the pushed tip, ``PRE_COMMIT_LOCAL_BRANCH`` or else HEAD, is reviewed against the
+    empty tree. Raises UsageError when a given ref is not a commit here.
+    """
+    from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
+    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+    remote_ref = environ.get("PRE_COMMIT_REMOTE_BRANCH", "")
+    refs = (remote_ref,) if remote_ref else ()
+    if from_ref and to_ref:
+        base_commit = verify_commit(repo, from_ref)
+        head = verify_commit(repo, to_ref)
+        base = _merge_base(repo, base_commit, head)
+        if base == head:
+            return []
+        if base:
+            return [Target("push", base, head, base, head, refs=refs)]
+        found = _new_commits_range(repo, environ.get("PRE_COMMIT_REMOTE_NAME", ""), head)
+        if found is None:
+            return []
+        return [Target("push", found[0], head, found[1], head, refs=refs)]
+    tip = verify_commit(repo, environ.get("PRE_COMMIT_LOCAL_BRANCH", "") or "HEAD")
+    return [Target("push", empty_tree(repo), tip, EMPTY_TREE_LABEL, tip, refs=refs)]
+
+
+# ---- changed files and blobs -------------------------------------------------------------------
+
+
+def diff_command(target: Target, *extra: str) -> list[str]:
+    """git arguments of the diff of ``target`` with the pinned flags, then ``extra``."""
+    return [*CONFIG_PINS, "diff", *DIFF_FLAGS, *extra, target.base, target.head, "--"]
+
+
 def load_diff(repo: Path, target: Target) -> list[FileDiff]:
-    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised)."""
-    common = ("-c", "core.quotePath=false", "diff", *DIFF_FLAGS)
-    raw = gitio.run_git(
-        repo, *common, "--raw", "--numstat", "-z", "--no-abbrev", target.base, target.head, "--"
-    )
+    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised).
+
+    The path list comes from ``--raw --numstat -z``; the patch is a second call with the same
+    flags. For files whose first hunk starts below line 1, the first bytes of the new blob are
+    read (one ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be
+    seen (SPEC §4 gate 8). Raises GitError / DiffParseError.
+    """
+    raw = gitio.run_git(repo, *diff_command(target, "--raw", "--numstat", "-z", "--no-abbrev"))
     if not raw:
         return []
-    patch = gitio.run_git(repo, *common, f"-U{CONTEXT_LINES}", target.base, target.head, "--")
-    return build_file_diffs(parse_raw_numstat_z(raw), patch)
+    patch = gitio.run_git(repo, *diff_command(target, f"-U{CONTEXT_LINES}"))
+    files = build_file_diffs(parse_raw_numstat_z(raw), patch)
+    need = [
+        f
+        for f in files
+        if f.hunks
+        and f.hunks[0].new_start > 1
+        and f.status != "deleted"
+        and not (f.binary or f.submodule or f.symlink)
+    ]
+    if need:
+        blobs = read_objects(repo, [f.new_oid for f in need])
+        for f, blob in zip(need, blobs):
+            if blob is not None and blob[0] == "blob":
+                f.head_text = gitio.decode_text(blob[1][:GENERATED_SCAN_BYTES])
+    return files
+
+
+def read_objects(
+    repo: Path, specs: Sequence[str], timeout_s: float = 60.0
+) -> list[tuple[str, bytes] | None]:
+    """(type, content) of each object name in ``specs`` via one ``git cat-file --batch``
+    (output ``<oid> <type> <size>\\n<content>\\n`` or ``<spec> missing\\n`` per input line);
+    None for missing objects. Specs must not contain a newline. Raises GitError."""
+    if not specs:
+        return []
+    if any("\n" in s for s in specs):
+        raise GitError("git cat-file: object names may not contain a newline")
+    data = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
+    out = gitio.run_git(repo, "cat-file", "--batch", stdin=data, timeout_s=timeout_s)
+    result: list[tuple[str, bytes] | None] = []
+    pos = 0
+    for _ in specs:
+        nl = out.find(b"\n", pos)
+        if nl < 0:
+            raise GitError("git cat-file --batch: truncated output")
+        header = out[pos:nl].split(b" ")
+        pos = nl + 1
+        if len(header) != 3 or not header[2].isdigit():
+            result.append(None)  # "<spec> missing" / "ambiguous"
+            continue
+        size = int(header[2])
+        result.append((header[1].decode("ascii", "replace"), out[pos : pos + size]))
+        pos += size + 1
+    return result
 
 
 def read_blob(repo: Path, treeish: str, path: str, timeout_s: float = 30.0) -> bytes | None:
-    """Bytes of ``<treeish>:<path>`` or None when absent. Raises GitError on other failures."""
-    rc, out, err = gitio.run_git_full(
-        repo, "cat-file", "blob", f"{treeish}:{path}", timeout_s=timeout_s, ok_codes=(0, 128)
-    )
-    if rc != 0:
-        msg = err.decode("utf-8", "replace")
-        if "does not exist" in msg or "Not a valid object name" in msg or "exists on disk" in msg:
+    """Bytes of the blob ``<treeish>:<path>`` (a symlink's blob is its link text), or None when
+    the path is absent or not a blob (a directory, a submodule). Raises GitError on other
+    failures."""
+    if "\n" in path:
+        oid = _rev_parse(repo, f"{treeish}:{path}")
+        if not oid:
             return None
-        if "bad file" in msg or "not a blob" in msg.lower() or "expected blob" in msg:
-            return None
-        raise GitError(f"git cat-file: {msg.strip().splitlines()[0] if msg.strip() else 'failed'}")
-    return out
+        spec = oid
+    else:
+        spec = f"{treeish}:{path}"
+    [obj] = read_objects(repo, [spec], timeout_s=timeout_s)
+    if obj is None or obj[0] != "blob":
+        return None
+    return obj[1]
