@@ -1,0 +1,263 @@
+"""Result cache (SPEC §10) through ``cli.main`` on real repositories against the scripted
+loopback model. Real: git, HTTP, the cache files on disk, concurrent processes; fake: the
+model's replies. Requests are counted on the scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocr_hook import cli
+from ocr_hook.cache import ResultCache, _Envelope, cache_dir
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM, openai_tool_calls
+
+BUGGY = "def div(a, b):\n    return a / b\n"
+DIV_QUOTE = "    return a / b"
+
+
+def div_comment(path: str) -> dict[str, Any]:
+    return {"comments": [{
+        "path": path, "content": "Division by zero when b is 0.",
+        "existing_code": DIV_QUOTE, "suggestion_code": "    return a / b if b else 0",
+        "severity": "high", "category": "bug",
+    }]}
+
+
+def run_json(args: list[str], env: dict[str, str],
+             capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
+    rc = cli.main(args, environ={**os.environ, **env})
+    out, err = capsys.readouterr()
+    return rc, json.loads(out), err
+
+
+def main_requests(llm: ScriptedLLM, start: int = 0) -> list[dict[str, Any]]:
+    """Main-loop requests (those offering ``code_comment``) from index ``start`` on."""
+    return [r for r in llm.requests[start:]
+            if any(t.get("function", {}).get("name") == "code_comment" for t in r.get("tools", []))]
+
+
+def user_text(request: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in request["messages"]
+                     if m["role"] == "user" and isinstance(m["content"], str))
+
+
+def cache_files(repo: GitRepo) -> list[Path]:
+    return sorted(p for p in cache_dir(repo.path / ".git").rglob("*") if p.is_file())
+
+
+def test_unchanged_snapshot_is_answered_from_the_cache_with_zero_llm_requests(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.stage({"calc.py": BUGGY})
+    llm.tool_calls(("code_comment", div_comment("calc.py")), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc1, first, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert rc1 == 1
+    assert len(llm.requests) == 1
+    assert first["summary"]["cache_hits"] == 0 and first["summary"]["llm_calls"] == 1
+    rc2, second, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert len(llm.requests) == 1  # no request at all on the second run
+    assert rc2 == 1
+    assert second["comments"] == first["comments"]
+    assert second["comments"][0]["start_line"] == 2
+    assert second["summary"]["cache_hits"] == 1
+    assert second["summary"]["llm_calls"] == 0
+    assert second["status"] == "complete" and second["verdict"] == "findings"
+    assert second["files"] == first["files"]
+    # text output says it is a cached result
+    rc3 = cli.main(["review", "--effort", "low"], environ={**os.environ, **llm.env()})
+    out, _ = capsys.readouterr()
+    assert rc3 == 1 and len(llm.requests) == 1
+    assert "(cached result: this snapshot was reviewed before with the same settings)" in out
+    assert "1 cache hit(s)" in out
+
+
+def test_no_cache_flag_bypasses_reads_and_writes(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"calc.py": BUGGY})
+    monkeypatch.chdir(repo.path)
+    args = ["review", "--format", "json", "--effort", "low", "--no-cache"]
+    run_json(args, llm.env(), capsys)
+    _, data, _ = run_json(args, llm.env(), capsys)
+    assert len(llm.requests) == 2
+    assert data["summary"]["cache_hits"] == 0
+    assert cache_files(repo) == []
+    _, data, _ = run_json(["review", "--format", "json", "--effort", "low"],
+                          llm.env(OCR_HOOK_NO_CACHE="1"), capsys)
+    assert len(llm.requests) == 3 and cache_files(repo) == []
+
+
+def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    files = {f"mod{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(10)}
+    files["mod3.py"] = BUGGY
+    repo.stage(files)
+    llm.reply(openai_tool_calls(("code_comment", div_comment("mod3.py")),
+                                ("task_done", {"state": "DONE"})),
+              match='<file path=\\"mod3.py\\">')
+    monkeypatch.chdir(repo.path)
+    args = ["review", "--format", "json", "--effort", "low"]
+    _, first, _ = run_json(args, llm.env(), capsys)
+    assert len(main_requests(llm)) == 10
+    assert [g["files"] for g in first["groups"]] == [[f"mod{i}.py"] for i in range(10)]
+    assert [(c["path"], c["start_line"]) for c in first["comments"]] == [("mod3.py", 2)]
+    # edit one file; same line counts, so the file list and its stats are unchanged
+    before = len(llm.requests)
+    repo.stage({"mod7.py": "def f7(x):\n    return x - 7\n"})
+    _, second, _ = run_json(args, llm.env(), capsys)
+    again = main_requests(llm, before)
+    assert len(again) == 1
+    assert '<file path="mod7.py">' in user_text(again[0])
+    assert second["summary"]["cache_hits"] >= 9  # nine groups (and any grouping answer)
+    assert second["comments"] == first["comments"]  # mod3's finding comes from the cache
+    assert all(f["reviewed"] for f in second["files"] if f["path"] != "README.md")
+
+
+@pytest.mark.parametrize("change", ["model", "effort", "rules"])
+def test_changing_model_effort_or_rules_invalidates_the_cache(
+    change: str, repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    repo.stage({"calc.py": BUGGY})
+    monkeypatch.chdir(repo.path)
+    base = ["review", "--format", "json", "--effort", "low"]
+    run_json(base, llm.env(), capsys)
+    assert len(llm.requests) == 1
+    rule = tmp_path / "team-rule.md"
+    rule.write_text("- Flag every division without a zero check.\n", encoding="utf-8")
+    args, env = list(base), llm.env()
+    if change == "model":
+        env = llm.env(OCR_LLM_MODEL="another-model")
+    elif change == "effort":
+        args[-1] = "high"
+    else:
+        args += ["--rule", str(rule)]
+    _, data, _ = run_json(args, env, capsys)
+    assert len(llm.requests) == 2
+    assert data["summary"]["cache_hits"] == 0
+    if change == "model":
+        assert llm.requests[1]["model"] == "another-model"
+    if change == "rules":
+        assert "Flag every division without a zero check." in user_text(llm.requests[1])
+    # both variants are now cached side by side
+    run_json(base, llm.env(), capsys)
+    run_json(args, env, capsys)
+    assert len(llm.requests) == 2
+
+
+def test_incomplete_results_are_not_cached(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"calc.py": BUGGY})
+    llm.reply({"error": {"message": "bad request", "type": "invalid_request_error"}}, status=400)
+    monkeypatch.chdir(repo.path)
+    args = ["review", "--format", "json", "--effort", "low"]
+    _, data, _ = run_json(args, llm.env(), capsys)
+    assert data["status"] == "failed" and data["verdict"] == "incomplete"
+    assert cache_files(repo) == []
+    n = len(llm.requests)
+    _, data, _ = run_json(args, llm.env(), capsys)
+    assert len(llm.requests) == n + 1
+    assert data["status"] == "complete" and data["summary"]["cache_hits"] == 0
+
+
+def test_two_concurrent_runs_leave_a_valid_cache(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.stage({f"m{i}.py": f"def g{i}():\n    return {i}\n" for i in range(5)})
+    # every reply takes 0.4 s, so the two processes' requests and writes interleave
+    llm.default = None
+    for _ in range(10):
+        llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=0.4)
+    exe = Path(sys.executable).parent / "git-ocr"
+    env = {**repo.env, **llm.env(), "OCR_HOOK_EFFORT": "low"}
+    procs = [subprocess.Popen([str(exe), "review", "--format", "json"], cwd=repo.path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert json.loads(out)["status"] == "complete"
+    files = cache_files(repo)
+    assert files, "nothing was cached"
+    assert not [p for p in files if p.name.startswith(".tmp-")]
+    for p in files:
+        entry = _Envelope.model_validate_json(p.read_bytes())
+        assert entry.key == p.stem and entry.kind == p.parent.name
+    kinds = {p.parent.name for p in files}
+    assert {"run", "group"} <= kinds
+    n = len(llm.requests)
+    monkeypatch.chdir(repo.path)
+    _, data, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert len(llm.requests) == n
+    assert data["summary"]["cache_hits"] == 1
+
+
+def test_cache_commands_stats_prune_and_clear(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"a.py": BUGGY})
+    monkeypatch.chdir(repo.path)
+    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    repo.stage({"b.py": BUGGY})
+    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert cli.main(["cache", "stats"], environ=dict(os.environ)) == 0
+    out = capsys.readouterr().out
+    root = cache_dir(repo.path / ".git")
+    assert f"location: {root}" in out
+    # a.py alone, then a.py + b.py as one bundle: two runs, two groups
+    assert "entries:  2 run, 2 group, 0 grouping" in out
+    cache = ResultCache(root, 64 << 20)
+    total = cache.stats().total_bytes
+    assert f"({total} bytes)" in out
+    assert cli.main(["cache", "prune", "--max-mb", "0"], environ=dict(os.environ)) == 0
+    assert capsys.readouterr().out == f"pruned 4 file(s), {total} bytes freed\n"
+    assert cache.stats().total_bytes == 0
+    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert cache.stats().entries == {"run": 1, "group": 1, "grouping": 0}
+    assert cli.main(["cache", "clear"], environ=dict(os.environ)) == 0
+    assert capsys.readouterr().out == f"removed 2 cache entries from {root}\n"
+    assert cache_files(repo) == []
+
+
+def test_prune_removes_least_recently_used_entries_first(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "c", max_bytes=10_000)
+    keys = [f"{i:064x}" for i in range(4)]
+    for i, k in enumerate(keys):
+        cache.put_grouping(k, [("g", [f"file{i}.py" * 50])])
+        os.utime(cache.root / "grouping" / f"{k}.json", (1000 + i, 1000 + i))
+    assert cache.get_grouping(keys[0]) is not None  # a hit makes it the most recent
+    size = (cache.root / "grouping" / f"{keys[0]}.json").stat().st_size
+    removed, freed = cache.prune(max_bytes=2 * size)
+    assert (removed, freed) == (2, 2 * size)
+    left = sorted(p.stem for p in (cache.root / "grouping").iterdir())
+    assert left == sorted([keys[0], keys[3]])
+    assert cache.hits == 1
+
+
+def test_malformed_entry_is_a_miss_and_is_removed(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "c", max_bytes=1 << 20)
+    key = "ab" * 32
+    (cache.root / "run").mkdir(parents=True)
+    (cache.root / "run" / f"{key}.json").write_text('{"format": 1, "kind": "run"', "utf-8")
+    assert cache.get_run(key) is None
+    assert not (cache.root / "run" / f"{key}.json").exists()
+    assert cache.hits == 0

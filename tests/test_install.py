@@ -1,0 +1,238 @@
+"""Native hooks installed by ``git ocr install`` and fired by real ``git commit`` / ``git push``.
+
+Real: git, the hook scripts, the installed ``git-ocr`` console script, HTTP to the loopback
+model. Fake: the model's replies. Git runs with a PATH that does not contain the venv, so the
+hook has to find the ``git-ocr`` that installed it by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocr_hook import cli, install
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # git and sh, but not the venv's git-ocr
+BUGGY = "def div(a, b):\n    return a / b\n"
+
+
+def finding(path: str = "calc.py", severity: str = "high") -> dict[str, Any]:
+    return {"comments": [{
+        "path": path, "content": "Division by zero when b is 0.",
+        "existing_code": "    return a / b", "suggestion_code": "    return a / b if b else 0",
+        "severity": severity, "category": "bug",
+    }]}
+
+
+def git(repo: GitRepo, llm: ScriptedLLM, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**repo.env, **llm.env(OCR_HOOK_EFFORT="low"), "PATH": SYSTEM_PATH, **env}
+    full.pop("VIRTUAL_ENV", None)
+    return subprocess.run(["git", *args], cwd=repo.path, env=full, capture_output=True,
+                           text=True, timeout=120)
+
+
+def ocr(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cwd: Path,
+        *args: str) -> tuple[int, str]:
+    monkeypatch.chdir(cwd)
+    rc = cli.main(list(args), environ=dict(os.environ))
+    out, err = capsys.readouterr()
+    return rc, out + err
+
+
+def head(repo: GitRepo) -> str:
+    return repo.git("rev-parse", "HEAD").strip()
+
+
+def test_native_pre_commit_hook_blocks_passes_skips_and_no_verify_bypasses(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    init = repo.commit({"README.md": "hi\n"}, "init")
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install")
+    hook = repo.path / ".git" / "hooks" / "pre-commit"
+    assert rc == 0 and out == f"installed pre-commit hook: {hook}\n"
+    assert hook.stat().st_mode & stat.S_IXUSR
+    assert install.is_managed(hook)
+
+    # blocked: exit 1 from the hook, the finding and how to bypass on the terminal
+    repo.stage({"calc.py": BUGGY})
+    llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = git(repo, llm, "commit", "-m", "add calc")
+    assert p.returncode == 1, p.stderr
+    assert head(repo) == init
+    assert "calc.py:2-2 [high · bug]" in p.stderr
+    assert "Division by zero when b is 0." in p.stderr
+    assert "commit blocked: 1 finding(s) at or above high" in p.stderr
+    assert "`git commit --no-verify`" in p.stderr and "SKIP=ocr-review" in p.stderr
+    assert len(llm.requests) == 1
+
+    # OCR_HOOK_SKIP=1: one line, no review
+    p = git(repo, llm, "commit", "-m", "skip", OCR_HOOK_SKIP="1")
+    assert p.returncode == 0, p.stderr
+    assert "ocr-hook: skipped (OCR_HOOK_SKIP=1)" in p.stderr
+    assert len(llm.requests) == 1
+    repo.git("reset", "-q", "--soft", "HEAD~1")
+
+    # --no-verify: the hook does not run at all
+    p = git(repo, llm, "commit", "--no-verify", "-m", "add calc anyway")
+    assert p.returncode == 0, p.stderr
+    assert len(llm.requests) == 1
+
+    # passed: no finding, the commit goes through
+    repo.stage({"ok.py": "X = 1\n"})
+    p = git(repo, llm, "commit", "-m", "add ok")
+    assert p.returncode == 0, p.stderr
+    assert len(llm.requests) == 2
+    assert "ok.py" in llm.requests[1]["messages"][1]["content"]
+    assert repo.git("log", "-1", "--format=%s").strip() == "add ok"
+
+
+def test_existing_hook_is_chained_and_uninstall_restores_it(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    hooks = repo.path / ".git" / "hooks"
+    log = tmp_path / "user-hook.log"
+    user_hook = hooks / "pre-commit"
+    original = f'#!/bin/sh\necho "user hook ran" >> {log}\nexit "${{USER_HOOK_RC:-0}}"\n'
+    user_hook.write_text(original)
+    user_hook.chmod(0o750)
+    listing = sorted(p.name for p in hooks.iterdir())
+
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install")
+    assert rc == 0
+    assert out == (f"installed pre-commit hook: {user_hook} (the existing hook, kept as "
+                   "pre-commit.ocr-hook-orig, runs first)\n")
+    assert (hooks / "pre-commit.ocr-hook-orig").read_text() == original
+    installed = user_hook.read_bytes()
+    # idempotent: a second install changes nothing
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install")
+    assert out == f"pre-commit hook already installed: {user_hook}\n"
+    assert user_hook.read_bytes() == installed
+    assert (hooks / "pre-commit.ocr-hook-orig").read_text() == original
+
+    repo.stage({"ok.py": "X = 1\n"})
+    p = git(repo, llm, "commit", "-m", "both hooks")
+    assert p.returncode == 0, p.stderr
+    assert log.read_text() == "user hook ran\n"
+    assert len(llm.requests) == 1
+
+    # a failing user hook stops the commit before any LLM request
+    repo.stage({"ok2.py": "Y = 2\n"})
+    p = git(repo, llm, "commit", "-m", "user hook fails", USER_HOOK_RC="3")
+    assert p.returncode == 1
+    assert log.read_text() == "user hook ran\n" * 2
+    assert len(llm.requests) == 1
+
+    rc, out = ocr(monkeypatch, capsys, repo.path, "uninstall")
+    assert rc == 0
+    assert out == (f"removed pre-commit hook and restored the original: {user_hook}\n"
+                   "pre-push hook not installed\n")
+    assert user_hook.read_text() == original
+    assert stat.S_IMODE(user_hook.stat().st_mode) == 0o750
+    assert sorted(p.name for p in hooks.iterdir()) == listing
+    p = git(repo, llm, "commit", "-m", "only the user hook")
+    assert p.returncode == 0
+    assert log.read_text() == "user hook ran\n" * 3
+    assert len(llm.requests) == 1
+
+
+def test_force_replaces_instead_of_chaining(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    hooks = repo.path / ".git" / "hooks"
+    marker = tmp_path / "ran"
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install", "--force")
+    assert "is kept as pre-commit.ocr-hook-orig and not run" in out
+    repo.stage({"ok.py": "X = 1\n"})
+    assert git(repo, llm, "commit", "-m", "x").returncode == 0
+    assert not marker.exists() and len(llm.requests) == 1
+    ocr(monkeypatch, capsys, repo.path, "uninstall")
+    assert (hooks / "pre-commit").read_text() == f"#!/bin/sh\ntouch {marker}\n"
+    assert not (hooks / "pre-commit.ocr-hook-orig").exists()
+
+
+def test_install_honours_core_hooks_path_and_worktrees(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", str(wt), "-b", "side")
+    rc, out = ocr(monkeypatch, capsys, wt, "install", "--pre-commit", "--pre-push")
+    common_hooks = repo.path / ".git" / "hooks"
+    assert rc == 0
+    assert out == (f"installed pre-commit hook: {common_hooks / 'pre-commit'}\n"
+                   f"installed pre-push hook: {common_hooks / 'pre-push'}\n")
+    ocr(monkeypatch, capsys, repo.path, "uninstall")
+    assert not (common_hooks / "pre-commit").exists()
+
+    repo.git("config", "core.hooksPath", ".githooks")
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install")
+    assert out == f"installed pre-commit hook: {repo.path / '.githooks' / 'pre-commit'}\n"
+    assert install.is_managed(repo.path / ".githooks" / "pre-commit")
+    assert not (common_hooks / "pre-commit").exists()
+    ocr(monkeypatch, capsys, repo.path, "uninstall")
+    assert list((repo.path / ".githooks").iterdir()) == []
+
+
+def test_hook_falls_back_to_path_and_lets_the_commit_through_when_git_ocr_is_gone(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    install.install(repo.path, ["pre-commit"], command=("/nonexistent/venv/bin/git-ocr",))
+    repo.stage({"ok.py": "X = 1\n"})
+    p = git(repo, llm, "commit", "-m", "no reviewer")
+    assert p.returncode == 0
+    assert ("ocr-hook: git-ocr not found (installed from /nonexistent/venv/bin/git-ocr); "
+            "not reviewed.") in p.stderr
+    assert llm.requests == []
+    venv_bin = str(Path(install.hook_command()[0]).parent)
+    repo.stage({"ok2.py": "Y = 2\n"})
+    p = git(repo, llm, "commit", "-m", "reviewer on PATH", PATH=f"{venv_bin}:{SYSTEM_PATH}")
+    assert p.returncode == 0, p.stderr
+    assert len(llm.requests) == 1
+
+
+def test_native_pre_push_hook_blocks_and_no_verify_bypasses(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.git("remote", "add", "origin", str(remote))
+    repo.git("push", "-q", "origin", "main")
+    hooks = repo.path / ".git" / "hooks"
+    seen = tmp_path / "stdin-seen"
+    (hooks / "pre-push").write_text(f'#!/bin/sh\necho "$1" > {seen}\ncat >> {seen}\n')
+    (hooks / "pre-push").chmod(0o755)
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install", "--pre-push")
+    assert rc == 0 and "pre-push.ocr-hook-orig, runs first" in out
+    old = repo.git("rev-parse", "main").strip()
+    new = repo.commit({"calc.py": BUGGY}, "add calc")
+    llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = git(repo, llm, "push", "origin", "main")
+    assert p.returncode != 0
+    assert "calc.py:2-2 [high · bug]" in p.stderr
+    assert "push blocked" in p.stderr and "`git push --no-verify`" in p.stderr
+    assert seen.read_text() == f"origin\nrefs/heads/main {new} refs/heads/main {old}\n"
+    assert len(llm.requests) == 1
+    assert '<file path="calc.py">' in llm.requests[0]["messages"][1]["content"]
+    assert subprocess.run(["git", "rev-parse", "main"], cwd=remote, env=repo.env,
+                          capture_output=True, text=True).stdout.strip() == old
+    p = git(repo, llm, "push", "--no-verify", "origin", "main")
+    assert p.returncode == 0, p.stderr
+    assert len(llm.requests) == 1
