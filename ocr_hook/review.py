@@ -7,6 +7,7 @@ only input/config problems raise (OcrError).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import logging
 import threading
@@ -116,7 +117,7 @@ class ReviewResult:
     files: list[FileOutcome]
     groups: list[Group]
     warnings: list[Warning_]
-    input: dict[str, str]
+    input: dict[str, Any]
     llm: dict[str, str]
     usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
@@ -128,8 +129,9 @@ class ReviewResult:
 
 
 def resolve_targets(req: ReviewRequest) -> list[target.Target]:
-    """The review inputs of ``req`` (one, or one per pushed range)."""
-    if req.targets:
+    """The review inputs of ``req`` (one, or one per pushed range; none for a push with
+    nothing new)."""
+    if req.targets or req.mode == "push":
         return list(req.targets)
     if req.mode == "commit":
         return [target.commit_target(req.repo, req.commit)]
@@ -231,6 +233,10 @@ def run(
     t0 = time.monotonic()
     cfg = req.config
     targets = resolve_targets(req)
+    if len(targets) != 1:  # push mode: no range, or several (SPEC §3.4)
+        return run_ranges(
+            req, targets, lambda r: run(r, session=session, rules_for=rules_for, cache=cache)
+        )
     files: list[FileDiff] = []
     heads: dict[int, target.Target] = {}
     for t in targets:
@@ -277,8 +283,8 @@ def run(
         session_id=session.id if session else "",
         preview=req.preview,
     )
-    if len(targets) > 1:
-        result.input["ranges"] = ",".join(f"{t.base}..{t.head}" for t in targets)  # type: ignore[index]
+    if req.mode == "push":
+        result.input["ranges"] = ranges_json(targets)
     if req.preview or not reviewable:
         if not req.preview:
             result.findings = config_findings
@@ -574,3 +580,85 @@ def _unbound(name: str) -> Callable[[dict[str, Any]], Any]:
 
 def version() -> str:
     return __version__
+
+
+def ranges_json(targets: Sequence[target.Target]) -> list[dict[str, str]]:
+    """JSON ``input.ranges`` of push mode: one ``{ref, base, head}`` per pushed remote ref."""
+    return [
+        {"ref": ref, "base": t.base_label, "head": t.head_label}
+        for t in targets
+        for ref in (t.refs or ("",))
+    ]
+
+
+def run_ranges(
+    req: ReviewRequest,
+    targets: Sequence[target.Target],
+    run_one: Callable[[ReviewRequest], ReviewResult],
+) -> ReviewResult:
+    """Push mode with zero or several ranges (SPEC §3.4): each range is reviewed on its own
+    (its head is what tools and anchoring read), one after the other, sharing the run's
+    deadline and token budget; the results are concatenated into one."""
+    t0 = time.monotonic()
+    results: list[ReviewResult] = []
+    budget = req.budget_tokens
+    spent = 0
+    for t in targets:
+        left_s = req.config.review.timeout_s - (time.monotonic() - t0)
+        review_cfg = req.config.review.model_copy(update={
+            "timeout_s": max(left_s, 0.001),
+            "max_tokens_budget": max(budget - spent, 1) if budget else 0,
+        })
+        cfg = req.config.model_copy(update={"review": review_cfg})
+        r = run_one(dataclasses.replace(req, targets=(t,), config=cfg))
+        spent += r.usage.total
+        results.append(r)
+    done = [r.status for r in results if r.status != "skipped"]
+    if not done:
+        status = "skipped"
+    elif all(s == "complete" for s in done):
+        status = "complete"
+    elif all(s == "failed" for s in done):
+        status = "failed"
+    else:
+        status = "partial"
+    findings = [f for r in results for f in r.findings]
+    first = results[0] if results else None
+    merged = ReviewResult(
+        status=status,
+        decision=decide(findings, status in ("partial", "failed"), req.gate),
+        gate=req.gate,
+        findings=findings,
+        files=[],
+        groups=[],
+        warnings=[],
+        input={
+            "mode": req.mode,
+            "base": first.input["base"] if first else "",
+            "head": first.input["head"] if first else "",
+            "snapshot_tree": "",
+            "ranges": ranges_json(targets),
+        },
+        llm=dict(first.llm) if first else {
+            "provider": req.endpoint.provider if req.endpoint else "",
+            "model": req.endpoint.model if req.endpoint else "",
+        },
+        session_id=first.session_id if first else "",
+        preview=req.preview,
+    )
+    handled = {"status", "decision", "gate", "findings", "input", "llm", "session_id", "preview"}
+    for fld in dataclasses.fields(ReviewResult):
+        values = [getattr(r, fld.name) for r in results]
+        if fld.name in handled or not values:
+            continue
+        if isinstance(values[0], list):
+            setattr(merged, fld.name, [x for v in values for x in v])
+        elif isinstance(values[0], Usage):
+            total = Usage()
+            for v in values:
+                total = total + v
+            setattr(merged, fld.name, total)
+        elif isinstance(values[0], int) and not isinstance(values[0], bool):
+            setattr(merged, fld.name, sum(values))
+    merged.elapsed_ms = int((time.monotonic() - t0) * 1000)
+    return merged
