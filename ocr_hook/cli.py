@@ -82,6 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
     hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=_Parser)
     hpc = hs.add_parser("pre-commit", help="review what is being committed")
     _add_review_flags(hpc, hook=True)
+    hpp = hs.add_parser(
+        "pre-push", help="review the commits being pushed (native hook: refs on stdin)",
+        description="Native pre-push hook: `git ocr hook pre-push REMOTE URL` with git's ref "
+        "lines on stdin. Without arguments (pre-commit framework, hook ocr-review-push) the "
+        "range comes from PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF.",
+    )
+    hpp.add_argument("remote", nargs="?", help="remote name (git passes it as argument 1)")
+    hpp.add_argument("url", nargs="?", help="remote URL (git passes it as argument 2)")
+    _add_review_flags(hpp, hook=True)
     _add_maintenance_commands(sub)
     return p
 
@@ -171,6 +180,10 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         if not (args.from_ref and args.to_ref):
             raise OcrError("--from and --to must be given together")
         mode = "range"
+    targets: tuple[Any, ...] = ()
+    if stage == "pre-push":
+        mode = "push"
+        targets = tuple(_pushed_ranges(repo, args, environ))
     layers = _rule_layers(repo, cfg, args, environ)
     from .rulesources import selection_globs
 
@@ -195,6 +208,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         commit=getattr(args, "commit", None) or "",
         from_ref=getattr(args, "from_ref", None) or "",
         to_ref=getattr(args, "to_ref", None) or "",
+        targets=targets,
         endpoint=endpoint,
         endpoint_error=why,
         preview=preview,
@@ -226,6 +240,25 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
                                           result.decision.blocking_findings, result.gate.fail_on))
     return int(result.decision.exit_code) if not preview else int(Exit.OK)
+
+
+def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str]) -> list[Any]:
+    """Ranges of a pre-push run (SPEC §3.4). Native hook: ``REMOTE URL`` arguments and every
+    stdin line. pre-commit framework (no arguments; it passes no stdin lines either):
+    ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``, absent on the push of a root history.
+    Raises UsageError when neither applies or a line/ref cannot be resolved."""
+    from . import target
+    from .errors import UsageError
+
+    if args.remote:
+        data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        lines = target.parse_push_lines(data.decode("utf-8", "surrogateescape"))
+        return target.push_targets(repo, args.remote, lines)
+    if any(environ.get(k) for k in ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
+                                     "PRE_COMMIT_REMOTE_NAME", "PRE_COMMIT")):
+        return target.pre_commit_push_targets(repo, environ)
+    raise UsageError("git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines"
+                     " on stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit framework)")
 
 
 def _rule_layers(repo: Path, cfg: object, args: argparse.Namespace, environ: Mapping[str, str]):  # type: ignore[no-untyped-def]
@@ -438,6 +471,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return _maintenance(args, env)
         if args.command == "hook" and args.hook == "pre-commit":
             return _review(args, env, "pre-commit")
+        if args.command == "hook" and args.hook == "pre-push":
+            return _review(args, env, "pre-push")
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except OcrError as e:
