@@ -1,29 +1,42 @@
-"""Deterministic anchoring of a comment's quoted code to exact lines (SPEC §8.1). Pure.
+r"""Deterministic anchoring of a comment's quoted code to exact lines (SPEC §8.1). Pure.
 
-Matching compares normalised lines: trimmed, one leading ``+``/``-`` marker dropped, ``\r``
-ignored; blank lines are skipped on both sides, so a window may run over blank lines but never
-across hunks. Tiers, first that matches wins:
-1. ``hunk_new``: context + added lines of a hunk → new-file lines;
-2. ``hunk_old``: context + deleted lines of a hunk → old-file lines (``side = old``);
-3. ``file``: the whole new file;
+The model's line numbers are never trusted: ``existing_code`` (the quote) is searched for.
+
+Normalisation (both the quote and the code): ``\r`` dropped, each line trimmed; blank lines are
+ignored on both sides, so a window may run over blank lines, but never across hunks. A quote
+line may carry one leading diff marker (``+``/``-``); it is first matched literally and, only
+when the literal quote finds nothing in a tier, with one marker stripped from each line (so a
+YAML ``- item`` copied without its marker still matches itself first). Quote lines that are
+git's ``\ No newline at end of file`` or a lone marker are ignored.
+
+Tiers, first that matches wins:
+1. ``hunk_new``: per hunk, context + added lines → new-file line numbers (``side = new``);
+2. ``hunk_old``: per hunk, context + deleted lines → old-file line numbers (``side = old``);
+3. ``file``: the whole new file (the snapshot blob), ``side = new``;
 4. ``loose``: tiers 1–3 again with all whitespace removed.
-Several matches in a tier: prefer those touching added lines, then the one nearest the model's
-line hint; otherwise the first, marked ``ambiguous``. The model's line numbers alone are never
-trusted.
+
+Several matches in a tier: prefer those touching changed lines (added on the new side, deleted
+on the old side), then the one nearest the model's line hint (new side only: the model only sees
+new-side numbers); otherwise the first that lies inside the diff, marked ``ambiguous``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .diff import FileDiff
 from .findings import Finding, RawComment, finding_id
 
+NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
+PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1: a quote line this long (whitespace removed) must be in the diff
+
 
 @dataclass(frozen=True, slots=True)
 class Anchor:
-    """Where a quote was found: 1-based inclusive lines on ``side``; method as in SPEC §8.1."""
+    """Where a quote was found: 1-based inclusive lines on ``side`` ("new" | "old"); ``method``
+    is one of hunk_new, hunk_old, file, loose, relocated, refiled (SPEC §8.1)."""
 
     path: str
     side: str
@@ -33,47 +46,89 @@ class Anchor:
     ambiguous: bool = False
 
 
-# (line number, normalised text, is an added/deleted line)
-Row = tuple[int, str, bool]
+class Row(NamedTuple):
+    """One non-blank code line: its 1-based number on the searched side, normalised text, and
+    whether it is a changed line (added on the new side, deleted on the old side)."""
+
+    line: int
+    text: str
+    changed: bool
 
 
-def norm_line(text: str) -> str:
-    """Normalise one line for matching (see module docstring)."""
+class Match(NamedTuple):
+    start_line: int
+    end_line: int
+    touches_changed: bool
+    inside_diff: bool
+
+
+def norm_line(text: str, loose: bool = False) -> str:
+    """One line for comparison: ``\r`` dropped and trimmed; with ``loose`` all whitespace
+    removed."""
     s = text.replace("\r", "").strip()
-    if s[:1] in ("+", "-"):
-        s = s[1:].strip()
-    return s
+    return "".join(s.split()) if loose else s
 
 
-def loose_line(text: str) -> str:
-    return "".join(norm_line(text).split())
+def _unmark(text: str) -> str:
+    """``text`` (already trimmed) without one leading ``+``/``-`` marker, trimmed again."""
+    return text[1:].strip() if text[:1] in ("+", "-") else text
+
+
+def quote_variants(existing_code: str, loose: bool = False) -> list[list[frozenset[str]]]:
+    """The quote's non-blank lines as match alternatives, in the order they are tried.
+
+    First the literal trimmed lines (one alternative each); then, when any line starts with a
+    marker, each line may also match with that marker stripped. Returns [] for a blank quote.
+    """
+    literal: list[frozenset[str]] = []
+    marked: list[frozenset[str]] = []
+    any_marker = False
+    for raw in existing_code.replace("\r", "").split("\n"):
+        t = raw.strip()
+        if not t or t == NO_NEWLINE_MARKER:
+            continue
+        u = _unmark(t)
+        if not u:  # a lone "+"/"-": a blank line copied with its marker
+            continue
+        lt, lu = norm_line(t, loose), norm_line(u, loose)
+        literal.append(frozenset((lt,)))
+        if u != t:
+            any_marker = True
+            marked.append(frozenset((lt, lu)))
+        else:
+            marked.append(frozenset((lt,)))
+    if not literal:
+        return []
+    return [literal, marked] if any_marker else [literal]
 
 
 def quote_lines(existing_code: str, loose: bool = False) -> list[str]:
-    """The quote's non-blank normalised lines."""
-    f = loose_line if loose else norm_line
-    return [q for q in (f(ln) for ln in existing_code.split("\n")) if q]
+    """The quote's non-blank normalised lines, literal form (markers kept)."""
+    variants = quote_variants(existing_code, loose)
+    return [next(iter(alts)) for alts in variants[0]] if variants else []
 
 
-def _find(rows: Sequence[Row], quote: Sequence[str]) -> list[tuple[int, int, bool]]:
-    """All windows of ``rows`` equal to ``quote``: (start, end, touches a changed line)."""
+def _find(rows: Sequence[Row], quote: Sequence[frozenset[str]],
+          spans: Sequence[tuple[int, int]]) -> list[Match]:
+    """Every window of consecutive ``rows`` whose texts are in the quote's alternatives."""
     n, k = len(rows), len(quote)
-    out = []
+    out: list[Match] = []
     if k == 0 or k > n:
         return out
     first = quote[0]
     for i in range(n - k + 1):
-        if rows[i][1] != first:
+        if rows[i].text not in first:
             continue
-        if all(rows[i + j][1] == quote[j] for j in range(1, k)):
-            window = rows[i : i + k]
-            out.append((window[0][0], window[-1][0], any(r[2] for r in window)))
+        if all(rows[i + j].text in quote[j] for j in range(1, k)):
+            s, e = rows[i].line, rows[i + k - 1].line
+            changed = any(r.changed for r in rows[i : i + k])
+            inside = any(a <= e and s <= b for a, b in spans)
+            out.append(Match(s, e, changed, inside))
     return out
 
 
 def _hunk_rows(fd: FileDiff, side: str, loose: bool) -> list[list[Row]]:
     """Per hunk, the non-blank normalised lines of one side with their line numbers."""
-    f = loose_line if loose else norm_line
     blocks: list[list[Row]] = []
     for h in fd.hunks:
         rows: list[Row] = []
@@ -81,26 +136,48 @@ def _hunk_rows(fd: FileDiff, side: str, loose: bool) -> list[list[Row]]:
             num = ln.new_line if side == "new" else ln.old_line
             if num is None:
                 continue
-            t = f(ln.text)
+            t = norm_line(ln.text, loose)
             if t:
-                rows.append((num, t, ln.kind != " "))
+                rows.append(Row(num, t, ln.kind != " "))
         blocks.append(rows)
     return blocks
 
 
-def _pick(
-    matches: list[tuple[int, int, bool]], hint: int | None
-) -> tuple[tuple[int, int, bool], bool]:
+def _file_rows(fd: FileDiff, new_file: Sequence[str], loose: bool) -> list[Row]:
+    added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
+    rows = [Row(i + 1, norm_line(t, loose), i + 1 in added) for i, t in enumerate(new_file)]
+    return [r for r in rows if r.text]
+
+
+def _spans(fd: FileDiff, side: str) -> list[tuple[int, int]]:
+    """Line ranges each hunk covers on ``side`` (empty hunk sides are skipped)."""
+    out = []
+    for h in fd.hunks:
+        start, count = (h.new_start, h.new_count) if side == "new" else (h.old_start, h.old_count)
+        if count > 0:
+            out.append((start, start + count - 1))
+    return out
+
+
+def pick(matches: Sequence[Match], hint: int | None) -> tuple[Match, bool]:
+    """Choose among a tier's matches (see module docstring): (match, ambiguous)."""
     if len(matches) == 1:
         return matches[0], False
-    touching = [m for m in matches if m[2]] or matches
-    if len(touching) == 1:
-        return touching[0], False
+    pool = [m for m in matches if m.touches_changed] or list(matches)
+    if len(pool) == 1:
+        return pool[0], False
     if hint is not None:
-        best = sorted(touching, key=lambda m: (abs(m[0] - hint), m[0]))
-        if abs(best[0][0] - hint) != abs(best[1][0] - hint):
-            return best[0], False
-    return touching[0], True
+        ranked = sorted(pool, key=lambda m: _distance(m, hint))
+        if _distance(ranked[0], hint) < _distance(ranked[1], hint):
+            return ranked[0], False
+    inside = [m for m in pool if m.inside_diff] or pool
+    return inside[0], True
+
+
+def _distance(m: Match, hint: int) -> int:
+    if m.start_line <= hint <= m.end_line:
+        return 0
+    return min(abs(m.start_line - hint), abs(m.end_line - hint))
 
 
 def locate(
@@ -111,65 +188,58 @@ def locate(
 ) -> Anchor | None:
     """Anchor ``existing_code`` in one file through tiers 1–4; None when nothing matches.
 
-    ``new_file`` is the new file's lines (for tier 3), or None when unavailable.
+    ``new_file`` is the new file's lines (tier 3); None skips the whole-file tier (a deleted
+    file, another file during re-filing, or a re-located snippet that must come from the diff).
     """
-    added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
+    spans = {"new": _spans(fd, "new"), "old": _spans(fd, "old")}
     for loose in (False, True):
-        quote = quote_lines(existing_code, loose)
-        if not quote:
+        variants = quote_variants(existing_code, loose)
+        if not variants:
             return None
-        for side in ("new", "old"):
-            matches: list[tuple[int, int, bool]] = []
-            for rows in _hunk_rows(fd, side, loose):
-                matches.extend(_find(rows, quote))
-            if matches:
-                (s, e, _), amb = _pick(matches, hint if side == "new" else None)
-                method = "loose" if loose else ("hunk_new" if side == "new" else "hunk_old")
-                return Anchor(fd.path, side, s, e, method, amb)
-        if new_file is not None:
-            f = loose_line if loose else norm_line
-            rows = [(i + 1, f(t), i + 1 in added) for i, t in enumerate(new_file)]
-            rows = [r for r in rows if r[1]]
-            matches = _find(rows, quote)
-            if matches:
-                (s, e, _), amb = _pick(matches, hint)
-                return Anchor(fd.path, "new", s, e, "loose" if loose else "file", amb)
+        for tier in ("hunk_new", "hunk_old", "file"):
+            side = "old" if tier == "hunk_old" else "new"
+            if tier == "file":
+                if new_file is None:
+                    continue
+                blocks = [_file_rows(fd, new_file, loose)]
+            else:
+                blocks = _hunk_rows(fd, side, loose)
+            for quote in variants:
+                matches = [m for rows in blocks for m in _find(rows, quote, spans[side])]
+                if matches:
+                    m, ambiguous = pick(matches, hint if side == "new" else None)
+                    method = "loose" if loose else tier
+                    return Anchor(fd.path, side, m.start_line, m.end_line, method, ambiguous)
     return None
 
 
-def anchor_comment(
-    c: RawComment,
-    files: Mapping[str, FileDiff],
-    new_file_lines: Callable[[str], Sequence[str] | None],
-    refile_candidates: Sequence[str] = (),
-) -> tuple[Finding, str]:
-    """Anchor a raw comment: its claimed file first, then a unique match in another changed
-    file (``refiled``), else ``start_line = end_line = 0`` (``none``).
-
-    ``files`` maps paths (new and old) to diffs; ``refile_candidates`` are the paths eligible
-    for re-filing (the reviewed files). Returns (finding, warning text or "").
-    """
-    warning = ""
-    anchor: Anchor | None = None
-    fd = files.get(c.path)
-    if fd is not None and c.existing_code.strip():
-        anchor = locate(fd, c.existing_code, new_file_lines(fd.path), c.line_hint)
-    if anchor is None and c.existing_code.strip():
-        hits = []
-        for p in refile_candidates:
-            other = files.get(p)
-            if other is None or other is fd:
+def plausibly_in_diff(fd: FileDiff, existing_code: str) -> bool:
+    """Whether a quote that did not anchor plausibly comes from this file's diff (the gate of
+    the re-location call, SPEC §8.1): some quote line of at least PLAUSIBLE_MIN_CHARS
+    non-whitespace characters equals a diff line, or one contains the other (a partial line),
+    compared with all whitespace removed and markers stripped."""
+    diff_lines = {norm_line(ln.text, loose=True) for h in fd.hunks for ln in h.lines}
+    diff_lines.discard("")
+    for raw in existing_code.replace("\r", "").split("\n"):
+        t = raw.strip()
+        for q in {norm_line(t, loose=True), norm_line(_unmark(t), loose=True)}:
+            if len(q) < PLAUSIBLE_MIN_CHARS:
                 continue
-            a = locate(other, c.existing_code, None, c.line_hint)
-            if a is not None:
-                hits.append(a)
-        if len(hits) == 1:
-            h = hits[0]
-            anchor = Anchor(h.path, h.side, h.start_line, h.end_line, "refiled", h.ambiguous)
-            warning = f"comment filed against {c.path} quotes code of {h.path}; re-filed"
-    path = anchor.path if anchor else (fd.path if fd else c.path)
+            if q in diff_lines:
+                return True
+            if any(q in d or (len(d) >= PLAUSIBLE_MIN_CHARS and d in q) for d in diff_lines):
+                return True
+    return False
+
+
+def make_finding(c: RawComment, anchor: Anchor | None, fallback_path: str,
+                 existing_code: str | None = None) -> Finding:
+    """The finding of comment ``c`` at ``anchor`` (None → ``start_line = end_line = 0``,
+    ``anchor = none``, side new). ``existing_code`` replaces the quote shown (a re-located
+    snippet); the id is always computed from the model's own quote so it is stable."""
+    path = anchor.path if anchor else fallback_path
     side = anchor.side if anchor else "new"
-    finding = Finding(
+    return Finding(
         id=finding_id(path, side, c.existing_code, c.content),
         path=path,
         side=side,
@@ -178,10 +248,56 @@ def anchor_comment(
         severity=c.severity,
         category=c.category,
         content=c.content,
-        existing_code=c.existing_code,
+        existing_code=c.existing_code if existing_code is None else existing_code,
         suggestion_code=c.suggestion_code,
         anchor=anchor.method if anchor else "none",
         ambiguous=anchor.ambiguous if anchor else False,
         source=c.source,
+        group=c.group,
     )
-    return finding, warning
+
+
+def anchor_comment(
+    c: RawComment,
+    files: Mapping[str, FileDiff],
+    new_file_lines: Callable[[str], Sequence[str] | None],
+    refile_candidates: Sequence[str] = (),
+) -> tuple[Finding, str]:
+    """Anchor a raw comment: its claimed file first (tiers 1–4), then a unique match in another
+    changed file (``refiled``), else ``start_line = end_line = 0`` (``none``).
+
+    ``files`` maps paths (new and old) to diffs; ``refile_candidates`` are the paths eligible
+    for re-filing (the reviewed files). Returns (finding, warning text or "").
+    """
+    warning = ""
+    anchor: Anchor | None = None
+    fd = files.get(c.path)
+    has_quote = bool(quote_variants(c.existing_code))
+    if fd is not None and has_quote:
+        anchor = locate(fd, c.existing_code, new_file_lines(fd.path), c.line_hint)
+    if anchor is None and has_quote:
+        hits: list[Anchor] = []
+        seen: set[int] = set()
+        for p in refile_candidates:
+            other = files.get(p)
+            if other is None or other is fd or id(other) in seen:
+                continue
+            seen.add(id(other))
+            a = locate(other, c.existing_code, None, None)
+            if a is not None:
+                hits.append(a)
+        if len(hits) == 1:
+            h = hits[0]
+            anchor = Anchor(h.path, h.side, h.start_line, h.end_line, "refiled", h.ambiguous)
+            warning = f"comment filed against {c.path} quotes code of {h.path}; re-filed"
+    return make_finding(c, anchor, fd.path if fd else c.path), warning
+
+
+def relocated_finding(c: RawComment, fd: FileDiff, snippet: str) -> Finding | None:
+    """The finding of ``c`` when the re-location call's ``snippet`` anchors inside ``fd``'s
+    diff (hunk tiers only, exact or loose); None otherwise. ``anchor = relocated``."""
+    a = locate(fd, snippet, None, c.line_hint)
+    if a is None:
+        return None
+    a = Anchor(a.path, a.side, a.start_line, a.end_line, "relocated", a.ambiguous)
+    return make_finding(c, a, fd.path, existing_code=snippet.strip("\n"))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 
@@ -85,6 +87,7 @@ class Finding:
     anchor: str
     ambiguous: bool = False
     source: str = "llm"
+    group: str = ""  # label of the review group that filed it ("" for deterministic findings)
 
     def with_lines(self, start_line: int, end_line: int) -> Finding:
         return replace(self, start_line=start_line, end_line=end_line)
@@ -94,37 +97,78 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
+def normalized_quote(existing_code: str) -> str:
+    """The quote as it enters ids: non-blank lines, each with ``\r`` dropped, trimmed, one
+    leading ``+``/``-`` diff marker dropped and inner whitespace collapsed; joined by ``\n``.
+    Re-indenting or re-wrapping whitespace inside a line does not change it."""
+    out = []
+    for raw in existing_code.replace("\r", "").split("\n"):
+        t = raw.strip()
+        if t[:1] in ("+", "-"):
+            t = t[1:].strip()
+        if t:
+            out.append(_norm(t))
+    return "\n".join(out)
+
+
 def finding_id(path: str, side: str, existing_code: str, content: str) -> str:
     """Stable id of a finding: 12 hex chars of SHA-256 over (path, side, normalised quote,
-    normalised content). Line numbers are deliberately excluded (SPEC §8.3)."""
-    quote = "\n".join(_norm(ln.lstrip("+-")) for ln in existing_code.splitlines() if ln.strip())
-    key = "\0".join((path, side, quote, _norm(content)))
+    normalised content). Line numbers are deliberately excluded (SPEC §8.3): the same finding
+    keeps its id when code above it moves."""
+    key = "\0".join((path, side, normalized_quote(existing_code), _norm(content)))
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def merge_same_claims(findings: list[Finding]) -> list[Finding]:
-    """Drop findings with the same id, and findings on the same path/side whose line ranges
-    overlap and whose normalised content is identical; keep the highest severity, first wins
-    on ties. Findings with different claims on the same line are all kept (SPEC §8.3)."""
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+CLAIM_SIMILARITY = 0.8  # Jaccard of content words above which two comments make one claim
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def same_claim(a: Finding, b: Finding) -> bool:
+    """Whether two findings make the same claim: identical normalised content, or the same
+    category with word sets (Jaccard) at least CLAIM_SIMILARITY alike where no differing word
+    is an identifier of either quote (``x may be None`` and ``y may be None`` differ)."""
+    if _norm(a.content).lower() == _norm(b.content).lower():
+        return True
+    if a.category != b.category:
+        return False
+    wa, wb = _words(a.content), _words(b.content)
+    if not wa or not wb:
+        return False
+    if len(wa & wb) / len(wa | wb) < CLAIM_SIMILARITY:
+        return False
+    code_words = _words(a.existing_code) | _words(b.existing_code)
+    return not ((wa ^ wb) & code_words)
+
+
+def _overlap(a: Finding, b: Finding) -> bool:
+    """Same path and side with intersecting line ranges; unanchored (0-0) findings overlap
+    only when their normalised quotes are equal and non-empty."""
+    if a.path != b.path or a.side != b.side:
+        return False
+    if a.start_line == 0 or b.start_line == 0:
+        qa = normalized_quote(a.existing_code)
+        return a.start_line == b.start_line == 0 and bool(qa) and qa == normalized_quote(
+            b.existing_code
+        )
+    return a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
+    """De-duplicate findings (SPEC §8.3): the same id, or the same path/side with overlapping
+    ranges and the same claim (``same_claim``), merge into one that keeps the highest
+    severity (first wins on ties, order otherwise kept). Different claims on the same line
+    are all kept."""
     kept: list[Finding] = []
     for f in findings:
-        merged = False
         for i, k in enumerate(kept):
-            same_id = k.id == f.id
-            overlap = (
-                k.path == f.path
-                and k.side == f.side
-                and f.start_line > 0
-                and k.start_line > 0
-                and f.start_line <= k.end_line
-                and k.start_line <= f.end_line
-                and _norm(k.content).lower() == _norm(f.content).lower()
-            )
-            if same_id or overlap:
+            if k.id == f.id or (_overlap(k, f) and same_claim(k, f)):
                 if f.severity > k.severity:
                     kept[i] = f
-                merged = True
                 break
-        if not merged:
+        else:
             kept.append(f)
     return kept
