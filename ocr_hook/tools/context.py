@@ -1,94 +1,159 @@
 """Read-only context tools on the reviewed snapshot (SPEC §7.1): file_read, file_read_diff,
-file_find, code_search. They read ``<head tree>:<path>`` through git, never the work tree, and
-are confined to the repository (no ``..``, no absolute paths; symlinks read as link text).
-Output formats and strings follow SPEC §7.1 exactly.
+file_find, code_search.
+
+They read ``<head>:<path>`` through git (``head`` is the staged snapshot tree, or the reviewed
+commit), never the work tree, and are confined to the repository: paths with ``..``, absolute
+paths and drive letters are refused before git runs, and git's own ``<tree>:<path>`` lookup
+never follows a symlink, so a symlink reads as its link text and nothing behind it (a path
+through a symlinked directory is "not found"). Files on the secret-path list of SPEC §4
+(``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are never returned, since they are
+excluded from the review for exactly that reason.
+
+Output formats and strings follow SPEC §7.1 (which takes OCR's, ocr-internals.md §11):
+
+- ``file_read``: ``File: <p> (Total lines: N)`` / ``IS_TRUNCATED: true|false`` /
+  ``LINE_RANGE: s-e`` / ``<n>|<line>``…; on truncation a blank line and
+  ``Note: Results truncated to 500 lines. Please narrow your line range.``. An empty file
+  reads as the header with ``LINE_RANGE: 0-0`` and no lines.
+- ``file_read_diff``: ``==== FILE: <p> ====`` + the file's patch, files joined by newlines; over
+  500 lines the output starts with ``IS_TRUNCATED: true`` and ends with a note.
+- ``file_find``: newline-joined paths; ``// The file was not found``.
+- ``code_search``: per file ``File: <p>`` / ``Match lines: n`` / ``<ln>|<content>``, files
+  separated by a blank line; ``No matches found``; ``Error: search_text is blank``.
+
+Every failure is a ``ToolResult`` starting with ``Error:``; nothing here raises for bad
+arguments or git failures (timeouts included).
 """
 
 from __future__ import annotations
 
+import functools
 import posixpath
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import gitio
+from .. import gitio, resources
 from ..diff import FileDiff
 from ..errors import GitError
-from .registry import ToolResult
+from .registry import Handler, ToolResult
 
-FILE_READ_MAX_LINES = 500  # SPEC §7.1
-READ_DIFF_MAX_LINES = 500  # SPEC §7.1
-FILE_FIND_MAX = 100  # SPEC §7.1
-SEARCH_MAX_PER_FILE = 100  # SPEC §7.1
-SEARCH_OUTPUT_CAP_BYTES = 128 * 1024  # total code_search output cap
-SEARCH_LINE_CAP_CHARS = 1000
-GREP_TIMEOUT_S = 10.0  # SPEC §7 (OCR git grep / ls-files)
-READ_TIMEOUT_S = 30.0  # SPEC §7 (OCR git show)
-NOT_FOUND_FILE = "// The file was not found"
+FILE_READ_MAX_LINES = 500  # SPEC §7.1 (OCR file_read)
+FILE_READ_MAX_BYTES = 128 * 1024  # total file_read output cap (ours; OCR's search response cap)
+FILE_READ_LINE_MAX_CHARS = 2000  # one very long line (minified code) is cut here (ours)
+READ_DIFF_MAX_LINES = 500  # SPEC §7.1 (OCR file_read_diff)
+READ_DIFF_MAX_BYTES = 128 * 1024  # total file_read_diff output cap (ours)
+FILE_FIND_MAX = 100  # SPEC §7.1 (OCR file_find)
+SEARCH_MAX_PER_FILE = 100  # SPEC §7.1 (OCR code_search)
+SEARCH_OUTPUT_MAX_BYTES = 128 * 1024  # total code_search output cap (OCR newest: 128 KiB)
+SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here (ours)
+GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
+READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
+BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
+
+NOT_FOUND_FILE = "// The file was not found"  # SPEC §7.1
+NO_MATCHES = "No matches found"  # SPEC §7.1
+LINE_CUT = " … [line truncated]"
 
 
 def confine(path: object) -> str | None:
-    """Normalise a model-supplied repository path; None when it is empty, absolute or leaves
-    the repository (``..``)."""
+    """Normalise a model-supplied repository path (``\\`` → ``/``, leading ``./`` dropped,
+    duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
+    contains a ``..`` segment anywhere."""
     if not isinstance(path, str):
         return None
     p = path.strip().replace("\\", "/")
-    while p.startswith("./"):
-        p = p[2:]
-    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
+    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":") or "\0" in p:
         return None
-    norm = posixpath.normpath(p)
-    if norm in (".", "..") or norm.startswith("../") or "/../" in f"/{p}/":
+    parts = [s for s in p.split("/") if s not in ("", ".")]
+    if not parts or ".." in parts:
         return None
-    return norm
+    return "/".join(parts)
+
+
+@functools.cache
+def _secret_spec() -> Any:
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(resources.load_json("path_lists.json")["secret_paths"])
+
+
+def is_secret_path(path: str) -> bool:
+    """True for paths on the secret-path list of SPEC §4 gate 3 (``config/path_lists.json``)."""
+    return bool(_secret_spec().match_file(path))
+
+
+def _secret_error(path: str) -> ToolResult:
+    return ToolResult.error(
+        f'Error: "{path}" is on the secret-path list (keys, .env, credentials); its content is'
+        " never shared"
+    )
 
 
 def _bool(v: Any, default: bool = False) -> bool:
     if isinstance(v, bool):
         return v
     if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes")
+        s = v.strip().lower()
+        if s in ("1", "true", "yes"):
+            return True
+        if s in ("0", "false", "no", ""):
+            return False
+    if isinstance(v, int):
+        return v != 0
     return default
 
 
-def _int(v: Any) -> int | None:
+def _int(v: Any, name: str) -> int | None:
+    """An optional integer argument: int, integral float or digit string; None when absent.
+    Raises ValueError("<name> must be an integer, got <v>") otherwise."""
     if v is None or v == "":
         return None
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
+    if isinstance(v, int) and not isinstance(v, bool):
         return v
     if isinstance(v, float) and v.is_integer():
         return int(v)
     if isinstance(v, str) and v.strip().lstrip("-").isdigit():
         return int(v.strip())
-    raise ValueError(f"not an integer: {v!r}")
+    raise ValueError(f"{name} must be an integer, got {v!r}")
+
+
+def _cut(line: str, limit: int) -> str:
+    return line if len(line) <= limit else line[:limit] + LINE_CUT
 
 
 @dataclass
 class SnapshotView:
-    """The files a review may read: ``head`` tree-ish in ``repo`` and the change set's diffs.
+    """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
 
-    ``redact`` is applied to every text a tool returns (secret redaction choke point).
+    ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
+    every file text a tool returns (the secret redaction choke point of SPEC §14). Shared by
+    the worker threads; the path list is loaded once, under a lock.
     """
 
     repo: Path
     head: str
     files: Sequence[FileDiff]
     redact: Callable[[str], str] = lambda s: s
+    _by_path: dict[str, FileDiff] = field(init=False, repr=False)
+    _tree: list[str] | None = field(init=False, repr=False, default=None)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._by_path: dict[str, FileDiff] = {}
+        self._by_path = {}
         for f in self.files:
             self._by_path.setdefault(f.new_path, f)
             self._by_path.setdefault(f.old_path, f)
-        self._tree_cache: list[str] | None = None
 
     def diff_for(self, path: str) -> FileDiff | None:
+        """The diff of changed path ``path`` (new or old name), None when unchanged."""
         return self._by_path.get(path)
 
     def read(self, path: str) -> bytes | None:
+        """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a
+        directory, a submodule). Raises GitError on a timeout (30 s) or when git cannot run."""
         rc, out, _ = gitio.run_git_full(
             self.repo, "cat-file", "blob", f"{self.head}:{path}", timeout_s=READ_TIMEOUT_S,
             ok_codes=(0, 128),
@@ -96,187 +161,264 @@ class SnapshotView:
         return out if rc == 0 else None
 
     def tree_paths(self) -> list[str]:
-        if self._tree_cache is None:
-            out = gitio.run_git(
-                self.repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "-z",
-                "--end-of-options", self.head, timeout_s=GREP_TIMEOUT_S,
-            )
-            self._tree_cache = gitio.zsplit(out)
-        return self._tree_cache
+        """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises
+        GitError on a timeout (10 s)."""
+        with self._lock:
+            if self._tree is None:
+                out = gitio.run_git(
+                    self.repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "-z",
+                    "--end-of-options", self.head, timeout_s=GREP_TIMEOUT_S,
+                )
+                self._tree = gitio.zsplit(out)
+            return self._tree
 
 
 def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``file_read {file_path, start_line?, end_line?}`` (SPEC §7.1)."""
+    """``file_read {file_path, start_line?, end_line?}`` (SPEC §7.1).
+
+    start_line < 1 or absent → 1; end_line < 1 or absent → the last line; end_line past the
+    end is clamped. At most 500 lines and 128 KiB per call; lines longer than 2000 characters
+    are cut. ``\\r`` at line ends is dropped.
+    """
     raw_path = args.get("file_path")
     if not isinstance(raw_path, str) or not raw_path.strip():
         return ToolResult.error("Error: file_path is required")
     path = confine(raw_path)
     if path is None:
         return ToolResult.error(
-            f'Error: file_path "{raw_path}" is outside the repository; use a repository-relative path'
+            f'Error: file_path "{raw_path}" is outside the repository; use a repository-relative'
+            " path without .."
         )
+    if is_secret_path(path):
+        return _secret_error(path)
     try:
-        start = _int(args.get("start_line"))
-        end = _int(args.get("end_line"))
+        start = _int(args.get("start_line"), "start_line")
+        end = _int(args.get("end_line"), "end_line")
     except ValueError as e:
         return ToolResult.error(f"Error: {e}")
-    data = view.read(path)
+    try:
+        data = view.read(path)
+    except GitError as e:
+        return ToolResult.error(f'Error: could not read file "{path}": {e}')
     if data is None:
         return ToolResult.error(
             f'Error: file not found: "{path}". Use file_find to locate the exact path, then retry'
             " file_read."
         )
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return ToolResult.error(f'Error: file "{path}" is binary; file_read shows text files only')
     lines = gitio.decode_text(data).split("\n")
-    if lines and lines[-1] == "":
+    if lines[-1] == "":
         lines.pop()
     total = len(lines)
+    if total == 0:
+        return ToolResult(f"File: {path} (Total lines: 0)\nIS_TRUNCATED: false\nLINE_RANGE: 0-0")
+    end_given = end is not None and end >= 1
     s = 1 if start is None or start < 1 else start
-    e = total if end is None or end < 1 else end
-    if s > e:
+    e = end if end is not None and end_given else total
+    if end_given and s > e:
         return ToolResult.error(
             f"Error: invalid line range: start_line {s} is greater than end_line {e}"
         )
-    if total == 0 or s > total:
+    if s > total:
+        shown = e if end_given else "end"
         return ToolResult.error(
-            f'Error: file "{path}" has only {total} lines, requested range {s}-{e}'
+            f'Error: file "{path}" has only {total} lines, requested range {s}-{shown}'
         )
     e = min(e, total)
-    truncated = e - s + 1 > FILE_READ_MAX_LINES
-    if truncated:
+    note = ""
+    if e - s + 1 > FILE_READ_MAX_LINES:
         e = s + FILE_READ_MAX_LINES - 1
-    body = "\n".join(f"{n}|{lines[n - 1].rstrip(chr(13))}" for n in range(s, e + 1))
-    out = (
-        f"File: {path} (Total lines: {total})\nIS_TRUNCATED: {'true' if truncated else 'false'}\n"
-        f"LINE_RANGE: {s}-{e}\n{body}"
-    )
-    if truncated:
-        out += (
-            f"\n\nNote: Results truncated to {FILE_READ_MAX_LINES} lines. Please narrow your line"
+        note = (
+            f"Note: Results truncated to {FILE_READ_MAX_LINES} lines. Please narrow your line"
             " range."
         )
+    body: list[str] = []
+    size = 0
+    for n in range(s, e + 1):
+        row = f"{n}|{_cut(lines[n - 1].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
+        size += len(row.encode("utf-8", "replace")) + 1
+        if size > FILE_READ_MAX_BYTES and body:
+            e = n - 1
+            note = (
+                f"Note: Results truncated to {FILE_READ_MAX_BYTES} bytes (through line {e})."
+                " Please narrow your line range."
+            )
+            break
+        body.append(row)
+    out = (
+        f"File: {path} (Total lines: {total})\nIS_TRUNCATED: {'true' if note else 'false'}\n"
+        f"LINE_RANGE: {s}-{e}\n" + "\n".join(body)
+    )
+    if note:
+        out += "\n\n" + note
     return ToolResult(view.redact(out))
 
 
 def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``file_read_diff {path_array}`` (SPEC §7.1): ``==== FILE: <p> ====`` + diff per file."""
+    """``file_read_diff {path_array}`` (SPEC §7.1): ``==== FILE: <p> ====`` + the patch of each
+    known changed path, in request order, each file once. Unknown paths are omitted; secret
+    paths are omitted too. At most 500 lines (and 128 KiB)."""
     paths = args.get("path_array")
     if isinstance(paths, str):
         paths = [paths]
     if not isinstance(paths, list) or not [p for p in paths if isinstance(p, str) and p.strip()]:
         return ToolResult.error("Error: no files found")
     blocks: list[str] = []
+    seen: set[int] = set()
     for p in paths:
         norm = confine(p)
         fd = view.diff_for(norm) if norm else None
-        if fd is None:
+        if fd is None or id(fd) in seen or is_secret_path(fd.new_path) or is_secret_path(
+            fd.old_path
+        ):
             continue
-        blocks.append(f"==== FILE: {fd.path} ====\n{fd.patch}")
+        seen.add(id(fd))
+        blocks.append(f"==== FILE: {fd.path} ====\n{fd.patch.rstrip(chr(10))}")
     if not blocks:
         return ToolResult.error("Error: diff not found for the requested paths")
     lines = "\n".join(blocks).split("\n")
-    if len(lines) > READ_DIFF_MAX_LINES:
-        lines = lines[:READ_DIFF_MAX_LINES]
-        text = "IS_TRUNCATED: true\n" + "\n".join(lines) + (
-            f"\n\nNote: Results truncated to {READ_DIFF_MAX_LINES} lines. Request fewer paths"
-            " per call to see the rest."
-        )
-    else:
-        text = "\n".join(lines)
+    kept: list[str] = []
+    size = 0
+    for ln in lines[:READ_DIFF_MAX_LINES]:
+        size += len(ln.encode("utf-8", "replace")) + 1
+        if size > READ_DIFF_MAX_BYTES and kept:
+            break
+        kept.append(ln)
+    if len(kept) == len(lines):
+        return ToolResult(view.redact("\n".join(kept)))
+    text = (
+        "IS_TRUNCATED: true\n" + "\n".join(kept) + f"\n\nNote: Results truncated to {len(kept)}"
+        f" of {len(lines)} diff lines. Request fewer paths per call, or use file_read for the"
+        " rest of a file."
+    )
     return ToolResult(view.redact(text))
 
 
 def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``file_find {query_name, case_sensitive?}``: basename substring, then full-path
-    substring; at most 100 paths; none → ``// The file was not found``."""
+    """``file_find {query_name, case_sensitive?}`` (SPEC §7.1): paths of the snapshot whose
+    basename contains the query; when none does, paths that contain it. At most 100 paths;
+    more add a last ``Note:`` line; none (or a blank query) → ``// The file was not found``."""
     q = args.get("query_name")
     if not isinstance(q, str) or not q.strip():
         return ToolResult(NOT_FOUND_FILE)
     q = q.strip().replace("\\", "/")
-    cs = _bool(args.get("case_sensitive"))
-    norm = (lambda s: s) if cs else str.lower
+    case_sensitive = _bool(args.get("case_sensitive"))
+    norm: Callable[[str], str] = (lambda s: s) if case_sensitive else str.lower
     needle = norm(q)
     try:
         paths = view.tree_paths()
     except GitError as e:
-        return ToolResult.error(f"Error: {e}")
+        return ToolResult.error(f"Error: file_find failed: {e}")
     hits = [p for p in paths if needle in norm(posixpath.basename(p))]
     if not hits:
         hits = [p for p in paths if needle in norm(p)]
     if not hits:
         return ToolResult(NOT_FOUND_FILE)
-    return ToolResult("\n".join(hits[:FILE_FIND_MAX]))
+    out = "\n".join(hits[:FILE_FIND_MAX])
+    if len(hits) > FILE_FIND_MAX:
+        out += (
+            f"\nNote: showing the first {FILE_FIND_MAX} of {len(hits)} matching files; use a more"
+            " specific query_name."
+        )
+    return ToolResult(out)
+
+
+def _pathspec_body(spec: str) -> str:
+    """The path part of a git pathspec: ``:(magic)path``, ``:!path``, ``:^path``, ``:/path``."""
+    if spec.startswith(":("):
+        return spec.split(")", 1)[1] if ")" in spec else ""
+    if spec.startswith(":"):
+        return spec[1:].lstrip("!^/")
+    return spec
 
 
 def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``:
-    ``git grep`` on the snapshot tree; ``-e`` before the text, ``--`` before pathspecs."""
+    """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``
+    (SPEC §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
+    (``-P``), case-insensitive unless asked; the text goes after ``-e`` and pathspecs after
+    ``--``, so neither can be read as an option. At most 100 matches per file (a note says
+    when a file has more), 1000 characters per line, 128 KiB in all (a first-line note says
+    how many matching files were left out). Matches in secret paths are dropped."""
     text = args.get("search_text")
     if not isinstance(text, str) or not text.strip():
         return ToolResult.error("Error: search_text is blank")
-    patterns = args.get("file_patterns") or []
+    patterns = args.get("file_patterns")
+    if patterns is None or patterns == "":
+        patterns = []
     if isinstance(patterns, str):
         patterns = [patterns]
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         return ToolResult.error("Error: file_patterns must be an array of strings")
+    patterns = [p.strip() for p in patterns if p.strip()]
     for p in patterns:
-        body = p.split(")", 1)[1] if p.startswith(":(") and ")" in p else p
-        if ".." in body.split("/") or body.startswith("/"):
-            return ToolResult.error("Error: file_patterns must not contain .. or absolute paths")
-    cmd = ["-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
+        body = _pathspec_body(p).replace("\\", "/")
+        if ".." in body.split("/"):
+            return ToolResult.error("Error: file_patterns must not contain ..")
+        if body.startswith("/") or (len(body) > 1 and body[1] == ":" and not p.startswith(":")):
+            return ToolResult.error("Error: file_patterns must be repository-relative")
+    cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
            "--max-count", str(SEARCH_MAX_PER_FILE + 1)]
     if not _bool(args.get("case_sensitive")):
         cmd.append("-i")
     cmd.append("-P" if _bool(args.get("use_perl_regexp")) else "-F")
-    cmd += ["-e", text, view.head, "--", *[p for p in patterns if p.strip()]]
+    cmd += ["-e", text, view.head, "--", *patterns]  # head is our object id, never user text
     try:
         rc, out, err = gitio.run_git_full(view.repo, *cmd, timeout_s=GREP_TIMEOUT_S,
                                           ok_codes=(0, 1, 128))
     except GitError as e:
-        return ToolResult.error(
-            f"Error: git grep failed ({e}); try narrowing file_patterns to a more specific path"
-        )
+        if "timed out" in str(e):
+            return ToolResult.error(
+                f"Error: git grep timed out after {GREP_TIMEOUT_S:g}s; try narrowing file_patterns"
+                " to a more specific path"
+            )
+        return ToolResult.error(f"Error: code_search failed: {e}")
     if rc == 128:
-        msg = err.decode("utf-8", "replace").strip().splitlines()
-        return ToolResult.error(f"Error: invalid search: {msg[0] if msg else 'git grep failed'}")
-    if rc == 1 or not out:
-        return ToolResult("No matches found")
+        msg = [m for m in err.decode("utf-8", "replace").splitlines() if m.strip()]
+        first = msg[0].removeprefix("fatal: ") if msg else "git grep failed"
+        return ToolResult.error(f"Error: invalid search: {first}")
     prefix = f"{view.head}:"
-    per_file: dict[str, list[tuple[str, str]]] = {}
+    per_file: dict[str, list[str]] = {}
     for rec in out.split(b"\n"):
-        if not rec:
-            continue
         parts = rec.split(b"\0", 2)
         if len(parts) != 3:
             continue
-        name = parts[0].decode("utf-8", "replace")
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-        content = parts[2].decode("utf-8", "replace").rstrip("\r")
-        if len(content) > SEARCH_LINE_CAP_CHARS:
-            content = content[:SEARCH_LINE_CAP_CHARS] + " …"
-        per_file.setdefault(name, []).append((parts[1].decode(), content))
+        name = gitio.decode_text(parts[0]).removeprefix(prefix)
+        if is_secret_path(name):
+            continue
+        content = gitio.decode_text(parts[2]).removesuffix("\r")
+        row = f"{parts[1].decode('ascii', 'replace')}|{_cut(content, SEARCH_LINE_MAX_CHARS)}"
+        per_file.setdefault(name, []).append(row)
+    if not per_file:
+        return ToolResult(NO_MATCHES)
     blocks: list[str] = []
     size = 0
-    omitted = 0
-    for name, matches in per_file.items():
-        shown = matches[:SEARCH_MAX_PER_FILE]
-        block = f"File: {name}\nMatch lines: {len(shown)}\n" + "".join(
-            f"{ln}|{c}\n" for ln, c in shown
-        )
-        if len(matches) > SEARCH_MAX_PER_FILE:
+    for name, rows in per_file.items():
+        shown = rows[:SEARCH_MAX_PER_FILE]
+        block = f"File: {name}\nMatch lines: {len(shown)}\n" + "\n".join(shown)
+        if len(rows) > SEARCH_MAX_PER_FILE:
             block += (
-                f"Note: more than {SEARCH_MAX_PER_FILE} matches in this file; only the first"
-                f" {SEARCH_MAX_PER_FILE} are shown. Narrow search_text or file_patterns.\n"
+                f"\nNote: more than {SEARCH_MAX_PER_FILE} matches in this file; only the first"
+                f" {SEARCH_MAX_PER_FILE} are shown. Narrow search_text or file_patterns."
             )
-        if size + len(block) > SEARCH_OUTPUT_CAP_BYTES:
-            omitted += 1
-            continue
-        size += len(block)
+        size += len(block.encode("utf-8", "replace")) + 2
+        if size > SEARCH_OUTPUT_MAX_BYTES and blocks:
+            break
         blocks.append(block)
-    result = "\n".join(blocks)
-    if omitted:
-        result += (
-            f"\nNote: output truncated; {omitted} more matching file(s) omitted. Narrow"
-            " file_patterns to see the rest."
+    result = "\n\n".join(blocks)
+    if len(blocks) < len(per_file):
+        result = (
+            f"Note: output truncated to {SEARCH_OUTPUT_MAX_BYTES} bytes: showing {len(blocks)} of"
+            f" {len(per_file)} matching files. Narrow file_patterns to see the rest.\n\n" + result
         )
     return ToolResult(view.redact(result))
+
+
+def builtin_handlers(view: SnapshotView) -> dict[str, Handler]:
+    """Handlers of the four context tools bound to ``view``: tool name → handler."""
+    return {
+        "file_read": lambda a: file_read(view, a),
+        "file_read_diff": lambda a: file_read_diff(view, a),
+        "file_find": lambda a: file_find(view, a),
+        "code_search": lambda a: code_search(view, a),
+    }

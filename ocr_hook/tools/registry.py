@@ -1,14 +1,26 @@
 """Tool registry (SPEC §7.2): one interface for built-in and MCP tools, filled at start-up and
 then frozen; dispatch turns every failure into a result the model can read.
+
+A tool is a definition (``ToolSpec``: name, description, JSON Schema parameters) plus a handler
+(arguments dict → ``ToolResult``, whose ``is_error`` marks an ``Error: …`` text). Built-in
+definitions come from ``config/tools.json`` (``{"tools": [{name, plan_task, main_task,
+definition: {name, description, parameters}}]}``, OCR's format, ocr-internals.md §11); a user
+``tools.file`` in the same format may drop built-in tools or rewrite descriptions, and is
+validated at start-up (:func:`apply_tools_file`). MCP tools are added after the built-ins
+(:func:`build_registry`): reserved built-in names are skipped and the first registration of a
+name wins.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import resources
 from ..errors import ConfigError
@@ -16,10 +28,15 @@ from ..llm.types import ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
 
+# OCR tool.NotAvailableMsg (ocr-internals.md §9), naming the tool and the offered ones.
 NOT_AVAILABLE = (
-    "Error: Tool not found. The tool {name!r} does not exist or is not available in this phase."
-    " Available tools: {names}."
+    "Error: Tool not found. The tool {name!r} does not exist or is not available. Please check"
+    " the tool name and try again with one of: {names}."
 )
+# Tools a tools.file may not drop: the loop cannot end or report without them (SPEC §6.2).
+REQUIRED_TOOLS = ("task_done", "code_comment")
+# Names every provider accepts (OpenAI function names; Anthropic allows the same set).
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +55,18 @@ Handler = Callable[[dict[str, Any]], ToolResult]
 
 
 @dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A tool definition and the phases that offer it (plan | main)."""
+
+    spec: ToolSpec
+    plan: bool = False
+    main: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Tool:
-    """A registered tool: its definition, phases and handler (arguments dict → ToolResult)."""
+    """A registered tool: its definition, phases and handler (arguments dict → ToolResult).
+    ``source`` is ``builtin`` or ``mcp:<server>``."""
 
     spec: ToolSpec
     handler: Handler
@@ -48,27 +75,121 @@ class Tool:
     source: str = "builtin"
 
 
-def load_tool_specs(path_text: str | None = None) -> dict[str, tuple[ToolSpec, bool, bool]]:
-    """Tool definitions from ``config/tools.json`` (or a user file's text in the same format):
-    name → (spec, in plan phase, in main phase). Raises ConfigError on malformed input."""
+class _Definition(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(min_length=1)
+    plan_task: bool = False
+    main_task: bool = True
+    definition: _Definition
+
+
+class _ToolsFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tools: list[_Entry]
+
+
+def parse_tools_json(
+    text: str | None = None, source: str = "config/tools.json"
+) -> dict[str, ToolDef]:
+    """Tool definitions in the ``config/tools.json`` format (``{"tools": [...]}`` or a bare
+    list): name → ToolDef, in file order. ``text`` None reads the shipped file. Raises
+    ConfigError("tools file <source>: …") on invalid JSON, a malformed entry or a duplicate."""
     try:
-        data = json.loads(path_text) if path_text is not None else resources.load_json("tools.json")
-        entries = data["tools"] if isinstance(data, dict) else data
-        out: dict[str, tuple[ToolSpec, bool, bool]] = {}
-        for e in entries:
-            d = e["definition"]
-            out[e["name"]] = (
-                ToolSpec(d.get("name", e["name"]), d.get("description", ""), d["parameters"]),
-                bool(e.get("plan_task", False)),
-                bool(e.get("main_task", True)),
+        data = json.loads(text) if text is not None else resources.load_json("tools.json")
+    except ValueError as e:
+        raise ConfigError(f"tools file {source}: not valid JSON ({e})") from e
+    if isinstance(data, list):
+        data = {"tools": data}
+    try:
+        parsed = _ToolsFile.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"tools file {source}: {loc}: {err['msg']}") from None
+    out: dict[str, ToolDef] = {}
+    for entry in parsed.tools:
+        if entry.name in out:
+            raise ConfigError(f"tools file {source}: tool {entry.name!r} is listed twice")
+        d = entry.definition
+        if d.name and d.name != entry.name:
+            raise ConfigError(
+                f"tools file {source}: tool {entry.name!r} has definition.name {d.name!r}"
             )
-        return out
-    except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"tools file: malformed tool definition ({e})") from e
+        out[entry.name] = ToolDef(
+            ToolSpec(entry.name, d.description, d.parameters), entry.plan_task, entry.main_task
+        )
+    return out
+
+
+def load_tool_specs(path_text: str | None = None) -> dict[str, tuple[ToolSpec, bool, bool]]:
+    """Shipped (or given) definitions as name → (spec, in plan phase, in main phase)."""
+    return {n: (d.spec, d.plan, d.main) for n, d in parse_tools_json(path_text).items()}
+
+
+def _strip_descriptions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_descriptions(v) for k, v in schema.items() if k != "description"}
+    if isinstance(schema, list):
+        return [_strip_descriptions(v) for v in schema]
+    return schema
+
+
+def apply_tools_file(
+    builtin: Mapping[str, ToolDef], text: str, source: str
+) -> dict[str, ToolDef]:
+    """The built-in definitions narrowed by a user tools file (SPEC §7.2), in built-in order.
+
+    A built-in tool absent from the file is dropped (``task_done`` and ``code_comment`` cannot
+    be). A listed tool takes the file's descriptions (the tool's and its parameters'); its
+    parameter schema must otherwise equal the built-in one, and its phases may only be
+    narrowed (``plan_task``/``main_task`` true only where the built-in has them). Raises
+    ConfigError at start-up for an unknown name or any other violation.
+    """
+    given = parse_tools_json(text, source)
+    unknown = [n for n in given if n not in builtin]
+    if unknown:
+        raise ConfigError(
+            f"tools file {source}: unknown tool {unknown[0]!r}; built-in tools:"
+            f" {', '.join(builtin)}"
+        )
+    missing = [n for n in REQUIRED_TOOLS if n in builtin and n not in given]
+    if missing:
+        raise ConfigError(f"tools file {source}: {missing[0]} cannot be dropped")
+    out: dict[str, ToolDef] = {}
+    for name, base in builtin.items():
+        mine = given.get(name)
+        if mine is None:
+            continue
+        if _strip_descriptions(mine.spec.parameters) != _strip_descriptions(base.spec.parameters):
+            raise ConfigError(
+                f"tools file {source}: tool {name!r}: only descriptions may change, not the"
+                " parameters schema"
+            )
+        if (mine.plan and not base.plan) or (mine.main and not base.main):
+            raise ConfigError(
+                f"tools file {source}: tool {name!r} cannot be added to a phase it is not"
+                " built for (plan_task/main_task may only be turned off)"
+            )
+        if name in REQUIRED_TOOLS and not mine.main:
+            raise ConfigError(f"tools file {source}: {name} cannot be dropped")
+        description = mine.spec.description or base.spec.description
+        out[name] = ToolDef(ToolSpec(name, description, mine.spec.parameters), mine.plan, mine.main)
+    return out
 
 
 class Registry:
-    """Name → Tool. ``add`` until ``freeze``; first registration of a name wins."""
+    """Name → Tool. ``add`` until ``freeze``; first registration of a name wins. Read-only
+    (and so safe to share between worker threads) once frozen."""
 
     def __init__(self, strict: bool = False) -> None:
         self._tools: dict[str, Tool] = {}
@@ -76,7 +197,8 @@ class Registry:
         self.strict = strict
 
     def add(self, tool: Tool) -> bool:
-        """Register ``tool``; returns False (and keeps the first) when the name is taken."""
+        """Register ``tool``; returns False (and keeps the first) when the name is taken.
+        Raises RuntimeError once frozen."""
         if self._frozen:
             raise RuntimeError("tool registry is frozen")
         if tool.spec.name in self._tools:
@@ -90,6 +212,9 @@ class Registry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
 
     def specs(self, phase: str = "main", only: tuple[str, ...] = ()) -> list[ToolSpec]:
         """Definitions offered in ``phase`` (plan | main), optionally limited to ``only``."""
@@ -107,10 +232,11 @@ class Registry:
         allowed: tuple[str, ...] = (),
         local: Mapping[str, Handler] | None = None,
     ) -> ToolResult:
-        """Run one tool call. Unknown or disallowed names, undecodable or non-object arguments
-        and empty names are answered with an error result naming the expected schema; a
-        handler's crash becomes an error result (unless ``strict``, used by tests).
-        ``local`` overrides handlers for this call (per-group ``code_comment``/``task_done``)."""
+        """Run one tool call. Unknown or disallowed names (and empty names) are answered with
+        the not-available error listing the offered tools; undecodable or non-object arguments
+        with an error giving the expected schema; a handler's crash becomes an error result
+        (unless ``strict``, used by tests). ``local`` overrides handlers for this call
+        (per-group ``code_comment``)."""
         tool = self._tools.get(call.name)
         if tool is None or (allowed and call.name not in allowed):
             names = ", ".join(allowed or tuple(self._tools))
@@ -120,7 +246,7 @@ class Registry:
                 f"Error parsing tool arguments for {call.name}: {call.parse_error}. Expected a JSON"
                 f" object matching: {json.dumps(tool.spec.parameters, separators=(',', ':'))}"
             )
-        args: Mapping[str, Any] | Any = call.arguments
+        args: Any = call.arguments
         if args is None or args == "":
             args = {}
         if not isinstance(args, dict):
@@ -136,3 +262,55 @@ class Registry:
                 raise
             log.debug("tool %s crashed", call.name, exc_info=True)
             return ToolResult.error(f"Error executing tool {call.name}: {type(e).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalTool:
+    """A tool offered by an MCP server: ``source`` names it (``mcp:<server>``)."""
+
+    spec: ToolSpec
+    handler: Handler
+    source: str
+
+
+def _unavailable(name: str) -> Handler:
+    def handler(_args: dict[str, Any]) -> ToolResult:
+        return ToolResult.error(f"Error: tool {name} is not available here")
+
+    return handler
+
+
+def build_registry(
+    defs: Mapping[str, ToolDef],
+    handlers: Mapping[str, Handler],
+    external: Iterable[ExternalTool] = (),
+    *,
+    reserved: Iterable[str] = (),
+    warn: Callable[[str], None] = lambda msg: None,
+    strict: bool = False,
+) -> Registry:
+    """Fill and freeze a registry (SPEC §7.2, §7.3): the built-in ``defs`` with their
+    ``handlers`` (a definition without a handler answers "not available here"; per-group
+    handlers come through ``dispatch(local=…)``), then the ``external`` (MCP) tools, offered
+    in both phases as OCR does. An external tool is skipped, with ``warn(message)``, when its
+    name is reserved (every shipped built-in name, even one a tools file dropped), already
+    registered (first registration wins) or not a valid provider tool name."""
+    reg = Registry(strict=strict)
+    for name, d in defs.items():
+        reg.add(Tool(d.spec, handlers.get(name) or _unavailable(name), d.plan, d.main))
+    taken = set(reserved) | set(defs)
+    for ext in external:
+        name = ext.spec.name
+        if not TOOL_NAME_RE.match(name):
+            warn(f"{ext.source} tool {name!r} skipped: tool names must match [A-Za-z0-9_-]{{1,64}}")
+        elif name in taken:
+            warn(f"{ext.source} tool {name!r} skipped: the name is reserved for a built-in tool")
+        elif reg.get(name) is not None:
+            first = reg.get(name)
+            warn(
+                f"{ext.source} tool {name!r} skipped: already registered by"
+                f" {first.source if first else 'another server'}"
+            )
+        else:
+            reg.add(Tool(ext.spec, ext.handler, True, True, ext.source))
+    return reg.freeze()
