@@ -32,7 +32,8 @@ def div_comment(path: str) -> dict[str, Any]:
 
 def run_json(args: list[str], env: dict[str, str],
              capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
-    rc = cli.main(args, environ={**os.environ, **env})
+    # the review filter (SPEC §8.4) is off so that request counts are those of the reviews
+    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
     out, err = capsys.readouterr()
     return rc, json.loads(out), err
 
@@ -74,7 +75,8 @@ def test_unchanged_snapshot_is_answered_from_the_cache_with_zero_llm_requests(
     assert second["status"] == "complete" and second["verdict"] == "findings"
     assert second["files"] == first["files"]
     # text output says it is a cached result
-    rc3 = cli.main(["review", "--effort", "low"], environ={**os.environ, **llm.env()})
+    rc3 = cli.main(["review", "--effort", "low"],
+                   environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **llm.env()})
     out, _ = capsys.readouterr()
     assert rc3 == 1 and len(llm.requests) == 1
     assert "(cached result: this snapshot was reviewed before with the same settings)" in out
@@ -187,7 +189,7 @@ def test_two_concurrent_runs_leave_a_valid_cache(
     for _ in range(10):
         llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=0.4)
     exe = Path(sys.executable).parent / "git-ocr"
-    env = {**repo.env, **llm.env(), "OCR_HOOK_EFFORT": "low"}
+    env = {**repo.env, **llm.env(), "OCR_HOOK_EFFORT": "low", "OCR_HOOK_REVIEW_FILTER": "false"}
     procs = [subprocess.Popen([str(exe), "review", "--format", "json"], cwd=repo.path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]

@@ -32,7 +32,8 @@ def finding(path: str = "calc.py", severity: str = "high") -> dict[str, Any]:
 
 
 def git(repo: GitRepo, llm: ScriptedLLM, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {**repo.env, **llm.env(OCR_HOOK_EFFORT="low"), "PATH": SYSTEM_PATH, **env}
+    full = {**repo.env, **llm.env(OCR_HOOK_EFFORT="low", OCR_HOOK_REVIEW_FILTER="false"),
+            "PATH": SYSTEM_PATH, **env}
     full.pop("VIRTUAL_ENV", None)
     return subprocess.run(["git", *args], cwd=repo.path, env=full, capture_output=True,
                            text=True, timeout=120)
@@ -226,7 +227,7 @@ def test_native_pre_push_hook_blocks_and_no_verify_bypasses(
     llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
     p = git(repo, llm, "push", "origin", "main")
     assert p.returncode != 0
-    assert "calc.py:2-2 [high · bug]" in p.stderr
+    assert "calc.py:2-2 [high · bug]" in p.stdout + p.stderr  # pre-push stdout is not redirected
     assert "push blocked" in p.stderr and "`git push --no-verify`" in p.stderr
     assert seen.read_text() == f"origin\nrefs/heads/main {new} refs/heads/main {old}\n"
     assert len(llm.requests) == 1

@@ -50,7 +50,7 @@ def comment(quote: str, content: str, severity: str, category: str,
 
 def run_cli(args: list[str], env: dict[str, str],
             capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = cli.main(args, environ={**os.environ, **env})
+    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
     out, err = capsys.readouterr()
     return rc, out, err
 
