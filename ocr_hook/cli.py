@@ -46,6 +46,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
                    help="input+output token budget for the run (0 = unlimited)")
     g.add_argument("--max-tools", type=int, metavar="N", help="tool rounds per group")
     g.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    g.add_argument("--no-filter", action="store_true",
+                   help="skip the LLM review filter that drops comments the diff proves wrong")
     g.add_argument("--exclude", action="append", metavar="GLOBS",
                    help="gitignore-style globs to exclude (comma-separated, repeatable)")
     g.add_argument("--rule", metavar="FILE",
@@ -134,6 +136,8 @@ def _flag_layer(args: argparse.Namespace) -> object:
         put("select.exclude", [g.strip() for item in args.exclude for g in item.split(",") if g.strip()])
     if getattr(args, "no_cache", False):
         put("cache.enabled", False)
+    if getattr(args, "no_filter", False):
+        put("review.filter", False)
     return Layer("command line", data)
 
 

@@ -1,0 +1,165 @@
+"""The comment pipeline's runtime (SPEC §8.2): a thread-safe collector of anchored findings and
+a worker pool that anchors (and, when needed, re-locates) comments while the tool loop goes on.
+
+``code_comment`` hands comments to ``CommentPool.submit`` and returns at once; the loop never
+waits on anchoring. After a round, the group calls ``CommentPool.drain(key)`` to wait for the
+comments it submitted under ``key`` (the review filter needs their ids), then may remove
+findings from the collector by id.
+
+The pool runs on an executor it is given (``review.py`` owns thread pools, STYLE §3); the
+re-location LLM call is a callable it is given (``agent.comment_tasks``), so this module
+imports no LLM code.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Executor, Future
+from typing import Generic, NamedTuple, TypeVar
+
+from .anchor import anchor_comment, plausibly_in_diff, relocated_finding
+from .diff import FileDiff
+from .findings import Finding, RawComment
+
+log = logging.getLogger(__name__)
+
+
+class CommentWarning(NamedTuple):
+    """A run warning raised while anchoring (``type`` e.g. ``comment_refiled``)."""
+
+    type: str
+    file: str
+    message: str
+
+
+W = TypeVar("W")
+
+
+class Collector(Generic[W]):
+    """Thread-safe store of anchored findings and run warnings (of the caller's warning type
+    ``W``), in arrival order. ``warnings`` is a copy, like ``snapshot()``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._findings: list[Finding] = []
+        self._warnings: list[W] = []
+
+    def add(self, finding: Finding) -> None:
+        with self._lock:
+            self._findings.append(finding)
+
+    def warn(self, warning: W) -> None:
+        with self._lock:
+            self._warnings.append(warning)
+
+    def for_path(self, path: str) -> list[Finding]:
+        """Copies of the findings currently filed on ``path``."""
+        with self._lock:
+            return [f for f in self._findings if f.path == path]
+
+    def snapshot(self) -> list[Finding]:
+        """A copy of every finding currently held."""
+        with self._lock:
+            return list(self._findings)
+
+    @property
+    def warnings(self) -> list[W]:
+        with self._lock:
+            return list(self._warnings)
+
+    def remove(self, ids: Collection[str]) -> list[Finding]:
+        """Remove every finding whose id is in ``ids``; returns the removed findings."""
+        wanted = set(ids)
+        with self._lock:
+            removed = [f for f in self._findings if f.id in wanted]
+            self._findings = [f for f in self._findings if f.id not in wanted]
+        return removed
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._findings)
+
+
+# (file diff, raw comment) -> exact snippet from the diff, or None (SPEC §8.1 re-location)
+Relocator = Callable[[FileDiff, RawComment], "str | None"]
+
+
+class CommentProcessor:
+    """Anchors one raw comment (pure tiers, re-filing) and, when it stays unanchored and its
+    quote plausibly comes from the claimed file's diff, asks ``relocate`` once for the exact
+    snippet and anchors that (SPEC §8.1). Safe to call from several threads."""
+
+    def __init__(
+        self,
+        files: Mapping[str, FileDiff],
+        new_file_lines: Callable[[str], Sequence[str] | None],
+        refile_candidates: Sequence[str],
+        relocate: Relocator | None = None,
+    ) -> None:
+        self.files = files
+        self.new_file_lines = new_file_lines
+        self.refile_candidates = tuple(refile_candidates)
+        self.relocate = relocate
+
+    def __call__(self, c: RawComment) -> tuple[Finding, list[CommentWarning]]:
+        finding, refiled = anchor_comment(c, self.files, self.new_file_lines,
+                                          self.refile_candidates)
+        warnings = [CommentWarning("comment_refiled", c.path, refiled)] if refiled else []
+        if finding.anchor != "none" or self.relocate is None:
+            return finding, warnings
+        fd = self.files.get(c.path)
+        if fd is None or not fd.hunks or not plausibly_in_diff(fd, c.existing_code):
+            return finding, warnings
+        snippet = self.relocate(fd, c)
+        if snippet:
+            moved = relocated_finding(c, fd, snippet)
+            if moved is not None:
+                return moved, warnings
+        return finding, warnings
+
+
+class CommentPool(Generic[W]):
+    """Anchoring workers on ``executor`` (size = review concurrency) feeding ``collector``.
+
+    ``submit`` never blocks; ``drain(key)`` waits for the comments submitted under ``key``
+    since the last drain and returns their findings in submission order. Anchoring warnings
+    reach the collector as ``make_warning(type, file, message)``. A processor crash is logged
+    and the comment is kept unanchored, never lost.
+    """
+
+    def __init__(self, executor: Executor,
+                 process: Callable[[RawComment], tuple[Finding, list[CommentWarning]]],
+                 collector: Collector[W],
+                 make_warning: Callable[[str, str, str], W]) -> None:
+        self._executor = executor
+        self._process = process
+        self.collector = collector
+        self._make_warning = make_warning
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[Future[Finding]]] = {}
+
+    def submit(self, comments: Sequence[RawComment], key: str) -> None:
+        futures = [self._executor.submit(self._run, c) for c in comments]
+        with self._lock:
+            self._pending.setdefault(key, []).extend(futures)
+
+    def _run(self, c: RawComment) -> Finding:
+        try:
+            finding, warnings = self._process(c)
+        except Exception:  # noqa: BLE001 - an anchoring bug must not lose the comment
+            log.debug("anchoring a comment on %s crashed", c.path, exc_info=True)
+            from .anchor import make_finding
+
+            finding, warnings = make_finding(c, None, c.path), []
+        for w in warnings:
+            self.collector.warn(self._make_warning(w.type, w.file, w.message))
+        self.collector.add(finding)
+        return finding
+
+    def drain(self, key: str) -> list[Finding]:
+        """Wait for ``key``'s pending comments; their findings (removed or not since)."""
+        with self._lock:
+            futures = self._pending.pop(key, [])
+        return [f.result() for f in futures]
