@@ -30,7 +30,7 @@ from .diff import FileDiff
 from .findings import Finding, RawComment, finding_id
 
 NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
-PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1: a quote line this long (whitespace removed) must be in the diff
+PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1 gate: non-whitespace characters of a telling quote line
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,13 +78,15 @@ CASES: list[Case] = [
      'if item.price < 0:\n  raise ValueError("negative price")', None,
      ("app.py", "new", 13, 14, "hunk_new", False)),
     ("quote_copied_with_diff_markers", {"app.py": APP}, {"app.py": GUARD}, "app.py",
-     ' \tfor item in items:\n+        if item.price < 0:\n+            raise ValueError("negative price")',
+     ' \tfor item in items:\n+        if item.price < 0:\n'
+     '+            raise ValueError("negative price")',
      None, ("app.py", "new", 12, 14, "hunk_new", False)),
     ("quote_spanning_context_and_added_lines", {"app.py": APP}, {"app.py": GUARD}, "app.py",
      "result = 0\nfor item in items:\n    if item.price < 0:", None,
      ("app.py", "new", 11, 13, "hunk_new", False)),
     ("tabs_in_file_spaces_in_quote", {"main.go": GO},
-     {"main.go": GO.replace("\treturn a + b\n", "\tif a < 0 {\n\t\treturn 0\n\t}\n\treturn a + b\n")},
+     {"main.go": GO.replace("\treturn a + b\n",
+                            "\tif a < 0 {\n\t\treturn 0\n\t}\n\treturn a + b\n")},
      "main.go", "    if a < 0 {\n        return 0\n    }", None,
      ("main.go", "new", 4, 6, "hunk_new", False)),
     ("inner_tab_vs_space_matches_loose_tier", {"main.go": GO},
@@ -217,7 +219,7 @@ def test_quote_anchors_to_exact_lines(repo: GitRepo, case: Case) -> None:
         want = quote_lines(quote, loose=True)
         have = ["".join(ln.split()) for ln in picked if ln.strip()]
         assert len(have) == len(want)
-        assert all(h in (w, w[1:]) for h, w in zip(have, want))
+        assert all(h in (w, w[1:]) for h, w in zip(have, want, strict=True))
 
 
 def test_refiling_needs_a_unique_match(repo: GitRepo) -> None:
