@@ -148,8 +148,13 @@ def write_text(
         loc = (
             f"{f.path}:{f.start_line}-{f.end_line}" if f.start_line else f"{f.path} (location unknown)"
         )
-        if f.side == "old":
-            loc += " (old side)"
+        notes = ["old side"] if f.side == "old" else []  # SPEC §8.1: never shown as new side
+        if f.anchor not in ("hunk_new", "hunk_old", "none"):
+            notes.append(f"anchor: {f.anchor}")  # file, loose, relocated, refiled
+        if f.ambiguous:
+            notes.append("ambiguous")
+        if notes:
+            loc += f" ({', '.join(notes)})"
         badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
         w(f"\n{paint(_DIM, loc) if color else loc} {badge}\n")
         for line in f.content.splitlines():
