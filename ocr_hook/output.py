@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
@@ -29,6 +30,7 @@ _COLORS = {
 }
 _RESET = "\033[0m"
 _DIM = "\033[2m"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def use_color(stream: TextIO, environ: Mapping[str, str]) -> bool:
@@ -108,7 +110,12 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
 
 
 def write_json(result: ReviewResult, stream: TextIO) -> None:
-    json.dump(to_json(result), stream, indent=2, ensure_ascii=False)
+    """One JSON object, UTF-8 text. A path git gave as non-UTF-8 bytes (decoded with
+    surrogateescape) keeps its escapes as ``\\udcXX``, so the output stays valid UTF-8 and
+    ``json.loads`` gives back the exact path."""
+    text = json.dumps(to_json(result), indent=2, ensure_ascii=False)
+    text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    stream.write(text)
     stream.write("\n")
 
 
@@ -125,6 +132,44 @@ def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
     return out
 
 
+def display_path(path: str) -> str:
+    """A path for a text table: control characters (TAB, newline…) and backslashes escaped as
+    git's C quoting does, undecodable bytes as ``\\x..``; everything else as is."""
+    if path.isprintable() and "\\" not in path:
+        return path
+    out = []
+    for ch in path:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\t\n\r":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch])
+        elif "\udc80" <= ch <= "\udcff":  # os.fsdecode's escape of a non-UTF-8 byte
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif not ch.isprintable():
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
+    """``--preview`` as text (SPEC §4): path (``old → new`` for renames), status, +/-, and
+    ``yes`` or ``no (reason)``; then a count line."""
+    rows = []
+    for o in result.files:
+        path = display_path(o.path)
+        if o.old_path != o.path:
+            path = f"{display_path(o.old_path)} → {path}"
+        review = "yes" if o.will_review else f"no ({o.reason})"
+        rows.append((path, o.status, f"+{o.insertions}/-{o.deletions}", review))
+    header = ("path", "status", "+/-", "review")
+    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
+    for r in [header, *rows]:
+        stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
+    n = sum(1 for o in result.files if o.will_review)
+    stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
+
+
 def write_text(
     result: ReviewResult, stream: TextIO, environ: Mapping[str, str] = os.environ
 ) -> None:
@@ -136,13 +181,7 @@ def write_text(
 
     w = stream.write
     if result.preview:
-        width = max((len(o.path) for o in result.files), default=4)
-        w(f"{'path':<{width}}  {'status':<12} {'+/-':>11}  review\n")
-        for o in result.files:
-            review = "yes" if o.will_review else f"no ({o.reason})"
-            w(f"{o.path:<{width}}  {o.status:<12} {f'+{o.insertions}/-{o.deletions}':>11}  {review}\n")
-        n = sum(1 for o in result.files if o.will_review)
-        w(f"\n{len(result.files)} changed file(s), {n} to review\n")
+        write_preview_table(result, stream)
         return
     for f in result.findings:
         loc = (
