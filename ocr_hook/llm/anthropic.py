@@ -259,5 +259,6 @@ def _estimate(messages: Sequence[Message], tools: Sequence[ToolSpec] | None, rep
                           "input_schema": t.parameters}) for t in tools or ()]
     out = [reply.content, reply.reasoning or "",
            *(c.name + c.arguments_raw for c in reply.tool_calls)]
-    return Usage(input_tokens=count("\n".join(parts)), output_tokens=count("\n".join(out)),
+    return Usage(input_tokens=count("\n".join(p for p in parts if p)),
+                 output_tokens=count("\n".join(p for p in out if p)),
                  estimated=True)

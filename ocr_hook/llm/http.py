@@ -201,8 +201,9 @@ def post_json(
             inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
             if status == 200 and isinstance(payload, dict) and not inner:
                 return payload, attempt + 1
-            if status == 200 and payload is None:
-                err = LlmError(f"LLM returned a non-JSON 200 body: {resp.text[:200]!r}",
+            if status == 200 and not isinstance(payload, dict):
+                err = LlmError(f"LLM returned a 200 body that is not a JSON object:"
+                               f" {resp.text[:200]!r}",
                                kind="protocol", status=200, retryable=True)
             elif status == 200:
                 # an error object inside a 200 body: classify by its own numeric code when any

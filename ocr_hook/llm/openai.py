@@ -232,7 +232,8 @@ def estimate_usage(messages: Sequence[Message], tools: Sequence[ToolSpec] | None
     out = [reply.content, *(c.name + c.arguments_raw for c in reply.tool_calls)]
     if reply.reasoning and reply.reasoning_field:
         out.append(reply.reasoning)
-    return Usage(input_tokens=count("\n".join(parts)), output_tokens=count("\n".join(out)),
+    return Usage(input_tokens=count("\n".join(p for p in parts if p)),
+                 output_tokens=count("\n".join(p for p in out if p)),
                  estimated=True)
 
 
