@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     hpp.add_argument("url", nargs="?", help="remote URL (git passes it as argument 2)")
     _add_review_flags(hpp, hook=True)
     _add_maintenance_commands(sub)
+    from .config_cli import add_commands
+
+    add_commands(sub, _Parser)  # config list|get|set|unset|path, llm test|providers
     return p
 
 
@@ -147,26 +150,12 @@ def _user_config_path(environ: Mapping[str, str]) -> Path:
 
 
 def load_config(repo: Path, args: argparse.Namespace, environ: Mapping[str, str]) -> object:
-    """Layer defaults, user file, repository file (from HEAD), environment and flags."""
-    from . import config, gitio
+    """Layer defaults, user file, repository file (from HEAD), the preset's standard variables,
+    ``OCR_HOOK_*``/``OCR_LLM_*`` and flags (SPEC §2; ``config_cli.config_layers``)."""
+    from . import config
+    from .config_cli import config_layers
 
-    layers = []
-    user = _user_config_path(environ)
-    if user.is_file():
-        try:
-            text = user.read_text(encoding="utf-8")
-        except OSError as e:
-            raise OcrError(f"cannot read {user}: {e}") from e
-        layers.append(config.Layer(str(user), config.parse_toml(text, str(user))))
-    rc, out, _ = gitio.run_git_full(
-        repo, "cat-file", "blob", f"HEAD:{config.REPO_FILE}", ok_codes=(0, 128), timeout_s=10
-    )
-    if rc == 0:
-        src = f"{config.REPO_FILE} (HEAD)"
-        layers.append(config.Layer(src, config.parse_toml(gitio.decode_text(out), src)))
-    layers.append(config.env_layer(environ))
-    layers.append(_flag_layer(args))  # type: ignore[arg-type]
-    return config.build(layers)
+    return config.build(config_layers(repo, environ, _flag_layer(args)))
 
 
 def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
@@ -195,7 +184,9 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
     if inc or exc:
         cfg = cfg.model_copy(update={"select": cfg.select.model_copy(update={
             "include": [*cfg.select.include, *inc], "exclude": [*cfg.select.exclude, *exc]})})
-    endpoint, why = config_mod.resolve_endpoint(cfg.llm, environ)
+    from .config_cli import resolve_llm_endpoint
+
+    endpoint, why = resolve_llm_endpoint(cfg, environ)  # runs llm.api_key_cmd when needed
     background = cfg.review.background
     if cfg.review.background_file:
         try:
@@ -471,6 +462,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return _review(args, env, "review")
         if args.command == "rules" and getattr(args, "rules_cmd", None) == "check":
             return _rules_check(args, env)
+        if args.command == "llm" or (args.command == "config" and getattr(
+                args, "config_cmd", None) in ("list", "get", "set", "unset", "path")):
+            from .config_cli import run as run_config_command
+
+            return run_config_command(args, env)
         if args.command in ("install", "uninstall", "cache", "session"):
             return _maintenance(args, env)
         if args.command == "hook" and args.hook == "pre-commit":
