@@ -45,6 +45,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
     g.add_argument("--max-tokens-budget", type=int, metavar="N",
                    help="input+output token budget for the run (0 = unlimited)")
     g.add_argument("--max-tools", type=int, metavar="N", help="tool rounds per group")
+    g.add_argument("--tools", metavar="FILE",
+                   help="tools.json-format file that drops tools or rewrites descriptions")
     g.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     g.add_argument("--no-filter", action="store_true",
                    help="skip the LLM review filter that drops comments the diff proves wrong")
@@ -94,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     hpp.add_argument("url", nargs="?", help="remote URL (git passes it as argument 2)")
     _add_review_flags(hpp, hook=True)
     _add_maintenance_commands(sub)
+    co = sub.add_parser("config", help="configuration commands")
+    cos = co.add_subparsers(dest="config_cmd", metavar="ACTION", parser_class=_Parser)
+    cos.add_parser("allow-mcp", help="allow the MCP servers of .ocr-hook.toml (at HEAD) to run")
     from .config_cli import add_commands
 
     add_commands(sub, _Parser)  # config list|get|set|unset|path, llm test|providers
@@ -124,6 +129,7 @@ def _flag_layer(args: argparse.Namespace) -> object:
         "timeout": "review.timeout_s",
         "max_tokens_budget": "review.max_tokens_budget",
         "max_tools": "review.max_tool_rounds",
+        "tools": "tools.file",
         "background": "review.background",
         "background_file": "review.background_file",
         "provider": "llm.provider",
@@ -210,8 +216,14 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         use_cache=cfg.cache.enabled,
         background=background,
         protected_paths=layers.protected_paths,
+        tool_defs=_tool_defs(cfg),
+        mcp=None if preview else _mcp_bridge(repo, cfg, environ),
     )
-    result = _run_review(req, layers.text_for)
+    try:
+        result = _run_review(req, layers.text_for)
+    finally:
+        if req.mcp is not None:
+            req.mcp.close()
     fmt = args.format or "text"
     stream = sys.stdout
     fh = None
@@ -339,6 +351,85 @@ def _run_review(req: Any, rules_for: Any) -> Any:
         if cache is not None:
             cache.prune()
     return result
+
+
+def _tool_defs(cfg: Any) -> Any:
+    """Built-in tool definitions narrowed by ``tools.file`` / ``--tools`` (SPEC §7.2), or None
+    for the shipped ones. Raises ConfigError at start-up for an unreadable or invalid file."""
+    if not cfg.tools.file:
+        return None
+    from .errors import ConfigError
+    from .tools.registry import apply_tools_file, parse_tools_json
+
+    try:
+        text = Path(cfg.tools.file).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read tools file {cfg.tools.file}: {e}") from e
+    return apply_tools_file(parse_tools_json(), text, cfg.tools.file)
+
+
+def _repo_mcp_servers(repo: Path) -> dict[str, Any]:
+    """The raw ``mcp.servers`` table of ``.ocr-hook.toml`` at HEAD ({} when absent)."""
+    from . import config, gitio
+
+    rc, out, _ = gitio.run_git_full(
+        repo, "cat-file", "blob", f"HEAD:{config.REPO_FILE}", ok_codes=(0, 128), timeout_s=10
+    )
+    if rc != 0:
+        return {}
+    src = f"{config.REPO_FILE} (HEAD)"
+    data = config.parse_toml(gitio.decode_text(out), src)
+    servers = (data.get("mcp") or {}).get("servers") or {}
+    if not isinstance(servers, dict):
+        raise OcrError(f"invalid mcp.servers in {src}: must be a table")
+    return servers
+
+
+def _mcp_bridge(repo: Path, cfg: Any, environ: Mapping[str, str]) -> Any:
+    """An McpBridge (not started) for the configured servers, or None when there are none.
+    Servers defined in the repository file run only with the consent recorded by
+    ``git ocr config allow-mcp`` for that exact list (SPEC §7.3); without it they are left out
+    with a warning. Raises ConfigError for an invalid server entry."""
+    if not cfg.mcp.servers:
+        return None
+    from . import config, consent
+    from .tools.mcp_bridge import McpBridge, parse_servers
+
+    servers = parse_servers(cfg.mcp.servers)
+    src = f"{config.REPO_FILE} (HEAD)"
+    repo_servers = parse_servers(_repo_mcp_servers(repo), src)
+    from_repo = [n for n, s in servers.items() if repo_servers.get(n) == s]
+    notes: list[tuple[str, str]] = []
+    if from_repo:
+        fp = consent.fingerprint({n: s.model_dump() for n, s in repo_servers.items()})
+        if not consent.is_allowed(environ, repo, fp):
+            for n in from_repo:
+                del servers[n]
+            notes.append(("", f"MCP servers of {src} not started: {', '.join(from_repo)}; this"
+                              " server list has not been allowed; review it and run"
+                              " `git ocr config allow-mcp` to let it run"))
+    return McpBridge(servers, cwd=repo, environ=environ, notes=notes)
+
+
+def _allow_mcp(environ: Mapping[str, str]) -> int:
+    """``git ocr config allow-mcp``: show the MCP servers of ``.ocr-hook.toml`` at HEAD and
+    record the user's consent for exactly that list (ocr_hook/consent.py)."""
+    from . import config, consent, gitio
+    from .tools.mcp_bridge import describe_server, parse_servers
+
+    repo = gitio.find_toplevel(Path.cwd())
+    src = f"{config.REPO_FILE} (HEAD)"
+    servers = parse_servers(_repo_mcp_servers(repo), src)
+    if not servers:
+        raise OcrError(f"{src} defines no mcp.servers; nothing to allow")
+    lines = [describe_server(n, s) for n, s in servers.items()]
+    fp = consent.fingerprint({n: s.model_dump() for n, s in servers.items()})
+    path = consent.record(environ, repo, fp, lines)
+    print(f"Allowed the MCP servers of {src} in {repo} to run during reviews:")
+    for line in lines:
+        print(f"  {line}")
+    print(f"Recorded in {path}; any change to this list needs a new `git ocr config allow-mcp`.")
+    return EXIT_OK
 
 
 def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:
@@ -469,6 +560,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return run_config_command(args, env)
         if args.command in ("install", "uninstall", "cache", "session"):
             return _maintenance(args, env)
+        if args.command == "config" and getattr(args, "config_cmd", None) == "allow-mcp":
+            return _allow_mcp(env)
         if args.command == "hook" and args.hook == "pre-commit":
             return _review(args, env, "pre-commit")
         if args.command == "hook" and args.hook == "pre-push":

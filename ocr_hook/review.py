@@ -58,6 +58,11 @@ class ReviewRequest:
     use_cache: bool = True
     background: str = ""
     protected_paths: tuple[str, ...] = ()  # review-configuration files (SPEC §5)
+    # SPEC §7.2/§7.3: built-in tool definitions after tools.file (None = shipped tools.json),
+    # and the MCP bridge (tools.mcp_bridge.McpBridge, built by cli, started here only when a
+    # review reaches the tool loop, closed by cli).
+    tool_defs: Mapping[str, Any] | None = None
+    mcp: Any = None
 
     @property
     def effort(self) -> str:
@@ -341,25 +346,27 @@ def run(
     from .agent.meter import Meter
     from .llm import make_client
     from .tools.comment import code_comment_handler
-    from .tools.context import SnapshotView, code_search, file_find, file_read, file_read_diff
-    from .tools.registry import Registry, Tool, load_tool_specs
+    from .tools.context import SnapshotView, builtin_handlers
+    from .tools.registry import build_registry, parse_tools_json
 
     deadline = t0 + cfg.review.timeout_s
     meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
     client = make_client(req.endpoint, before_attempt=None)
     redact: Callable[[str], str] = lambda s: s  # noqa: E731 - replaced by secret redaction
     view = SnapshotView(req.repo, t_first.head, files, redact)
-    handlers = {
-        "file_read": lambda a: file_read(view, a),
-        "file_read_diff": lambda a: file_read_diff(view, a),
-        "file_find": lambda a: file_find(view, a),
-        "code_search": lambda a: code_search(view, a),
-    }
-    registry = Registry()
-    for name, (spec, plan, main) in load_tool_specs().items():
-        handler = handlers.get(name, _unbound(name))
-        registry.add(Tool(spec, handler, plan, main))
-    registry.freeze()
+    external: list[Any] = []
+    if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
+        req.mcp.start()
+        external = req.mcp.tools()
+        result.warnings.extend(Warning_("mcp", "", msg) for _server, msg in req.mcp.warnings)
+
+    def tool_warning(msg: str) -> None:
+        log.warning("%s", msg)
+        result.warnings.append(Warning_("mcp", "", msg))
+
+    shipped = parse_tools_json()
+    registry = build_registry(req.tool_defs or shipped, builtin_handlers(view), external,
+                              reserved=shipped, warn=tool_warning)
     record = session.record if session else (lambda kind, data: None)
     groups = make_groups(reviewable)
     result.groups = groups
@@ -567,15 +574,6 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
         issue = " ".join(c.content.split())[:300]
         items.append(f"{i}. {c.path}\n   code: {code}\n   issue: {issue}")
     return "\n".join(items)
-
-
-def _unbound(name: str) -> Callable[[dict[str, Any]], Any]:
-    from .tools.registry import ToolResult
-
-    def handler(_args: dict[str, Any]) -> ToolResult:
-        return ToolResult.error(f"Error: tool {name} is not available here")
-
-    return handler
 
 
 def version() -> str:

@@ -1,0 +1,508 @@
+"""MCP servers as review tools (SPEC §7.3): the only async code in ocr-hook.
+
+Configuration: ``mcp.servers.<name>`` is ``{type = "stdio", command, args, env, tools?,
+setup?}`` or ``{type = "http", url, headers, tools?}`` (``type`` may be left out when
+``command`` or ``url`` says it); :func:`parse_servers` validates it once at start-up. ``tools``
+is an allow-list of tool names; ``setup`` is one command (an argv list, no shell) run in the
+repository top before the server starts, e.g. ``["npm", "ci"]``. ``${NAME}`` in ``env`` and
+``headers`` values is replaced by the variable from the review's environment (so secrets stay
+out of the repository file).
+
+Runtime: :class:`McpBridge` runs one anyio event loop in a daemon thread (``ocr-mcp``) with a
+``BlockingPortal``; every server lives in one task of that loop (set-up command ≤ 5 min, then
+transport start-up and MCP handshake ≤ 30 s, as OCR), and the review's worker threads call
+``call_tool`` synchronously through the portal, sharing one session per server. A server that
+fails is a warning and its tools are absent. A stdio server's stderr goes to a private
+temporary file, never to the hook's output; its last line is quoted when start-up fails. The
+child environment is the SDK's minimal one (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus
+``env``. ``mcp``, ``anyio`` and ``httpx2`` are imported only inside the functions that run
+servers, so a review without MCP servers never loads them (tests/test_startup.py).
+
+Tool results are converted to text for the model (:func:`result_text`): text blocks verbatim,
+embedded text resources with their URI, images/audio/binary resources as a one-line
+placeholder, ``structured_content`` as JSON when there is no other content; at most 128 KiB.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import math
+import re
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+from ..llm.types import ToolSpec
+from .registry import ExternalTool, ToolResult
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
+
+log = logging.getLogger(__name__)
+
+SETUP_TIMEOUT_S = 300.0  # SPEC §7.3: set-up commands time out after 5 minutes (OCR)
+STARTUP_TIMEOUT_S = 30.0  # SPEC §7.3: transport start-up + handshake (OCR)
+CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
+CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
+RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
+MAX_LIST_PAGES = 50  # tools/list pagination bound
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Server(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tools: list[str] | None = None
+
+
+class StdioServer(_Server):
+    """A server started as a subprocess speaking MCP over stdin/stdout."""
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    setup: list[str] | None = None
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_argv(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and (not v or not v[0].strip()):
+            raise ValueError("setup must be a non-empty argv list, e.g. [\"npm\", \"ci\"]")
+        return v
+
+
+class HttpServer(_Server):
+    """A server reached over MCP streamable HTTP at ``url``."""
+
+    type: Literal["http"] = "http"
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", v):
+            raise ValueError("url must start with http:// or https://")
+        return v
+
+
+McpServer = Annotated[StdioServer | HttpServer, Field(discriminator="type")]
+
+
+class _Servers(BaseModel):
+    servers: dict[str, McpServer]
+
+
+def parse_servers(
+    raw: Mapping[str, Any], source: str = "configuration"
+) -> dict[str, StdioServer | HttpServer]:
+    """Validate ``mcp.servers`` (name → table). Raises ConfigError("invalid
+    mcp.servers.<name>.<field> in <source>: <why>") for the first problem."""
+    data: dict[str, Any] = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"invalid mcp.servers.{name} in {source}: must be a table")
+        if "type" not in entry:
+            kind = "stdio" if "command" in entry else "http" if "url" in entry else None
+            entry = {**entry, "type": kind} if kind else entry
+        data[name] = entry
+    try:
+        return dict(_Servers.model_validate({"servers": data}).servers)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = [str(x) for x in err["loc"][1:] if str(x) not in ("stdio", "http")]
+        key = ".".join(["mcp.servers", *loc])
+        msg = err["msg"]
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            msg = "type must be stdio (with command) or http (with url)"
+        raise ConfigError(f"invalid {key} in {source}: {msg}") from None
+
+
+def describe_server(name: str, spec: StdioServer | HttpServer) -> str:
+    """One line for people (``git ocr config allow-mcp``): what runs or is contacted."""
+    if isinstance(spec, HttpServer):
+        return f"{name}: http {spec.url}"
+    line = f"{name}: {_argv_text([spec.command, *spec.args])}"
+    if spec.env:
+        line += f" (env: {', '.join(f'{k}={v}' for k, v in sorted(spec.env.items()))})"
+    if spec.setup:
+        line += f" (set-up: {_argv_text(spec.setup)})"
+    return line
+
+
+def _argv_text(argv: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def expand_vars(value: str, environ: Mapping[str, str]) -> str:
+    """Replace ``${NAME}`` by ``environ[NAME]`` (empty when unset)."""
+    return _VAR.sub(lambda m: environ.get(m.group(1), ""), value)
+
+
+def result_text(result: Any) -> tuple[str, bool]:
+    """An MCP ``CallToolResult`` → (text for the model, is_error). Text blocks verbatim;
+    embedded text resources as ``[resource <uri>]`` + text; images, audio, binary resources
+    and resource links as a one-line placeholder; ``structured_content`` as compact JSON when
+    no block gave text; ``(no output)`` when empty. Cut at 128 KiB with a note."""
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} content ({getattr(block, 'mime_type', '')}) omitted]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link: {getattr(block, 'name', '')} {block.uri}]")
+        elif kind == "resource":
+            res = block.resource
+            text = getattr(res, "text", None)
+            if isinstance(text, str):
+                parts.append(f"[resource {res.uri}]\n{text}")
+            else:
+                mime = getattr(res, "mime_type", "")
+                parts.append(f"[binary resource {res.uri} ({mime}) omitted]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content omitted]")
+    structured = getattr(result, "structured_content", None)
+    if not any(p.strip() for p in parts) and structured is not None:
+        parts = [json.dumps(structured, ensure_ascii=False, separators=(",", ":"))]
+    text = "\n".join(parts) if parts else "(no output)"
+    if len(text) > RESULT_MAX_CHARS:
+        text = text[:RESULT_MAX_CHARS] + f"\nNote: result truncated to {RESULT_MAX_CHARS} chars."
+    return text, bool(getattr(result, "is_error", False))
+
+
+def _describe(e: BaseException) -> str:
+    """One line for a failure, unwrapping exception groups to their first leaf."""
+    while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
+        e = e.exceptions[0]  # type: ignore[attr-defined]
+    if isinstance(e, FileNotFoundError):
+        return f"command not found: {e.filename or e}"
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+@dataclass
+class _Live:
+    """A running server: its client (an ``mcp.Client``) and the event that ends its task."""
+
+    client: Any
+    stop: Any
+    tools: list[Any]
+
+
+class McpBridge:
+    """MCP servers of one run, started once, shared by the worker threads, closed at the end.
+
+    ``start()`` starts the loop thread and every server in parallel and waits for each to be
+    ready or to fail; afterwards ``tools()`` lists the allowed tools of the live servers as
+    ``ExternalTool`` values and ``warnings`` holds ``(server, message)`` pairs. ``call_tool``
+    is thread-safe. ``close()`` (idempotent) stops the servers and the loop. The bridge is
+    built (cheaply, nothing imported) by ``cli`` and started by ``review.run`` only when a
+    review reaches the tool loop, so previews, empty changes and cache hits start no server.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, StdioServer | HttpServer],
+        *,
+        cwd: Path,
+        environ: Mapping[str, str],
+        setup_timeout_s: float = SETUP_TIMEOUT_S,
+        startup_timeout_s: float = STARTUP_TIMEOUT_S,
+        call_timeout_s: float = CALL_TIMEOUT_S,
+        notes: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.servers = dict(servers)
+        self.notes = list(notes)
+        self.cwd = cwd
+        self.environ = environ
+        self.setup_timeout_s = setup_timeout_s
+        self.startup_timeout_s = startup_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.warnings: list[tuple[str, str]] = []
+        self._live: dict[str, _Live] = {}
+        self._tasks: list[concurrent.futures.Future[None]] = []
+        self._portal: BlockingPortal | None = None
+        self._thread: threading.Thread | None = None
+        self._started = False
+
+    # -- life cycle (sync side) -------------------------------------------------------------
+
+    def start(self) -> McpBridge:
+        """Start the loop thread and all servers; returns self. Never raises for a server.
+        The ``notes`` given at construction (servers not allowed to run) become warnings
+        first. Idempotent; with no servers, nothing is imported or started."""
+        if self._started:
+            return self
+        self._started = True
+        for server, message in self.notes:
+            self._warn(server, message)
+        if not self.servers:
+            return self
+        mcp_log = logging.getLogger("mcp")
+        if not mcp_log.handlers:  # keep SDK log records off stderr (no last-resort handler)
+            mcp_log.addHandler(logging.NullHandler())
+        portal = self._start_loop()
+        started: dict[str, concurrent.futures.Future[_Live]] = {}
+        for name, spec in self.servers.items():
+            fut: concurrent.futures.Future[_Live] = concurrent.futures.Future()
+            started[name] = fut
+            self._tasks.append(portal.start_task_soon(self._serve, name, spec, fut))
+        bound = self.setup_timeout_s + self.startup_timeout_s + CLOSE_TIMEOUT_S
+        for name, fut in started.items():
+            try:
+                self._live[name] = fut.result(timeout=bound)
+            except BaseException as e:  # noqa: BLE001 - a failed server is a warning
+                self._warn(name, f"MCP server {name!r} not started: {_describe(e)}")
+        return self
+
+    def _start_loop(self) -> BlockingPortal:
+        import anyio
+        from anyio.from_thread import BlockingPortal
+
+        ready: concurrent.futures.Future[BlockingPortal] = concurrent.futures.Future()
+
+        async def serve() -> None:
+            async with BlockingPortal() as portal:
+                ready.set_result(portal)
+                await portal.sleep_until_stopped()
+
+        def run() -> None:
+            try:
+                anyio.run(serve)
+            except BaseException as e:  # noqa: BLE001 - reported through `ready`
+                if not ready.done():
+                    ready.set_exception(e)
+                log.debug("MCP event loop ended with an error", exc_info=True)
+
+        self._thread = threading.Thread(target=run, name="ocr-mcp", daemon=True)
+        self._thread.start()
+        self._portal = ready.result(timeout=STARTUP_TIMEOUT_S)
+        return self._portal
+
+    def close(self) -> None:
+        """Stop every server (each closes its transport: stdio servers get EOF, then signals),
+        then the loop; bounded by CLOSE_TIMEOUT_S. Idempotent."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        for live in self._live.values():
+            try:
+                portal.call(live.stop.set)
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                log.debug("stopping an MCP server failed", exc_info=True)
+        concurrent.futures.wait(self._tasks, timeout=CLOSE_TIMEOUT_S)
+        try:
+            portal.call(portal.stop, True)
+        except Exception:  # noqa: BLE001 - the loop may already be gone
+            log.debug("stopping the MCP loop failed", exc_info=True)
+        if self._thread is not None:
+            self._thread.join(timeout=CLOSE_TIMEOUT_S)
+
+    def __enter__(self) -> McpBridge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _warn(self, server: str, message: str) -> None:
+        log.warning("%s", message)
+        self.warnings.append((server, message))
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def tools(self) -> list[ExternalTool]:
+        """Allowed tools of the live servers, in configuration order, as ExternalTool values
+        whose handler calls this bridge. An allow-list name the server does not offer is a
+        warning."""
+        out: list[ExternalTool] = []
+        for name, live in self._live.items():
+            allow = self.servers[name].tools
+            offered = {t.name for t in live.tools}
+            for missing in [a for a in allow or () if a not in offered]:
+                self._warn(name, f"MCP server {name!r} has no tool {missing!r} (tools allow-list)")
+            for t in live.tools:
+                if allow is not None and t.name not in allow:
+                    continue
+                schema = dict(t.input_schema or {})
+                schema.setdefault("type", "object")
+                spec = ToolSpec(t.name, t.description or t.title or t.name, schema)
+                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}"))
+        return out
+
+    def _handler(self, server: str, tool: str) -> Any:
+        def handle(args: dict[str, Any]) -> ToolResult:
+            return self.call_tool(server, tool, args)
+
+        return handle
+
+    def call_tool(self, server: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call ``name`` on ``server`` from any thread; failures (timeout after
+        CALL_TIMEOUT_S, a dead server, protocol errors, ``is_error`` results) come back as
+        ``Error: …`` results."""
+        live = self._live.get(server)
+        portal = self._portal
+        if live is None or portal is None:
+            return ToolResult.error(f"Error: MCP server {server!r} is not running")
+        try:
+            result = portal.call(self._call, live.client, name, dict(arguments))
+        except BaseException as e:  # noqa: BLE001 - a tool failure is a result for the model
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {_describe(e)}")
+        text, is_error = result_text(result)
+        return ToolResult.error(text) if is_error else ToolResult(text)
+
+    # -- async side (runs on the loop thread) -----------------------------------------------
+
+    async def _call(self, client: Any, name: str, arguments: dict[str, Any]) -> Any:
+        import anyio
+
+        try:
+            with anyio.fail_after(self.call_timeout_s + 5):
+                return await client.call_tool(
+                    name, arguments, read_timeout_seconds=self.call_timeout_s
+                )
+        except TimeoutError:
+            raise TimeoutError(f"timed out after {self.call_timeout_s:g}s") from None
+
+    async def _serve(
+        self, name: str, spec: StdioServer | HttpServer, started: concurrent.futures.Future[_Live]
+    ) -> None:
+        """One server's life: set-up command, transport + handshake, tools/list, then wait
+        for ``stop``. Deadlines move on the task's own cancel scope, so the transport's task
+        groups stay properly nested."""
+        import anyio
+
+        stop = anyio.Event()
+        errlog = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finally
+        phase, limit = "start-up", self.startup_timeout_s
+        try:
+            with anyio.CancelScope() as scope:
+                if isinstance(spec, StdioServer) and spec.setup:
+                    phase, limit = "set-up command", self.setup_timeout_s
+                    scope.deadline = anyio.current_time() + limit
+                    await self._run_setup(spec.setup, spec, errlog)
+                phase, limit = "start-up", self.startup_timeout_s
+                scope.deadline = anyio.current_time() + limit
+                await self._connect_and_wait(spec, errlog, scope, started, stop)
+            if scope.cancelled_caught and not started.done():
+                started.set_exception(
+                    TimeoutError(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
+                )
+        except Exception as e:  # noqa: BLE001 - reported through `started`
+            if not started.done():
+                started.set_exception(RuntimeError(f"{_describe(e)}{_tail(errlog)}"))
+            else:
+                log.debug("MCP server %s ended with an error", name, exc_info=True)
+        finally:
+            errlog.close()
+            if not started.done():
+                started.set_exception(RuntimeError("stopped before it was ready"))
+
+    async def _connect_and_wait(
+        self,
+        spec: StdioServer | HttpServer,
+        errlog: IO[bytes],
+        scope: Any,
+        started: concurrent.futures.Future[_Live],
+        stop: Any,
+    ) -> None:
+        from contextlib import AsyncExitStack
+
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp_types import Implementation
+
+        from .. import __version__
+
+        async with AsyncExitStack() as stack:
+            if isinstance(spec, StdioServer):
+                params = StdioServerParameters(
+                    command=spec.command,
+                    args=list(spec.args),
+                    env={k: expand_vars(v, self.environ) for k, v in spec.env.items()} or None,
+                    cwd=str(self.cwd),
+                )
+                transport: Any = stdio_client(params, errlog=errlog)  # type: ignore[arg-type]
+            else:
+                import httpx2
+
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(
+                        headers={k: expand_vars(v, self.environ) for k, v in spec.headers.items()},
+                        timeout=httpx2.Timeout(self.startup_timeout_s, read=300.0),
+                    )
+                )
+                transport = streamable_http_client(spec.url, http_client=http)
+            client = await stack.enter_async_context(
+                Client(
+                    transport,
+                    cache=None,
+                    client_info=Implementation(name="ocr-hook", version=__version__),
+                )
+            )
+            tools: list[Any] = []
+            cursor: str | None = None
+            for _ in range(MAX_LIST_PAGES):
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            scope.deadline = math.inf
+            started.set_result(_Live(client, stop, tools))
+            await stop.wait()
+
+    async def _run_setup(
+        self, argv: Sequence[str], spec: StdioServer, errlog: IO[bytes]
+    ) -> None:
+        """Run the set-up command in the repository top with the review's environment minus
+        the repo-local GIT_* variables, plus the server's ``env``; output to ``errlog``."""
+        import os
+
+        import anyio
+
+        from ..gitio import foreign_env
+
+        env = foreign_env(self.environ)
+        env.update({k: expand_vars(v, self.environ) for k, v in spec.env.items()})
+        with open(os.devnull, "rb") as devnull:
+            proc = await anyio.run_process(
+                list(argv), cwd=str(self.cwd), env=env, stdin=devnull, stdout=errlog,
+                stderr=errlog, check=False,
+            )
+        if proc.returncode != 0:
+            raise RuntimeError(f"set-up command {_argv_text(argv)} failed (exit {proc.returncode})")
+
+
+def _tail(errlog: IO[bytes]) -> str:
+    """``; stderr: <last non-empty line>`` of a server's captured stderr, or ""."""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        lines = [ln.strip() for ln in errlog.read()[-4096:].decode("utf-8", "replace").splitlines()]
+    except (OSError, ValueError):
+        return ""
+    last = next((ln for ln in reversed(lines) if ln), "")
+    return f"; stderr: {last[:300]}" if last else ""
+
+
+def start_bridge(
+    servers: Mapping[str, StdioServer | HttpServer], *, cwd: Path, environ: Mapping[str, str]
+) -> McpBridge:
+    """A started bridge for ``servers`` (see :class:`McpBridge`)."""
+    return McpBridge(servers, cwd=cwd, environ=environ).start()

@@ -1,0 +1,59 @@
+"""Start-up cost (SPEC §15): heavy modules load only on the paths that need them. Each check
+runs in a fresh interpreter, because this test process has long imported everything.
+
+Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "httpx2", "requests")
+
+PROBE = """\
+import json, sys
+from ocr_hook import cli
+rc = cli.main(sys.argv[1:])
+heavy = {heavy!r}
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+sys.stderr.write("\\nLOADED=" + json.dumps(sorted({{m.split(".")[0] for m in loaded}})) + "\\n")
+sys.stderr.write("RC=" + str(rc) + "\\n")
+"""
+
+
+def probe(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[str], str]:
+    """Run ``cli.main(argv)`` in a new interpreter; return (rc, top-level heavy modules, stdout)."""
+    full = dict(os.environ)
+    full.update(env)
+    full["PYTHONPATH"] = str(ROOT)
+    p = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv], cwd=cwd,
+                       env=full, capture_output=True, text=True, timeout=120, check=False)
+    lines = p.stderr.splitlines()
+    loaded = json.loads(next(ln for ln in lines if ln.startswith("LOADED="))[7:])
+    rc = int(next(ln for ln in lines if ln.startswith("RC="))[3:])
+    return rc, loaded, p.stdout
+
+
+def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
+    rc, loaded, out = probe(["-h"], tmp_path, {})
+    assert rc == 0 and "usage: git ocr" in out
+    assert loaded == []
+
+
+def test_review_without_mcp_servers_does_not_import_mcp(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.stage({"app.py": "x = 1\n"})
+    llm.tool_calls(("file_read", {"file_path": "app.py"}), ("code_search", {"search_text": "x"}))
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, loaded, out = probe(["review", "--format", "json", "--no-cache"], repo.path, llm.env())
+    assert (rc, json.loads(out)["status"], len(llm.requests)) == (0, "complete", 2)
+    assert "mcp" not in loaded and "mcp_types" not in loaded and "anyio" not in loaded
+    assert "httpx2" not in loaded
+    assert "requests" in loaded  # the probe sees what a review imports
