@@ -22,6 +22,7 @@ new-side numbers); otherwise the first that lies inside the diff, marked ``ambig
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -31,6 +32,7 @@ from .findings import Finding, RawComment, finding_id
 
 NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
 PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1 gate: non-whitespace characters of a telling quote line
+PLAUSIBLE_SIMILARITY = 0.8  # difflib ratio of a quote line to a diff line that counts as a match
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,19 +217,29 @@ def locate(
 
 def plausibly_in_diff(fd: FileDiff, existing_code: str) -> bool:
     """Whether a quote that did not anchor plausibly comes from this file's diff (the gate of
-    the re-location call, SPEC §8.1): some quote line of at least PLAUSIBLE_MIN_CHARS
-    non-whitespace characters equals a diff line, or one contains the other (a partial line),
-    compared with all whitespace removed and markers stripped."""
+    the re-location call, SPEC §8.1). True when some quote line of at least
+    PLAUSIBLE_MIN_CHARS non-whitespace characters equals a diff line (any side), contains one
+    or is contained in one (a partial line), or is at least PLAUSIBLE_SIMILARITY alike
+    (difflib ratio: a lightly paraphrased line); compared with all whitespace removed and
+    one diff marker stripped."""
     diff_lines = {norm_line(ln.text, loose=True) for h in fd.hunks for ln in h.lines}
-    diff_lines.discard("")
+    diff_lines = {d for d in diff_lines if len(d) >= PLAUSIBLE_MIN_CHARS}
+    quotes: set[str] = set()
     for raw in existing_code.replace("\r", "").split("\n"):
         t = raw.strip()
-        for q in {norm_line(t, loose=True), norm_line(_unmark(t), loose=True)}:
-            if len(q) < PLAUSIBLE_MIN_CHARS:
-                continue
-            if q in diff_lines:
-                return True
-            if any(q in d or (len(d) >= PLAUSIBLE_MIN_CHARS and d in q) for d in diff_lines):
+        quotes |= {norm_line(t, loose=True), norm_line(_unmark(t), loose=True)}
+    quotes = {q for q in quotes if len(q) >= PLAUSIBLE_MIN_CHARS}
+    for q in quotes:
+        if q in diff_lines or any(q in d or d in q for d in diff_lines):
+            return True
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    for q in quotes:
+        matcher.set_seq2(q)
+        for d in diff_lines:
+            matcher.set_seq1(d)
+            if (matcher.real_quick_ratio() >= PLAUSIBLE_SIMILARITY
+                    and matcher.quick_ratio() >= PLAUSIBLE_SIMILARITY
+                    and matcher.ratio() >= PLAUSIBLE_SIMILARITY):
                 return True
     return False
 
