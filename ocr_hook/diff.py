@@ -252,6 +252,18 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
     ]
 
 
+def split_raw_and_patch(out: bytes) -> tuple[bytes, bytes]:
+    r"""Split the output of one ``git diff --raw --numstat -p -z`` call into the NUL-delimited
+    records and the patch text. git ends the last numstat record with ``\0`` and then writes
+    one more ``\0`` before the patch (measured on git 2.39; the patch bytes are identical to a
+    separate ``-p`` call). No record contains ``\0\0`` (paths are never empty), so the first
+    ``\0\0`` is the boundary. Without it there is no patch text."""
+    cut = out.find(b"\0\0")
+    if cut < 0:
+        return out, b""
+    return out[: cut + 1], out[cut + 2 :]
+
+
 def _hunk_counts(m: re.Match[bytes]) -> tuple[int, int, int, int]:
     old_start = int(m.group(1))
     old_count = int(m.group(2)) if m.group(2) is not None else 1

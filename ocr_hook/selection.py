@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -80,6 +81,33 @@ class Decision:
     reason: str
 
 
+class GlobList:
+    """gitignore-style globs (pathspec's GitIgnoreSpec: last match wins, ``!`` negates).
+
+    pathspec tries every pattern in turn; with ~40 patterns per list and 1,000 paths that is
+    the bulk of ``--preview``'s time. All pattern regexes are therefore also joined into one
+    alternation: a path that matches none of them cannot match the list, and only the rare
+    path that matches some pattern is decided by pathspec itself. Same answers, one regex
+    search per path in the common case.
+    """
+
+    _GROUP_NAME = re.compile(r"\(\?P<\w+>")
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.spec = pathspec.GitIgnoreSpec.from_lines(list(lines))
+        parts = [
+            self._GROUP_NAME.sub("(?:", p.regex.pattern)
+            for p in self.spec.patterns
+            if p.include is not None and getattr(p, "regex", None) is not None
+        ]
+        self._any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+
+    def match_file(self, path: str) -> bool:
+        if self._any is None or self._any.search(path) is None:
+            return False
+        return bool(self.spec.match_file(path))
+
+
 class _Builtin:
     """The built-in lists, compiled once per process."""
 
@@ -87,17 +115,15 @@ class _Builtin:
         lists = resources.load_json("path_lists.json")
         defaults = resources.load_json("default_exclude_patterns.json")
         types = resources.load_json("supported_file_types.json")
-        self.secret = _spec(lists["secret_paths"])
-        self.provider = _spec(lists["provider_directories"])
-        self.tests = _spec([p.lower() for p in defaults["tests"]])
-        self.generated = _spec([p.lower() for p in defaults["generated"] + defaults["lock_files"]])
+        self.secret = GlobList(lists["secret_paths"])
+        self.provider = GlobList(lists["provider_directories"])
+        self.tests = GlobList([p.lower() for p in defaults["tests"]])
+        self.generated = GlobList(
+            [p.lower() for p in defaults["generated"] + defaults["lock_files"]]
+        )
         self.extensions = frozenset(e.lower() for e in types["extensions"])
         self.file_names = frozenset(types["file_names"])
         self.prefixes = tuple(types["file_name_prefixes"])
-
-
-def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(list(lines))
 
 
 @functools.cache
@@ -163,8 +189,8 @@ def select(
     ``count_tokens`` (text → tokens) is only called for diffs large enough to approach the
     too_large threshold (bytes/3 ≥ threshold), so small reviews never load a BPE table.
     """
-    user_ex = _spec(policy.exclude) if policy.exclude else None
-    user_in = _spec(policy.include) if policy.include else None
+    user_ex = GlobList(policy.exclude) if policy.exclude else None
+    user_in = GlobList(policy.include) if policy.include else None
     limit = int(policy.context_tokens * TOO_LARGE_FRACTION)
     out: list[Decision] = []
     for fd in files:
@@ -183,8 +209,8 @@ def select(
 def exclusion_reason(
     fd: FileDiff,
     policy: SelectionPolicy,
-    user_ex: pathspec.GitIgnoreSpec | None,
-    user_in: pathspec.GitIgnoreSpec | None,
+    user_ex: GlobList | None,
+    user_in: GlobList | None,
 ) -> str:
     """Gates 1–9 (and the three no-content reasons) for one file: the first reason, or ""."""
     b = _builtin()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import gitio
-from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z
+from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
 from .errors import GitError, UsageError
 
 # SPEC §3.1 patch flags, plus pins for every user setting measured to change git's output on
@@ -326,15 +326,18 @@ def diff_command(target: Target, *extra: str) -> list[str]:
 def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised).
 
-    The path list comes from ``--raw --numstat -z``; the patch is a second call with the same
-    flags. For files whose first hunk starts below line 1, the first bytes of the new blob are
+    One ``git diff --raw --numstat -p -z`` call gives both the path list (the NUL-delimited
+    records) and the patch (one diffcore run, so both agree on renames and order). For files whose first hunk starts below line 1, the first bytes of the new blob are
     read (one ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be
     seen (SPEC §4 gate 8). Raises GitError / DiffParseError.
     """
-    raw = gitio.run_git(repo, *diff_command(target, "--raw", "--numstat", "-z", "--no-abbrev"))
-    if not raw:
+    out = gitio.run_git(
+        repo,
+        *diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev", f"-U{CONTEXT_LINES}"),
+    )
+    if not out:
         return []
-    patch = gitio.run_git(repo, *diff_command(target, f"-U{CONTEXT_LINES}"))
+    raw, patch = split_raw_and_patch(out)
     files = build_file_diffs(parse_raw_numstat_z(raw), patch)
     need = [
         f
