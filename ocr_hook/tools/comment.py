@@ -45,7 +45,9 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
             continue
         path = item.get("path")
         content = item.get("content")
-        if not isinstance(path, str) or not path.strip() or not isinstance(content, str) or not content.strip():
+        if not (isinstance(path, str) and path.strip()) or not (
+            isinstance(content, str) and content.strip()
+        ):
             notes.append(f"comment {i + 1} ignored: 'path' and 'content' are required")
             continue
         sev = Severity.parse(item.get("severity"))
@@ -76,7 +78,10 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
                 suggestion_code=suggestion if isinstance(suggestion, str) else "",
                 severity=sev,
                 category=cat,
-                line_hint=hint if isinstance(hint, int) and not isinstance(hint, bool) and hint > 0 else None,
+                line_hint=(
+                    hint if isinstance(hint, int) and not isinstance(hint, bool) and hint > 0
+                    else None
+                ),
                 group=group,
             )
         )

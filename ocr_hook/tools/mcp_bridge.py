@@ -183,8 +183,14 @@ def result_text(result: Any) -> tuple[str, bool]:
     return text, bool(getattr(result, "is_error", False))
 
 
+class _ServerFailed(Exception):
+    """A server start-up failure whose message is already the whole explanation."""
+
+
 def _describe(e: BaseException) -> str:
     """One line for a failure, unwrapping exception groups to their first leaf."""
+    if isinstance(e, _ServerFailed):
+        return str(e)
     while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
         e = e.exceptions[0]  # type: ignore[attr-defined]
     if isinstance(e, FileNotFoundError):
@@ -400,17 +406,17 @@ class McpBridge:
                 await self._connect_and_wait(spec, errlog, scope, started, stop)
             if scope.cancelled_caught and not started.done():
                 started.set_exception(
-                    TimeoutError(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
+                    _ServerFailed(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
                 )
         except Exception as e:  # noqa: BLE001 - reported through `started`
             if not started.done():
-                started.set_exception(RuntimeError(f"{_describe(e)}{_tail(errlog)}"))
+                started.set_exception(_ServerFailed(f"{_describe(e)}{_tail(errlog)}"))
             else:
                 log.debug("MCP server %s ended with an error", name, exc_info=True)
         finally:
             errlog.close()
             if not started.done():
-                started.set_exception(RuntimeError("stopped before it was ready"))
+                started.set_exception(_ServerFailed("stopped before it was ready"))
 
     async def _connect_and_wait(
         self,
@@ -486,7 +492,9 @@ class McpBridge:
                 stderr=errlog, check=False,
             )
         if proc.returncode != 0:
-            raise RuntimeError(f"set-up command {_argv_text(argv)} failed (exit {proc.returncode})")
+            raise _ServerFailed(
+                f"set-up command {_argv_text(argv)} failed (exit {proc.returncode})"
+            )
 
 
 def _tail(errlog: IO[bytes]) -> str:
