@@ -249,11 +249,11 @@ def build(layers: Sequence[Layer]) -> Config:
     for section, value in data.items():
         if section not in SECTIONS:
             src = next((s for k, s in origin.items() if k.startswith(section)), "configuration")
-            raise ConfigError(
-                f"unknown configuration section [{section}] in {src}; allowed: {', '.join(SECTIONS)}"
-            )
+            raise ConfigError(f"unknown configuration section [{section}] in {src}; allowed:"
+                              f" {', '.join(SECTIONS)}")
         if not isinstance(value, Mapping):
-            raise ConfigError(f"[{section}] in {origin.get(section, 'configuration')} must be a table")
+            where = origin.get(section, "configuration")
+            raise ConfigError(f"[{section}] in {where} must be a table")
     try:
         return Config.model_validate(data)
     except ValidationError as e:

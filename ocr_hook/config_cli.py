@@ -36,6 +36,11 @@ PROBE_USER = (
 )
 
 
+def _say(text: object = "") -> None:
+    """One line of command output on stdout (stdout carries the command's result alone)."""
+    sys.stdout.write(f"{text}\n")
+
+
 def user_config_path(environ: Mapping[str, str]) -> Path:
     """``$XDG_CONFIG_HOME/ocr-hook/config.toml``, else ``~/.config/ocr-hook/config.toml``."""
     base = environ.get("XDG_CONFIG_HOME") or os.path.join(
@@ -198,7 +203,7 @@ def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     action = getattr(args, "config_cmd", None)
     path = user_config_path(environ)
     if action == "path":
-        print(path)
+        _say(path)
         return EXIT_OK
     if action in ("list", "get"):
         layers = config_layers(_repo_or_none(), environ)
@@ -213,11 +218,11 @@ def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             if action == "get":
                 if value is None or value == "":
                     return 1  # unset, as `git config --get` reports it
-                print(_display(key, value, raw=True))
+                _say(_display(key, value, raw=True))
                 return EXIT_OK
             shown = "(unset)" if value is None else _display(key, value, raw=False)
             where = origin.get(key, "default")
-            print(f"{key} = {shown}" + (f"\t# {where}" if args.show_origin else ""))
+            _say(f"{key} = {shown}" + (f"\t# {where}" if args.show_origin else ""))
         return EXIT_OK
     if action in ("set", "unset"):
         config.field_of(args.key)
@@ -244,7 +249,7 @@ def _llm(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if action == "providers":
         table = config.presets()
         if args.json:
-            print(json.dumps(table, indent=2, ensure_ascii=False))
+            _say(json.dumps(table, indent=2, ensure_ascii=False))
             return EXIT_OK
         rows = [("NAME", "PROTOCOL", "BASE URL", "KEY VARIABLE", "NOTES")]
         for name, p in table.items():
@@ -256,8 +261,8 @@ def _llm(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                          p.get("note", "")))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
-        print("\nUse: git ocr config set llm.provider NAME; git ocr config set llm.model MODEL")
+            _say("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
+        _say("\nUse: git ocr config set llm.provider NAME; git ocr config set llm.model MODEL")
         return EXIT_OK
     if action == "test":
         return _llm_test(args, environ)
@@ -323,25 +328,25 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _report(args: argparse.Namespace, report: Mapping[str, Any], code: int) -> int:
     if args.json:
-        print(json.dumps(report, ensure_ascii=False))
+        _say(json.dumps(report, ensure_ascii=False))
         return code
-    print(f"provider: {report['provider']}  protocol: {report['protocol']}  model:"
+    _say(f"provider: {report['provider']}  protocol: {report['protocol']}  model:"
           f" {report['model']}")
-    print(f"url:      {report['url']}")
-    print(f"api key:  {report['api_key']}")
-    print(f"latency:  {report['latency_s']:.2f}s over {report['requests']} request(s)")
+    _say(f"url:      {report['url']}")
+    _say(f"api key:  {report['api_key']}")
+    _say(f"latency:  {report['latency_s']:.2f}s over {report['requests']} request(s)")
     outcome = report["outcome"]
     if outcome == "request_failed":
-        print(f"FAILED:   {report['error']}")
+        _say(f"FAILED:   {report['error']}")
     elif outcome == "no_tool_call":
-        print("FAILED:   model does not call tools: it answered with text instead of a tool call"
+        _say("FAILED:   model does not call tools: it answered with text instead of a tool call"
               f" ({report['reply_text']!r}); reviews need a model and server with tool calling"
               " (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice)")
     else:
         how = "as text in the reply (parsed by the fallback)" if outcome == "tool_call_as_text" \
             else "natively"
         u = report["usage"]
-        print(f"OK:       model called {', '.join(report['tool_calls'])} {how}; tokens in/out"
+        _say(f"OK:       model called {', '.join(report['tool_calls'])} {how}; tokens in/out"
               f" {u['input'] + u['cache_read'] + u['cache_write']}/{u['output']}"
               + (" (counted locally)" if u["estimated"] else ""))
     return code

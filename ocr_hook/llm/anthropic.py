@@ -21,7 +21,7 @@ import requests
 
 from ..errors import LlmError
 from . import http
-from .openai import UNNAMED_TOOL, decode_arguments, unique_ids
+from .openai import UNNAMED_TOOL
 from .types import (
     CallStats,
     Endpoint,
@@ -31,8 +31,10 @@ from .types import (
     ToolSpec,
     Turn,
     Usage,
+    decode_arguments,
     estimate_tokens,
     split_think,
+    unique_ids,
 )
 
 DEFAULT_MAX_TOKENS = 8192  # OCR's Anthropic client default when unset (ocr-internals §14.4)

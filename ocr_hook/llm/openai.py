@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,8 +43,10 @@ from .types import (
     ToolSpec,
     Turn,
     Usage,
+    decode_arguments,
     estimate_tokens,
     split_think,
+    unique_ids,
 )
 
 OUTPUT_TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
@@ -64,47 +65,6 @@ def chat_url(base: str) -> str:
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
     return path + (sep + query if sep else "")
-
-
-def decode_arguments(raw: Any) -> tuple[Any, str | None]:
-    """Decode a tool call's ``arguments``: a JSON string, or an already-decoded value from
-    lenient servers. Returns (value, parse error or None); only a JSON object is usable, so
-    absent, empty, ``null``, arrays, scalars and invalid JSON all come with an error text."""
-    if raw is None:
-        return None, "arguments missing; expected a JSON object"
-    value = raw
-    if isinstance(raw, str):
-        if not raw.strip():
-            return None, "arguments are an empty string; expected a JSON object"
-        try:
-            value = json.loads(raw)
-        except ValueError as e:
-            return None, f"invalid JSON ({e})"
-    if isinstance(value, dict):
-        return value, None
-    kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), "a number")
-    return value, f"arguments are {kind}; expected a JSON object"
-
-
-def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
-    """Give every tool call a usable, unique id: (id, synthetic). Missing ids become
-    ``<prefix>_<random>``; a repeated id becomes ``<id>_<n>`` so that each call gets exactly one
-    tool result (SPEC §6.2)."""
-    seen: set[str] = set()
-    out: list[tuple[str, bool]] = []
-    for cid in ids:
-        synthetic = False
-        if not cid:
-            cid, synthetic = f"{prefix}_{uuid.uuid4().hex[:12]}", True
-        elif cid in seen:
-            n = 2
-            while f"{cid}_{n}" in seen or f"{cid}_{n}" in ids:
-                n += 1
-            cid, synthetic = f"{cid}_{n}", True
-        seen.add(cid)
-        out.append((cid, synthetic))
-    return out
 
 
 def message_to_wire(m: Message) -> dict[str, Any]:
@@ -175,7 +135,7 @@ def parse_response(body: dict[str, Any]) -> tuple[Message, Usage | None, str]:
     raws = [r for r in (msg.get("tool_calls") or []) if isinstance(r, dict)]
     ids = unique_ids([str(r.get("id") or "") for r in raws], "call")
     calls: list[ToolCall] = []
-    for raw, (cid, synthetic) in zip(raws, ids):
+    for raw, (cid, synthetic) in zip(raws, ids, strict=True):
         fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
         args_raw = fn.get("arguments")
         value, err = decode_arguments(args_raw)

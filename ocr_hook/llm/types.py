@@ -7,9 +7,11 @@ two protocol modules.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +48,47 @@ def split_think(text: str) -> tuple[str | None, str]:
 def estimate_tokens(text: str) -> int:
     """Conservative token estimate without a BPE table: UTF-8 bytes / 3, rounded up."""
     return (len(text.encode("utf-8", "surrogatepass")) + 2) // 3
+
+
+def decode_arguments(raw: Any) -> tuple[Any, str | None]:
+    """Decode a tool call's ``arguments``: a JSON string, or an already-decoded value from
+    lenient servers. Returns (value, parse error or None); only a JSON object is usable, so
+    absent, empty, ``null``, arrays, scalars and invalid JSON all come with an error text."""
+    if raw is None:
+        return None, "arguments missing; expected a JSON object"
+    value = raw
+    if isinstance(raw, str):
+        if not raw.strip():
+            return None, "arguments are an empty string; expected a JSON object"
+        try:
+            value = json.loads(raw)
+        except ValueError as e:
+            return None, f"invalid JSON ({e})"
+    if isinstance(value, dict):
+        return value, None
+    kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number")
+    return value, f"arguments are {kind}; expected a JSON object"
+
+
+def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
+    """Give every tool call a usable, unique id: (id, synthetic). Missing ids become
+    ``<prefix>_<random>``; a repeated id becomes ``<id>_<n>`` so that each call gets exactly one
+    tool result (SPEC §6.2)."""
+    seen: set[str] = set()
+    out: list[tuple[str, bool]] = []
+    for cid in ids:
+        synthetic = False
+        if not cid:
+            cid, synthetic = f"{prefix}_{uuid.uuid4().hex[:12]}", True
+        elif cid in seen:
+            n = 2
+            while f"{cid}_{n}" in seen or f"{cid}_{n}" in ids:
+                n += 1
+            cid, synthetic = f"{cid}_{n}", True
+        seen.add(cid)
+        out.append((cid, synthetic))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

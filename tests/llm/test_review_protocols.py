@@ -55,7 +55,7 @@ def test_skeleton_review_passes_with_the_anthropic_protocol(
     for req in anthropic_llm.requests:
         msgs = req["messages"]
         assert msgs[0]["role"] == "user" and "system" in req
-        for asst, user in zip(msgs, msgs[1:]):
+        for asst, user in zip(msgs, msgs[1:], strict=False):
             uses = [b["id"] for b in asst["content"] if asst["role"] == "assistant"
                     and b["type"] == "tool_use"]
             if uses:
