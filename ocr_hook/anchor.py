@@ -9,6 +9,9 @@ when the literal quote finds nothing in a tier, with one marker stripped from ea
 YAML ``- item`` copied without its marker still matches itself first). Quote lines that are
 git's ``\ No newline at end of file`` or a lone marker are ignored.
 
+A quote copied with the prompt's line-number column (``  12 +code``) is checked first and
+accepted only when each numbered new-side line really holds that text.
+
 Tiers, first that matches wins:
 1. ``hunk_new``: per hunk, context + added lines → new-file line numbers (``side = new``);
 2. ``hunk_old``: per hunk, context + deleted lines → old-file line numbers (``side = old``);
@@ -23,6 +26,7 @@ new-side numbers); otherwise the first that lies inside the diff, marked ``ambig
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -182,6 +186,41 @@ def _distance(m: Match, hint: int) -> int:
     return min(abs(m.start_line - hint), abs(m.end_line - hint))
 
 
+_NUMBERED = re.compile(r"^\s*(\d+) [ +](.*)$")
+
+
+def numbered_quote_anchor(fd: FileDiff, existing_code: str) -> Anchor | None:
+    """A quote copied with the prompt's line-number column (``render_numbered``: ``  12 +code``)
+    anchors only when verified: every non-blank quote line has a number, the numbers increase
+    inside one hunk, and each numbered new-side line holds that text (trimmed, else with all
+    whitespace removed). Otherwise None and the ordinary tiers run."""
+    quoted: list[tuple[int, str]] = []
+    for raw in existing_code.replace("\r", "").split("\n"):
+        if not raw.strip():
+            continue
+        m = _NUMBERED.match(raw)
+        if m is None:
+            return None
+        quoted.append((int(m.group(1)), m.group(2)))
+    if not quoted or any(b[0] <= a[0] for a, b in zip(quoted, quoted[1:], strict=False)):
+        return None
+    for h in fd.hunks:
+        texts = {ln.new_line: ln.text for ln in h.lines if ln.new_line is not None}
+        if quoted[0][0] not in texts:
+            continue
+        method = "hunk_new"
+        for n, text in quoted:
+            have = texts.get(n)
+            if have is not None and norm_line(have) == norm_line(text):
+                continue
+            if have is not None and norm_line(have, True) == norm_line(text, True):
+                method = "loose"
+                continue
+            return None
+        return Anchor(fd.path, "new", quoted[0][0], quoted[-1][0], method)
+    return None
+
+
 def locate(
     fd: FileDiff,
     existing_code: str,
@@ -193,6 +232,9 @@ def locate(
     ``new_file`` is the new file's lines (tier 3); None skips the whole-file tier (a deleted
     file, another file during re-filing, or a re-located snippet that must come from the diff).
     """
+    numbered = numbered_quote_anchor(fd, existing_code)
+    if numbered is not None:
+        return numbered
     spans = {"new": _spans(fd, "new"), "old": _spans(fd, "old")}
     for loose in (False, True):
         variants = quote_variants(existing_code, loose)

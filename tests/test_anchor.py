@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -164,6 +165,12 @@ CASES: list[Case] = [
     ("yaml_list_item_quoted_with_marker", {"ci.yml": YAML},
      {"ci.yml": YAML + "  - name: test\n    run: make test\n"}, "ci.yml",
      "+  - name: test\n+    run: make test", None, ("ci.yml", "new", 4, 5, "hunk_new", False)),
+    ("quote_copied_with_the_prompt_line_numbers", {"app.py": APP}, {"app.py": GUARD}, "app.py",
+     '12     for item in items:\n13 +        if item.price < 0:\n'
+     '14 +            raise ValueError("negative price")', None,
+     ("app.py", "new", 12, 14, "hunk_new", False)),
+    ("quote_with_line_numbers_that_do_not_hold_that_code", {"app.py": APP}, {"app.py": GUARD},
+     "app.py", "20 +        if item.price < 0:", None, ("app.py", "new", 0, 0, "none", False)),
     ("renamed_file_claimed_by_old_path", {"old_name.py": APP},
      {"old_name.py": None, "new_name.py": GUARD}, "old_name.py", "if item.price < 0:", None,
      ("new_name.py", "new", 13, 13, "hunk_new", False)),
@@ -219,7 +226,9 @@ def test_quote_anchors_to_exact_lines(repo: GitRepo, case: Case) -> None:
         want = quote_lines(quote, loose=True)
         have = ["".join(ln.split()) for ln in picked if ln.strip()]
         assert len(have) == len(want)
-        assert all(h in (w, w[1:]) for h, w in zip(have, want, strict=True))
+        # quote forms: literal, one diff marker, or the prompt's number column + marker
+        assert all(h in (w, w[1:], re.sub(r"^\d+\+?", "", w))
+                   for h, w in zip(have, want, strict=True))
 
 
 def test_refiling_needs_a_unique_match(repo: GitRepo) -> None:
