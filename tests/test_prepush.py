@@ -1,0 +1,218 @@
+"""Pushed ranges end to end (SPEC §3.4): real ``git push`` to a local bare remote with a native
+pre-push hook that runs ``git ocr hook pre-push "$@"``, and the pre-commit framework's real
+pre-push stage with a ``language: system`` local hook. Real: git, the hook protocol, pre-commit,
+HTTP to the scripted loopback model (fake: only the model's replies)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocr_hook import cli
+from tests.support.gitrepo import GitRepo, git_env
+from tests.support.scripted_llm import ScriptedLLM
+
+EMPTY = "(empty tree)"
+
+
+class Pusher:
+    """A repository with a bare remote ``origin`` and a native pre-push hook that writes the
+    review JSON to ``out``."""
+
+    def __init__(self, repo: GitRepo, tmp_path: Path, object_format: str = "sha1") -> None:
+        self.repo = repo
+        self.out = tmp_path / "push-review.json"
+        self.remote = tmp_path / "remote.git"
+        args = ["git", "init", "-q", "--bare", str(self.remote)]
+        if object_format != "sha1":
+            args.insert(3, f"--object-format={object_format}")
+        subprocess.run(args, env=repo.env, check=True)
+        repo.git("remote", "add", "origin", str(self.remote))
+        hook = repo.path / ".git" / "hooks" / "pre-push"
+        hook.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ocr_hook.cli hook pre-push "$@" '
+                        f'--format json --output "{self.out}"\n')
+        hook.chmod(0o755)
+
+    def push(self, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+        self.out.unlink(missing_ok=True)
+        p = subprocess.run(["git", "push", "-q", *args], cwd=self.repo.path,
+                           env={**self.repo.env, **(env or {})}, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        data: dict[str, Any] = json.loads(self.out.read_text())
+        return data
+
+    def rev(self, ref: str) -> str:
+        return self.repo.git("rev-parse", ref).strip()
+
+
+def reviewed(data: dict[str, Any]) -> list[str]:
+    return [f["path"] for f in data["files"]]
+
+
+def test_first_push_new_branch_and_second_push(repo: GitRepo, tmp_path: Path) -> None:
+    pusher = Pusher(repo, tmp_path)
+    c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
+    data = pusher.push("origin", "main")
+    assert data["input"]["mode"] == "push"
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": EMPTY, "head": c1}]
+    assert reviewed(data) == ["a.py"]
+    # a new branch from main: only its own commits
+    repo.git("checkout", "-q", "-b", "feature")
+    f1 = repo.commit({"f.py": "f = 1\n"}, "f1")
+    f2 = repo.commit({"g.py": "g = 1\n"}, "f2")
+    data = pusher.push("origin", "feature")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/feature", "base": c1, "head": f2}]
+    assert reviewed(data) == ["f.py", "g.py"]
+    # second push of the branch: from the remote tip on
+    f3 = repo.commit({"f.py": "f = 3\n"}, "f3")
+    data = pusher.push("origin", "feature")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/feature", "base": f2, "head": f3}]
+    assert [(f["path"], f["status"]) for f in data["files"]] == [("f.py", "modified")]
+    assert f1 != f2
+
+
+def test_force_push_reviews_from_the_merge_base(repo: GitRepo, tmp_path: Path) -> None:
+    pusher = Pusher(repo, tmp_path)
+    c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
+    repo.commit({"b.py": "b = 1\n"}, "c2")
+    pusher.push("origin", "main")
+    repo.git("reset", "-q", "--hard", c1)
+    c2b = repo.commit({"c.py": "c = 1\n"}, "c2 rewritten")
+    data = pusher.push("--force", "origin", "main")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": c2b}]
+    assert reviewed(data) == ["c.py"]
+
+
+def test_force_push_over_a_remote_tip_unknown_here(
+    repo: GitRepo, tmp_path: Path,
+) -> None:
+    pusher = Pusher(repo, tmp_path)
+    c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
+    pusher.push("origin", "main")
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(pusher.remote), str(other)], env=repo.env,
+                   check=True)
+    (other / "theirs.py").write_text("t = 1\n")
+    for args in (["add", "theirs.py"], ["commit", "-q", "-m", "theirs"], ["push", "-q"]):
+        subprocess.run(["git", *args], cwd=other, env=repo.env, check=True)
+    mine = repo.commit({"mine.py": "m = 1\n"}, "mine")
+    data = pusher.push("--force", "origin", "main")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": mine}]
+    assert reviewed(data) == ["mine.py"]
+
+
+def test_deletion_reviews_nothing(repo: GitRepo, tmp_path: Path) -> None:
+    pusher = Pusher(repo, tmp_path)
+    repo.commit({"a.py": "a = 1\n"}, "c1")
+    pusher.push("origin", "main", "main:old")
+    data = pusher.push("origin", ":old")
+    assert (data["status"], data["verdict"], data["files"]) == ("skipped", "pass", [])
+    assert data["input"]["ranges"] == []
+
+
+def test_push_of_two_branches_reviews_each_range_with_its_own_tree(
+    repo: GitRepo, tmp_path: Path, llm: ScriptedLLM,
+) -> None:
+    pusher = Pusher(repo, tmp_path)
+    c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
+    pusher.push("origin", "main")
+    repo.git("checkout", "-q", "-b", "topic")
+    t1 = repo.commit({"shared.py": "TOPIC_VERSION = 1\n"}, "topic")
+    repo.git("checkout", "-q", "main")
+    m2 = repo.commit({"shared.py": "MAIN_VERSION = 2\n"}, "main")
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    data = pusher.push("origin", "main", "topic", env=llm.env())
+    assert data["input"]["ranges"] == [
+        {"ref": "refs/heads/main", "base": c1, "head": m2},
+        {"ref": "refs/heads/topic", "base": c1, "head": t1},
+    ]
+    assert [(f["path"], f["reviewed"]) for f in data["files"]] == [
+        ("shared.py", True), ("shared.py", True)]
+    assert (data["status"], data["summary"]["llm_calls"]) == ("complete", 2)
+    prompts = [r["messages"][1]["content"] for r in llm.requests]
+    assert "MAIN_VERSION = 2" in prompts[0] and "TOPIC_VERSION" not in prompts[0]
+    assert "TOPIC_VERSION = 1" in prompts[1] and "MAIN_VERSION" not in prompts[1]
+
+
+def test_sha256_repository_push_with_64_character_zero_ids(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r", git_env(Path(os.environ["HOME"])), object_format="sha256")
+    pusher = Pusher(repo, tmp_path, object_format="sha256")
+    c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
+    data = pusher.push("origin", "main")
+    assert len(c1) == 64
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": EMPTY, "head": c1}]
+    c2 = repo.commit({"b.py": "b = 1\n"}, "c2")
+    data = pusher.push("origin", "main")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": c2}]
+    data = pusher.push("origin", ":main")
+    assert data["files"] == [] and data["input"]["ranges"] == []
+
+
+# ---- pre-commit framework -----------------------------------------------------------------------
+
+PRE_COMMIT_CONFIG = """\
+repos:
+- repo: local
+  hooks:
+  - id: ocr-review-push
+    name: ocr-hook AI code review (pushed commits)
+    entry: {python} -m ocr_hook.cli hook pre-push --format json --output {out}
+    language: system
+    pass_filenames: false
+    require_serial: true
+    always_run: true
+    stages: [pre-push]
+"""
+
+
+def test_pre_commit_framework_pre_push_uses_from_and_to_refs(
+    repo: GitRepo, tmp_path: Path,
+) -> None:
+    out = tmp_path / "pc-review.json"
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    repo.git("remote", "add", "origin", str(remote))
+    c1 = repo.commit({".pre-commit-config.yaml":
+                      PRE_COMMIT_CONFIG.format(python=sys.executable, out=out),
+                      "a.py": "a = 1\n"}, "c1")
+    env = {**repo.env, "PRE_COMMIT_HOME": str(tmp_path / "pc-home")}
+    pre_commit = str(Path(sys.executable).parent / "pre-commit")
+    subprocess.run([pre_commit, "install", "--hook-type", "pre-push"], cwd=repo.path, env=env,
+                   check=True, capture_output=True)
+
+    def push(*args: str) -> dict[str, Any]:
+        out.unlink(missing_ok=True)
+        p = subprocess.run(["git", "push", "-q", *args], cwd=repo.path, env=env,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+        data: dict[str, Any] = json.loads(out.read_text())
+        return data
+
+    # a root history: pre-commit sets no FROM/TO; the tip is reviewed against the empty tree
+    data = push("origin", "main")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": EMPTY, "head": c1}]
+    assert [f["path"] for f in data["files"]] == [".pre-commit-config.yaml", "a.py"]
+    c2 = repo.commit({"b.py": "b = 1\n"}, "c2")
+    data = push("origin", "main")
+    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": c2}]
+    assert [f["path"] for f in data["files"]] == ["b.py"]
+
+
+def test_pre_push_without_arguments_outside_pre_commit_is_a_usage_error(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"a.py": "a = 1\n"}, "c1")
+    monkeypatch.chdir(repo.path)
+    rc = cli.main(["hook", "pre-push"], environ=dict(os.environ))
+    _, err = capsys.readouterr()
+    assert rc == 2
+    assert err == ("ocr-hook: git ocr hook pre-push: expected REMOTE URL (native pre-push hook, "
+                   "ref lines on stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit "
+                   "framework)\n")
