@@ -285,3 +285,27 @@ def test_preview_refuses_unresolved_merge_conflicts_with_exit_2(
     assert err == ("ocr-hook: unresolved merge conflicts in a.py; "
                    "resolve them before reviewing\n")
     assert repo.state() == before
+
+
+def test_preview_of_a_commit_and_of_a_range_shows_base_and_head(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
+    repo.git("checkout", "-q", "-b", "topic")
+    t1 = repo.commit({"t.py": "t = 1\n"}, "t1")
+    repo.git("checkout", "-q", "main")
+    repo.commit({"m.py": "m = 1\n"}, "m1")
+    rc, out, err = run_preview(repo, monkeypatch, capsys, "--format", "json", "--commit", c1)
+    data = json.loads(out)
+    assert rc == 0, err
+    assert data["input"] == {"mode": "commit", "base": "(empty tree)", "head": c1,
+                             "snapshot_tree": ""}
+    assert [f["path"] for f in data["files"]] == ["a.py"]
+    rc, out, err = run_preview(repo, monkeypatch, capsys, "--format", "json",
+                               "--from", "main", "--to", "topic")
+    data = json.loads(out)
+    assert data["input"] == {"mode": "range", "base": c1, "head": t1, "snapshot_tree": ""}
+    assert [f["path"] for f in data["files"]] == ["t.py"]
+    rc, out, err = run_preview(repo, monkeypatch, capsys, "--commit=--upload-pack=x")
+    assert (rc, out) == (2, "")
+    assert err.endswith("invalid ref '--upload-pack=x': refs may not be empty or start with '-'\n")
