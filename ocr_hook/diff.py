@@ -248,7 +248,7 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
             e.status, e.old_path, e.new_path, e.old_mode, e.new_mode, e.old_oid, e.new_oid,
             e.similarity, ins, dels,
         )
-        for e, (ins, dels) in zip(entries, counts)
+        for e, (ins, dels) in zip(entries, counts, strict=True)
     ]
 
 

@@ -71,8 +71,9 @@ def run_git(
     ``env`` replaces the inherited environment (None = inherit ``os.environ`` unchanged, which
     is right for the repository under review: ``GIT_INDEX_FILE`` must reach git); pass
     ``env=foreign_env(os.environ)`` for any other repository. ``extra_env`` is laid on top.
-    ``stdin`` is written to git's standard input. Raises GitError("git <sub>: <first stderr line> (exit N)") on an exit code
-    not in ``ok_codes``, on a timeout, or when git cannot be started.
+    ``stdin`` is written to git's standard input. Raises
+    GitError("git <sub>: <first stderr line> (exit N)") on an exit code not in ``ok_codes``,
+    on a timeout, or when git cannot be started.
     """
     return run_git_full(
         repo, *args, stdin=stdin, timeout_s=timeout_s, env=env, extra_env=extra_env,

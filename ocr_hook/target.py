@@ -86,7 +86,8 @@ def empty_tree(repo: Path) -> str:
     """The empty tree id of this repository's object format (SHA-1 ``4b825dc6…`` or SHA-256
     ``6ef19b41…``), computed by ``git hash-object -t tree --stdin`` without writing it; git
     knows it as a built-in object either way."""
-    return gitio.run_git(repo, "hash-object", "-t", "tree", "--stdin", timeout_s=10).decode().strip()
+    out = gitio.run_git(repo, "hash-object", "-t", "tree", "--stdin", timeout_s=10)
+    return out.decode().strip()
 
 
 def _effective_index(repo: Path, environ: Mapping[str, str]) -> Path:
@@ -327,14 +328,14 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised).
 
     One ``git diff --raw --numstat -p -z`` call gives both the path list (the NUL-delimited
-    records) and the patch (one diffcore run, so both agree on renames and order). For files whose first hunk starts below line 1, the first bytes of the new blob are
-    read (one ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be
-    seen (SPEC §4 gate 8). Raises GitError / DiffParseError.
+    records) and the patch (one diffcore run, so both agree on renames and order). For files
+    whose first hunk starts below line 1, the first bytes of the new blob are read (one
+    ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be seen
+    (SPEC §4 gate 8). Raises GitError / DiffParseError.
     """
-    out = gitio.run_git(
-        repo,
-        *diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev", f"-U{CONTEXT_LINES}"),
-    )
+    args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
+                        f"-U{CONTEXT_LINES}")
+    out = gitio.run_git(repo, *args)
     if not out:
         return []
     raw, patch = split_raw_and_patch(out)
@@ -349,7 +350,7 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     ]
     if need:
         blobs = read_objects(repo, [f.new_oid for f in need])
-        for f, blob in zip(need, blobs):
+        for f, blob in zip(need, blobs, strict=True):
             if blob is not None and blob[0] == "blob":
                 f.head_text = gitio.decode_text(blob[1][:GENERATED_SCAN_BYTES])
     return files

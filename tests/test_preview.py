@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +183,7 @@ def test_preview_json_lists_every_case_with_exact_status_counts_and_reason(
     tree = repo.git("write-tree", env={**repo.env, "GIT_INDEX_FILE": str(tmp_index)}).strip()
     assert data["summary"]["elapsed_ms"] >= 0
     data["summary"]["elapsed_ms"] = 0
-    for got, want in zip(data["files"], EXPECTED_FILES):
+    for got, want in zip(data["files"], EXPECTED_FILES, strict=True):
         assert got == want
     assert data == {
         "schema_version": "1",

@@ -35,8 +35,8 @@ def fd(
                     insertions=len(lines))
 
 
-def reason(f: FileDiff, policy: SelectionPolicy = SelectionPolicy()) -> str:
-    [d] = selection.select([f], policy)
+def reason(f: FileDiff, policy: SelectionPolicy | None = None) -> str:
+    [d] = selection.select([f], policy or SelectionPolicy())
     assert d.reviewed is (d.reason == "")
     return d.reason
 

@@ -174,7 +174,8 @@ def test_range_mode_diffs_from_the_merge_base(repo: GitRepo) -> None:
 @pytest.mark.parametrize(
     ("ref", "message"),
     [
-        ("--output=/tmp/x", "invalid ref '--output=/tmp/x': refs may not be empty or start with '-'"),
+        ("--output=/tmp/x",
+         "invalid ref '--output=/tmp/x': refs may not be empty or start with '-'"),
         ("", "invalid ref '': refs may not be empty or start with '-'"),
         ("no-such-branch", "unknown commit 'no-such-branch'"),
         ("HEAD^{tree}", "unknown commit 'HEAD^{tree}'"),
