@@ -349,3 +349,16 @@ def test_pre_commit_framework_range_and_root_push(repo: GitRepo) -> None:
                       refs=("refs/heads/main",))]
     with pytest.raises(UsageError, match="unknown commit"):
         target.pre_commit_push_targets(repo.path, {**env, "PRE_COMMIT_FROM_REF": "f" * 40})
+
+
+def test_snapshot_in_a_linked_worktree_reads_that_worktrees_index(
+    repo: GitRepo, tmp_path: Path,
+) -> None:
+    repo.commit({"a.py": "a = 1\n"}, "init")
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "side", str(wt))
+    (wt / "w.py").write_text("w = 1\n")
+    subprocess.run(["git", "add", "w.py"], cwd=wt, env=repo.env, check=True)
+    repo.stage({"main_only.py": "m = 1\n"})
+    t = target.staged_snapshot(wt, env_without("GIT_INDEX_FILE"))
+    assert [(f.path, f.status) for f in target.load_diff(wt, t)] == [("w.py", "added")]
