@@ -53,7 +53,8 @@ def make_repo(base: Path, n: int) -> tuple[GitRepo, list[str]]:
     repo = GitRepo(base / f"repo{n}", git_env(home))
     repo.commit({"README.md": "bench\n"}, "init")
     names = [f"pkg/mod{i:02}.py" for i in range(n)]
-    repo.stage({p: "".join(f"value_{i}_{k} = {k}\n" for k in range(5)) for i, p in enumerate(names)})
+    repo.stage({p: "".join(f"value_{i}_{k} = {k}\n" for k in range(5))
+                for i, p in enumerate(names)})
     return repo, names
 
 

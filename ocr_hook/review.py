@@ -13,19 +13,23 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, gitio, prompts, selection, target
-from .anchor import anchor_comment
+from . import __version__, gitio, grouping, prompts, selection, target
+from .comments import Collector, CommentPool, CommentProcessor
 from .config import Config
 from .diff import FileDiff, render_numbered
+from .errors import OcrError
 from .findings import Finding, RawComment, merge_same_claims
 from .gate import GateDecision, GateOptions, decide
+from .grouping import Group
 from .llm.types import Endpoint, Message, Usage
 from .session import Session
+from .workers import WorkerPool
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -33,10 +37,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EFFORT_ROUNDS = {"low": 1, "medium": 2, "high": 3}  # SPEC §2 (OCR effort presets)
-GROUPING_MIN_FILES = 4  # SPEC §6.1 (OCR)
-GROUPING_BUNDLE_LINE_THRESHOLD = 200  # SPEC §6.1 (OCR)
-MAX_FILES_PER_GROUP = 10  # SPEC §6.1 (OCR)
 CONFIRMED_CAP = 30  # SPEC §6.1 step 5 (OCR confirmedCap)
+CONFIRMED_CODE_CHARS = 200  # SPEC §6.1 step 5 (OCR confirmedMaxExistingCode)
+CONFIRMED_ISSUE_CHARS = 300  # SPEC §6.1 step 5 (OCR confirmedMaxContent)
+PROMPT_CONTEXT_FRACTION = 0.8  # SPEC §6.3: a group prompt above 80 % of the context is skipped
+DEADLINE_GRACE_S = 5.0  # after the deadline: wait this long for running groups to stop
+INTERRUPT_GRACE_S = 1.0  # after Ctrl-C: wait this long for workers before giving up on them
+# Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
+# (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
+INCOMPLETE_STOPS = frozenset({
+    "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
+    "empty_rounds", "token_threshold_exceeded", "error",
+})
 
 
 @dataclass(frozen=True)
@@ -99,16 +111,27 @@ class FileOutcome:
 
 
 @dataclass
-class Group:
-    label: str
-    files: list[FileDiff]
-
-
-@dataclass
 class Warning_:
     type: str
     file: str
     message: str
+
+
+@dataclass
+class GroupReport:
+    """How one group's review went (session log ``group_done``; SPEC §6.2 stop reasons).
+
+    ``stop_reasons``: the loop's stop reason per effort round run (agent.loop.STOP_REASONS),
+    or the single reason the group never reached a loop (``token_threshold_exceeded``,
+    ``timeout`` before it started, ``error``). ``reason``: the incomplete reason ("" when the
+    group counts as reviewed). ``planned``: a plan was used in round 1."""
+
+    label: str
+    files: list[str]
+    stop_reasons: list[str] = field(default_factory=list)
+    reason: str = ""
+    planned: bool = False
+    compressions: int = 0
 
 
 @dataclass
@@ -131,6 +154,7 @@ class ReviewResult:
     session_id: str = ""
     preview: bool = False
     incomplete_reasons: list[str] = field(default_factory=list)
+    group_reports: list[GroupReport] = field(default_factory=list)
 
 
 def resolve_targets(req: ReviewRequest) -> list[target.Target]:
@@ -145,18 +169,40 @@ def resolve_targets(req: ReviewRequest) -> list[target.Target]:
     return [target.staged_snapshot(req.repo, req.environ)]
 
 
-def make_groups(files: Sequence[FileDiff]) -> list[Group]:
-    """Deterministic grouping of SPEC §6.1 step 2 without the LLM call: one file → one group;
-    fewer than 4 files → one bundle under 200 changed lines, else one group per file; more
-    files → one group per file."""
-    if not files:
-        return []
-    if len(files) == 1:
-        return [Group(files[0].path, list(files))]
-    total = sum(f.changed_lines for f in files)
-    if len(files) < GROUPING_MIN_FILES and total < GROUPING_BUNDLE_LINE_THRESHOLD:
-        return [Group("small change set", list(files))]
-    return [Group(f.path, [f]) for f in files]
+def exceeds_tokens(texts: Sequence[str], limit: int, count: Callable[[str], int]) -> bool:
+    """True when ``texts`` together have more than ``limit`` tokens. Counts exactly only when
+    their UTF-8 size (an upper bound: a token is at least one byte) is above ``limit``, so small
+    reviews never load a BPE table (SPEC §15)."""
+    if sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) <= limit:
+        return False
+    return sum(count(t) for t in texts) > limit
+
+
+def build_groups(
+    files: Sequence[FileDiff],
+    *,
+    ask_model: Callable[[Sequence[FileDiff]], list[Group]] | None,
+    group_too_large: Callable[[Sequence[FileDiff]], bool],
+    warn: Callable[[Warning_], None],
+) -> list[Group]:
+    """SPEC §6.1 step 2. ≤ 1 file, or < 4 files: deterministic (bundle under 200 changed
+    lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping call on metadata
+    only; None = no endpoint) — any failure falls back to one group per file with a warning
+    ``grouping_failed``. Then groups above 10 files are split in order and groups whose diffs
+    are ``group_too_large`` split into single files."""
+    groups = grouping.deterministic_groups(files)
+    if groups is None:
+        if ask_model is None:
+            groups = grouping.per_file(files)
+        else:
+            try:
+                groups = ask_model(files)
+            except OcrError as e:  # LlmError, an unusable answer, budget or deadline
+                log.info("LLM grouping failed (%s); reviewing one group per file", e)
+                warn(Warning_("grouping_failed", "", f"{e}; reviewing one group per file"))
+                groups = grouping.per_file(files)
+    groups = grouping.cap_group_size(groups)
+    return grouping.split_over_budget(groups, group_too_large)
 
 
 def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
@@ -183,45 +229,29 @@ def group_messages(
 ) -> list[Message]:
     """System + user messages of one group's main task (SPEC §6.2); ``plan`` only in round 1,
     ``confirmed`` (earlier findings) only in rounds ≥ 2."""
+    system = prompts.render("main_system", {"language": language or "English"})
+    fields = group_fields(group, all_files, rules_text, background, now)
+    user = prompts.render("main_user", {**fields, "plan": plan, "confirmed": confirmed})
+    return [Message("system", system), Message("user", redact(user))]
+
+
+def group_fields(
+    group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str
+) -> dict[str, str]:
+    """Template fields shared by the plan and main prompts of ``group``: date, other changed
+    files (status + path, SPEC §6.2), the group's numbered diffs in ``<file>`` elements, rules
+    and background."""
     diffs = "\n".join(
         f'<file path="{prompts.xml_attr(f.path)}">\n{render_numbered(f)}\n</file>'
         for f in group.files
     )
-    system = prompts.render("main_system", {"language": language or "English"})
-    user = prompts.render(
-        "main_user",
-        {
-            "date": now,
-            "other_files": _other_files(all_files, group),
-            "diffs": diffs,
-            "rules": rules_text,
-            "background": background,
-            "plan": plan,
-            "confirmed": confirmed,
-        },
-    )
-    return [Message("system", system), Message("user", redact(user))]
-
-
-class Collector:
-    """Thread-safe store of anchored findings and warnings (SPEC §8.2)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.findings: list[Finding] = []
-        self.warnings: list[Warning_] = []
-
-    def add(self, f: Finding) -> None:
-        with self._lock:
-            self.findings.append(f)
-
-    def warn(self, w: Warning_) -> None:
-        with self._lock:
-            self.warnings.append(w)
-
-    def snapshot(self) -> list[Finding]:
-        with self._lock:
-            return list(self.findings)
+    return {
+        "date": now,
+        "other_files": _other_files(all_files, group),
+        "diffs": diffs,
+        "rules": rules_text,
+        "background": background,
+    }
 
 
 def run(
@@ -342,8 +372,10 @@ def run(
             result.elapsed_ms = int((time.monotonic() - t0) * 1000)
             return result
 
-    from .agent.loop import run_loop
+    from .agent import tasks
+    from .agent.loop import ContextPolicy, run_loop, stop_reason_for
     from .agent.meter import Meter
+    from .errors import BudgetExhausted, DeadlineExceeded, LlmError
     from .llm import make_client
     from .tools.comment import code_comment_handler
     from .tools.context import SnapshotView, builtin_handlers
@@ -351,7 +383,9 @@ def run(
 
     deadline = t0 + cfg.review.timeout_s
     meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
-    client = make_client(req.endpoint, before_attempt=None)
+    # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
+    # included; the remaining run time caps each attempt's timeouts.
+    client = make_client(req.endpoint, before_attempt=meter.before_attempt)
     redact: Callable[[str], str] = lambda s: s  # noqa: E731 - replaced by secret redaction
     view = SnapshotView(req.repo, t_first.head, files, redact)
     external: list[Any] = []
@@ -368,9 +402,39 @@ def run(
     registry = build_registry(req.tool_defs or shipped, builtin_handlers(view), external,
                               reserved=shipped, warn=tool_warning)
     record = session.record if session else (lambda kind, data: None)
-    groups = make_groups(reviewable)
+
+    def count(text: str) -> int:
+        return _count(text, cfg.llm.model)
+
+    context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
+    def ask_grouping(fs: Sequence[FileDiff]) -> list[Group]:
+        """The grouping call, answered from the cache when the same file list with the same
+        stats was grouped before (SPEC §10)."""
+        key = ""
+        if cache is not None and cache_settings is not None:
+            from . import cache as cache_mod
+
+            key = cache_mod.grouping_key(cache_settings, fs)
+            hit = cache.get_grouping(key)
+            if hit is not None:
+                record("cache_hit", {"level": "grouping", "key": key[:16]})
+                by_name = {f.path: f for f in fs}
+                return [Group(label, [by_name[p] for p in ps if p in by_name]) for label, ps in hit]
+        answer = tasks.grouping_call(client, fs, meter=meter, record=record)
+        if cache is not None and key:
+            cache.put_grouping(key, [(g.label, [f.path for f in g.files]) for g in answer])
+        return answer
+
+    groups = build_groups(
+        reviewable,
+        ask_model=ask_grouping,
+        group_too_large=lambda fs: exceeds_tokens([f.patch for f in fs], context_limit, count),
+        warn=result.warnings.append,
+    )
     result.groups = groups
-    collector = Collector()
+    record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
+                                   for g in groups]})
+    collector: Collector[Warning_] = Collector()
     by_path: dict[str, FileDiff] = {}
     for f in files:
         by_path.setdefault(f.new_path, f)
@@ -392,40 +456,141 @@ def run(
             blob_cache[path] = lines
         return lines
 
+    # SPEC §8.2: comments are anchored (and re-located) on their own pool; the loop never waits.
+    from .agent import comment_tasks
+
+    comment_workers = WorkerPool(cfg.review.concurrency, "ocr-comment")
+    comment_pool = CommentPool(comment_workers, CommentProcessor(
+        by_path, new_file_lines, reviewed_paths,
+        relocate=lambda fd, c: comment_tasks.relocate_snippet(
+            client, fd, c, meter=meter, redact=redact, record=record, label=c.group),
+    ), collector, Warning_)
+
     now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     rounds_total = EFFORT_ROUNDS[req.effort]
 
+    language = cfg.review.language or "English"
+    summary_tokens = min(cfg.llm.max_output_tokens, 2000)
+    # Background compression summaries run here; the run waits for them at the end.
+    background_pool = WorkerPool(cfg.review.concurrency, "ocr-compress")
+    reports: dict[int, GroupReport] = {}  # id(group) → report
+
+    def context_policy(label: str) -> ContextPolicy:
+        return ContextPolicy(
+            context_tokens=cfg.llm.context_tokens,
+            count_tokens=count,
+            summarize=lambda text: tasks.summary_call(
+                client, text, language=language, max_output_tokens=summary_tokens,
+                meter=meter, record=record, label=label),
+            spawn=lambda job: background_pool.submit(job),
+            summary_max_tokens=summary_tokens,
+        )
+
     def review_group(group: Group) -> tuple[str, str]:
+        """Plan, effort rounds and comments of one group (SPEC §6.1 steps 4–6). Returns (stop,
+        error): ``stop`` in INCOMPLETE_STOPS leaves the group unreviewed; ``round_incomplete``
+        means round 1 completed but a later round was cut short."""
+        report = GroupReport(group.label, [f.path for f in group.files])
+        reports[id(group)] = report
         raw: list[RawComment] = []
         raw_lock = threading.Lock()
 
         def sink(cs: list[RawComment]) -> None:
-            with raw_lock:
+            with raw_lock:  # one lock: raw and the pool see comments in the same order
                 raw.extend(cs)
+                comment_pool.submit(cs, str(id(group)))
 
         local = {"code_comment": code_comment_handler(sink, group.label)}
         rules_text = rules_for([f.path for f in group.files]) if rules_for else ""
-        stop = ""
-        for rnd in range(1, rounds_total + 1):
-            before = len(raw)
+        try:
+            stop, err = _group_rounds(group, rules_text, report, raw, raw_lock, local)
+        finally:
+            # SPEC §8.2: every comment filed is anchored, also of a group that failed later
+            comment_pool.drain(str(id(group)))
+        report.reason = stop if stop in INCOMPLETE_STOPS else ""
+        return stop, err
+
+    def _group_rounds(
+        group: Group, rules_text: str, report: GroupReport, raw: list[RawComment],
+        raw_lock: threading.Lock, local: Mapping[str, Any],
+    ) -> tuple[str, str]:
+        fields = group_fields(group, files, rules_text, req.background, now)
+        first = group_messages(group, files, rules_text, language, req.background, redact, now)
+        if exceeds_tokens([m.content for m in first], context_limit, count):
+            msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
+                   f"({cfg.llm.context_tokens}); group skipped")
+            result.warnings.append(Warning_("token_threshold_exceeded", group.label, msg))
+            report.stop_reasons.append("token_threshold_exceeded")
+            return "token_threshold_exceeded", msg
+        plan = ""
+        if grouping.plan_required(group.files):  # SPEC §6.1 step 4
+            try:
+                plan = tasks.plan_call(
+                    client, plan_tools=registry.specs("plan"), user_fields=fields,
+                    language=language, redact=redact, meter=meter, record=record,
+                    label=group.label)
+                report.planned = True
+            except (BudgetExhausted, DeadlineExceeded) as e:
+                stop = stop_reason_for(e)
+                report.stop_reasons.append(stop)
+                return stop, str(e)
+            except LlmError as e:
+                result.warnings.append(Warning_("plan_failed", group.label,
+                                                f"{e} (continuing without a plan)"))
+        stop, err = "", ""
+        for rnd in range(1, rounds_total + 1):  # SPEC §6.1 step 5: effort rounds
             with raw_lock:
+                before = len(raw)
                 confirmed = confirmed_block(raw) if rnd > 1 else ""
-            msgs = group_messages(group, files, rules_text, cfg.review.language,
-                                  req.background, redact, now, confirmed=confirmed)
+            msgs = group_messages(group, files, rules_text, language, req.background, redact,
+                                  now, plan=plan if rnd == 1 else "", confirmed=confirmed)
             res = run_loop(client, registry, msgs, local=local, meter=meter,
                            max_rounds=cfg.review.max_tool_rounds, redact=redact, record=record,
-                           label=group.label)
-            stop = res.stop_reason
-            if res.stop_reason in ("llm_error", "budget", "timeout", "task_failed"):
-                return stop, res.error
-            if len(raw) == before:
+                           label=group.label, context=context_policy(group.label))
+            report.stop_reasons.append(res.stop_reason)
+            report.compressions += res.compressions
+            # SPEC §8.4: the review filter sees this round's new comments (anchored, with ids)
+            # and removes only those it reports, before they count as confirmed.
+            new = comment_pool.drain(str(id(group)))
+            if cfg.review.filter and new and res.stop_reason not in INCOMPLETE_STOPS:
+                gone = filter_round(group, new)
+                if gone:
+                    with raw_lock:
+                        raw[before:before + len(new)] = [
+                            c for c, f in zip(raw[before:before + len(new)], new, strict=True)
+                            if f.id not in gone]
+            if res.stop_reason in INCOMPLETE_STOPS:
+                if rnd == 1:
+                    return res.stop_reason, res.error or res.stop_reason
+                result.warnings.append(Warning_(
+                    "round_incomplete", group.label,
+                    f"effort round {rnd} stopped: {res.error or res.stop_reason}"))
+                return "round_incomplete", ""
+            stop, err = res.stop_reason, ""
+            if res.stop_reason == "compression_failed":
+                result.warnings.append(Warning_("compression_failed", group.label, res.error))
+            with raw_lock:
+                added, total = len(raw) - before, len(raw)
+            if not added or total >= CONFIRMED_CAP:  # early stop: nothing new, or cap reached
                 break
-        for c in raw:
-            finding, warning = anchor_comment(c, by_path, new_file_lines, reviewed_paths)
-            collector.add(finding)
-            if warning:
-                collector.warn(Warning_("comment_refiled", c.path, warning))
-        return stop, ""
+        return stop, err
+
+    def filter_round(group: Group, new: Sequence[Finding]) -> frozenset[str]:
+        """Run the review filter on one round's findings; remove and return the ids it
+        reports (none when it fails: fail-open)."""
+        shown = list(group.files)  # plus the diffs of files comments were re-filed to
+        for f in new:
+            fd = by_path.get(f.path)
+            if fd is not None and all(fd is not x for x in shown):
+                shown.append(fd)
+        outcome = comment_tasks.review_filter(
+            client, shown, new, meter=meter, redact=redact, record=record,
+            label=group.label, language=language)
+        if not outcome.ok:
+            result.warnings.append(Warning_("review_filter_failed", group.label,
+                                            f"{outcome.error}; all comments kept"))
+        collector.remove(outcome.removed_ids)
+        return outcome.removed_ids
 
     fresh_groups: dict[int, tuple[str, str]] = {}  # id(group) → (cache key, stop reason)
 
@@ -452,33 +617,28 @@ def run(
         return "cache_hit", ""
 
     incomplete_reasons: list[str] = []
-    with ThreadPoolExecutor(max_workers=cfg.review.concurrency,
-                            thread_name_prefix="ocr-group") as pool:
-        futures = [(g, pool.submit(_cached_group, g)) for g in groups]
-        for g, fut in futures:
-            try:
-                stop, err = fut.result()
-            except Exception as e:  # noqa: BLE001 - one group's bug must not end the run
-                log.debug("group %s crashed", g.label, exc_info=True)
-                stop, err = "error", f"internal error: {type(e).__name__}: {e}"
-            reason = {
-                "llm_error": "llm_error",
-                "budget": "budget",
-                "timeout": "timeout",
-                "task_failed": "task_failed",
-                "error": "error",
-            }.get(stop, "")
-            for f in g.files:
-                o = outcomes[id(f)]
-                if reason:
-                    o.reason = reason
-                else:
-                    o.reviewed = True
+    ends = run_groups(groups, _cached_group, concurrency=cfg.review.concurrency, meter=meter,
+                      background=background_pool)
+    # comments of groups cut off by the deadline are still anchored (bounded wait)
+    comment_workers.shutdown(timeout_s=max(0.0, meter.remaining_s() or 0.0) + DEADLINE_GRACE_S)
+    for g, (stop, err) in zip(groups, ends, strict=True):
+        reason = stop if stop in INCOMPLETE_STOPS else ""
+        for f in g.files:
+            o = outcomes[id(f)]
             if reason:
-                msg = err or stop
-                result.warnings.append(Warning_("subtask_error", g.label, msg))
-                incomplete_reasons.append(f"{g.label}: {msg}")
-            record("group_done", {"group": g.label, "stop_reason": stop})
+                o.reason = reason
+            else:
+                o.reviewed = True
+        if reason:
+            msg = err or stop
+            result.warnings.append(Warning_("subtask_error", g.label, msg))
+            incomplete_reasons.append(f"{g.label}: {msg}")
+        report = reports.get(id(g)) or GroupReport(g.label, [f.path for f in g.files], [stop])
+        report.reason = reason
+        result.group_reports.append(report)
+        record("group_done", {"group": g.label, "stop_reason": stop,
+                              "round_stop_reasons": report.stop_reasons, "reason": reason,
+                              "planned": report.planned, "compressions": report.compressions})
     result.warnings.extend(collector.warnings)
     result.findings = sorted(
         merge_same_claims([*config_findings, *collector.snapshot()]),
@@ -567,13 +727,72 @@ def protected_path_findings(
 
 
 def confirmed_block(confirmed: Sequence[RawComment]) -> str:
-    """Findings of earlier rounds for rounds ≥ 2 (SPEC §6.1 step 5): at most 30, trimmed."""
+    """Findings of earlier rounds for rounds ≥ 2 (SPEC §6.1 step 5): at most 30, each on
+    one line per field and trimmed (code 200, issue 300 characters, then "...")."""
+
+    def trim(text: str, limit: int) -> str:
+        flat = " ".join(text.split())
+        return flat if len(flat) <= limit else flat[:limit] + "..."
+
     items = []
     for i, c in enumerate(confirmed[:CONFIRMED_CAP], 1):
-        code = " ".join(c.existing_code.split())[:200]
-        issue = " ".join(c.content.split())[:300]
+        code = trim(c.existing_code, CONFIRMED_CODE_CHARS)
+        issue = trim(c.content, CONFIRMED_ISSUE_CHARS)
         items.append(f"{i}. {c.path}\n   code: {code}\n   issue: {issue}")
     return "\n".join(items)
+
+
+def run_groups(
+    groups: Sequence[Group],
+    review: Callable[[Group], tuple[str, str]],
+    *,
+    concurrency: int,
+    meter: Any,
+    background: WorkerPool,
+) -> list[tuple[str, str]]:
+    """Run ``review(group)`` for every group on ``concurrency`` threads (SPEC §6.1 step 3)
+    and return each group's (stop reason, error), in order.
+
+    Isolation: a group that raises becomes ("error", message). Deadline (SPEC §6.4,
+    ``meter.deadline``): queued groups are cancelled and running ones stop at their next check
+    (calls in flight end by then: their timeouts are capped by the deadline); both come back as
+    ("timeout", …). Finally the background pool (compression summaries) is awaited. Ctrl-C:
+    ``meter.cancel()`` stops every later LLM attempt, workers get INTERRUPT_GRACE_S, and the
+    KeyboardInterrupt propagates.
+    """
+    if not groups:
+        background.shutdown(timeout_s=DEADLINE_GRACE_S)
+        return []
+    pool = WorkerPool(min(concurrency, len(groups)), "ocr-group")
+    futures: list[Future[tuple[str, str]]] = [pool.submit(review, g) for g in groups]
+    try:
+        left = meter.remaining_s()
+        _, pending = wait_futures(futures, timeout=None if left is None else max(0.0, left))
+        if pending:  # the run deadline: nothing new starts, running groups wind down
+            for f in pending:
+                f.cancel()
+            wait_futures(pending, timeout=DEADLINE_GRACE_S)
+        pool.shutdown(cancel_futures=True, timeout_s=DEADLINE_GRACE_S)
+        left = meter.remaining_s()
+        background.shutdown(timeout_s=max(0.0, left or 0.0) + DEADLINE_GRACE_S)
+    except BaseException:
+        meter.cancel()
+        pool.shutdown(cancel_futures=True, timeout_s=INTERRUPT_GRACE_S)
+        background.shutdown(cancel_futures=True, timeout_s=0.2)
+        raise
+    out: list[tuple[str, str]] = []
+    for g, f in zip(groups, futures, strict=True):
+        if f.cancelled():
+            out.append(("timeout", "review deadline reached before the group started"))
+        elif not f.done():
+            out.append(("timeout", "review deadline reached while the group was running"))
+        elif f.exception() is not None:
+            e = f.exception()
+            log.debug("group %s crashed", g.label, exc_info=e)
+            out.append(("error", f"internal error: {type(e).__name__}: {e}"))
+        else:
+            out.append(f.result())
+    return out
 
 
 def version() -> str:

@@ -235,7 +235,8 @@ def test_effort_high_passes_confirmed_findings_and_stops_when_a_round_adds_nothi
     llm.tool_calls(DONE)  # round 3: nothing new → done (a 4th round would not exist anyway)
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
     assert rc == 1
-    assert [(c["start_line"], c["severity"]) for c in data["comments"]] == [(4, "high"), (8, "medium")]
+    found = [(c["start_line"], c["severity"]) for c in data["comments"]]
+    assert found == [(4, "high"), (8, "medium")]
     assert len(llm.requests) == 3
     r1, r2, r3 = (r["messages"][1]["content"] for r in llm.requests)
     assert "<confirmed_findings>" not in r1
@@ -441,7 +442,8 @@ def test_ctrl_c_exits_130_promptly_and_leaves_the_repository_untouched(
     tmp = tmp_path / "tmpdir"
     tmp.mkdir()
     exe = Path(sys.executable).parent / "git-ocr"
-    env = {**repo.env, **llm.env(), "TMPDIR": str(tmp), "PATH": f"{exe.parent}:{os.environ['PATH']}"}
+    env = {**repo.env, **llm.env(), "TMPDIR": str(tmp),
+           "PATH": f"{exe.parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen([str(exe), "review", "--format", "json", "--no-cache"], cwd=repo.path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20
