@@ -29,7 +29,15 @@ from typing import Any
 
 from .. import prompts
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
-from ..llm.types import ChatClient, Message, ToolCall, Turn, Usage
+from ..llm.types import (
+    ChatClient,
+    Message,
+    ToolCall,
+    Turn,
+    Usage,
+    decode_arguments,
+    split_think,
+)
 from ..tools.comment import parse_task_done
 from ..tools.registry import Handler, Registry, ToolResult
 from .meter import Cancelled, Meter
@@ -48,7 +56,6 @@ STOP_REASONS = (
     "compression_failed", "budget", "timeout", "cancelled", "llm_error",
 )
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
-_TOOL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 
 
 @dataclass
@@ -71,6 +78,8 @@ def strip_think(text: str) -> str:
 
 
 def _json_objects(text: str) -> list[Any]:
+    """Every top-level JSON object in ``text`` (prose, markdown fences and markup around them
+    are skipped), in order."""
     dec = json.JSONDecoder()
     out: list[Any] = []
     i = 0
@@ -87,32 +96,76 @@ def _json_objects(text: str) -> list[Any]:
         i = end
 
 
-def text_tool_calls(content: str, known: set[str]) -> list[ToolCall]:
-    """Tool calls written as text (SPEC §6.2 fallback): ``<tool_call>{json}</tool_call>``
-    markup or bare JSON objects ``{"name": ..., "arguments": {...}}``, also inside ``<think>``.
-    Only names in ``known`` are accepted."""
-    candidates: list[Any] = []
-    for m in _TOOL_TAG.finditer(content):
-        candidates.extend(_json_objects(m.group(1)))
-    if not candidates:
-        candidates = _json_objects(content)
-    calls: list[ToolCall] = []
-    for obj in candidates:
+_FUNCTION_TAG = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|$)", re.S)
+_PARAMETER_TAG = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.S)
+_NAME_KEYS = ("name", "tool", "tool_name", "function")
+_ARG_KEYS = ("arguments", "parameters", "input", "args")
+
+
+def _xml_parameter(value: str) -> Any:
+    """A ``<parameter=…>`` value: JSON when it parses (arrays, objects, numbers, booleans), else
+    the text itself (Qwen3-Coder writes strings unquoted)."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _calls_in(text: str, known: set[str]) -> list[tuple[str, Any]]:
+    """(name, arguments as written) of the tool calls written in ``text``; ``...`` stands for
+    absent arguments. Formats: ``<function=NAME><parameter=K>V</parameter></function>``
+    (Qwen3-Coder XML, also inside ``<tool_call>``), ``<function=NAME>{json}</function>``
+    (Llama 3.1), and JSON objects — bare, fenced or inside ``<tool_call>`` (Hermes/Qwen) — of
+    the shapes ``{"name", "arguments"|"parameters"|"input"|"args"}``, ``{"function": {…}}`` and
+    ``{"tool_calls": [...]}``. Names not in ``known`` are ignored."""
+    found: list[tuple[str, Any]] = []
+    for m in _FUNCTION_TAG.finditer(text):
+        name, body = m.group(1), m.group(2)
+        if name not in known:
+            continue
+        params = _PARAMETER_TAG.findall(body)
+        if params:
+            found.append((name, {k: _xml_parameter(v) for k, v in params}))
+        elif body.strip():
+            found.append((name, body.strip()))
+        else:
+            found.append((name, ...))
+    if found:
+        return found
+    queue = _json_objects(text)
+    while queue:
+        obj = queue.pop(0)
         if not isinstance(obj, dict):
             continue
-        fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj
-        name = fn.get("name") or fn.get("tool")
-        if not isinstance(name, str) or name not in known:
+        if isinstance(obj.get("tool_calls"), list):
+            queue[:0] = obj["tool_calls"]
             continue
-        args = fn.get("arguments", fn.get("parameters", fn.get("input", {})))
-        raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        value: Any = args
-        err = None
-        if isinstance(args, str):
-            try:
-                value = json.loads(args) if args.strip() else {}
-            except ValueError as e:
-                value, err = None, f"invalid JSON: {e}"
+        fn = obj["function"] if isinstance(obj.get("function"), dict) else obj
+        name = next((fn[k] for k in _NAME_KEYS if isinstance(fn.get(k), str)), None)
+        if name not in known:
+            continue
+        key = next((k for k in _ARG_KEYS if k in fn), None)
+        found.append((name, fn[key] if key else ...))
+    return found
+
+
+def text_tool_calls(content: str, known: set[str]) -> list[ToolCall]:
+    """Tool calls written as text in ``content`` (SPEC §6.2 fallback, for servers without a
+    tool-call parser): see :func:`_calls_in` for the formats. Calls in the answer win; calls
+    only written inside a leading ``<think>`` block are taken when the answer has none. Only
+    names in ``known`` are accepted. Arguments are decoded as native tool calls are
+    (``llm.types.decode_arguments``): anything but a JSON object carries a ``parse_error``, so
+    the registry answers with the expected schema instead of running on coerced arguments.
+    Ids are synthetic."""
+    think, answer = split_think(content or "")
+    found = _calls_in(answer, known)
+    if not found and think:
+        found = _calls_in(think, known)
+    calls: list[ToolCall] = []
+    for name, args in found:
+        raw = "" if args is ... else args if isinstance(args, str) else json.dumps(
+            args, ensure_ascii=False)
+        value, err = decode_arguments(None if args is ... else raw)
         calls.append(ToolCall(f"call_{uuid.uuid4().hex[:12]}", name, raw, value, err, True))
     return calls
 
