@@ -1,8 +1,15 @@
 """Wires the stages of a review (SPEC §6.1) and owns the thread pools and the run deadline.
 
-input (target + diff) → selection → groups → per-group tool loop (pool) → anchoring →
-merge → gate. Nothing else wires stages. LLM and tool failures come back inside the result;
-only input/config problems raise (OcrError).
+input (target + diff) → selection → groups (build_groups: deterministic or one grouping call)
+→ per group on the group pool (run_groups): optional plan, effort rounds of the tool loop with
+compression, comment pipeline → merge → gate. Nothing else wires stages. LLM and tool failures
+come back inside the result; only input/config problems raise (OcrError).
+
+Budget and time (SPEC §6.4): one Meter per run is checked before every LLM attempt (the
+clients' ``before_attempt``), which also caps each attempt's timeouts by the time left. At the
+deadline queued groups are cancelled and running ones stop at their next check; both are
+incomplete with reason ``timeout``. Pools are daemon-thread WorkerPools joined before ``run``
+returns; on Ctrl-C the Meter is cancelled and the KeyboardInterrupt propagates (exit 130).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ CONFIRMED_CODE_CHARS = 200  # SPEC §6.1 step 5 (OCR confirmedMaxExistingCode)
 CONFIRMED_ISSUE_CHARS = 300  # SPEC §6.1 step 5 (OCR confirmedMaxContent)
 PROMPT_CONTEXT_FRACTION = 0.8  # SPEC §6.3: a group prompt above 80 % of the context is skipped
 DEADLINE_GRACE_S = 5.0  # after the deadline: wait this long for running groups to stop
-INTERRUPT_GRACE_S = 1.0  # after Ctrl-C: wait this long for workers before giving up on them
+INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: wait this long for workers before giving up on them
 # Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
 # (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
 INCOMPLETE_STOPS = frozenset({

@@ -129,6 +129,38 @@ def test_a_bundle_of_100_changed_lines_is_planned_first(
     assert session_records(repo, "group_done")[0]["planned"] is True
 
 
+def test_round_two_drops_the_plan_and_sees_the_confirmed_findings(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": pyfile("a", 60)})  # 60 changed lines in one file: plan
+    llm.reply(openai_text("Summary: constants.\n1. [high] value_a_5 looks off"), match=PLAN)
+    llm.tool_calls(comment("5"), DONE)
+    llm.tool_calls(DONE)
+    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "medium")
+    assert rc == 1 and [c["start_line"] for c in data["comments"]] == [6]
+    assert kinds(llm) == ["plan", "main", "main"]
+    r1, r2 = (r["messages"][1]["content"] for r in llm.requests[1:])
+    assert "value_a_5 looks off" in r1 and "<confirmed_findings>" not in r1
+    assert "<review_plan>" not in r2 and "value_a_5 looks off" not in r2
+    assert "<confirmed_findings>" in r2 and "issue: Problem 5" in r2
+
+
+def test_placeholders_inside_the_diff_are_never_substituted(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = "# {{plan}} {{diffs}} {{rules}} {{language}} {{plan_tools}}\n" + pyfile("a", 60)
+    repo.stage({"app.py": text})
+    llm.reply(openai_text("Summary: x.\nNo risky spots."), match=PLAN)
+    rc, _, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low")
+    assert rc == 0
+    for body in llm.requests:
+        user = body["messages"][1]["content"]
+        assert "+# {{plan}} {{diffs}} {{rules}} {{language}} {{plan_tools}}" in user
+        assert user.count("<review_files>") == 1
+
+
 def test_three_large_files_are_reviewed_one_group_each(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
