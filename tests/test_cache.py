@@ -16,7 +16,7 @@ import pytest
 from ocr_hook import cli
 from ocr_hook.cache import ResultCache, _Envelope, cache_dir
 from tests.support.gitrepo import GitRepo
-from tests.support.scripted_llm import ScriptedLLM, openai_tool_calls
+from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
 BUGGY = "def div(a, b):\n    return a / b\n"
 DIV_QUOTE = "    return a / b"
@@ -108,23 +108,27 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     files = {f"mod{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(10)}
     files["mod3.py"] = BUGGY
     repo.stage(files)
+    # the grouping call (≥ 4 files, SPEC §6.1) sees the file list; answer: one group per file
+    answer = [{"label": f"module {i}", "files": [f"mod{i}.py"]} for i in range(10)]
+    llm.reply(openai_text(json.dumps(answer)), match="[0] ADDED mod0.py")
     llm.reply(openai_tool_calls(("code_comment", div_comment("mod3.py")),
                                 ("task_done", {"state": "DONE"})),
               match='<file path=\\"mod3.py\\">')
     monkeypatch.chdir(repo.path)
     args = ["review", "--format", "json", "--effort", "low"]
     _, first, _ = run_json(args, llm.env(), capsys)
-    assert len(main_requests(llm)) == 10
-    assert [g["files"] for g in first["groups"]] == [[f"mod{i}.py"] for i in range(10)]
+    assert len(llm.requests) == 11 and len(main_requests(llm)) == 10
+    assert first["groups"] == [{"label": f"module {i}", "files": [f"mod{i}.py"]} for i in range(10)]
     assert [(c["path"], c["start_line"]) for c in first["comments"]] == [("mod3.py", 2)]
     # edit one file; same line counts, so the file list and its stats are unchanged
     before = len(llm.requests)
     repo.stage({"mod7.py": "def f7(x):\n    return x - 7\n"})
     _, second, _ = run_json(args, llm.env(), capsys)
-    again = main_requests(llm, before)
-    assert len(again) == 1
-    assert '<file path="mod7.py">' in user_text(again[0])
-    assert second["summary"]["cache_hits"] >= 9  # nine groups (and any grouping answer)
+    assert len(llm.requests) == before + 1  # no grouping call: its answer is cached too
+    [again] = main_requests(llm, before)
+    assert '<file path="mod7.py">' in user_text(again)
+    assert second["summary"]["cache_hits"] == 10  # the grouping answer and nine groups
+    assert second["groups"] == first["groups"]
     assert second["comments"] == first["comments"]  # mod3's finding comes from the cache
     assert all(f["reviewed"] for f in second["files"] if f["path"] != "README.md")
 
