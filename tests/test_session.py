@@ -74,6 +74,16 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
     assert tools == ["file_read", "code_comment", "task_done"]
     read = next(r for r in recs if r["type"] == "tool_call")
     assert read["ok"] is True
+    assert json.loads(read["arguments"]) == {"file_path": "calc.py"}
+    assert read["result"].startswith("File: calc.py (Total lines: 2)\n")
+    first = next(r for r in recs if r["type"] == "llm_request")
+    assert [m["role"] for m in first["prompt"]] == ["system", "user"]
+    assert '<file path="calc.py">' in first["prompt"][1]["content"]
+    second = [r for r in recs if r["type"] == "llm_request"][1]
+    assert "prompt" not in second  # the prompt is kept once; later turns are in the records
+    calls = [r for r in recs if r["type"] == "llm_response"][1]["calls"]
+    assert [c["name"] for c in calls] == ["code_comment", "task_done"]
+    assert json.loads(calls[0]["arguments"]) == div_comment()
     [c] = [r for r in recs if r["type"] == "comment"]
     assert (c["path"], c["start_line"], c["severity"], c["category"]) == ("calc.py", 2, "high", "bug")
     end = recs[-1]

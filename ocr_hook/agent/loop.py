@@ -432,8 +432,11 @@ def run_loop(
                     return done("compression_failed", "context compression could not get the"
                                 " conversation under 80 % of llm.context_tokens")
             meter.check()
-            record("llm_request", {"group": label, "task": "main", "round": rounds + 1,
-                                   "messages": len(msgs)})
+            request: dict[str, Any] = {"group": label, "task": "main", "round": rounds + 1,
+                                       "messages": len(msgs)}
+            if rounds == 0:  # the session log keeps the prompt once (SPEC §12)
+                request["prompt"] = [{"role": m.role, "content": m.content} for m in msgs]
+            record("llm_request", request)
             turn: Turn = client.complete(msgs, offered)
         except (BudgetExhausted, DeadlineExceeded, LlmError) as e:
             return done(stop_reason_for(e), str(e))
@@ -443,6 +446,10 @@ def run_loop(
         reply = turn.message
         record("llm_response", {"group": label, "task": "main", "round": rounds,
                                 "tool_calls": [c.name for c in reply.tool_calls],
+                                "content": reply.content,
+                                "calls": [{"id": c.id, "name": c.name,
+                                           "arguments": c.arguments_raw}
+                                          for c in reply.tool_calls],
                                 "usage": _usage_dict(turn.usage),
                                 "latency_s": round(turn.latency_s, 3),
                                 "finish_reason": turn.finish_reason})
@@ -477,6 +484,7 @@ def run_loop(
                 result = registry.dispatch(call, allowed, local)
             text = redact(result.text)
             record("tool_call", {"group": label, "tool": call.name, "ok": not result.is_error,
+                                 "arguments": call.arguments_raw, "result": text,
                                  "result_chars": len(text)})
             msgs.append(Message("tool", text, tool_call_id=call.id, name=call.name,
                                 is_error=result.is_error))
