@@ -334,8 +334,13 @@ class ResultCache:
         self._hit()
         return run
 
-    def put_run(self, key: str, findings: Sequence[Finding], groups: Sequence[tuple[str, list[str]]],
-                warnings: Sequence[tuple[str, str, str]] = ()) -> None:
+    def put_run(
+        self,
+        key: str,
+        findings: Sequence[Finding],
+        groups: Sequence[tuple[str, list[str]]],
+        warnings: Sequence[tuple[str, str, str]] = (),
+    ) -> None:
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],

@@ -497,8 +497,8 @@ def _maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             st = cache.stats()
             print(f"location: {st.path}")
             print("entries:  " + ", ".join(f"{n} {k}" for k, n in st.entries.items()))
-            print(f"size:     {st.total_bytes / 1048576:.2f} MiB of {st.max_bytes / 1048576:.0f} MiB"
-                  f" ({st.total_bytes} bytes)")
+            print(f"size:     {st.total_bytes / 1048576:.2f} MiB of "
+                  f"{st.max_bytes / 1048576:.0f} MiB ({st.total_bytes} bytes)")
             return EXIT_OK
         if args.cache_cmd == "clear":
             print(f"removed {cache.clear()} cache entries from {cache.root}")

@@ -218,5 +218,7 @@ def uninstall(repo: Path, hooks: Sequence[str] = HOOK_TYPES) -> list[HookChange]
             else:
                 changes.append(HookChange(hook, path, "absent"))
         except OSError as e:
-            raise UsageError(f"cannot uninstall the {hook} hook in {directory}: {e.strerror}") from e
+            raise UsageError(
+                f"cannot uninstall the {hook} hook in {directory}: {e.strerror}"
+            ) from e
     return changes

@@ -104,7 +104,9 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         ],
         "files": files,
         "groups": [{"label": g.label, "files": [f.path for f in g.files]} for g in result.groups],
-        "warnings": [{"type": w.type, "file": w.file, "message": w.message} for w in result.warnings],
+        "warnings": [
+            {"type": w.type, "file": w.file, "message": w.message} for w in result.warnings
+        ],
         "session_id": result.session_id,
     }
 
@@ -185,7 +187,9 @@ def write_text(
         return
     for f in result.findings:
         loc = (
-            f"{f.path}:{f.start_line}-{f.end_line}" if f.start_line else f"{f.path} (location unknown)"
+            f"{f.path}:{f.start_line}-{f.end_line}"
+            if f.start_line
+            else f"{f.path} (location unknown)"
         )
         notes = ["old side"] if f.side == "old" else []  # SPEC §8.1: never shown as new side
         if f.anchor not in ("hunk_new", "hunk_old", "none"):

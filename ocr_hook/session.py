@@ -251,7 +251,9 @@ def format_list(summaries: list[SessionSummary]) -> str:
 def format_record(rec: Mapping[str, Any]) -> str:
     """One record as a readable line for ``git ocr session show``."""
     ts = rec.get("ts")
-    when = time.strftime("%H:%M:%S", time.localtime(ts)) if isinstance(ts, (int, float)) else "--:--:--"
+    when = "--:--:--"
+    if isinstance(ts, (int, float)):
+        when = time.strftime("%H:%M:%S", time.localtime(ts))
     kind = str(rec.get("type", "?"))
     rest = {k: v for k, v in rec.items() if k not in ("type", "ts")}
     if kind == "comment":
@@ -266,6 +268,7 @@ def format_record(rec: Mapping[str, Any]) -> str:
         if len(args) > 160:
             args = args[:157] + "..."
         ok = "ok" if rest.get("ok") else "error"
-        return f"{when} tool_call  [{rest.get('group', '')}] {rest.get('tool')} {args} → {ok}: {result}"
+        return (f"{when} tool_call  [{rest.get('group', '')}] {rest.get('tool')} {args} "
+                f"→ {ok}: {result}")
     body = json.dumps(rest, ensure_ascii=False, default=str)
     return f"{when} {kind:<10} {body}"

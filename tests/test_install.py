@@ -31,7 +31,8 @@ def finding(path: str = "calc.py", severity: str = "high") -> dict[str, Any]:
     }]}
 
 
-def git(repo: GitRepo, llm: ScriptedLLM, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def git(repo: GitRepo, llm: ScriptedLLM, *args: str,
+        **env: str) -> subprocess.CompletedProcess[str]:
     full = {**repo.env, **llm.env(OCR_HOOK_EFFORT="low", OCR_HOOK_REVIEW_FILTER="false"),
             "PATH": SYSTEM_PATH, **env}
     full.pop("VIRTUAL_ENV", None)

@@ -81,7 +81,8 @@ def project(repo: GitRepo, hook_repo: tuple[Path, str], pre_commit_home: Path,
     yield repo, env
 
 
-def run(repo: GitRepo, env: dict[str, str], *cmd: str, **extra: str) -> subprocess.CompletedProcess[str]:
+def run(repo: GitRepo, env: dict[str, str], *cmd: str,
+        **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(cmd), cwd=repo.path, env={**env, **extra}, capture_output=True,
                           text=True, timeout=900)
 

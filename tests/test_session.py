@@ -32,7 +32,8 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def run(args: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+def run(args: list[str], env: dict[str, str],
+        capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
     out, err = capsys.readouterr()
     return rc, out, err
@@ -85,7 +86,8 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
     assert [c["name"] for c in calls] == ["code_comment", "task_done"]
     assert json.loads(calls[0]["arguments"]) == div_comment()
     [c] = [r for r in recs if r["type"] == "comment"]
-    assert (c["path"], c["start_line"], c["severity"], c["category"]) == ("calc.py", 2, "high", "bug")
+    assert (c["path"], c["start_line"], c["severity"], c["category"]) == (
+        "calc.py", 2, "high", "bug")
     end = recs[-1]
     assert (end["status"], end["verdict"], end["findings"], end["llm_calls"]) == (
         "complete", "findings", 1, 2)
