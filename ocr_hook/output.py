@@ -236,8 +236,10 @@ def write_text(
 # ---- SARIF 2.1.0 ------------------------------------------------------------------------------
 
 SARIF_VERSION = "2.1.0"
-# The OASIS SARIF 2.1.0 schema (errata 01), the `$schema` GitHub code scanning expects.
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# `$schema` of SARIF 2.1.0 logs: the OASIS schema (errata 01) as published by the OASIS TC.
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
     Severity.CRITICAL: "error",
     Severity.HIGH: "error",
