@@ -351,7 +351,12 @@ def resolve_endpoint(
     """The endpoint triple (url, key-or-keyless-local, model), never guessed (SPEC §2).
 
     Key order: ``llm.api_key`` (any layer), then ``api_key_from_cmd`` (the caller ran
-    ``llm.api_key_cmd``), then the preset's key variable. Returns (endpoint, "") or (None, why
+    ``llm.api_key_cmd``), then the preset's key variable. The output-token field is
+    ``llm.output_tokens_field``, else the preset's, else ``max_tokens`` for a loopback server
+    (llama.cpp, llama-cpp-python, Ollama and vLLM honour it; llama-cpp-python 0.3.36 and Ollama
+    silently ignore ``max_completion_tokens``: measured with bench/real_llm_smoke.py, 4,030
+    tokens generated under a 512 limit), else ``max_completion_tokens`` (OpenAI's o-series and
+    GPT-5 reject ``max_tokens``). Returns (endpoint, "") or (None, why
     not, naming what is missing). Raises ConfigError for an unknown provider.
     """
     table = presets()
@@ -397,8 +402,8 @@ def resolve_endpoint(
             connect_timeout_s=cfg.connect_timeout_s,
             max_retries=cfg.max_retries,
             max_output_tokens=cfg.max_output_tokens,
-            output_tokens_field=cfg.output_tokens_field
-            or preset.get("output_tokens_field", "max_completion_tokens"),
+            output_tokens_field=cfg.output_tokens_field or preset.get("output_tokens_field")
+            or ("max_tokens" if _is_local(url) else "max_completion_tokens"),
             anthropic_version=cfg.anthropic_version,
             extra_headers=tuple({**preset.get("extra_headers", {}),
                                  **cfg.extra_headers}.items()),

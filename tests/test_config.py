@@ -269,3 +269,16 @@ def test_edit_toml_falls_back_to_a_rewrite_for_dotted_root_keys() -> None:
     text = 'llm.model = "x"\ngate.mode = "advisory"\n'
     out = edit_toml(text, "llm.model", "y", "t")
     assert parse_toml(out, "t") == {"llm": {"model": "y"}, "gate": {"mode": "advisory"}}
+
+
+@pytest.mark.parametrize(("url", "configured", "field"), [
+    ("http://127.0.0.1:8000/v1", "", "max_tokens"),
+    ("http://localhost:1234/v1", "", "max_tokens"),
+    ("https://llm.internal.example/v1", "", "max_completion_tokens"),
+    ("http://127.0.0.1:8000/v1", "max_completion_tokens", "max_completion_tokens"),
+])
+def test_output_tokens_field_for_custom_endpoints(url: str, configured: str, field: str) -> None:
+    env = {"OCR_LLM_URL": url, "OCR_LLM_MODEL": "m", "OCR_LLM_TOKEN": "t",
+           "OCR_HOOK_LLM_OUTPUT_TOKENS_FIELD": configured}
+    ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is not None and ep.output_tokens_field == field
