@@ -392,7 +392,8 @@ def run(
     meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
     # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
     # included; the remaining run time caps each attempt's timeouts.
-    client = make_client(req.endpoint, before_attempt=meter.before_attempt)
+    client = make_client(req.endpoint, before_attempt=meter.before_attempt,
+                         count_tokens=lambda s: _count(s, cfg.llm.model))  # when usage is absent
     redact: Callable[[str], str] = lambda s: s  # noqa: E731 - replaced by secret redaction
     view = SnapshotView(req.repo, t_first.head, files, redact)
     external: list[Any] = []
@@ -658,6 +659,7 @@ def run(
     result.decision = decide(result.findings, reviewed_n < wanted, req.gate)
     result.usage = meter.usage
     result.llm_calls = meter.llm_calls
+    record("llm_stats", client.stats.snapshot())  # HTTP requests (retries too) and latency
     if cache is not None:
         _store_in_cache(cache, run_key, groups, fresh_groups, collector, result)
         result.cache_hits = cache.hits

@@ -107,3 +107,31 @@ def test_malformed_tool_calls_get_error_results_and_the_review_completes(
     assert all(m["content"].startswith("Error") for m in results)
     assert "file_read" in results[0]["content"] and '"file_path"' in results[0]["content"]
     assert "file_read" in results[1]["content"] and "invalid JSON" in results[1]["content"]
+
+
+def test_review_counts_tokens_when_the_server_omits_usage_and_logs_request_stats(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.reply({"error": {"message": "busy", "type": "server_error"}}, status=503,
+              headers={"retry-after-ms": "1"})
+    done = _openai_reply({"id": "c1", "type": "function",
+                          "function": {"name": "task_done", "arguments": '{"state": "DONE"}'}})
+    del done["usage"]
+    llm.default = None
+    llm.reply(done)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    data = json.loads(out)
+    assert rc == 0, err
+    assert data["status"] == "complete"
+    assert len(llm.requests) == 2  # the 503 and its retry
+    assert data["summary"]["input_tokens"] > 500  # counted locally with tiktoken
+    sessions = list((repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl"))
+    records = [json.loads(line) for line in sessions[0].read_text().splitlines()]
+    [stats] = [r for r in records if r.get("type") == "llm_stats"]
+    assert (stats["calls"], stats["requests"], stats["failures"]) == (1, 2, 0)
+    assert stats["usage"]["estimated"] is True
+    assert stats["usage"]["input"] == data["summary"]["input_tokens"]
