@@ -214,8 +214,8 @@ def post_json(
                                {"error": inner})
             else:
                 err = classify(status, payload if payload is not None else resp.text)
-                err.retry_after_s = retry_after_s(resp.headers)
-                should_retry = resp.headers.get("x-should-retry", "").strip().lower()
+            err.retry_after_s = retry_after_s(resp.headers)
+            should_retry = resp.headers.get("x-should-retry", "").strip().lower()
         if should_retry == "true" and err.kind not in ("context_length", "quota"):
             err.retryable = True
         elif should_retry == "false":

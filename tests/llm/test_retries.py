@@ -126,9 +126,10 @@ def test_402_insufficient_balance_is_quota(llm: ScriptedLLM) -> None:
 def test_error_object_in_200_body_is_an_error_and_retried(server: ScriptedLLM) -> None:
     if server.protocol == "anthropic":
         server.reply({"type": "error", "error": {"type": "overloaded_error",
-                                                 "message": "Overloaded"}})
+                                                 "message": "Overloaded"}}, headers=FAST)
     else:  # OpenRouter-style upstream failure inside a 200
-        server.reply({"error": {"message": "Upstream provider error", "code": 502}})
+        server.reply({"error": {"message": "Upstream provider error", "code": 502}},
+                     headers=FAST)
     server.reply(ok(server, "second time"))
     client = make_client(endpoint(server, max_retries=1))
     turn = client.complete(MSGS)
