@@ -260,13 +260,13 @@ def build(layers: Sequence[Layer]) -> Config:
         err = e.errors()[0]
         loc = [str(x) for x in err["loc"]]
         key = ".".join(loc[:2])
-        section = SECTIONS.get(loc[0])
+        model = SECTIONS.get(loc[0])
         value = _get(data, key)
         src = origin.get(key, "configuration")
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(section.model_fields) if section else ""
+            allowed = ", ".join(model.model_fields) if model else ""
             raise ConfigError(f"unknown key {key} in {src}; allowed keys: {allowed}") from None
-        allowed = _allowed(section, loc[1]) if section and len(loc) > 1 else ""
+        allowed = _allowed(model, loc[1]) if model and len(loc) > 1 else ""
         raise ConfigError(
             f"invalid {key} = {value!r} in {src}: {err['msg']}"
             + (f"; allowed: {allowed}" if allowed else "")
@@ -386,7 +386,7 @@ def resolve_endpoint(
     if missing:
         hint = "set OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider and llm.model"
         if preset:
-            need = [preset.get(k) for k in ("key_env", "base_url_env") if preset.get(k)]
+            need = [str(preset[k]) for k in ("key_env", "base_url_env") if preset.get(k)]
             hint = (f"set llm.model{' and ' + ' / '.join(need) if need else ''} for provider"
                     f" {name}")
         return None, (f"no LLM endpoint configured (missing {', '.join(missing)}); {hint}"

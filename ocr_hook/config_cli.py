@@ -227,11 +227,11 @@ def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if action in ("set", "unset"):
         config.field_of(args.key)
         text = _read_user_file(path)
-        value: Any = None
+        new_value: Any = None
         if action == "set":
             raw = sys.stdin.readline().rstrip("\r\n") if args.value == "-" else args.value
-            value = config.parse_value(args.key, raw)
-        new_text = config.edit_toml(text, args.key, value, str(path))
+            new_value = config.parse_value(args.key, raw)
+        new_text = config.edit_toml(text, args.key, new_value, str(path))
         # validate what the file will hold, naming the file in the error
         config.build([config.Layer(str(path), config.parse_toml(new_text, str(path)))])
         if action == "unset" and new_text == text:

@@ -127,8 +127,8 @@ def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float
 def backoff_s(attempt: int, rng: random.Random | None = None) -> float:
     """Exponential backoff before retry ``attempt`` (0-based): 0.5·2^n s capped at 8 s, minus
     up to 25 % jitter."""
-    base = min(BACKOFF_MAX_S, BACKOFF_BASE_S * (2**attempt))
-    r = (rng or random).random()
+    base = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0**attempt)
+    r = float((rng or random).random())
     return base * (1 - 0.25 * r)
 
 

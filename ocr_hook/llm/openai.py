@@ -110,8 +110,8 @@ def parse_usage(u: Any) -> Usage | None:
     input to ``cache_read_tokens``; ``cache_write_tokens`` likewise."""
     if not isinstance(u, dict) or not u:
         return None
-    details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"),
-                                                           dict) else {}
+    raw_details = u.get("prompt_tokens_details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     cached = _int(details.get("cached_tokens") or u.get("prompt_cache_hit_tokens"))
     written = _int(details.get("cache_write_tokens") or details.get("cache_creation_tokens"))
     prompt = _int(u.get("prompt_tokens") or u.get("input_tokens"))
@@ -126,8 +126,9 @@ def parse_usage(u: Any) -> Usage | None:
 def parse_response(body: dict[str, Any]) -> tuple[Message, Usage | None, str]:
     """Chat Completions response → (assistant message, usage or None, finish_reason)."""
     choices = body.get("choices") or []
-    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
-    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    choice: dict[str, Any] = choices[0] if choices and isinstance(choices[0], dict) else {}
+    raw_msg = choice.get("message")
+    msg: dict[str, Any] = raw_msg if isinstance(raw_msg, dict) else {}
     content = msg.get("content")
     if isinstance(content, list):  # some gateways return content parts
         content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
@@ -136,7 +137,8 @@ def parse_response(body: dict[str, Any]) -> tuple[Message, Usage | None, str]:
     ids = unique_ids([str(r.get("id") or "") for r in raws], "call")
     calls: list[ToolCall] = []
     for raw, (cid, synthetic) in zip(raws, ids, strict=True):
-        fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+        raw_fn = raw.get("function")
+        fn: dict[str, Any] = raw_fn if isinstance(raw_fn, dict) else {}
         args_raw = fn.get("arguments")
         value, err = decode_arguments(args_raw)
         calls.append(ToolCall(
