@@ -84,6 +84,14 @@ class ToolsConfig(_Section):
     file: str = ""
 
 
+class SecurityConfig(_Section):
+    """SPEC §14 (issue 10). ``allow_secrets``: values that are not secrets, each a literal value
+    or a regular expression matched against the whole value (``redact.find_secrets``'s
+    ``allow``); they are neither flagged nor redacted."""
+
+    allow_secrets: list[str] = Field(default_factory=list)
+
+
 class McpConfig(_Section):
     servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -99,6 +107,7 @@ class Config(_Section):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
@@ -128,7 +137,7 @@ FLAG_KEYS: dict[str, str] = {
     "language": "review.language",
 }
 
-LIST_KEYS = {"select.include", "select.exclude"}
+LIST_KEYS = {"select.include", "select.exclude", "security.allow_secrets"}
 
 
 @dataclass(frozen=True)
