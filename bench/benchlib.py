@@ -1,0 +1,317 @@
+"""Shared helpers of the bench scripts (not a benchmark itself; ``bench/run`` runs only
+``bench_*.py``).
+
+- :func:`run_child`: run ``git ocr`` as a new process and measure it (wall seconds, CPU seconds
+  and peak RSS of the process and the git processes it waited for, from ``os.wait4``);
+- :func:`fast_llm`: the tests' loopback model (tests/support/scripted_llm.py) with Nagle's
+  algorithm off on its sockets. The server writes headers and body in two ``send`` calls; on a
+  reused keep-alive connection the second one waits for the client's delayed ACK (~40 ms on
+  Linux), which would be billed to our pipeline in a zero-latency benchmark;
+- :class:`EchoModel`: a scripted model whose answers depend on the request: it groups files,
+  quotes real added lines of the diff it was sent (plus one invented quote per group that must
+  end unanchored), calls a context tool, approves comments in the review filter, answers NONE
+  to re-location and plain text to plan/compression calls. Nothing about the answers is
+  "intelligent": it exists so a review of a real diff goes through every stage;
+- :func:`table`: fixed-width tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.scripted_llm import (  # noqa: E402
+    Reply,
+    ScriptedLLM,
+    openai_text,
+    openai_tool_calls,
+)
+
+EXE = Path(sys.executable).parent / "git-ocr"
+OCR_CMD = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "ocr_hook.cli"]
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+}
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ocr-hook-bench"
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without repo-local ``GIT_*`` and any ``OCR_``/``OPENAI_``/
+    ``ANTHROPIC_`` variable, with a private HOME/XDG folders under ``home`` (no user config or
+    cache of the machine leaks in) and a fixed git identity."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GIT_", "OCR_", "OPENAI_", "ANTHROPIC_"))}
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(GIT_IDENTITY, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+               HOME=str(home), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_CACHE_HOME=str(home / "cache"))
+    env.update(extra)
+    return env
+
+
+def git(repo: Path, env: Mapping[str, str], *args: str) -> str:
+    """``git args`` in ``repo``; stdout text. Exits the bench with git's message on failure."""
+    p = subprocess.run(["git", *args], cwd=repo, env=dict(env), capture_output=True)
+    if p.returncode:
+        raise SystemExit(f"git {' '.join(args)}: {p.stderr.decode(errors='replace').strip()}")
+    return p.stdout.decode("utf-8", "replace")
+
+
+@dataclass
+class ChildRun:
+    """One measured child process: exit code, output, wall and CPU seconds, peak RSS in MiB
+    (the largest of the process and the children it waited for, Linux ``ru_maxrss``)."""
+
+    rc: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    cpu_s: float
+    maxrss_mib: float
+
+    def json(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.stdout)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+def run_child(cmd: Sequence[str], cwd: Path, env: Mapping[str, str],
+              timeout_s: float = 600.0) -> ChildRun:
+    """Run ``cmd`` and reap it with ``os.wait4`` so its own rusage is returned (RUSAGE_CHILDREN
+    would mix in every earlier child). Killed after ``timeout_s`` (rc -9)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL)
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return ChildRun(proc.returncode, out.read().decode("utf-8", "replace"),
+                        err.read().decode("utf-8", "replace"), wall,
+                        usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0)
+
+
+def fast_llm(llm: ScriptedLLM) -> ScriptedLLM:
+    """Turn Nagle's algorithm off for ``llm``'s future connections (see module doc)."""
+    llm.server.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
+    return llm
+
+
+def session_records(repo: Path, session_id: str) -> list[dict[str, Any]]:
+    """The JSONL records of one run's session log (SPEC §12)."""
+    common = Path(git(repo, os.environ, "rev-parse", "--git-common-dir").strip())
+    path = (repo / common if not common.is_absolute() else common) / "ocr-hook" / "sessions"
+    text = (path / f"{session_id}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def model_wait_s(records: Iterable[Mapping[str, Any]]) -> float:
+    """Seconds during which at least one LLM request was in flight: the union of the
+    [llm_request, llm_response] intervals of the session log, paired in order per
+    (group, task). Requests without a response (failed) count up to the next record of theirs."""
+    open_at: dict[tuple[str, str], list[float]] = {}
+    spans: list[tuple[float, float]] = []
+    for r in records:
+        key = (str(r.get("group", "")), str(r.get("task", "")))
+        if r.get("type") == "llm_request":
+            open_at.setdefault(key, []).append(float(r["ts"]))
+        elif r.get("type") in ("llm_response", "llm_error") and open_at.get(key):
+            spans.append((open_at[key].pop(0), float(r["ts"])))
+    spans.sort()
+    total, cur_start, cur_end = 0.0, None, None
+    for s, e in spans:
+        if cur_end is None or s > cur_end:
+            if cur_end is not None and cur_start is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None and cur_start is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def med(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Right-aligned columns except the first; floats keep the text given by the caller."""
+    body = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
+              for i, h in enumerate(headers)]
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i])
+                         for i, c in enumerate(cells)).rstrip()
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in body)])
+
+
+def load_line() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"load average {load:.2f} on {os.cpu_count()} cores"
+
+
+# --- EchoModel -------------------------------------------------------------------------------
+
+_FILE_RE = re.compile(r'<file path="([^"]*)">\n(.*?)\n</file>', re.S)
+_LINE_RE = re.compile(r"^\s*(\d*) ([ +-])(.*)$")
+_LIST_RE = re.compile(r"^\[(\d+)\] (\w+) (.+?) \(\+\d+/-\d+\)$", re.M)
+INVENTED_QUOTE = "frobnicate_the_widget(quantum_flux=None)  # not in any diff"
+
+
+@dataclass
+class Planted:
+    """A comment the echo model filed: where its quote really is (1-based new-side lines), or
+    ``None`` lines for the invented quote."""
+
+    path: str
+    quote: str
+    start_line: int | None
+    end_line: int | None
+
+
+def task_of(body: Mapping[str, Any]) -> str:
+    """Which of our calls a request is, from its system prompt (config/templates/*_system.md)."""
+    msgs = body.get("messages") or []
+    system = str(msgs[0].get("content", "")) if msgs else ""
+    for prefix, task in (("You are ocr-hook, a senior engineer", "main"),
+                         ("You sort the changed files", "grouping"),
+                         ("You are the second reader", "review_filter"),
+                         ("You locate code", "relocation"),
+                         ("You prepare the review", "plan")):
+        if system.startswith(prefix):
+            return task
+    return "other"
+
+
+def added_runs(numbered: str, max_len: int = 3) -> list[list[tuple[int, str]]]:
+    """Runs of consecutive non-blank added lines in a ``render_numbered`` diff body."""
+    runs: list[list[tuple[int, str]]] = []
+    cur: list[tuple[int, str]] = []
+    for line in numbered.split("\n") + ["@@"]:
+        m = _LINE_RE.match(line) if not line.startswith("@@") else None
+        if m and m.group(2) == "+" and m.group(1) and m.group(3).strip():
+            cur.append((int(m.group(1)), m.group(3)))
+            if len(cur) == max_len:
+                runs.append(cur)
+                cur = []
+            continue
+        if cur:
+            runs.append(cur)
+        cur = []
+    return runs
+
+
+@dataclass
+class EchoModel:
+    """Scripted answers derived from each request (see module doc). ``planted`` lists every
+    comment filed; ``tool_first`` makes each group's first answer a ``file_read`` +
+    ``code_search`` pair so tool results appear in the conversation."""
+
+    tool_first: bool = True
+    latency_s: float = 0.0
+    planted: list[Planted] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def attach(self, llm: ScriptedLLM) -> ScriptedLLM:
+        llm._next = self.answer  # type: ignore[method-assign]
+        return llm
+
+    def answer(self, raw: str) -> Reply:
+        """The reply to one request body (JSON text). Replies carry no ``usage``, so ocr-hook
+        counts tokens itself with tiktoken (SPEC §13) and the token figures are real."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return Reply(openai_text("NONE"))
+        task = task_of(body)
+        msgs = body.get("messages") or []
+        user = str(msgs[1].get("content", "")) if len(msgs) > 1 else ""
+        if task == "grouping":
+            reply = openai_text(json.dumps(self.groups(user)))
+        elif task == "review_filter":
+            reply = openai_tool_calls(("approve_all_comments", {}))
+        elif task == "relocation":
+            reply = openai_text("NONE")
+        elif task in ("plan", "other"):
+            reply = openai_text("Summary: check the changed lines.\n1. Look for errors.")
+        else:
+            reply = self.main_turn(user, msgs)
+        reply.pop("usage", None)
+        return Reply(reply, delay_s=self.latency_s)
+
+    @staticmethod
+    def groups(user: str) -> list[dict[str, Any]]:
+        """Files by top-level folder, at most 10 per group (indices of the [i] list)."""
+        by_dir: dict[str, list[int]] = {}
+        for m in _LIST_RE.finditer(user):
+            path = m.group(3).split(" -> ")[-1]
+            by_dir.setdefault(path.split("/")[0] if "/" in path else ".", []).append(
+                int(m.group(1)))
+        out = []
+        for d, idx in by_dir.items():
+            for k in range(0, len(idx), 10):
+                out.append({"label": f"{d} #{k // 10 + 1}", "files": idx[k : k + 10]})
+        return out
+
+    def main_turn(self, user: str, msgs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        files = _FILE_RE.findall(user)
+        later_round = "<confirmed_findings>" in user
+        turns = sum(1 for m in msgs if m.get("role") == "assistant")
+        if later_round or not files:
+            return openai_tool_calls(("task_done", {"state": "DONE"}))
+        if self.tool_first and turns == 0:
+            path = files[0][0]
+            return openai_tool_calls(("file_read", {"file_path": path, "end_line": 40}),
+                                     ("code_search", {"search_text": "import"}))
+        if turns == (1 if self.tool_first else 0):
+            comments = []
+            with self.lock:
+                for path, numbered in files:
+                    runs = added_runs(numbered)
+                    if not runs:
+                        continue
+                    run = runs[len(runs) // 2]
+                    quote = "\n".join(text.strip() for _, text in run)  # indentation lost
+                    self.planted.append(Planted(path, quote, run[0][0], run[-1][0]))
+                    comments.append({"path": path, "content": "Check this change.",
+                                     "existing_code": quote, "severity": "low",
+                                     "category": "other"})
+                path = files[0][0]
+                self.planted.append(Planted(path, INVENTED_QUOTE, None, None))
+                comments.append({"path": path, "content": "Invented quote.",
+                                 "existing_code": INVENTED_QUOTE, "severity": "low",
+                                 "category": "other"})
+            return openai_tool_calls(("code_comment", {"comments": comments}))
+        return openai_tool_calls(("task_done", {"state": "DONE"}))
+
+
+def echo_llm(model: EchoModel) -> ScriptedLLM:
+    """A loopback server driven by ``model`` (Nagle off)."""
+    return model.attach(fast_llm(ScriptedLLM("openai")))
