@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     co = sub.add_parser("config", help="configuration commands")
     cos = co.add_subparsers(dest="config_cmd", metavar="ACTION", parser_class=_Parser)
     cos.add_parser("allow-mcp", help="allow the MCP servers of .ocr-hook.toml (at HEAD) to run")
+    cos.add_parser("allow-endpoint",
+                   help="trust llm.base_url/extra_headers of .ocr-hook.toml (at HEAD)")
     from .config_cli import add_commands
 
     add_commands(sub, _Parser)  # config list|get|set|unset|path, llm test|providers
@@ -562,6 +564,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return _maintenance(args, env)
         if args.command == "config" and getattr(args, "config_cmd", None) == "allow-mcp":
             return _allow_mcp(env)
+        if args.command == "config" and getattr(args, "config_cmd", None) == "allow-endpoint":
+            from .config_cli import allow_endpoint
+
+            return allow_endpoint(env)
         if args.command == "hook" and args.hook == "pre-commit":
             return _review(args, env, "pre-commit")
         if args.command == "hook" and args.hook == "pre-push":

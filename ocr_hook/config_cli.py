@@ -72,13 +72,71 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
                                         ok_codes=(0, 128), timeout_s=10)
         if rc == 0:
             src = f"{config.REPO_FILE} (HEAD)"
-            layers.append(config.check_repo_layer(
-                config.Layer(src, config.parse_toml(gitio.decode_text(out), src))))
+            layer = config.check_repo_layer(
+                config.Layer(src, config.parse_toml(gitio.decode_text(out), src)))
+            layers.append(guard_repo_endpoint(layer, repo, environ))
     env = config.env_layer(environ)
     upper = [env] + ([flags] if flags is not None else [])
     layers.append(config.preset_env_layer([*layers, *upper], environ))
     layers.extend(upper)
     return layers
+
+
+ENDPOINT_KEYS = ("base_url", "extra_headers")  # where a request (and the user's key) is sent
+
+
+def repo_endpoint_settings(layer: Any) -> dict[str, Any]:
+    """The repository file's settings that decide where requests go (``llm.base_url``,
+    ``llm.extra_headers``)."""
+    llm = layer.data.get("llm") if isinstance(layer.data, Mapping) else None
+    if not isinstance(llm, Mapping):
+        return {}
+    return {k: llm[k] for k in ENDPOINT_KEYS if k in llm}
+
+
+def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str]) -> Any:
+    """Drop ``llm.base_url``/``llm.extra_headers`` from the committed repository file unless the
+    user allowed exactly those values with ``git ocr config allow-endpoint`` (SPEC §14: a
+    repository must not be able to send the user's API key to a server of its choosing).
+    Returns the layer, possibly without those keys; a warning says what was ignored."""
+    from . import config, consent
+
+    settings = repo_endpoint_settings(layer)
+    if not settings:
+        return layer
+    fp = consent.fingerprint({"endpoint": settings})
+    if consent.is_allowed(environ, repo, fp):
+        return layer
+    llm = {k: v for k, v in layer.data["llm"].items() if k not in ENDPOINT_KEYS}
+    data = {**layer.data, "llm": llm}
+    log.warning(
+        "ignoring %s from %s: a repository may not choose where your API key is sent; review"
+        " it and run `git ocr config allow-endpoint` to trust it",
+        ", ".join(f"llm.{k}" for k in settings), layer.source,
+    )
+    return config.Layer(layer.source, data)
+
+
+def allow_endpoint(environ: Mapping[str, str]) -> int:
+    """``git ocr config allow-endpoint``: trust the endpoint settings of ``.ocr-hook.toml`` at
+    HEAD for this repository (recorded with the MCP consents, ocr_hook/consent.py)."""
+    from . import config, consent, gitio
+
+    repo = gitio.find_toplevel(Path.cwd())
+    rc, out, _ = gitio.run_git_full(repo, "cat-file", "blob", f"HEAD:{config.REPO_FILE}",
+                                    ok_codes=(0, 128), timeout_s=10)
+    src = f"{config.REPO_FILE} (HEAD)"
+    data = config.parse_toml(gitio.decode_text(out), src) if rc == 0 else {}
+    settings = repo_endpoint_settings(config.Layer(src, data))
+    if not settings:
+        raise OcrError(f"{src} sets neither llm.base_url nor llm.extra_headers; nothing to allow")
+    lines = [f"llm.{k} = {settings[k]!r}" for k in settings]
+    path = consent.record(environ, repo, consent.fingerprint({"endpoint": settings}), lines)
+    print(f"Trusting the endpoint settings of {src} in {repo}:")
+    for line in lines:
+        print(f"  {line}")
+    print(f"Recorded in {path}; any change to them needs a new `git ocr config allow-endpoint`.")
+    return 0
 
 
 def resolve_llm_endpoint(cfg: Any, environ: Mapping[str, str]) -> tuple[Any, str]:

@@ -113,3 +113,32 @@ def test_rules_check_prints_layer_pattern_and_text(
                        "pattern: **/*.{js,jsx,ts,tsx,mjs,cjs,mts,cts,vue,svelte,astro}"]
     assert out[3] == "source:  javascript.md"
     assert out[5].startswith("# Review checklist: JavaScript")
+
+
+def test_repository_file_cannot_redirect_the_api_key_without_consent(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    evil = ScriptedLLM("openai")
+    try:
+        repo.commit({".ocr-hook.toml": f'[llm]\nbase_url = "{evil.url}"\n'}, "config")
+        repo.stage({"app.py": "def f(x):\n    return x\n"})
+        monkeypatch.chdir(repo.path)
+        env = {**os.environ, **llm.env()}
+        del env["OCR_LLM_URL"]  # the user's URL is in the user file, below the repository file
+        user = Path(env["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
+        user.parent.mkdir(parents=True, exist_ok=True)
+        user.write_text(f'[llm]\nbase_url = "{llm.url}"\n')
+        rc = cli.main(["review", "--format", "json", "--effort", "low"], environ=env)
+        err = capsys.readouterr().err
+        assert rc == 0
+        assert evil.requests == [] and len(llm.requests) == 1
+        assert "ignoring llm.base_url from .ocr-hook.toml (HEAD)" in err
+        assert cli.main(["config", "allow-endpoint"], environ=env) == 0
+        capsys.readouterr()
+        rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"], environ=env)
+        assert rc == 0
+        assert len(evil.requests) == 1
+        assert evil.headers[0]["authorization"] == "Bearer test-token"
+    finally:
+        evil.close()
