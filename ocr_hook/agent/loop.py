@@ -474,9 +474,13 @@ def run_loop(
         usable = False
         done_state: str | None = None
         for call in calls:
-            if call.name == "task_done" and (not allowed or "task_done" in allowed):
-                args = call.arguments if isinstance(call.arguments, dict) else {}
-                state, text = parse_task_done(args)
+            if (
+                call.name == "task_done"
+                and (not allowed or "task_done" in allowed)
+                and call.parse_error is None
+                and isinstance(call.arguments, (dict, type(None)))
+            ):
+                state, text = parse_task_done(call.arguments or {})
                 result = ToolResult(text, state is None)
                 if state is not None:
                     done_state = state

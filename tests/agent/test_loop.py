@@ -240,3 +240,14 @@ def test_small_conversations_never_count_tokens_exactly(llm: ScriptedLLM) -> Non
     p = ContextPolicy(200_000, lambda s: counted.append(s) or len(s), p.summarize)
     res, _, _ = loop(llm, meter, context=p)
     assert res.stop_reason == "task_done" and counted == []
+
+
+def test_task_done_with_undecodable_arguments_is_answered_with_an_error_not_run(
+    llm: ScriptedLLM,
+) -> None:
+    llm.tool_calls(("task_done", "{not json"))
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    res, _, _ = loop(llm)
+    assert (res.stop_reason, res.rounds, len(llm.requests)) == ("task_done", 2, 2)
+    [tool_msg] = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert tool_msg["content"].startswith("Error parsing tool arguments for task_done:")
