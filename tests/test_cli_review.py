@@ -62,6 +62,7 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert APP_PY.splitlines()[11].strip() == SQL_LINE
     llm.tool_calls(("code_comment", sql_comment()))
     llm.tool_calls(("task_done", {"state": "DONE"}))
+    llm.tool_calls(("approve_all_comments", {}), match="approve_all_comments")  # review filter
     monkeypatch.chdir(repo.path)
     rc, out, err = run_cli(["review", "--format", "json"], llm.env(), capsys)
     data = json.loads(out)
@@ -78,8 +79,11 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert files["app.py"] == {"path": "app.py", "status": "added", "reviewed": True, "reason": ""}
     assert data["summary"]["files_reviewed"] == 1
     assert data["summary"]["by_severity"]["critical"] == 1
-    # round 1: comment + task_done; round 2 (effort medium) adds nothing and stops early
-    assert data["summary"]["llm_calls"] == 3 == len(llm.requests)
+    # round 1: comment + task_done, then the review filter approves; round 2 (effort medium)
+    # adds nothing and stops early
+    assert data["summary"]["llm_calls"] == 4 == len(llm.requests)
+    assert {t["function"]["name"] for t in llm.requests[2]["tools"]} == {
+        "report_incorrect_comments", "approve_all_comments"}
     first = llm.requests[0]
     assert first["model"] == "scripted-model"
     assert {t["function"]["name"] for t in first["tools"]} == {
@@ -101,7 +105,7 @@ def test_advisory_mode_exits_zero_with_the_same_finding(
     repo.stage({"app.py": APP_PY})  # first commit of a repository: no HEAD yet
     llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"],
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low", "--no-filter"],
                          llm.env(OCR_HOOK_GATE_MODE="advisory"), capsys)
     data = json.loads(out)
     assert rc == 0
