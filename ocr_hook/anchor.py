@@ -18,6 +18,9 @@ Tiers, first that matches wins:
 3. ``file``: the whole new file (the snapshot blob), ``side = new``;
 4. ``loose``: tiers 1–3 again with all whitespace removed.
 
+A quote of a whole change (every line marked, ``-`` and ``+`` lines) that matches no side as a
+whole falls back to its ``+`` lines on the hunks' new side, then its ``-`` lines on the old side.
+
 Several matches in a tier: prefer those touching changed lines (added on the new side, deleted
 on the old side), then the one nearest the model's line hint (new side only: the model only sees
 new-side numbers); otherwise the first that lies inside the diff, marked ``ambiguous``.
@@ -231,16 +234,55 @@ def locate(
 
     ``new_file`` is the new file's lines (tier 3); None skips the whole-file tier (a deleted
     file, another file during re-filing, or a re-located snippet that must come from the diff).
+    A quote of a whole change (every line marked, both ``-`` and ``+`` lines) that matches no
+    side as a whole anchors its ``+`` lines in the hunks' new side, else its ``-`` lines in
+    their old side.
     """
     numbered = numbered_quote_anchor(fd, existing_code)
     if numbered is not None:
         return numbered
     spans = {"new": _spans(fd, "new"), "old": _spans(fd, "old")}
+    found = _tiers(fd, existing_code, new_file, hint, spans, ("hunk_new", "hunk_old", "file"))
+    if found is not None:
+        return found
+    split = split_change_quote(existing_code)
+    if split is None:
+        return None
+    added, deleted = split
+    return (_tiers(fd, added, None, hint, spans, ("hunk_new",))
+            or _tiers(fd, deleted, None, None, spans, ("hunk_old",)))
+
+
+def split_change_quote(existing_code: str) -> tuple[str, str] | None:
+    """(``+`` lines, ``-`` lines) of a quote in which every non-blank line carries a diff
+    marker and both kinds occur; None otherwise."""
+    added: list[str] = []
+    deleted: list[str] = []
+    for raw in existing_code.replace("\r", "").split("\n"):
+        t = raw.lstrip()
+        if not t or t == NO_NEWLINE_MARKER:
+            continue
+        if t[0] == "+":
+            added.append(t)
+        elif t[0] == "-":
+            deleted.append(t)
+        else:
+            return None
+    if not added or not deleted:
+        return None
+    return "\n".join(added), "\n".join(deleted)
+
+
+def _tiers(fd: FileDiff, existing_code: str, new_file: Sequence[str] | None, hint: int | None,
+           spans: Mapping[str, Sequence[tuple[int, int]]], tiers: Sequence[str]
+           ) -> Anchor | None:
+    """``tiers`` (of hunk_new, hunk_old, file) exactly, then the same with all whitespace
+    removed (``loose``); first match wins."""
     for loose in (False, True):
         variants = quote_variants(existing_code, loose)
         if not variants:
             return None
-        for tier in ("hunk_new", "hunk_old", "file"):
+        for tier in tiers:
             side = "old" if tier == "hunk_old" else "new"
             if tier == "file":
                 if new_file is None:

@@ -19,7 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ocr_hook import gitio, target
-from ocr_hook.anchor import anchor_comment, locate, plausibly_in_diff, quote_lines
+from ocr_hook.anchor import (
+    anchor_comment,
+    locate,
+    plausibly_in_diff,
+    quote_lines,
+    split_change_quote,
+)
 from ocr_hook.diff import FileDiff, parse_hunks, split_patch_sections
 from ocr_hook.findings import RawComment, Severity
 from tests.support.gitrepo import GitRepo
@@ -171,6 +177,10 @@ CASES: list[Case] = [
      ("app.py", "new", 12, 14, "hunk_new", False)),
     ("quote_with_line_numbers_that_do_not_hold_that_code", {"app.py": APP}, {"app.py": GUARD},
      "app.py", "20 +        if item.price < 0:", None, ("app.py", "new", 0, 0, "none", False)),
+    ("quote_of_a_whole_change_anchors_to_its_added_lines", {"app.py": APP},
+     {"app.py": APP.replace("    return user.name\n", "    return user.nick\n")}, "app.py",
+     "-    return user.name\n+    return user.nick", None,
+     ("app.py", "new", 18, 18, "hunk_new", False)),
     ("renamed_file_claimed_by_old_path", {"old_name.py": APP},
      {"old_name.py": None, "new_name.py": GUARD}, "old_name.py", "if item.price < 0:", None,
      ("new_name.py", "new", 13, 13, "hunk_new", False)),
@@ -223,6 +233,9 @@ def test_quote_anchors_to_exact_lines(repo: GitRepo, case: Case) -> None:
         src = new[expected[0]] if expected[1] == "new" else old[expected[0]]
         assert src is not None
         picked = src.replace("\r", "").split("\n")[expected[2] - 1 : expected[3]]
+        split = split_change_quote(quote)
+        if split is not None:  # a quote of a whole change: the marked lines of its side
+            quote = split[0] if expected[1] == "new" else split[1]
         want = quote_lines(quote, loose=True)
         have = ["".join(ln.split()) for ln in picked if ln.strip()]
         assert len(have) == len(want)
