@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, gitio, grouping, prompts, selection, target
+from . import __version__, gitio, grouping, prompts, secret_scan, selection, target
 from .comments import Collector, CommentPool, CommentProcessor
 from .config import Config
 from .diff import FileDiff, render_numbered
@@ -303,6 +303,8 @@ def run(
     }
     reviewable = [d.file for d in decisions if d.reviewed]
     config_findings = protected_path_findings(files, req.protected_paths)
+    if not req.preview:  # SPEC §14: deterministic, so also without an endpoint or reviewable file
+        config_findings += scan_findings(req.repo, decisions, cfg.security.allow_secrets)
     t_first = targets[0]
     result = ReviewResult(
         status="skipped",
@@ -346,6 +348,14 @@ def run(
         result.decision = decide(config_findings, True, req.gate)
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
+
+    # SPEC §14: from here on every diff text is redacted (in place: prompts, file_read_diff and
+    # anchoring all see placeholders); the client below redacts every request once more.
+    from .agent.redaction import RedactingClient, Redactor
+
+    redactor = Redactor(cfg.security.allow_secrets)
+    for f in files:
+        secret_scan.redact_file_diff(f, redactor)
 
     # SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no call.
     cache_settings: dict[str, Any] | None = None
@@ -392,9 +402,10 @@ def run(
     meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
     # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
     # included; the remaining run time caps each attempt's timeouts.
-    client = make_client(req.endpoint, before_attempt=meter.before_attempt,
-                         count_tokens=lambda s: _count(s, cfg.llm.model))  # when usage is absent
-    redact: Callable[[str], str] = lambda s: s  # noqa: E731 - replaced by secret redaction
+    client = RedactingClient(make_client(  # SPEC §14: the one way out to the LLM is redacted
+        req.endpoint, before_attempt=meter.before_attempt,
+        count_tokens=lambda s: _count(s, cfg.llm.model)), redactor)  # when usage is absent
+    redact: Callable[[str], str] = redactor
     view = SnapshotView(req.repo, t_first.head, files, redact)
     external: list[Any] = []
     if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
@@ -459,7 +470,7 @@ def run(
         data = None
         if fd is not None and fd.status != "deleted":
             data = view.read(fd.new_path)
-        lines = None if data is None else gitio.decode_text(data).split("\n")
+        lines = None if data is None else redact(gitio.decode_text(data)).split("\n")
         with blob_lock:
             blob_cache[path] = lines
         return lines
@@ -699,6 +710,24 @@ def _store_in_cache(
         cache.put_run(run_key, llm_findings,
                       [(g.label, [f.path for f in g.files]) for g in groups],
                       [(w.type, w.file, w.message) for w in warnings])
+
+
+def scan_findings(
+    repo: Path, decisions: Sequence[selection.Decision], allow: Sequence[str]
+) -> list[Finding]:
+    """Deterministic security findings of the change (``secret_scan``): secrets added to any
+    changed file, scanned whole for a rename or copy away from a secret path (``git mv .env
+    notes.txt`` has no hunks), and prompt-injection phrases in the files sent to the LLM."""
+    full: dict[str, str] = {}
+    for d in decisions:
+        f = d.file
+        if d.reason == "secret_path" and f.status in ("renamed", "copied") and f.new_oid:
+            rc, out, _ = gitio.run_git_full(repo, "cat-file", "blob", f.new_oid, ok_codes=(0, 128))
+            if rc == 0 and b"\0" not in out[:8000]:
+                full[f.path] = gitio.decode_text(out)
+    files = [d.file for d in decisions]
+    return [*secret_scan.secret_findings(files, allow, full),
+            *secret_scan.injection_findings([d.file for d in decisions if d.reviewed])]
 
 
 def protected_path_findings(

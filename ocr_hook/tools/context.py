@@ -147,6 +147,14 @@ class SnapshotView:
             self._by_path.setdefault(f.new_path, f)
             self._by_path.setdefault(f.old_path, f)
 
+    def is_secret(self, path: str) -> bool:
+        """Whether ``path``'s content must never be shared: a secret path (SPEC §4 gate 3), or a
+        changed file renamed or copied from one (``git mv .env notes.txt``)."""
+        if is_secret_path(path):
+            return True
+        fd = self._by_path.get(path)
+        return fd is not None and (is_secret_path(fd.old_path) or is_secret_path(fd.new_path))
+
     def diff_for(self, path: str) -> FileDiff | None:
         """The diff of changed path ``path`` (new or old name), None when unchanged."""
         return self._by_path.get(path)
@@ -189,7 +197,7 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f'Error: file_path "{raw_path}" is outside the repository; use a repository-relative'
             " path without .."
         )
-    if is_secret_path(path):
+    if view.is_secret(path):
         return _secret_error(path)
     try:
         start = _int(args.get("start_line"), "start_line")
@@ -384,7 +392,7 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         if len(parts) != 3:
             continue
         name = gitio.decode_text(parts[0]).removeprefix(prefix)
-        if is_secret_path(name):
+        if view.is_secret(name):
             continue
         content = gitio.decode_text(parts[2]).removesuffix("\r")
         row = f"{parts[1].decode('ascii', 'replace')}|{_cut(content, SEARCH_LINE_MAX_CHARS)}"

@@ -1,0 +1,102 @@
+"""The redaction choke point (SPEC §14): every text the review sends to an LLM passes here.
+
+:class:`RedactingClient` wraps the run's ChatClient; ``review`` hands only the wrapper to the
+agent code (tool loop, grouping, plan, review filter, re-location, compression summary), so no
+request can leave without its messages redacted: system and user prompts (the diffs), tool
+results (built-in and MCP), earlier assistant turns and their tool-call arguments, and tool
+descriptions. Anthropic ``native`` blocks (thinking signatures) are resent unchanged: they are
+the model's own output, produced from redacted input.
+
+:class:`Redactor` is the text function behind it (``redact.redact`` with the run's allow-list),
+also used where text is prepared before the request (the diffs are redacted in place before
+anything is rendered, tool results before they are logged), so the session log holds the same
+redacted text the model saw. Its results are memoised per text: a conversation resends its
+earlier messages on every round, and an already redacted text maps to itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+
+from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn
+from ..redact import redact
+
+MEMO_MAX_ENTRIES = 4096  # memoised texts kept per run before the memo is cleared (ours)
+
+
+class Redactor:
+    """Callable ``text → redacted text`` for one run; thread-safe. ``allow``: literal values or
+    whole-value regexes that are not secrets (``security.allow_secrets``). ``replaced`` counts
+    the secret values replaced so far (each distinct text counted once)."""
+
+    def __init__(self, allow: Sequence[str] = ()) -> None:
+        self.allow = tuple(allow)
+        self.replaced = 0
+        self._memo: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        with self._lock:
+            hit = self._memo.get(text)
+        if hit is not None:
+            return hit
+        out, n = redact(text, self.allow)
+        with self._lock:
+            if len(self._memo) >= MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            self._memo[text] = out
+            self._memo[out] = out
+            self.replaced += n
+        return out
+
+    def message(self, m: Message) -> Message:
+        """``m`` with its content, reasoning and tool-call arguments redacted (``native``
+        blocks kept as they are)."""
+        content = self(m.content)
+        reasoning = self(m.reasoning) if m.reasoning else m.reasoning
+        calls = tuple(
+            c if (raw := self(c.arguments_raw)) == c.arguments_raw
+            else dataclasses.replace(c, arguments_raw=raw)
+            for c in m.tool_calls
+        )
+        if content == m.content and reasoning == m.reasoning and calls == m.tool_calls:
+            return m
+        return dataclasses.replace(m, content=content, reasoning=reasoning, tool_calls=calls)
+
+    def tool(self, spec: ToolSpec) -> ToolSpec:
+        description = self(spec.description)
+        if description == spec.description:
+            return spec
+        return dataclasses.replace(spec, description=description)
+
+
+class RedactingClient:
+    """A ChatClient that redacts every outgoing request (see the module docstring) and then
+    delegates to ``inner``. Replies are returned unchanged."""
+
+    def __init__(self, inner: ChatClient, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.inner.endpoint
+
+    @property
+    def stats(self) -> CallStats:
+        return self.inner.stats
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        *,
+        max_output_tokens: int | None = None,
+    ) -> Turn:
+        safe = [self.redactor.message(m) for m in messages]
+        safe_tools = None if tools is None else [self.redactor.tool(t) for t in tools]
+        return self.inner.complete(safe, safe_tools, max_output_tokens=max_output_tokens)
