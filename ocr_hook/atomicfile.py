@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 TEMP_PREFIX = ".tmp-"
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+def write_bytes(
+    path: Path, data: bytes, mode: int = 0o600,
+    before_replace: Callable[[Path], None] | None = None,
+) -> None:
     """Atomically replace ``path`` with ``data`` (file mode ``mode``, default 0600).
 
     Creates missing parent directories (mode 0700). Raises OSError when the directory cannot be
-    created or written; the temporary file is removed on any failure.
+    created or written; the temporary file is removed on any failure (Ctrl-C included; only a
+    kill -9 can leave it, and readers never look at it). ``before_replace(temp path)`` runs
+    between the complete temporary file and the rename (tests use it to stop a writer there).
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".part", dir=path.parent)
@@ -31,6 +37,8 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        if before_replace is not None:
+            before_replace(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         try:

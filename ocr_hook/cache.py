@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 CACHE_FORMAT = 1  # bump when the entry layout or key recipe changes
 KINDS = ("run", "group", "grouping")
 STALE_TEMP_S = 3600.0  # a writer's temporary file older than this is a crash leftover
+# Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
+# so a test can kill a review exactly mid-write (issue 10 acceptance 4). Never set it otherwise.
+TEST_WRITE_PAUSE_ENV = "OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S"
 
 
 def canonical_json(value: Any) -> bytes:
@@ -270,6 +273,15 @@ class _EntryFile:
     mtime: float
 
 
+def _test_write_pause() -> Any:
+    """The TEST_WRITE_PAUSE_ENV hook for ``atomicfile.write_bytes`` (None when unset)."""
+    try:
+        pause_s = float(os.environ.get(TEST_WRITE_PAUSE_ENV, "") or 0)
+    except ValueError:
+        return None
+    return (lambda _tmp: time.sleep(pause_s)) if pause_s > 0 else None
+
+
 class ResultCache:
     """Thread-safe handle on one cache directory. ``hits`` counts entries served in this run."""
 
@@ -311,7 +323,8 @@ class ResultCache:
         env = {"format": CACHE_FORMAT, "kind": kind, "key": key, "created": time.time(),
                "version": self.version, "data": dict(data)}
         try:
-            atomicfile.write_bytes(self._path(kind, key), canonical_json(env))
+            atomicfile.write_bytes(self._path(kind, key), canonical_json(env),
+                                   before_replace=_test_write_pause())
         except OSError as e:
             log.debug("cache: cannot write %s entry: %s", kind, e)
             return
