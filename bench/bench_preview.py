@@ -14,10 +14,12 @@ paths (tests, vendor/, lock files, .txt). Measures:
 - in-process stages with modules already imported: ``snapshot`` (index copy + write-tree),
   ``load_diff`` (two git diff calls + parsing + blob heads), ``select`` (gates 1–10).
 
-Prints one table of medians (and min/max) over ``--runs`` repetitions. The machine may be
-shared: run it on an idle machine for the figure that counts (``uptime`` is printed).
+Prints one table of medians (and min/max) over ``--runs`` repetitions per size in ``--files``
+(comma-separated), with the peak RSS of the ``cli`` process (``os.wait4`` rusage: the process
+and the git children it waited for). The machine may be shared: run it on an idle machine for
+the figure that counts (the load average is printed).
 
-Usage: python bench/bench_preview.py [--files 1000] [--runs 7]
+Usage: python bench/bench_preview.py [--files 1000,10000] [--runs 7]
 """
 
 from __future__ import annotations
@@ -122,9 +124,18 @@ def measure(fn: Callable[[], object], runs: int) -> tuple[list[float], list[floa
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--files", type=lambda s: [int(x) for x in s.split(",")], default=[1000],
+                    help="comma-separated numbers of changed files (default 1000)")
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
+    for n in args.files:
+        bench_size(n, args.runs)
+    return 0
+
+
+def bench_size(n_files: int, runs: int) -> None:
+    """Build a repository of ``n_files`` changed paths and print its table."""
+    args = argparse.Namespace(files=n_files, runs=runs)
     exe = Path(sys.executable).parent / "git-ocr"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ocr_hook.cli"]
     tmp = Path(tempfile.mkdtemp(prefix="ocr-bench-preview-"))
@@ -138,9 +149,16 @@ def main() -> int:
         files = json.loads(first.stdout)["files"]
         reviewed = sum(1 for f in files if f["will_review"])
 
+        peak_mib: list[float] = []
+
         def cli() -> None:
-            subprocess.run([*cmd, "review", "--preview", "--format", "json"], cwd=repo, env=env,
-                           capture_output=True, check=True)
+            proc = subprocess.Popen([*cmd, "review", "--preview", "--format", "json"], cwd=repo,
+                                    env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+            if os.waitstatus_to_exitcode(status):
+                raise SystemExit(f"preview failed with {os.waitstatus_to_exitcode(status)}")
+            peak_mib.append(usage.ru_maxrss / 1024)
 
         snap = target.staged_snapshot(repo, env)
         loaded = target.load_diff(repo, snap)
@@ -159,9 +177,10 @@ def main() -> int:
         for name, (wall, cpu) in rows:
             print(f"{name:<20} {statistics.median(wall):>14.3f} {min(wall):>7.3f} "
                   f"{max(wall):>7.3f} {statistics.median(cpu):>13.3f}")
+        print(f"cli peak RSS: median {statistics.median(peak_mib):.0f} MiB, max "
+              f"{max(peak_mib):.0f} MiB\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
 
 def git(repo: Path, env: Mapping[str, str], *args: str) -> str:
     """``git args`` in ``repo``; stdout text. Exits the bench with git's message on failure."""
-    p = subprocess.run(["git", *args], cwd=repo, env=dict(env), capture_output=True)
+    p = subprocess.run(["git", *args], cwd=repo, env=dict(env), capture_output=True, check=False)
     if p.returncode:
         raise SystemExit(f"git {' '.join(args)}: {p.stderr.decode(errors='replace').strip()}")
     return p.stdout.decode("utf-8", "replace")

