@@ -534,6 +534,18 @@ def _maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     raise OcrError("usage: git ocr session list|show ID")
 
 
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits on
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break escaped (``\\n``, ``\\r``…): user-supplied names (file
+    names, values) inside an error message cannot split it into several lines (issue 10)."""
+    if not any(ch in text for ch in _LINE_BREAKS):
+        return text
+    return "".join(ch.encode("unicode_escape").decode("ascii") if ch in _LINE_BREAKS else ch
+                   for ch in text)
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Program entry. Returns the exit code (SPEC §9); never lets a traceback reach the user."""
     env = os.environ if environ is None else environ
@@ -575,7 +587,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except OcrError as e:
-        log.error("%s", e)
+        log.error("%s", one_line(str(e)))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("ocr-hook: interrupted", file=sys.stderr)
@@ -586,7 +598,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return EXIT_OK
     except Exception as e:  # noqa: BLE001 - a bug means an incomplete review, not a traceback
         log.error("NOT REVIEWED: internal error %s: %s (run with --verbose for details)",
-                  type(e).__name__, e)
+                  type(e).__name__, one_line(str(e)))
         log.debug("traceback", exc_info=True)
         return EXIT_INCOMPLETE if on_error_block else EXIT_OK
 

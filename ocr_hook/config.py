@@ -164,7 +164,10 @@ def _set(d: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     cur = d
     for p in parts[:-1]:
-        cur = cur.setdefault(p, {})
+        nxt = cur.get(p)
+        if not isinstance(nxt, dict):  # a table over a non-table of a lower layer replaces it
+            nxt = cur[p] = {}
+        cur = nxt
     cur[parts[-1]] = value
 
 
@@ -254,6 +257,10 @@ def _allowed(model: type[BaseModel], name: str) -> str:
 def build(layers: Sequence[Layer]) -> Config:
     """Merge and validate. Raises ConfigError("invalid <key> = <value> in <source>; allowed:
     …") for the first invalid or unknown key."""
+    for layer in layers:  # before merging: a later table must not hide an invalid one
+        for section, value in layer.data.items():
+            if section in SECTIONS and not isinstance(value, Mapping):
+                raise ConfigError(f"[{section}] in {layer.source} must be a table")
     data, origin = merge(layers)
     for section, value in data.items():
         if section not in SECTIONS:
