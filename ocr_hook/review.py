@@ -212,10 +212,16 @@ def build_groups(
     return grouping.split_over_budget(groups, group_too_large)
 
 
+def prompt_path(path: str) -> str:
+    """A path as shown in a prompt: XML-escaped and on one line, so a file name cannot close a
+    delimiter or start a line of its own (SPEC §14)."""
+    return prompts.xml_attr(path).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
     mine = {id(f) for f in group.files}
     lines = [
-        f"{f.status.upper():<9} {f.path} (+{f.insertions}/-{f.deletions})"
+        f"{f.status.upper():<9} {prompt_path(f.path)} (+{f.insertions}/-{f.deletions})"
         for f in all_files
         if id(f) not in mine
     ]
@@ -249,7 +255,7 @@ def group_fields(
     files (status + path, SPEC §6.2), the group's numbered diffs in ``<file>`` elements, rules
     and background."""
     diffs = "\n".join(
-        f'<file path="{prompts.xml_attr(f.path)}">\n{render_numbered(f)}\n</file>'
+        f'<file path="{prompt_path(f.path)}">\n{render_numbered(f)}\n</file>'
         for f in group.files
     )
     return {
