@@ -7,6 +7,7 @@ Fake: the model. Real: sockets, HTTP, JSON wire formats, our client's retries an
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import uuid
@@ -78,6 +79,13 @@ def anthropic_text(text: str) -> dict[str, Any]:
             "usage": {"input_tokens": 100, "output_tokens": 20}}
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # the client went away (a killed or interrupted review), not a server fault
+        super().handle_error(request, client_address)
+
+
 class ScriptedLLM:
     """Loopback server. ``reply(...)`` queues replies; ``requests`` holds decoded bodies,
     ``paths`` and ``headers`` what was requested. When the queue is empty the server answers
@@ -122,7 +130,7 @@ class ScriptedLLM:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
