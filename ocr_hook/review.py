@@ -355,12 +355,13 @@ def run(
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
 
-    # SPEC §14: from here on every diff text is redacted (in place: prompts, file_read_diff and
-    # anchoring all see placeholders); the client below redacts every request once more.
+    # SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys and
+    # anchoring all see placeholders; other files' diffs reach the model only through
+    # file_read_diff, whose output the view redacts); the client redacts every request again.
     from .agent.redaction import RedactingClient, Redactor
 
     redactor = Redactor(cfg.security.allow_secrets)
-    for f in files:
+    for f in reviewable:
         secret_scan.redact_file_diff(f, redactor)
 
     # SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no call.

@@ -86,6 +86,8 @@ def secret_findings(
             out.extend(_whole_file_findings(fd, text, allow))
             continue
         for h in fd.hunks:
+            if not any(ln.kind == "+" for ln in h.lines):
+                continue  # a pure deletion adds no secret
             rows = [_Row(ln, ln.new_line) for ln in h.lines]
             out.extend(_hits_to_findings(fd.path, hunk_text(h), rows, allow, whole=False))
     return out
