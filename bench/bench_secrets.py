@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchlib import load_line, table  # noqa: E402
-from ocr_hook import secret_scan  # noqa: E402
-from ocr_hook.agent.redaction import Redactor  # noqa: E402
-from ocr_hook.diff import FileDiff, Hunk, Line  # noqa: E402
+from bench.benchlib import load_line, table
+from ocr_hook import secret_scan
+from ocr_hook.agent.redaction import Redactor
+from ocr_hook.diff import FileDiff, Hunk, Line
 
 
 def added_file(path: str, text: str) -> FileDiff:
