@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_review_flags(r)
     ru = sub.add_parser("rules", help="inspect review rules")
     rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=_Parser)
-    rc = rus.add_parser("check", help="show which rule layer and pattern apply to PATH, and the text")
+    rc = rus.add_parser("check",
+                        help="show which rule layer and pattern apply to PATH, and the text")
     rc.add_argument("path", metavar="PATH")
     rc.add_argument("--rule", metavar="FILE", help="rule file to include as the top layer")
     h = sub.add_parser("hook", help="entry points for git hooks and the pre-commit framework")
@@ -144,7 +145,8 @@ def _flag_layer(args: argparse.Namespace) -> object:
         if v is not None:
             put(key, v)
     if getattr(args, "exclude", None):
-        put("select.exclude", [g.strip() for item in args.exclude for g in item.split(",") if g.strip()])
+        put("select.exclude",
+            [g.strip() for item in args.exclude for g in item.split(",") if g.strip()])
     if getattr(args, "no_cache", False):
         put("cache.enabled", False)
     if getattr(args, "no_filter", False):

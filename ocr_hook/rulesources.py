@@ -109,9 +109,12 @@ def load(
             raise ConfigError(f"rules.file {repo_rule_file!r} does not exist at HEAD")
         protected.append(rel)
         if rel.lower().endswith(".json"):
-            sources.append(rules.parse_rule_json(text.encode(), "repo", head, name=f"{rel} (HEAD)"))
+            sources.append(
+                rules.parse_rule_json(text.encode(), "repo", head, name=f"{rel} (HEAD)")
+            )
         else:
-            sources.append(rules.RuleSource("repo", (rules.RuleEntry(("**/*",), text, False, rel),)))
+            entry = rules.RuleEntry(("**/*",), text, False, rel)
+            sources.append(rules.RuleSource("repo", (entry,)))
     else:
         text = head(OCR_RULE_FILE)
         if text is not None:

@@ -7,26 +7,14 @@ HEAD-confined reader would serve them.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from ocr_hook.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
-ROOT = Path(__file__).resolve().parents[1]
-RULES_DIR = ROOT / "config" / "rules"
-
-
 from ocr_hook import rules
+from ocr_hook.errors import ConfigError
 from ocr_hook.rules import (
     RULE_FILE_MAX_BYTES,
     RuleEntry,
@@ -40,6 +28,15 @@ from ocr_hook.rules import (
     parse_rule_mapping,
     resolve,
 )
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES_DIR = ROOT / "config" / "rules"
+
 
 RULE_FILES = sorted(p.name for p in RULES_DIR.glob("*.md"))
 RULE_MAP = json.loads((RULES_DIR / "rule_map.json").read_text(encoding="utf-8"))
