@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -133,6 +134,16 @@ def added_runs(fd: FileDiff, max_len: int) -> list[list[tuple[int, str]]]:
     return runs
 
 
+def fragment_of(line: str, rng: random.Random) -> str | None:
+    """A model-like partial quote of one line: a run of 3+ of its tokens, re-spaced."""
+    tokens = re.findall(r"\w+|\S", line)
+    if len(tokens) < 4:
+        return None
+    size = rng.randrange(3, len(tokens))
+    start = rng.randrange(0, len(tokens) - size + 1)
+    return " ".join(tokens[start : start + size])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-quotes", type=int, default=20000, help="per package")
@@ -144,6 +155,7 @@ def main() -> int:
     rows = []
     totals = {"quotes": 0, "exact": 0, "ambiguous": 0, "hint_fixes": 0, "wrong": 0,
               "unanchored": 0}
+    ftotals = {"quotes": 0, "exact": 0, "ambiguous": 0, "wrong": 0, "unanchored": 0}
     t0 = time.monotonic()
     try:
         for pkg, versions in DEFAULT.items():
@@ -159,6 +171,24 @@ def main() -> int:
                     new_file = blob.decode("utf-8", "replace").split("\n")
                     norm_added = [anchor.norm_line(ln.text) for h in fd.hunks for ln in h.lines
                                   if ln.kind == "+"]
+                    for run in added_runs(fd, 1):
+                        frag = fragment_of(run[0][1], rng)
+                        if frag is None or ftotals["quotes"] >= args.max_quotes * 4:
+                            continue
+                        fa = anchor.fragment_anchor(fd, frag, None)
+                        ftotals["quotes"] += 1
+                        if fa is None:
+                            ftotals["unanchored"] += 1
+                            if os.environ.get("BENCH_DEBUG"):
+                                print("UNANCHORED-FRAGMENT", repr(frag), repr(run[0][1])[:120])
+                        elif (fa.side, fa.start_line) == ("new", run[0][0]):
+                            ftotals["exact"] += 1
+                        elif fa.ambiguous:
+                            ftotals["ambiguous"] += 1
+                        else:
+                            ftotals["wrong"] += 1
+                            if os.environ.get("BENCH_DEBUG"):
+                                print("WRONG-FRAGMENT", pkg, fd.path, run[0], fa, repr(frag))
                     for run in added_runs(fd, 5):
                         if c["quotes"] >= args.max_quotes:
                             break
@@ -195,6 +225,11 @@ def main() -> int:
     for pkg, n, c in rows + [("TOTAL", sum(r[1] for r in rows), totals)]:
         print(f"{pkg:<10} {n:>8} {c['quotes']:>8} {c['exact']:>8} {c['ambiguous']:>9} "
               f"{c['hint_fixes']:>11} {c['wrong']:>6} {c['unanchored']:>10}")
+    f = ftotals
+    print(f"\npart-of-a-line quotes (3+ tokens of one added line, re-spaced): {f['quotes']} quoted, "
+          f"{f['exact']} exact, {f['ambiguous']} ambiguous, {f['wrong']} wrong, "
+          f"{f['unanchored']} unanchored")
+    totals["wrong"] += f["wrong"]
     q = max(1, totals["quotes"])
     print(f"\nexact rate {100 * totals['exact'] / q:.2f}% (with a line hint "
           f"{100 * (totals['exact'] + totals['hint_fixes']) / q:.2f}%)  wrong {totals['wrong']}  "

@@ -253,6 +253,51 @@ def locate(
             or _tiers(fd, deleted, None, None, spans, ("hunk_old",)))
 
 
+_TOKEN = re.compile(r"\w+|\S")
+FRAGMENT_MIN_TOKENS = 2  # "a / b" has 3; a single word is too weak to pin a line
+FRAGMENT_MIN_CHARS = 4  # non-whitespace characters
+
+
+def fragment_pattern(fragment: str) -> re.Pattern[str] | None:
+    """A regex for a one-line quote that may be part of a line: its tokens (words and single
+    symbols) in order with any whitespace between them, not starting or ending inside a word
+    (``x = 1`` never matches ``max = 10``). None when the fragment is too short to be telling."""
+    tokens = _TOKEN.findall(fragment)
+    if len(tokens) < FRAGMENT_MIN_TOKENS or sum(len(t) for t in tokens) < FRAGMENT_MIN_CHARS:
+        return None
+    body = r"\s*".join(re.escape(t) for t in tokens)
+    head = r"(?<!\w)" if re.match(r"\w", tokens[0]) else ""
+    tail = r"(?!\w)" if re.match(r"\w", tokens[-1][-1]) else ""
+    return re.compile(head + body + tail)
+
+
+def fragment_anchor(fd: FileDiff, existing_code: str, hint: int | None = None) -> Anchor | None:
+    """Last tier for a quote of part of one line (models often quote ``a / b`` out of
+    ``return a / b;``): the line of a hunk that contains it, new side first, then old side.
+    Only hunk lines are searched, matches touching changed lines are preferred, then the one
+    nearest ``hint``; anchor method ``loose``. None for multi-line or too-short quotes."""
+    lines = [t for t in (_unmark(x.strip()) for x in existing_code.replace("\r", "").split("\n"))
+             if t and t != NO_NEWLINE_MARKER]
+    if len(lines) != 1:
+        return None
+    pattern = fragment_pattern(lines[0])
+    if pattern is None:
+        return None
+    for side in ("new", "old"):
+        spans = _spans(fd, side)
+        matches = []
+        for h in fd.hunks:
+            for ln in h.lines:
+                num = ln.new_line if side == "new" else ln.old_line
+                if num is not None and pattern.search(ln.text):
+                    matches.append(Match(num, num, ln.kind != " ",
+                                         any(a <= num <= b for a, b in spans)))
+        if matches:
+            m, ambiguous = pick(matches, hint if side == "new" else None)
+            return Anchor(fd.path, side, m.start_line, m.end_line, "loose", ambiguous)
+    return None
+
+
 def split_change_quote(existing_code: str) -> tuple[str, str] | None:
     """(``+`` lines, ``-`` lines) of a quote in which every non-blank line carries a diff
     marker and both kinds occur; None otherwise."""
@@ -360,7 +405,8 @@ def anchor_comment(
     refile_candidates: Sequence[str] = (),
 ) -> tuple[Finding, str]:
     """Anchor a raw comment: its claimed file first (tiers 1–4), then a unique match in another
-    changed file (``refiled``), else ``start_line = end_line = 0`` (``none``).
+    changed file (``refiled``), then part of one line of the claimed file's hunks
+    (:func:`fragment_anchor`), else ``start_line = end_line = 0`` (``none``).
 
     ``files`` maps paths (new and old) to diffs; ``refile_candidates`` are the paths eligible
     for re-filing (the reviewed files). Returns (finding, warning text or "").
@@ -386,6 +432,8 @@ def anchor_comment(
             h = hits[0]
             anchor = Anchor(h.path, h.side, h.start_line, h.end_line, "refiled", h.ambiguous)
             warning = f"comment filed against {c.path} quotes code of {h.path}; re-filed"
+    if anchor is None and fd is not None and has_quote:
+        anchor = fragment_anchor(fd, c.existing_code, c.line_hint)
     return make_finding(c, anchor, fd.path if fd else c.path), warning
 
 

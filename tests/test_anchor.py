@@ -410,3 +410,36 @@ def test_unique_run_of_new_side_lines_anchors_to_exactly_its_lines(
 def test_random_diffs_do_produce_unique_runs(tmp_path: Path) -> None:
     """The generator is not degenerate: the property above checks many runs."""
     assert sum(check_unique_runs(tmp_path, seed, False) for seed in range(10)) >= 30
+
+
+TAX = "def price(price, qty, tax):\n    return price * qty\n"
+TAX_NEW = ("def price(price, qty, tax):\n    base = price * qty\n"
+           "    return base + tax / 0\n")
+
+
+@pytest.mark.parametrize(
+    ("quote", "hint", "expected"),
+    [
+        ("tax / 0", None, ("new", 3, 3, "loose", False)),       # part of an added line
+        ("tax/0", 3, ("new", 3, 3, "loose", False)),            # spacing differs
+        ("price * qty", None, ("new", 2, 2, "loose", False)),   # added line beats deleted one
+        ("x = 1", None, ("new", 0, 0, "none", False)),          # no word-boundary match anywhere
+        ("ax / 0", None, ("new", 0, 0, "none", False)),         # starts inside a word
+        ("tax", None, ("new", 0, 0, "none", False)),            # one token is not telling
+    ],
+)
+def test_quote_of_part_of_a_line_anchors_to_that_line_only(
+    repo: GitRepo, quote: str, hint: int | None, expected: tuple[str, int, int, str, bool],
+) -> None:
+    files, lines, reviewed = staged(repo, {"t.py": TAX}, {"t.py": TAX_NEW})
+    f, _ = anchor_comment(comment("t.py", quote, hint), files, lines, reviewed)
+    assert (f.side, f.start_line, f.end_line, f.anchor, f.ambiguous) == expected
+
+
+def test_fragment_on_two_added_lines_is_ambiguous_unless_hinted(repo: GitRepo) -> None:
+    new = "a = 1\nx = total / count\ny = 2\nz = total / count\n"
+    files, lines, reviewed = staged(repo, {"m.py": "a = 1\n"}, {"m.py": new})
+    f, _ = anchor_comment(comment("m.py", "total / count"), files, lines, reviewed)
+    assert (f.start_line, f.anchor, f.ambiguous) == (2, "loose", True)
+    f, _ = anchor_comment(comment("m.py", "total / count", hint=4), files, lines, reviewed)
+    assert (f.start_line, f.anchor, f.ambiguous) == (4, "loose", False)
