@@ -161,7 +161,7 @@ def main() -> int:
         for pkg, versions in DEFAULT.items():
             repo, commits = build_repo(pkg, versions, work)
             c = {k: 0 for k in totals}
-            for base, head in zip(commits, commits[1:]):
+            for base, head in zip(commits, commits[1:], strict=False):
                 t = target.Target("range", base, head, base, head)
                 for fd in target.load_diff(repo, t):
                     if fd.binary or not fd.hunks or fd.status == "deleted":
