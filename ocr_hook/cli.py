@@ -6,6 +6,7 @@ branch that needs them so ``git ocr -h`` stays fast.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import sys
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import OcrError
+from .errors import OcrError, UsageError
 
 log = logging.getLogger("ocr_hook")
 
@@ -173,16 +174,20 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
     from . import gitio, output, review
     from .gate import Exit
 
-    repo = gitio.find_toplevel(Path.cwd())
-    cfg = load_config(repo, args, environ)
-    assert isinstance(cfg, config_mod.Config)
+    out_path = _check_output_path(args.output) if args.output else None
     mode = "staged"
     if getattr(args, "commit", None):
+        if getattr(args, "from_ref", None) or getattr(args, "to_ref", None):
+            raise UsageError("--commit cannot be combined with --from/--to: review one commit"
+                             " (--commit REF) or one range (--from A --to B)")
         mode = "commit"
     elif getattr(args, "from_ref", None) or getattr(args, "to_ref", None):
         if not (args.from_ref and args.to_ref):
-            raise OcrError("--from and --to must be given together")
+            raise UsageError("--from and --to must be given together")
         mode = "range"
+    repo = gitio.find_toplevel(Path.cwd())
+    cfg = load_config(repo, args, environ)
+    assert isinstance(cfg, config_mod.Config)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
         mode = "push"
@@ -229,21 +234,15 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         if req.mcp is not None:
             req.mcp.close()
     fmt = args.format or "text"
-    stream = sys.stdout
-    fh = None
-    if args.output:
-        fh = open(args.output, "w", encoding="utf-8")  # noqa: SIM115
-        stream = fh
-    try:
-        if fmt == "json":
-            output.write_json(result, stream)
-        elif fmt == "sarif":
-            output.write_sarif(result, stream)  # type: ignore[attr-defined]
-        else:
-            output.write_text(result, stream, environ)
-    finally:
-        if fh is not None:
-            fh.close()
+    stream: Any = io.StringIO() if out_path is not None else sys.stdout
+    if fmt == "json":
+        output.write_json(result, stream)
+    elif fmt == "sarif":
+        output.write_sarif(result, stream)
+    else:
+        output.write_text(result, stream, environ)
+    if out_path is not None:
+        _write_output(out_path, stream.getvalue())
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
             log.warning("%s", reason)
@@ -251,6 +250,39 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
                                           result.decision.blocking_findings, result.gate.fail_on))
     return int(result.decision.exit_code) if not preview else int(Exit.OK)
+
+
+OUTPUT_FILE_MODE = 0o644  # --output: a report for other tools (CI uploads), not a secret
+
+
+def _check_output_path(name: str) -> Path:
+    """``--output FILE`` checked before the review starts: an existing directory, a missing
+    parent directory, or a parent that is not a writable directory is a UsageError (exit 2), so
+    a long review never ends in a result that cannot be written."""
+    path = Path(name)
+    shown = one_line(name)
+    if path.is_dir():
+        raise UsageError(f"--output {shown}: is a directory; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise UsageError(f"--output {shown}: directory {one_line(str(parent))} {what}")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path,
+                                                                                      os.W_OK)):
+        raise UsageError(f"--output {shown}: permission denied")
+    return path
+
+
+def _write_output(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (``atomicfile``: a reader, e.g. a CI step,
+    never sees half a report). Raises UsageError when the write fails."""
+    from .atomicfile import write_bytes
+
+    try:
+        write_bytes(path, text.encode("utf-8", "replace"), mode=OUTPUT_FILE_MODE)
+    except OSError as e:
+        raise UsageError(f"--output {one_line(str(path))}: cannot write:"
+                         f" {e.strerror or e}") from e
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str]) -> list[Any]:

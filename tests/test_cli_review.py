@@ -212,3 +212,62 @@ def test_console_script_runs_from_a_subdirectory(repo: GitRepo, llm: ScriptedLLM
     data = json.loads(p.stdout)
     assert data["comments"][0]["path"] == "src/pkg/app.py"
     assert data["comments"][0]["start_line"] == 12
+
+
+@pytest.mark.parametrize("target", ["somedir", "missing/report.json"])
+def test_bad_output_path_is_refused_before_the_review(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str,
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    (tmp_path / "somedir").mkdir()
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    dest = tmp_path / target
+    rc, out, err = run_cli(["review", "--format", "json", "--output", str(dest)], llm.env(),
+                           capsys)
+    assert rc == 2
+    assert out == ""
+    why = ("is a directory; give a file name" if target == "somedir"
+           else f"directory {tmp_path / 'missing'} does not exist")
+    assert err.splitlines() == [f"ocr-hook: --output {dest}: {why}"]
+    assert llm.requests == []  # refused before any review work
+
+
+def test_output_file_is_replaced_whole(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    dest = reports / "r.json"
+    dest.write_text("old report, much longer than nothing " * 1000)
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low", "--no-filter",
+                          "--output", str(dest)], llm.env(), capsys)
+    assert rc == 1
+    assert out == ""
+    data = json.loads(dest.read_text(encoding="utf-8"))
+    assert data["comments"][0]["start_line"] == 12
+    assert [p.name for p in reports.iterdir()] == ["r.json"]  # no temporary file left
+    assert dest.stat().st_mode & 0o777 == 0o644
+
+
+def test_commit_and_range_flags_together_are_a_usage_error(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.commit({"app.py": APP_PY}, "app")
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", "--commit", "HEAD", "--from", "HEAD~1", "--to", "HEAD"],
+                           llm.env(), capsys)
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [
+        "ocr-hook: --commit cannot be combined with --from/--to: review one commit"
+        " (--commit REF) or one range (--from A --to B)"]
+    rc, out, err = run_cli(["review", "--from", "HEAD~1"], llm.env(), capsys)
+    assert (rc, out, err) == (2, "", "ocr-hook: --from and --to must be given together\n")
+    assert llm.requests == []

@@ -43,3 +43,18 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(tmp_path: Path, re
     assert p.returncode == 0, p.stderr
     files = {f["path"]: (f["will_review"], f["reason"]) for f in json.loads(p.stdout)["files"]}
     assert files == {"pkg/sub/app.py": (True, ""), "pkg/sub/data.bin": (False, "binary")}
+
+
+def test_readme_test_command_prints_pytest_summary_line(tmp_path: Path) -> None:
+    """CI runs the README's `python -m pytest -q`; with the project's pytest settings that must
+    still end in pytest's "N passed in Xs" line (a second -q from addopts would hide it)."""
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "test_one.py").write_text("def test_one():\n    assert True\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), str(tests)],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1].startswith("1 passed in ")
