@@ -469,7 +469,13 @@ def _allow_mcp(environ: Mapping[str, str]) -> int:
 
 
 def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:
-    """How to proceed when the gate blocks (SPEC §9), worded for the stage."""
+    """How to proceed when the gate blocks (SPEC §9), worded for the stage. ``git ocr review``
+    run by hand or in CI blocks no commit: it states why the exit code is non-zero, without
+    commit hints."""
+    if stage == "review":
+        if verdict == "findings":
+            return f"blocking findings: {findings} at or above {fail_on}"
+        return "review incomplete and gate.on_error = block"
     what = "push" if stage == "pre-push" else "commit"
     hook_id = "ocr-review-push" if stage == "pre-push" else "ocr-review"
     why = (f"{findings} finding(s) at or above {fail_on}" if verdict == "findings"
@@ -477,6 +483,17 @@ def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> st
     return (f"{what} blocked: {why}. Fix and retry, or bypass once with "
             f"`git {what} --no-verify` (native hook), `SKIP={hook_id} git {what}` (pre-commit "
             f"framework) or `OCR_HOOK_GATE_MODE=advisory git {what}`.")
+
+
+def _hook_error_hint(hook: str) -> str:
+    """The second stderr line of a hook that stops with a usage or configuration error (exit
+    2): how to let this one commit or push through (e.g. the commit that fixes a typo in
+    ``.ocr-hook.toml``, which is read from HEAD)."""
+    what = "push" if hook == "pre-push" else "commit"
+    hook_id = "ocr-review-push" if hook == "pre-push" else "ocr-review"
+    return (f"to {what} anyway, bypass the review once: `git {what} --no-verify` (native hook),"
+            f" `SKIP={hook_id} git {what}` (pre-commit framework) or"
+            f" `OCR_HOOK_SKIP=1 git {what}`")
 
 
 def _add_maintenance_commands(sub: Any) -> None:
@@ -622,6 +639,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return EXIT_USAGE
     except OcrError as e:
         log.error("%s", one_line(str(e)))
+        if args.command == "hook":  # a bad committed setting must not trap every commit
+            log.error("%s", _hook_error_hint(args.hook))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("ocr-hook: interrupted", file=sys.stderr)

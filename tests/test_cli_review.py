@@ -271,3 +271,44 @@ def test_commit_and_range_flags_together_are_a_usage_error(
     rc, out, err = run_cli(["review", "--from", "HEAD~1"], llm.env(), capsys)
     assert (rc, out, err) == (2, "", "ocr-hook: --from and --to must be given together\n")
     assert llm.requests == []
+
+
+def test_review_command_states_blocking_findings_without_commit_hints(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", "--effort", "low", "--no-filter", "--no-cache"],
+                           llm.env(), capsys)
+    assert rc == 1
+    assert err.splitlines() == ["ocr-hook: blocking findings: 1 at or above high"]
+    rc, out, err = run_cli(["hook", "pre-commit", "--no-filter", "--no-cache"], llm.env(), capsys)
+    assert rc == 1
+    assert err.splitlines()[-1].startswith(
+        "ocr-hook: commit blocked: 1 finding(s) at or above high. Fix and retry, or bypass once"
+        " with `git commit --no-verify`")
+
+
+def test_config_error_in_a_hook_says_how_to_bypass_once(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({".ocr-hook.toml": '[reviw]\neffort = "low"\n'}, "typo")
+    repo.stage({".ocr-hook.toml": '[review]\neffort = "low"\n'})  # the fix, blocked by HEAD
+    monkeypatch.chdir(repo.path)
+    error = ("ocr-hook: unknown configuration section [reviw] in .ocr-hook.toml (HEAD); allowed:"
+             " llm, review, select, rules, gate, cache, tools, mcp, security")
+    rc, out, err = run_cli(["hook", "pre-commit"], {}, capsys)
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [
+        error,
+        "ocr-hook: to commit anyway, bypass the review once: `git commit --no-verify` (native"
+        " hook), `SKIP=ocr-review git commit` (pre-commit framework) or"
+        " `OCR_HOOK_SKIP=1 git commit`",
+    ]
+    rc, out, err = run_cli(["hook", "pre-commit"], {"OCR_HOOK_SKIP": "1"}, capsys)
+    assert (rc, out, err) == (0, "", "ocr-hook: skipped (OCR_HOOK_SKIP=1)\n")
+    rc, out, err = run_cli(["review"], {}, capsys)  # by hand: the one-line error only
+    assert (rc, err.splitlines()) == (2, [error])
