@@ -199,9 +199,10 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
     if inc or exc:
         cfg = cfg.model_copy(update={"select": cfg.select.model_copy(update={
             "include": [*cfg.select.include, *inc], "exclude": [*cfg.select.exclude, *exc]})})
-    from .config_cli import resolve_llm_endpoint
+    from .config_cli import resolve_llm_endpoint_deferred
 
-    endpoint, why = resolve_llm_endpoint(cfg, environ)  # runs llm.api_key_cmd when needed
+    # llm.api_key_cmd runs only when the review is about to call the LLM (review.run)
+    endpoint, why, key_cmd = resolve_llm_endpoint_deferred(cfg, environ)
     background = cfg.review.background
     if cfg.review.background_file:
         try:
@@ -221,6 +222,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         targets=targets,
         endpoint=endpoint,
         endpoint_error=why,
+        api_key_cmd=key_cmd,
         preview=preview,
         use_cache=cfg.cache.enabled,
         background=background,

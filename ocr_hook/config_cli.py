@@ -139,31 +139,88 @@ def allow_endpoint(environ: Mapping[str, str]) -> int:
     return 0
 
 
+def run_api_key_cmd(command: str, environ: Mapping[str, str]) -> str:
+    """Run ``llm.api_key_cmd`` and return the first non-blank line it prints (the key).
+    Raises ConfigError("llm.api_key_cmd …") when the command fails, times out or prints nothing;
+    the message never includes what it printed on stdout (a key)."""
+    from . import gitio
+
+    try:
+        rc, out, err = gitio.run_command(command, API_KEY_CMD_TIMEOUT_S, env=environ)
+    except OcrError as e:
+        raise ConfigError(f"llm.api_key_cmd: {e}") from e
+    if rc != 0:
+        first = next((ln.strip() for ln in err.decode("utf-8", "replace").splitlines()
+                      if ln.strip()), "")
+        raise ConfigError(f"llm.api_key_cmd failed (exit {rc})" + (f": {first}" if first
+                                                                    else ""))
+    key = next((ln.strip() for ln in out.decode("utf-8", "replace").splitlines()
+                if ln.strip()), "")
+    if not key:
+        raise ConfigError("llm.api_key_cmd printed no key")
+    return key
+
+
 def resolve_llm_endpoint(cfg: Any, environ: Mapping[str, str]) -> tuple[Any, str]:
     """``config.resolve_endpoint`` after running ``llm.api_key_cmd`` when no static key is set
     (a static ``llm.api_key`` wins, as in OCR). The command's first output line is the key.
     Raises ConfigError("llm.api_key_cmd …") when the command fails or prints nothing."""
-    from . import config, gitio
+    from . import config
 
     llm = cfg.llm
     from_cmd = ""
     if llm.api_key_cmd and not llm.api_key:
-        try:
-            rc, out, err = gitio.run_command(llm.api_key_cmd, API_KEY_CMD_TIMEOUT_S, env=environ)
-        except OcrError as e:
-            raise ConfigError(f"llm.api_key_cmd: {e}") from e
-        if rc != 0:
-            first = next((ln.strip() for ln in err.decode("utf-8", "replace").splitlines()
-                          if ln.strip()), "")
-            raise ConfigError(f"llm.api_key_cmd failed (exit {rc})" + (f": {first}" if first
-                                                                        else ""))
-        from_cmd = next((ln.strip() for ln in out.decode("utf-8", "replace").splitlines()
-                         if ln.strip()), "")
-        if not from_cmd:
-            raise ConfigError("llm.api_key_cmd printed no key")
+        from_cmd = run_api_key_cmd(llm.api_key_cmd, environ)
     elif llm.api_key_cmd:
         log.debug("llm.api_key is set; llm.api_key_cmd is not run")
     return config.resolve_endpoint(llm, environ, from_cmd)
+
+
+class ApiKeyCommand:
+    """``llm.api_key_cmd`` run on demand, at most once: calling it returns the key, or raises
+    the same ConfigError again when the one run failed (a locked password manager is asked
+    once per review, also in a push of several ranges). Thread-safe."""
+
+    def __init__(self, command: str, environ: Mapping[str, str]) -> None:
+        import threading
+
+        self.command = command
+        self._environ = environ
+        self._lock = threading.Lock()
+        self._outcome: str | ConfigError | None = None
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._outcome is None:
+                try:
+                    self._outcome = run_api_key_cmd(self.command, self._environ)
+                except ConfigError as e:
+                    self._outcome = e
+            if isinstance(self._outcome, ConfigError):
+                raise ConfigError(str(self._outcome))
+            return self._outcome
+
+
+def resolve_llm_endpoint_deferred(
+    cfg: Any, environ: Mapping[str, str]
+) -> tuple[Any, str, ApiKeyCommand | None]:
+    """The endpoint as :func:`resolve_llm_endpoint` resolves it, without running
+    ``llm.api_key_cmd``: (endpoint, why-not, key command). When the key is to come from the
+    command, the endpoint has an empty ``api_key`` and the third value runs the command; a
+    review calls it only before its first LLM request, so ``--preview``, a change with nothing
+    to review and a cache hit never run it. Raises ConfigError for an unknown provider."""
+    import dataclasses
+
+    from . import config
+
+    llm = cfg.llm
+    if not (llm.api_key_cmd and not llm.api_key):
+        endpoint, why = config.resolve_endpoint(llm, environ)
+        return endpoint, why, None
+    endpoint, why = config.resolve_endpoint(llm, environ, "(llm.api_key_cmd)")
+    if endpoint is None:  # no url or model: the command's key would not help
+        return None, why, None
+    return dataclasses.replace(endpoint, api_key=""), "", ApiKeyCommand(llm.api_key_cmd, environ)
 
 
 def write_private(path: Path, text: str) -> None:

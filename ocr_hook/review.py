@@ -73,6 +73,10 @@ class ReviewRequest:
     targets: tuple[target.Target, ...] = ()  # pre-resolved (push mode)
     endpoint: Endpoint | None = None
     endpoint_error: str = ""
+    # Runs llm.api_key_cmd (config_cli.ApiKeyCommand): set when the endpoint's key is still to
+    # come from it. Called only right before the first LLM request; raises ConfigError when the
+    # command fails, which makes the endpoint unavailable (reason no_endpoint, SPEC §2).
+    api_key_cmd: Callable[[], str] | None = None
     preview: bool = False
     use_cache: bool = True
     background: str = ""
@@ -343,17 +347,23 @@ def run(
                 result.status = "complete"
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
-    if req.endpoint is None:
+
+    def no_endpoint(why: str) -> ReviewResult:
+        """SPEC §2: no usable endpoint. The deterministic findings are reported and gated,
+        every reviewable file is not reviewed (``no_endpoint``), and gate.on_error decides."""
         for f in reviewable:
             o = outcomes[id(f)]
             o.reason = "no_endpoint"
-        result.incomplete_reasons.append(f"NOT REVIEWED: {req.endpoint_error}")
-        result.warnings.append(Warning_("no_endpoint", "", req.endpoint_error))
+        result.incomplete_reasons.append(f"NOT REVIEWED: {why}")
+        result.warnings.append(Warning_("no_endpoint", "", why))
         result.status = "failed"
         result.findings = config_findings
         result.decision = decide(config_findings, True, req.gate)
         result.elapsed_ms = int((time.monotonic() - t0) * 1000)
         return result
+
+    if req.endpoint is None:
+        return no_endpoint(req.endpoint_error)
 
     # SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys and
     # anchoring all see placeholders; other files' diffs reach the model only through
@@ -405,12 +415,20 @@ def run(
     from .tools.context import SnapshotView, builtin_handlers
     from .tools.registry import build_registry, parse_tools_json
 
+    endpoint = req.endpoint
+    if req.api_key_cmd is not None:  # the first LLM request is next: now the key is needed
+        try:
+            endpoint = dataclasses.replace(endpoint, api_key=req.api_key_cmd())
+        except OcrError as e:
+            return no_endpoint(f"no LLM endpoint: {e}")
+        if session is not None:
+            session.add_secret(endpoint.api_key)
     deadline = t0 + cfg.review.timeout_s
     meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
     # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
     # included; the remaining run time caps each attempt's timeouts.
     client = RedactingClient(make_client(  # SPEC §14: the one way out to the LLM is redacted
-        req.endpoint, before_attempt=meter.before_attempt,
+        endpoint, before_attempt=meter.before_attempt,
         count_tokens=lambda s: _count(s, cfg.llm.model)), redactor)  # when usage is absent
     redact: Callable[[str], str] = redactor
     view = SnapshotView(req.repo, t_first.head, files, redact)

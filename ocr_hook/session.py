@@ -95,6 +95,12 @@ class Session:
             except OSError:
                 self._fd = None
 
+    def add_secret(self, value: str) -> None:
+        """Blank ``value`` too from now on (an API key known only mid-run: llm.api_key_cmd)."""
+        if value and len(value) >= 4 and value not in self._secrets:
+            with self._lock:
+                self._secrets = (*self._secrets, value)
+
     def record(self, kind: str, data: Mapping[str, Any]) -> None:
         """Append one ``{"type": kind, "ts": …, **data}`` line (scrubbed, see module doc)."""
         if self._observer is not None:

@@ -5,6 +5,7 @@ nothing is faked."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -16,6 +17,7 @@ from ocr_hook.config import Layer, azure_url, build, dump_toml, edit_toml, parse
 from ocr_hook.config_cli import config_layers, resolve_llm_endpoint
 from ocr_hook.errors import ConfigError
 from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
 
 
 def write_user(text: str) -> Path:
@@ -182,6 +184,67 @@ def test_static_key_wins_over_api_key_cmd(tmp_path: Path) -> None:
     ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
     assert ep is not None and ep.api_key == "sk-static-000"
     assert not marker.exists()
+
+
+def _key_cmd_repo(repo: GitRepo, tmp_path: Path, script: str) -> Path:
+    """A repository with app.py staged and a user file whose api_key_cmd first leaves a
+    marker file, then runs ``script``; returns the marker's path."""
+    marker = tmp_path / "key-cmd-ran"
+    write_user(f'[llm]\napi_key_cmd = "echo run >> {marker}; {script}"\n')
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": "def f(x):\n    return x + 1\n"})
+    return marker
+
+
+def test_locked_api_key_cmd_means_no_endpoint_and_on_error_decides(
+        repo: GitRepo, llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    marker = _key_cmd_repo(repo, tmp_path, "echo vault is locked >&2; exit 1")
+    monkeypatch.chdir(repo.path)
+    env = {**os.environ, "OCR_LLM_URL": llm.url, "OCR_LLM_MODEL": "scripted-model"}
+    why = "NOT REVIEWED: no LLM endpoint: llm.api_key_cmd failed (exit 1): vault is locked"
+    rc = cli.main(["review", "--preview"], environ=env)  # no LLM call: the command never runs
+    out, err = capsys.readouterr()
+    assert (rc, err) == (0, "")
+    assert "app.py" in out and not marker.exists()
+    rc = cli.main(["hook", "pre-commit"], environ=env)
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert why in out.splitlines()
+    assert marker.read_text() == "run\n"
+    rc = cli.main(["review", "--format", "json"],
+                  environ={**env, "OCR_HOOK_GATE_ON_ERROR": "block"})
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert rc == 3
+    assert (data["verdict"], data["status"]) == ("incomplete", "failed")
+    assert [(f["path"], f["reason"]) for f in data["files"]] == [("app.py", "no_endpoint")]
+    assert data["warnings"] == [{"type": "no_endpoint", "file": "",
+                                 "message": why.removeprefix("NOT REVIEWED: ")}]
+    assert why in err
+    assert llm.requests == []
+
+
+def test_api_key_cmd_runs_once_only_when_the_llm_is_called(
+        repo: GitRepo, llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    marker = _key_cmd_repo(repo, tmp_path, "echo sk-from-the-vault-1234")
+    monkeypatch.chdir(repo.path)
+    env = {**os.environ, "OCR_LLM_URL": llm.url, "OCR_LLM_MODEL": "scripted-model"}
+    repo.git("stash", "push", "-q")  # only README.md at HEAD: nothing staged, nothing to review
+    assert cli.main(["review"], environ=env) == 0
+    assert not marker.exists()
+    repo.git("stash", "pop", "-q")
+    assert cli.main(["review", "--effort", "low"], environ=env) == 0
+    assert marker.read_text() == "run\n"
+    assert [h["authorization"] for h in llm.headers] == [
+        "Bearer sk-from-the-vault-1234"]
+    sessions = list((repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl"))
+    assert len(sessions) == 2
+    assert all("sk-from-the-vault" not in p.read_text() for p in sessions)
+    assert cli.main(["review", "--effort", "low"], environ=env) == 0  # cache hit: no LLM call
+    assert marker.read_text() == "run\n" and len(llm.requests) == 1
+    capsys.readouterr()
 
 
 # --- git ocr config -------------------------------------------------------------------------
