@@ -2,7 +2,9 @@
 
 stdout carries only the result; progress and warnings go to stderr through logging.
 ``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
-per group served from the cache (plus one for a cached grouping answer).
+per group served from the cache (plus one for a cached grouping answer). ``summary.llm_calls``
+counts answered LLM calls; ``summary.llm_attempts`` (the one field added to SPEC §11's summary)
+counts HTTP attempts started, so failed requests and retries show up.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             + result.usage.cache_write_tokens,
             "output_tokens": result.usage.output_tokens,
             "llm_calls": result.llm_calls,
+            "llm_attempts": result.llm_attempts,
             "cache_hits": result.cache_hits,
             "elapsed_ms": result.elapsed_ms,
         },
@@ -217,11 +220,15 @@ def write_text(
     excluded = sum(1 for o in result.files if not o.will_review)
     incomplete = sum(1 for o in result.files if o.will_review and not o.reviewed)
     u = result.usage
+    failed = result.llm_attempts - result.llm_calls  # each answered call is one attempt
+    failed_attempts = (f" ({failed} failed attempt{'s' if failed != 1 else ''})"
+                       if failed > 0 else "")
     w(
         f"\nocr-hook: {reviewed} reviewed, {excluded} excluded, {incomplete} incomplete;"
         f" {len(result.findings)} finding(s){f' ({by_sev})' if by_sev else ''};"
         f" tokens in/out {u.input_tokens + u.cache_read_tokens + u.cache_write_tokens}/"
-        f"{u.output_tokens}; {result.llm_calls} LLM call(s); {result.cache_hits} cache hit(s);"
+        f"{u.output_tokens}; {result.llm_calls} LLM call(s){failed_attempts};"
+        f" {result.cache_hits} cache hit(s);"
         f" {result.elapsed_ms / 1000:.1f}s\n"
     )
     if result.cache_hits and not result.llm_calls and result.status == "complete":

@@ -160,6 +160,7 @@ class ReviewResult:
     llm: dict[str, str]
     usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
+    llm_attempts: int = 0  # HTTP attempts started, failed ones and retries included
     cache_hits: int = 0
     elapsed_ms: int = 0
     session_id: str = ""
@@ -660,7 +661,7 @@ def run(
         record("cache_hit", {"level": "group", "group": group.label, "key": key[:16]})
         return "cache_hit", ""
 
-    incomplete_reasons: list[str] = []
+    causes: list[tuple[int, str]] = []  # (files, why) of each group left unreviewed
     ends = run_groups(groups, _cached_group, concurrency=cfg.review.concurrency, meter=meter,
                       background=background_pool)
     # comments of groups cut off by the deadline are still anchored (bounded wait)
@@ -674,9 +675,11 @@ def run(
             else:
                 o.reviewed = True
         if reason:
-            msg = err or stop
-            result.warnings.append(Warning_("subtask_error", g.label, msg))
-            incomplete_reasons.append(f"{g.label}: {msg}")
+            err = "" if err == stop else err
+            result.warnings.append(Warning_("subtask_error", g.label,
+                                            err or STOP_REASON_TEXT.get(stop, stop)))
+            causes.append((len(g.files), not_reviewed_cause(
+                stop, err, timeout_s=cfg.review.timeout_s, budget_tokens=req.budget_tokens)))
         report = reports.get(id(g)) or GroupReport(g.label, [f.path for f in g.files], [stop])
         report.reason = reason
         result.group_reports.append(report)
@@ -691,10 +694,11 @@ def run(
     reviewed_n = sum(1 for o in outcomes.values() if o.reviewed)
     wanted = len(reviewable)
     result.status = "complete" if reviewed_n == wanted else ("partial" if reviewed_n else "failed")
-    result.incomplete_reasons = incomplete_reasons
+    result.incomplete_reasons = [not_reviewed_line(causes, wanted)] if causes else []
     result.decision = decide(result.findings, reviewed_n < wanted, req.gate)
     result.usage = meter.usage
     result.llm_calls = meter.llm_calls
+    result.llm_attempts = meter.attempts
     record("llm_stats", client.stats.snapshot())  # HTTP requests (retries too) and latency
     if cache is not None:
         _store_in_cache(cache, run_key, groups, fresh_groups, collector, result)
@@ -704,6 +708,48 @@ def run(
 
 
 CACHEABLE_STOPS = ("task_done", "max_rounds")  # a group that ended like this is complete
+# What a stop reason (agent.loop.STOP_REASONS, group outcomes) means, for people: the
+# ``NOT REVIEWED`` line and the warnings never show internal codes such as ``empty_rounds``.
+STOP_REASON_TEXT = {
+    "no_tool_calls": "the model made no tool calls (3 replies in a row without one; check the"
+                     " model and server with `git ocr llm test`)",
+    "empty_rounds": "the model's tool calls failed 3 rounds in a row",
+    "task_failed": "the model gave up on the review (task_done FAILED)",
+    "cancelled": "the review was cancelled",
+    "timeout": "the review's time limit was reached",
+    "budget": "the token budget was used up",
+    "token_threshold_exceeded": "the change is too large for the model's context",
+    "llm_error": "the LLM request failed",
+    "error": "internal error",
+}
+MAX_CAUSES_SHOWN = 3  # distinct reasons on the NOT REVIEWED line; the rest are in the warnings
+
+
+def not_reviewed_cause(stop: str, err: str, *, timeout_s: float, budget_tokens: int) -> str:
+    """Why a group was not reviewed, in words for the ``NOT REVIEWED`` line. Limits are stated
+    once with their setting (the per-group details stay in the warnings); errors (LLM, internal,
+    context size) keep their own one-line message."""
+    if stop == "timeout":
+        return f"time limit of {timeout_s:g}s reached (review.timeout_s, --timeout)"
+    if stop == "budget":
+        return (f"token budget of {budget_tokens} used up (review.max_tokens_budget,"
+                " --max-tokens-budget)")
+    if stop in ("llm_error", "error", "token_threshold_exceeded") and err:
+        return err
+    return STOP_REASON_TEXT.get(stop, err or stop)
+
+
+def not_reviewed_line(causes: Sequence[tuple[int, str]], selected: int) -> str:
+    """The one loud line of an incomplete review (SPEC §9): ``NOT REVIEWED: [k of n files: ]
+    <reason>[; <reason>…]`` from the (file count, reason) of each unreviewed group; distinct
+    reasons in order of first appearance, at most MAX_CAUSES_SHOWN."""
+    reasons = list(dict.fromkeys(why for _n, why in causes))
+    shown = "; ".join(reasons[:MAX_CAUSES_SHOWN])
+    if len(reasons) > MAX_CAUSES_SHOWN:
+        shown += f"; and {len(reasons) - MAX_CAUSES_SHOWN} more (see the warnings)"
+    missing = sum(n for n, _why in causes)
+    count = f"{missing} of {selected} files: " if missing < selected else ""
+    return f"NOT REVIEWED: {count}{shown}"
 
 
 def _store_in_cache(
@@ -940,5 +986,8 @@ def run_ranges(
             setattr(merged, fld.name, total)
         elif isinstance(values[0], int) and not isinstance(values[0], bool):
             setattr(merged, fld.name, sum(values))
+    if len(merged.incomplete_reasons) > 1:  # one NOT REVIEWED line for the whole push
+        merged.incomplete_reasons = ["NOT REVIEWED: " + "; ".join(dict.fromkeys(
+            r.removeprefix("NOT REVIEWED: ") for r in merged.incomplete_reasons))]
     merged.elapsed_ms = int((time.monotonic() - t0) * 1000)
     return merged

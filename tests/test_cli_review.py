@@ -312,3 +312,75 @@ def test_config_error_in_a_hook_says_how_to_bypass_once(
     assert (rc, out, err) == (0, "", "ocr-hook: skipped (OCR_HOOK_SKIP=1)\n")
     rc, out, err = run_cli(["review"], {}, capsys)  # by hand: the one-line error only
     assert (rc, err.splitlines()) == (2, [error])
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.mark.parametrize("case", ["http_500", "connection_refused", "timeout", "budget",
+                                  "no_tool_calls"])
+def test_every_incomplete_review_prints_one_not_reviewed_line(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], case: str,
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    env = llm.env(OCR_HOOK_LLM_MAX_RETRIES="0")
+    flags = ["--effort", "low", "--no-cache"]
+    if case == "http_500":
+        llm.default = None
+        for _ in range(2):
+            llm.reply({"error": {"message": "upstream exploded"}}, status=500)
+        why = "LLM server error (HTTP 500): upstream exploded"
+    elif case == "connection_refused":
+        env["OCR_LLM_URL"] = url = _closed_port_url()
+        why = f"cannot connect to LLM endpoint {url}/chat/completions: connection refused"
+    elif case == "timeout":
+        for _ in range(2):
+            llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=3)
+        flags += ["--timeout", "0.5"]
+        why = "time limit of 0.5s reached (review.timeout_s, --timeout)"
+    elif case == "budget":
+        for _ in range(2):
+            llm.tool_calls(("file_read", {"file_path": "app.py"}))
+        flags += ["--max-tokens-budget", "1"]
+        why = "token budget of 1 used up (review.max_tokens_budget, --max-tokens-budget)"
+    else:
+        for _ in range(6):
+            llm.text("Looks fine.")
+        why = ("the model made no tool calls (3 replies in a row without one; check the model"
+               " and server with `git ocr llm test`)")
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", *flags], env, capsys)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert [ln for ln in lines if "NOT REVIEWED" in ln] == [f"NOT REVIEWED: {why}"]
+    assert lines[-1] == "verdict: INCOMPLETE (blocking)"
+    assert "NOT REVIEWED" not in err
+    rc, out, err = run_cli(["review", "--format", "json", *flags], env, capsys)
+    assert (rc, json.loads(out)["verdict"]) == (0, "incomplete")
+    assert [ln for ln in err.splitlines() if "NOT REVIEWED" in ln] == [
+        f"ocr-hook: NOT REVIEWED: {why}"]
+
+
+def test_summary_counts_failed_llm_attempts(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP_PY})
+    monkeypatch.chdir(repo.path)
+    url = _closed_port_url()
+    env = {"OCR_LLM_URL": url, "OCR_LLM_MODEL": "m", "OCR_HOOK_LLM_MAX_RETRIES": "1"}
+    rc, out, _ = run_cli(["review", "--effort", "low"], env, capsys)
+    assert rc == 0
+    [summary] = [ln for ln in out.splitlines() if ln.startswith("ocr-hook: ")]
+    assert "; 0 LLM call(s) (2 failed attempts); 0 cache hit(s);" in summary
+    assert (f"NOT REVIEWED: cannot connect to LLM endpoint {url}/chat/completions: connection"
+            " refused (after 2 attempts)") in out.splitlines()
+    rc, out, _ = run_cli(["review", "--effort", "low", "--format", "json"], env, capsys)
+    data = json.loads(out)
+    assert (data["summary"]["llm_calls"], data["summary"]["llm_attempts"]) == (0, 2)

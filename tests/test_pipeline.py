@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
+from ocr_hook.review import not_reviewed_cause, not_reviewed_line
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -300,7 +301,7 @@ def test_a_model_that_never_calls_tools_leaves_the_file_unreviewed(
     assert (rc, data["status"], data["verdict"]) == (3, "failed", "incomplete")
     assert reasons(data) == {"app.py": (False, "no_tool_calls")}
     assert len(llm.requests) == 3  # no second effort round after a failed first one
-    assert "app.py: no_tool_calls" in err
+    assert "NOT REVIEWED: the model made no tool calls (3 replies in a row" in err
 
 
 def test_grace_round_after_the_tool_cap_still_files_comments(
@@ -419,7 +420,8 @@ def test_deadline_cancels_unfinished_groups_and_no_thread_outlives_the_run(
     messages = {w["file"]: w["message"] for w in data["warnings"] if w["type"] == "subtask_error"}
     assert messages[names[1]] == "review deadline reached before the group started"
     assert [t.name for t in threading.enumerate() if t.name.startswith("ocr-")] == []
-    assert f"{names[0]}: review deadline reached" in err
+    assert err.count("NOT REVIEWED") == 1
+    assert "NOT REVIEWED: time limit of 1.5s reached (review.timeout_s, --timeout)" in err
 
 
 def test_deadline_with_on_error_allow_exits_zero(
@@ -496,3 +498,32 @@ def test_ctrl_c_exits_130_promptly_and_leaves_the_repository_untouched(
     assert "interrupted" in err.decode() and "Traceback" not in err.decode()
     assert repo.state() == before
     assert list(tmp.iterdir()) == []  # no private index copy left behind
+
+
+@pytest.mark.parametrize(("causes", "line"), [
+    ([(2, "LLM server error (HTTP 500): boom")], "NOT REVIEWED: LLM server error (HTTP 500): boom"),
+    ([(1, "a"), (1, "a")], "NOT REVIEWED: a"),
+    ([(1, "a")], "NOT REVIEWED: 1 of 2 files: a"),
+    ([(1, "a"), (1, "b"), (1, "c"), (1, "d"), (1, "a")],
+     "NOT REVIEWED: 5 of 9 files: a; b; c; and 1 more (see the warnings)"),
+])
+def test_not_reviewed_line_names_distinct_reasons_once(
+    causes: list[tuple[int, str]], line: str,
+) -> None:
+    selected = 9 if len(causes) == 5 else 2
+    assert not_reviewed_line(causes, selected) == line
+
+
+@pytest.mark.parametrize(("stop", "err", "why"), [
+    ("no_tool_calls", "", "the model made no tool calls (3 replies in a row without one; check"
+                          " the model and server with `git ocr llm test`)"),
+    ("empty_rounds", "", "the model's tool calls failed 3 rounds in a row"),
+    ("task_failed", "", "the model gave up on the review (task_done FAILED)"),
+    ("timeout", "review deadline reached before the group started",
+     "time limit of 90s reached (review.timeout_s, --timeout)"),
+    ("budget", "token budget of 5 used up (7 tokens)",
+     "token budget of 5 used up (review.max_tokens_budget, --max-tokens-budget)"),
+    ("llm_error", "LLM returned no choices", "LLM returned no choices"),
+])
+def test_stop_reasons_become_words(stop: str, err: str, why: str) -> None:
+    assert not_reviewed_cause(stop, err, timeout_s=90, budget_tokens=5) == why

@@ -159,7 +159,8 @@ def _body_error(b: dict[str, Any]) -> Any:
     if b.get("type") == "error" or ("error" in b and "content" not in b):
         return b.get("error") or {"message": "error response without details"}
     if "content" not in b:
-        return {"message": "response has no content", "code": 502}
+        return LlmError("LLM returned no content", kind="protocol", status=200,
+                        retryable=True)
     return None
 
 

@@ -19,13 +19,14 @@ import email.utils
 import json
 import logging
 import random
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
 
-from ..errors import LlmError
+from ..errors import DeadlineExceeded, LlmError
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,10 @@ def _error_text(body: Any) -> tuple[str, str]:
                 return err, ""
             return _error_text(inner) if isinstance(inner, dict) else (err, "")
         if isinstance(err, dict):
-            msg = str(err.get("message") or err.get("msg") or json.dumps(err)[:300])
+            msg = str(err.get("message") or err.get("msg") or shorten(json.dumps(err), 300))
             code = " ".join(str(err[k]) for k in ("code", "type") if err.get(k) is not None)
             return msg, code
-    return " ".join(str(body).split())[:300], ""
+    return shorten(str(body), 300), ""
 
 
 def classify(status: int, body: Any) -> LlmError:
@@ -132,11 +133,61 @@ def backoff_s(attempt: int, rng: random.Random | None = None) -> float:
     return base * (1 - 0.25 * r)
 
 
+MESSAGE_MAX_CHARS = 200  # a library's error text quoted in a one-line error
+
+
+def shorten(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters, cut at a word boundary with "…"
+    (never in the middle of a word)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+_OS_REASONS: tuple[tuple[type[BaseException], str], ...] = (
+    (ConnectionRefusedError, "connection refused"),
+    (ConnectionResetError, "connection reset by the server"),
+    (ConnectionAbortedError, "connection aborted"),
+    (BrokenPipeError, "connection closed by the server"),
+    (socket.gaierror, "host name not found"),
+    (TimeoutError, "timed out"),
+)
+
+
+def _network_reason(e: BaseException) -> str:
+    """A short reason for a transport failure, from the operating-system error at the bottom
+    of requests' and urllib3's wrappers (``ConnectionRefusedError`` → "connection refused",
+    ``socket.gaierror`` → "host name not found"…), or "" when there is none. urllib3 keeps it
+    as the ``__cause__``/``__context__`` of the ``reason`` of a ``MaxRetryError`` in
+    ``args[0]``."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [e]
+    while todo:
+        x = todo.pop(0)
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if type(x).__module__ in ("builtins", "socket", "http.client", "ssl"):
+            for kind, reason in _OS_REASONS:
+                if isinstance(x, kind):
+                    return reason
+            if isinstance(x, OSError) and x.strerror:
+                return str(x.strerror).lower()
+        nxt = [x.__cause__, x.__context__, getattr(x, "reason", None), *x.args]
+        todo.extend(n for n in nxt if isinstance(n, BaseException))
+    return ""
+
+
 def _transport_error(e: requests.exceptions.RequestException, url: str,
                      read_timeout_s: float) -> LlmError:
     """requests' exception tree → LlmError (connection | timeout), retryable where another
-    attempt may succeed."""
-    first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    attempt may succeed. The message names the reason in a few words ("connection refused"),
+    never urllib3's wrapper text."""
+    first = shorten(_network_reason(e) or str(e) or type(e).__name__)
     if isinstance(e, requests.exceptions.ConnectTimeout):
         return LlmError(f"cannot connect to LLM endpoint {url} (connect timeout)",
                         kind="connection", retryable=True)
@@ -170,12 +221,14 @@ def post_json(
 ) -> tuple[dict[str, Any], int]:
     """POST ``body`` as JSON; return (decoded JSON object, HTTP requests made).
 
-    ``body_error(payload)`` returns the error object carried by a 200 JSON body, or None when
-    the body is a real answer. ``before_attempt(n)`` runs before every attempt (n = 0, 1, …);
-    budget and deadline checks raise from it; a number it returns caps this attempt's connect
+    ``body_error(payload)`` returns the error object carried by a 200 JSON body (or an LlmError
+    describing a reply with no answer in it), or None when the body is a real answer.
+    ``before_attempt(n)`` runs before every attempt (n = 0, 1, …); budget and deadline checks
+    raise from it; a number it returns caps this attempt's connect
     and read timeouts and the wait before the next attempt (seconds left in the run, so a
     deadline also ends calls in flight). Raises LlmError (typed ``kind``, ``attempts``)
-    when the request fails for good.
+    when the request fails for good, DeadlineExceeded when an attempt timed out because the
+    run's time was up.
     """
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     attempt = 0
@@ -190,6 +243,14 @@ def post_json(
         err: LlmError
         try:
             resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts)
+        except requests.exceptions.Timeout as e:
+            read = isinstance(e, requests.exceptions.ReadTimeout)
+            if (timeouts[1] < read_timeout_s) if read else (timeouts[0] < connect_timeout_s):
+                # this attempt's timeout was the run's remaining time: the review's deadline
+                # ended it (SPEC §6.4), not llm.timeout_s / llm.connect_timeout_s
+                raise DeadlineExceeded("review deadline reached while waiting for the LLM"
+                                       ) from e
+            err = _transport_error(e, url, timeouts[1])
         except requests.exceptions.RequestException as e:
             err = _transport_error(e, url, timeouts[1])
         else:
@@ -201,9 +262,11 @@ def post_json(
             inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
             if status == 200 and isinstance(payload, dict) and not inner:
                 return payload, attempt + 1
-            if status == 200 and not isinstance(payload, dict):
+            if isinstance(inner, LlmError):  # a 200 reply without an answer, described as such
+                err = inner
+            elif status == 200 and not isinstance(payload, dict):
                 err = LlmError(f"LLM returned a 200 body that is not a JSON object:"
-                               f" {resp.text[:200]!r}",
+                               f" {shorten(repr(resp.text))}",
                                kind="protocol", status=200, retryable=True)
             elif status == 200:
                 # an error object inside a 200 body: classify by its own numeric code when any

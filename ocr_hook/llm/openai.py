@@ -166,12 +166,14 @@ def _choices_error(b: dict[str, Any]) -> Any:
     the first choice (OpenRouter), or no usable choice at all."""
     choices = b.get("choices")
     if not choices:
-        return b.get("error") or {"message": "response has no choices", "code": 502}
+        return b.get("error") or LlmError("LLM returned no choices", kind="protocol",
+                                          status=200, retryable=True)
     first = choices[0] if isinstance(choices[0], dict) else {}
     if first.get("error"):
         return first["error"]
     if first.get("finish_reason") == "error":
-        return {"message": "generation failed (finish_reason error)", "code": 502}
+        return LlmError("LLM generation failed (finish_reason error)", kind="server",
+                        status=200, retryable=True)
     return None
 
 

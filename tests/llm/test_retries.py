@@ -12,6 +12,7 @@ import pytest
 
 from ocr_hook.errors import LlmError
 from ocr_hook.llm import make_client
+from ocr_hook.llm.http import shorten
 from ocr_hook.llm.types import Endpoint, Message
 from tests.support.scripted_llm import ScriptedLLM, anthropic_text, openai_text
 
@@ -214,7 +215,31 @@ def test_connection_refused_is_a_connection_error() -> None:
     with pytest.raises(LlmError) as e:
         make_client(ep).complete(MSGS)
     assert e.value.kind == "connection" and e.value.retryable
-    assert str(e.value).startswith(f"cannot connect to LLM endpoint http://127.0.0.1:{port}/v1")
+    assert str(e.value) == (f"cannot connect to LLM endpoint http://127.0.0.1:{port}/v1/chat/"
+                            "completions: connection refused")
+
+
+def test_200_without_an_answer_says_so_without_inventing_a_status(server: ScriptedLLM) -> None:
+    empty = {"id": "msg_1", "type": "message"} if server.protocol == "anthropic" else {
+        "id": "x", "object": "chat.completion", "choices": []}
+    server.reply(empty, headers=FAST)
+    server.reply(empty, headers=FAST)
+    with pytest.raises(LlmError) as e:
+        make_client(endpoint(server, max_retries=1)).complete(MSGS)
+    what = "content" if server.protocol == "anthropic" else "choices"
+    assert str(e.value) == f"LLM returned no {what} (after 2 attempts)"
+    assert (e.value.kind, e.value.status, len(server.requests)) == ("protocol", 200, 2)
+
+
+@pytest.mark.parametrize(("text", "limit", "short"), [
+    ("Failed to establish a new connection", 200, "Failed to establish a new connection"),
+    ("Failed to establish a new connection", 30, "Failed to establish a new…"),
+    ("x" * 50, 10, "xxxxxxxxx…"),
+    ("multi\nline   text", 200, "multi line text"),
+])
+def test_quoted_error_text_is_cut_at_a_word_boundary(text: str, limit: int, short: str) -> None:
+    assert shorten(text, limit) == short
+    assert len(short) <= limit
 
 
 def test_non_json_200_body_is_a_protocol_error(llm: ScriptedLLM) -> None:
