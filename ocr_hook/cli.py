@@ -247,7 +247,7 @@ def _review(args: argparse.Namespace, environ: Mapping[str, str], stage: str) ->
         _write_output(out_path, stream.getvalue())
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
-            log.warning("%s", reason)
+            log.warning("%s", output.display_text(reason))
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
                                           result.decision.blocking_findings, result.gate.fail_on))

@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
@@ -21,7 +21,7 @@ from . import __version__
 from .findings import CATEGORIES, Finding, Severity
 
 if TYPE_CHECKING:  # output sits below review in the layer order (STYLE §2)
-    from .review import ReviewResult
+    from .review import FileOutcome, ReviewResult
 
 SCHEMA_VERSION = "1"
 _COLORS = {
@@ -137,24 +137,67 @@ def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
     return out
 
 
+def _escape_char(ch: str) -> str:
+    """One non-printable character as text: ``\\t``, ``\\n``, ``\\r``, ``\\x..`` for an
+    undecodable byte (os.fsdecode's surrogate escape), else ``\\uXXXX`` (ESC is ``\\u001b``)."""
+    if ch in "\t\n\r":
+        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch]
+    if "\udc80" <= ch <= "\udcff":
+        return f"\\x{ord(ch) - 0xDC00:02x}"
+    return f"\\u{ord(ch):04x}"
+
+
 def display_path(path: str) -> str:
-    """A path for a text table: control characters (TAB, newline…) and backslashes escaped as
-    git's C quoting does, undecodable bytes as ``\\x..``; everything else as is."""
+    """A path for text output (the ``--preview`` table, findings, the coverage lines): control
+    characters (TAB, newline, ESC…) and backslashes escaped as git's C quoting does,
+    undecodable bytes as ``\\x..``; everything else as is."""
     if path.isprintable() and "\\" not in path:
         return path
-    out = []
-    for ch in path:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch in "\t\n\r":
-            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch])
-        elif "\udc80" <= ch <= "\udcff":  # os.fsdecode's escape of a non-UTF-8 byte
-            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
-        elif not ch.isprintable():
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return "".join("\\\\" if ch == "\\" else ch if ch.isprintable() else _escape_char(ch)
+                   for ch in path)
+
+
+def display_text(text: str, keep: str = "") -> str:
+    """Model or server text (comment content, suggestions, error messages) for a terminal: every
+    non-printable character except those in ``keep`` (``"\\n\\t"`` for a multi-line body) is
+    escaped as :func:`display_path` escapes it, so ``\\x1b[2J`` cannot clear the screen or
+    colour the output, and a line break cannot forge a line. Backslashes stay as they are (code
+    is full of them); CRLF counts as one newline."""
+    if "\r\n" in text and "\n" in keep:
+        text = text.replace("\r\n", "\n")
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else _escape_char(ch) for ch in text)
+
+
+COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always lists every path
+
+
+def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
+    """The text output's account of the changed paths that were not reviewed (SPEC §8.3): one
+    line each, ``not reviewed: <path> (<reason>)`` for selected files left unreviewed, then
+    ``excluded: <path> (<reason>)`` for files selection kept out; at most COVERAGE_LINES_MAX of
+    each, the rest counted by reason (``--preview`` and JSON list them all). [] when every
+    changed path was reviewed."""
+    out: list[str] = []
+    for label, picked in (
+        ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
+        ("excluded", [o for o in files if not o.will_review]),
+    ):
+        for o in picked[:COVERAGE_LINES_MAX]:
+            path = display_path(o.path)
+            if o.old_path != o.path:
+                path = f"{display_path(o.old_path)} → {path}"
+            out.append(f"{label}: {path} ({o.reason or 'unknown'})")
+        rest = picked[COVERAGE_LINES_MAX:]
+        if rest:
+            counts: dict[str, int] = {}
+            for o in rest:
+                counts[o.reason] = counts.get(o.reason, 0) + 1
+            out.append(f"{label}: {len(rest)} more ("
+                       + ", ".join(f"{n} {r}" for r, n in counts.items())
+                       + "; `git ocr review --preview` lists every path)")
+    return out
 
 
 def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
@@ -189,10 +232,11 @@ def write_text(
         write_preview_table(result, stream)
         return
     for f in result.findings:
+        path = display_path(f.path)
         loc = (
-            f"{f.path}:{f.start_line}-{f.end_line}"
+            f"{path}:{f.start_line}-{f.end_line}"
             if f.start_line
-            else f"{f.path} (location unknown)"
+            else f"{path} (location unknown)"
         )
         notes = ["old side"] if f.side == "old" else []  # SPEC §8.1: never shown as new side
         if f.anchor not in ("hunk_new", "hunk_old", "none"):
@@ -203,14 +247,20 @@ def write_text(
             loc += f" ({', '.join(notes)})"
         badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
         w(f"\n{paint(_DIM, loc) if color else loc} {badge}\n")
-        for line in f.content.splitlines():
+        for line in display_text(f.content, keep="\n\t").split("\n"):
             w(f"  {line}\n")
-        for line in _suggestion_diff(f.existing_code, f.suggestion_code):
+        for line in _suggestion_diff(display_text(f.existing_code, keep="\n\t"),
+                                     display_text(f.suggestion_code, keep="\n\t")):
             w(f"    {line}\n")
     if not result.findings and result.status in ("complete", "skipped"):
         w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
+    coverage = coverage_lines(result.files)
+    if coverage:
+        w("\n")
+        for line in coverage:
+            w(f"{line}\n")
     for reason in result.incomplete_reasons:
-        w(f"{reason}\n")
+        w(f"{display_text(reason)}\n")
     by_sev = ", ".join(
         f"{n} {s.label}"
         for s in sorted(Severity, reverse=True)

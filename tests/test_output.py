@@ -238,3 +238,70 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
             assert "\033[" not in buf3.getvalue()
     finally:
         os.close(master)
+
+
+def test_text_output_escapes_control_characters_of_model_text_and_file_names(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name = "bad\nname.py"
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.stage({name: "x = 1\n", "data\x1b[31m.bin": b"\x00\x01"})
+    llm.tool_calls(("code_comment", {"comments": [{
+        "path": name, "content": "Bad \x1b[2J value\r\nsecond line\x07\n\tindented",
+        "existing_code": "x = 1", "suggestion_code": "x = \x1b[31m2",
+        "severity": "high", "category": "bug"}]}), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["review", "--effort", "low"], llm.env(), capsys)
+    assert rc == 1
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    lines = out.splitlines()
+    start = lines.index("bad\\nname.py:1-1 [high · bug]")
+    assert lines[start:start + 5] == [
+        "bad\\nname.py:1-1 [high · bug]",
+        "  Bad \\u001b[2J value",
+        "  second line\\u0007",
+        "  \tindented",
+        "    -x = 1",
+    ]
+    assert lines[start + 5] == "    +x = \\u001b[31m2"
+    assert "excluded: data\\u001b[31m.bin (binary)" in lines
+    # the preview escapes the same names the same way
+    rc, out, _ = run_cli(["review", "--preview"], llm.env(), capsys)
+    assert any(ln.startswith("bad\\nname.py ") for ln in out.splitlines())
+    assert any(ln.startswith("data\\u001b[31m.bin ") for ln in out.splitlines())
+
+
+def test_text_output_lists_unreviewed_and_excluded_paths_after_the_findings(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"old.py": "a = 1\n", "gone.py": "b = 2\n"}, "init")
+    repo.git("mv", "old.py", "new.py")
+    repo.git("rm", "-q", "gone.py")
+    repo.stage({"app.py": "x = 1\n", "logo.png": b"\x89PNG\x00"})
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["review"], {}, capsys)  # no endpoint
+    assert rc == 0
+    lines = out.splitlines()
+    i = lines.index("not reviewed: app.py (no_endpoint)")
+    assert lines[i - 1] == ""
+    assert lines[i:i + 4] == [
+        "not reviewed: app.py (no_endpoint)",
+        "excluded: gone.py (deleted)",
+        "excluded: logo.png (binary)",
+        "excluded: old.py → new.py (rename_only)",
+    ]
+    assert lines[i + 4].startswith("NOT REVIEWED: no LLM endpoint configured")
+
+
+def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
+    files = [FileOutcome(f"v/{i}.js", f"v/{i}.js", "added", False, "provider_directory", 1, 0)
+             for i in range(23)]
+    files.append(FileOutcome("a.bin", "a.bin", "added", False, "binary", 0, 0))
+    lines = output.coverage_lines(files)
+    assert len(lines) == 21
+    assert lines[0] == "excluded: v/0.js (provider_directory)"
+    assert lines[-1] == ("excluded: 4 more (3 provider_directory, 1 binary; `git ocr review"
+                         " --preview` lists every path)")
+    assert output.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
+        == []
