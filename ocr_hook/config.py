@@ -606,6 +606,15 @@ def _edit_lines(text: str, key: str, literal: str | None) -> str:
         if hit is not None:
             if new_line is None:
                 del lines[hit]
+                end -= 1
+                if not any(lines[i].strip() for i in range(start + 1, end)):
+                    del lines[start:end]  # the table is empty now: drop its header too
+                    # no blank line left at the top, at the end, or doubled where it was
+                    while start < len(lines) and not lines[start].strip() and (
+                            start == 0 or not lines[start - 1].strip()):
+                        del lines[start]
+                    while lines and not lines[-1].strip():
+                        lines.pop()
             else:
                 lines[hit] = new_line
         elif new_line is not None:
@@ -626,13 +635,18 @@ def edit_toml(text: str, key: str, value: Any | None, source: str) -> str:
     if value is None:
         if isinstance(sect, dict):
             sect.pop(name, None)
+            if not sect:  # no empty [section] left behind
+                del want[section]
     else:
         if not isinstance(sect, dict):
             sect = want[section] = {}
         sect[name] = value
     try:
         edited = _edit_lines(text, key, None if value is None else toml_literal(value))
-        if parse_toml(edited, source) == want:
+        got = parse_toml(edited, source)
+        if value is None:  # a table left with only comments keeps its (empty) header
+            got = {k: v for k, v in got.items() if v != {} or k in want}
+        if got == want:
             return edited
     except ConfigError:
         pass

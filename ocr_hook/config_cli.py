@@ -266,6 +266,8 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     cl.add_argument("--show-origin", action="store_true", help="also show where it comes from")
     cg = cs.add_parser("get", help="the effective value of KEY (exit 1 when unset)")
     cg.add_argument("key", metavar="KEY", help="section.name, e.g. llm.model")
+    cg.add_argument("--show-secret", action="store_true",
+                    help="print llm.api_key in full (it is masked by default)")
     cset = cs.add_parser("set", help="set KEY in the user file (VALUE - reads stdin)")
     cset.add_argument("key", metavar="KEY")
     cset.add_argument("value", metavar="VALUE")
@@ -333,7 +335,10 @@ def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             if action == "get":
                 if value is None or value == "":
                     return 1  # unset, as `git config --get` reports it
-                _say(_display(key, value, raw=True))
+                if key == "llm.api_key" and not args.show_secret:
+                    _say(_display(key, value, raw=False))  # masked, as `list` shows it
+                else:
+                    _say(_display(key, value, raw=True))
                 return EXIT_OK
             shown = "(unset)" if value is None else _display(key, value, raw=False)
             where = origin.get(key, "default")
@@ -345,9 +350,16 @@ def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         new_value: Any = None
         if action == "set":
             raw = sys.stdin.readline().rstrip("\r\n") if args.value == "-" else args.value
+            if not raw.strip():
+                where = "no value on stdin" if args.value == "-" else "empty value"
+                raise ConfigError(f"{where} for {args.key}; nothing written (to remove the key:"
+                                  f" git ocr config unset {args.key})")
             new_value = config.parse_value(args.key, raw)
+            section, _, name = args.key.partition(".")
+            # the value itself first: its error names the command line, not the file
+            config.build([config.Layer("command line", {section: {name: new_value}})])
         new_text = config.edit_toml(text, args.key, new_value, str(path))
-        # validate what the file will hold, naming the file in the error
+        # then what the file will hold, naming the file in the error
         config.build([config.Layer(str(path), config.parse_toml(new_text, str(path)))])
         if action == "unset" and new_text == text:
             log.info("%s is not set in %s", args.key, path)

@@ -290,8 +290,9 @@ def test_config_set_keeps_comments_and_refuses_bad_values(
                                 'mode = "advisory"\n')
     rc, out, err = run(["config", "set", "gate.mode", "lenient"], capsys)
     assert rc == 2 and out == ""
-    assert f"invalid gate.mode = 'lenient' in {path}" in err
-    assert "allowed: blocking, advisory" in err
+    assert err.splitlines() == ["ocr-hook: invalid gate.mode = 'lenient' in command line: Input"
+                                " should be 'blocking' or 'advisory'; allowed: blocking,"
+                                " advisory"]  # the value given, not the file, is wrong
     rc, _, err = run(["config", "set", "llm.modle", "x"], capsys)
     assert rc == 2 and "unknown configuration key 'llm.modle'; allowed keys: llm.provider" in err
     rc, _, err = run(["config", "set", "review.concurrency", "many"], capsys)
@@ -314,6 +315,48 @@ def test_config_set_reads_a_secret_from_stdin_and_list_masks_it(
     assert lines["gate.mode"] == '"blocking"\t# default'
     assert len(lines) == len(config.all_keys())
     assert "sk-abcdefghijklmnopqrstuvwxyz" not in out
+
+
+def test_config_get_masks_the_api_key_unless_show_secret(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_user('[llm]\napi_key = "sk-abcdefghijklmnopqrstuvwxyz"\n')
+    assert run(["config", "get", "llm.api_key"], capsys) == (0, '"sk-a…wxyz"\n', "")
+    assert run(["config", "get", "llm.api_key", "--show-secret"], capsys) == (
+        0, "sk-abcdefghijklmnopqrstuvwxyz\n", "")
+
+
+@pytest.mark.parametrize("args", [["llm.api_key", "-"], ["llm.model", ""], ["llm.model", "  "]])
+def test_config_set_refuses_an_empty_value(
+        args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    monkeypatch.chdir(tmp_path)
+    path = write_user('[llm]\napi_key = "sk-old-key-0000000000"\nmodel = "m"\n')
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    rc, out, err = run(["config", "set", *args], capsys)
+    where = "no value on stdin" if args[1] == "-" else "empty value"
+    assert (rc, out) == (2, "")
+    assert err == (f"ocr-hook: {where} for {args[0]}; nothing written (to remove the key: git"
+                   f" ocr config unset {args[0]})\n")
+    assert path.read_text() == '[llm]\napi_key = "sk-old-key-0000000000"\nmodel = "m"\n'
+
+
+def test_config_unset_removes_a_table_left_empty(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write_user('# mine\n[gate]\nmode = "advisory"\n\n[llm]\napi_key = "sk-x-00000000"\n'
+                      '\n[cache]\nenabled = false\n')
+    assert run(["config", "unset", "llm.api_key"], capsys)[0] == 0
+    assert path.read_text() == '# mine\n[gate]\nmode = "advisory"\n\n[cache]\nenabled = false\n'
+    assert run(["config", "unset", "cache.enabled"], capsys)[0] == 0
+    assert path.read_text() == '# mine\n[gate]\nmode = "advisory"\n'
+    write_user('[llm]\n# from the vault\napi_key = "sk-x-00000000"\n')  # comments stay
+    assert run(["config", "unset", "llm.api_key"], capsys)[0] == 0
+    assert path.read_text() == "[llm]\n# from the vault\n"
 
 
 @pytest.mark.parametrize("data", [
