@@ -130,8 +130,25 @@ def test_advisory_mode_lets_the_commit_through(
     p = run(repo, env, "git", "commit", "-m", "advisory", OCR_HOOK_GATE_MODE="advisory")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "ocr-hook AI code review" in p.stdout + p.stderr and "Passed" in p.stdout + p.stderr
+    assert "calc.py:2-2 [critical · bug]" in p.stdout + p.stderr  # verbose: true shows it
     assert repo.git("log", "-1", "--format=%s").strip() == "advisory"
     assert len(llm.requests) == 1
+
+
+def test_not_reviewed_is_visible_when_the_hook_passes(
+    project: tuple[GitRepo, dict[str, str]], llm: ScriptedLLM,
+) -> None:
+    repo, env = project
+    repo.stage({"calc.py": BUGGY})
+    no_llm = {k: v for k, v in env.items() if not k.startswith("OCR_LLM_")}
+    p = run(repo, no_llm, "git", "commit", "-m", "offline")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "ocr-hook AI code review" in out and "Passed" in out
+    assert "NOT REVIEWED: no LLM endpoint configured" in out
+    assert "not reviewed: calc.py (no_endpoint)" in out
+    assert repo.git("log", "-1", "--format=%s").strip() == "offline"
+    assert llm.requests == []
 
 
 def test_skip_ocr_review_skips_the_hook(
