@@ -611,6 +611,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         # (bench/bench_overhead.py). Exit handlers still run; the run's files and child
         # processes are closed explicitly before this point, never left to the collector.
         atexit.register(gc.freeze)
+        # pydantic looks up third-party plugins in every installed distribution's entry points
+        # on first use (~20 ms); ocr-hook validates its own config and uses none.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -425,6 +425,7 @@ def resolve_endpoint(
                                  **cfg.extra_headers}.items()),
             extra_body=tuple({**preset.get("extra_body", {}), **cfg.extra_body}.items()),
             auth_header=preset.get("auth_header", ""),
+            tool_choice=preset.get("tool_choice", ""),
         ),
         "",
     )

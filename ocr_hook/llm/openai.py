@@ -252,6 +252,8 @@ class OpenAIClient:
             body[output_field or self.output_tokens_field] = limit
         if tools:
             body["tools"] = [tool_to_wire(t) for t in tools]
+            if ep.tool_choice:  # only with tools: OpenAI rejects tool_choice without them
+                body["tool_choice"] = ep.tool_choice
         body.update(dict(ep.extra_body))
         return body
 

@@ -255,6 +255,7 @@ class Endpoint:
     extra_headers: tuple[tuple[str, str], ...] = ()
     extra_body: tuple[tuple[str, Any], ...] = ()
     auth_header: str = ""
+    tool_choice: str = ""  # "" = not sent; "auto" for servers that ignore tools without it
 
 
 def mask_key(key: str) -> str:

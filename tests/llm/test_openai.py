@@ -288,3 +288,20 @@ def test_request_body_is_utf8_json(llm: ScriptedLLM) -> None:
     make_client(endpoint(llm)).complete([Message("user", "naïve – ünïcode")])
     assert llm.requests[0]["messages"][0]["content"] == "naïve – ünïcode"
     assert json.dumps(llm.requests[0])  # decoded as JSON by the server
+
+
+def test_llama_cpp_preset_sends_tool_choice_auto_only_with_tools(llm: ScriptedLLM) -> None:
+    from ocr_hook import config
+
+    cfg = config.build([config.Layer("test", {"llm": {"provider": "llama-cpp",
+                                                      "base_url": llm.url, "model": "m"}})])
+    endpoint, why = config.resolve_endpoint(cfg.llm, {})
+    assert endpoint is not None, why
+    client = make_client(endpoint)
+    tool = ToolSpec("task_done", "finish", {"type": "object", "properties": {}})
+    llm.text("ok").text("ok")
+    client.complete([Message("user", "hi")], [tool])
+    client.complete([Message("user", "plan")], None)
+    assert llm.requests[0]["tool_choice"] == "auto"
+    assert "tool_choice" not in llm.requests[1]
+    assert llm.requests[0]["max_tokens"] == 16384

@@ -103,6 +103,7 @@ class ScriptedLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall on reused connections
 
             def log_message(self, *a: Any) -> None:  # silence
                 pass
