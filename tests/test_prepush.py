@@ -219,3 +219,25 @@ def test_pre_push_without_arguments_outside_pre_commit_is_a_usage_error(
         "ocr-hook: to push anyway, bypass the review once: `git push --no-verify` (native hook),"
         " `SKIP=ocr-review-push git push` (pre-commit framework) or `OCR_HOOK_SKIP=1 git push`",
     ]
+
+
+def test_push_of_two_unreviewed_ranges_prints_one_not_reviewed_line(
+    repo: GitRepo, tmp_path: Path,
+) -> None:
+    pusher = Pusher(repo, tmp_path)
+    repo.commit({"README.md": "hi\n"}, "c1")
+    pusher.push("origin", "main")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.commit({"t.py": "t = 1\n"}, "topic")
+    repo.git("checkout", "-q", "main")
+    repo.commit({"m.py": "m = 2\n"}, "main")
+    p = subprocess.run(["git", "push", "-q", "origin", "main", "topic"], cwd=repo.path,
+                       env=repo.env, capture_output=True, text=True)  # no endpoint configured
+    assert p.returncode == 0, p.stderr
+    data = json.loads(pusher.out.read_text())
+    assert [(f["path"], f["reason"]) for f in data["files"]] == [
+        ("m.py", "no_endpoint"), ("t.py", "no_endpoint")]
+    assert [ln for ln in p.stderr.splitlines() if "NOT REVIEWED" in ln] == [
+        "ocr-hook: NOT REVIEWED: no LLM endpoint configured (missing url, model, api key); set"
+        " OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider and llm.model (`git ocr"
+        " config set KEY VALUE`)"]
