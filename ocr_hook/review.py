@@ -757,7 +757,7 @@ def _store_in_cache(
     run_key: str,
     groups: Sequence[Group],
     fresh_groups: Mapping[int, tuple[str, str]],
-    collector: Collector,
+    collector: Collector[Warning_],
     result: ReviewResult,
 ) -> None:
     """Store each freshly and completely reviewed group (its findings and warnings are those on

@@ -112,7 +112,7 @@ def _hits_to_findings(
         if whole:
             picked = [i for i in span if rows[i].new_line is not None]
         else:
-            picked = [i for i in span if rows[i].line is not None and rows[i].line.kind == "+"]
+            picked = [i for i in span if _is_added(rows[i].line)]
         if not picked:
             continue  # a secret already in the file (context or deleted lines): not this change
         start, end = rows[picked[0]].new_line or 0, rows[picked[-1]].new_line or 0
@@ -179,3 +179,7 @@ def redact_file_diff(fd: FileDiff, redact_text: Callable[[str], str]) -> None:
     if changed:
         fd.hunks = tuple(hunks)
     fd.patch = redact_text(fd.patch)
+
+
+def _is_added(line: Line | None) -> bool:
+    return line is not None and line.kind == "+"

@@ -96,9 +96,9 @@ class GlobList:
     def __init__(self, lines: Sequence[str]) -> None:
         self.spec = pathspec.GitIgnoreSpec.from_lines(list(lines))
         parts = [
-            self._GROUP_NAME.sub("(?:", p.regex.pattern)
+            self._GROUP_NAME.sub("(?:", regex.pattern)
             for p in self.spec.patterns
-            if p.include is not None and getattr(p, "regex", None) is not None
+            if p.include is not None and (regex := getattr(p, "regex", None)) is not None
         ]
         self._any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
 

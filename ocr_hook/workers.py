@@ -64,7 +64,7 @@ class WorkerPool(Executor):
             else:
                 fut.set_result(value)
 
-    def shutdown(
+    def shutdown(  # type: ignore[override]  # adds timeout_s and reports whether all ended
         self, wait: bool = True, *, cancel_futures: bool = False, timeout_s: float | None = None
     ) -> bool:
         """Stop accepting jobs; with ``cancel_futures`` cancel the queued ones. With ``wait``,

@@ -13,7 +13,7 @@ PROTOCOLS = ("openai", "anthropic")
 
 def make_client(
     endpoint: Endpoint,
-    before_attempt: Callable[[int], None] | None = None,
+    before_attempt: Callable[[int], float | None] | None = None,
     count_tokens: TokenCounter | None = None,
 ) -> ChatClient:
     """The client for ``endpoint.protocol`` (openai | anthropic). ``before_attempt(n)`` runs

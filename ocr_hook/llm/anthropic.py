@@ -171,7 +171,7 @@ class AnthropicClient:
     def __init__(
         self,
         endpoint: Endpoint,
-        before_attempt: Callable[[int], None] | None = None,
+        before_attempt: Callable[[int], float | None] | None = None,
         count_tokens: TokenCounter = estimate_tokens,
     ) -> None:
         self.endpoint = endpoint

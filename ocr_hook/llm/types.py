@@ -271,8 +271,11 @@ def mask_key(key: str) -> str:
 class ChatClient(Protocol):
     """One conversation step against a provider. Raises LlmError after retries."""
 
-    endpoint: Endpoint
-    stats: CallStats
+    @property
+    def endpoint(self) -> Endpoint: ...
+
+    @property
+    def stats(self) -> CallStats: ...
 
     def complete(
         self,

@@ -223,40 +223,40 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         return ToolResult(f"File: {path} (Total lines: 0)\nIS_TRUNCATED: false\nLINE_RANGE: 0-0")
     end_given = end is not None and end >= 1
     s = 1 if start is None or start < 1 else start
-    e = end if end is not None and end_given else total
-    if end_given and s > e:
+    last = end if end is not None and end_given else total
+    if end_given and s > last:
         return ToolResult.error(
-            f"Error: invalid line range: start_line {s} is greater than end_line {e}"
+            f"Error: invalid line range: start_line {s} is greater than end_line {last}"
         )
     if s > total:
-        shown = e if end_given else "end"
+        shown = last if end_given else "end"
         return ToolResult.error(
             f'Error: file "{path}" has only {total} lines, requested range {s}-{shown}'
         )
-    e = min(e, total)
+    last = min(last, total)
     note = ""
-    if e - s + 1 > FILE_READ_MAX_LINES:
-        e = s + FILE_READ_MAX_LINES - 1
+    if last - s + 1 > FILE_READ_MAX_LINES:
+        last = s + FILE_READ_MAX_LINES - 1
         note = (
             f"Note: Results truncated to {FILE_READ_MAX_LINES} lines. Please narrow your line"
             " range."
         )
     body: list[str] = []
     size = 0
-    for n in range(s, e + 1):
+    for n in range(s, last + 1):
         row = f"{n}|{_cut(lines[n - 1].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
         size += len(row.encode("utf-8", "replace")) + 1
         if size > FILE_READ_MAX_BYTES and body:
-            e = n - 1
+            last = n - 1
             note = (
-                f"Note: Results truncated to {FILE_READ_MAX_BYTES} bytes (through line {e})."
+                f"Note: Results truncated to {FILE_READ_MAX_BYTES} bytes (through line {last})."
                 " Please narrow your line range."
             )
             break
         body.append(row)
     out = (
         f"File: {path} (Total lines: {total})\nIS_TRUNCATED: {'true' if note else 'false'}\n"
-        f"LINE_RANGE: {s}-{e}\n" + "\n".join(body)
+        f"LINE_RANGE: {s}-{last}\n" + "\n".join(body)
     )
     if note:
         out += "\n\n" + note
