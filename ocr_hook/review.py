@@ -39,6 +39,8 @@ from .session import Session
 from .workers import WorkerPool
 
 if TYPE_CHECKING:
+    from .agent.loop import ContextPolicy
+    from .agent.redaction import Redactor
     from .cache import ResultCache
 
 log = logging.getLogger(__name__)
@@ -284,177 +286,289 @@ def run(
     Raises UsageError/GitError/ConfigError for input problems (bad ref, conflicts).
     """
     t0 = time.monotonic()
-    cfg = req.config
     targets = resolve_targets(req)
     if len(targets) != 1:  # push mode: no range, or several (SPEC §3.4)
         return run_ranges(
             req, targets, lambda r: run(r, session=session, rules_for=rules_for, cache=cache)
         )
-    files: list[FileDiff] = []
-    heads: dict[int, target.Target] = {}
-    for t in targets:
-        for f in target.load_diff(req.repo, t):
-            heads[id(f)] = t
-            files.append(f)
-    policy = selection.SelectionPolicy(
-        include=tuple(cfg.select.include),
-        exclude=tuple(cfg.select.exclude),
-        review_tests=cfg.select.review_tests,
-        context_tokens=cfg.llm.context_tokens,
-    )
-    from .tokens import count_tokens as _count
+    # input → selection → deterministic findings
+    state = _RunState(req, targets, t0, session=session, rules_for=rules_for, cache=cache)
+    if req.preview or not state.reviewable:
+        return state.finish_without_llm()
+    if req.endpoint is None:
+        return state.no_endpoint(req.endpoint_error)
+    redactor = state.redact_reviewed()
+    run_hit = state.run_cache_hit()
+    if run_hit is not None:
+        return run_hit
+    try:
+        endpoint = state.endpoint_with_key(req.endpoint)
+    except OcrError as e:
+        return state.no_endpoint(f"no LLM endpoint: {e}")
+    runner = _GroupRunner(state, endpoint, redactor)
+    groups = runner.build_groups()
+    ends = runner.review_groups(groups)
+    runner.merge(groups, ends)
+    return runner.gate(groups)
 
-    decisions = selection.select(files, policy, lambda s: _count(s, cfg.llm.model))
-    outcomes = {
-        id(d.file): FileOutcome(
-            d.file.path, d.file.old_path, d.file.status, False, d.reason,
-            d.file.insertions, d.file.deletions, d.reviewed,
+
+class _RunState:
+    """One single-range run up to the first LLM call: the loaded diff, the selection, the
+    deterministic findings, the result being filled in and the run-level cache lookup."""
+
+    def __init__(
+        self,
+        req: ReviewRequest,
+        targets: Sequence[target.Target],
+        t0: float,
+        *,
+        session: Session | None,
+        rules_for: Callable[[Sequence[str]], str] | None,
+        cache: ResultCache | None,
+    ) -> None:
+        self.req = req
+        self.cfg = req.config
+        self.t0 = t0
+        self.session = session
+        self.rules_for = rules_for
+        self.cache = cache
+        self.record: Callable[[str, Any], None] = (
+            session.record if session else (lambda kind, data: None))
+        self.files: list[FileDiff] = []
+        for t in targets:
+            self.files.extend(target.load_diff(req.repo, t))
+        cfg = self.cfg
+        policy = selection.SelectionPolicy(
+            include=tuple(cfg.select.include),
+            exclude=tuple(cfg.select.exclude),
+            review_tests=cfg.select.review_tests,
+            context_tokens=cfg.llm.context_tokens,
         )
-        for d in decisions
-    }
-    reviewable = [d.file for d in decisions if d.reviewed]
-    config_findings = protected_path_findings(files, req.protected_paths)
-    if not req.preview:  # SPEC §14: deterministic, so also without an endpoint or reviewable file
-        config_findings += scan_findings(req.repo, decisions, cfg.security.allow_secrets)
-    t_first = targets[0]
-    result = ReviewResult(
-        status="skipped",
-        decision=decide([], False, req.gate),
-        gate=req.gate,
-        findings=[],
-        files=[outcomes[id(d.file)] for d in decisions],
-        groups=[],
-        warnings=[],
-        input={
-            "mode": req.mode,
-            "base": t_first.base_label,
-            "head": t_first.head_label,
-            "snapshot_tree": t_first.snapshot_tree,
-        },
-        llm={
-            "provider": req.endpoint.provider if req.endpoint else "",
-            "model": req.endpoint.model if req.endpoint else "",
-        },
-        session_id=session.id if session else "",
-        preview=req.preview,
-    )
-    if req.mode == "push":
-        result.input["ranges"] = ranges_json(targets)
-    if req.preview or not reviewable:
+        decisions = selection.select(self.files, policy, self.count)
+        self.outcomes = {
+            id(d.file): FileOutcome(
+                d.file.path, d.file.old_path, d.file.status, False, d.reason,
+                d.file.insertions, d.file.deletions, d.reviewed,
+            )
+            for d in decisions
+        }
+        self.reviewable = [d.file for d in decisions if d.reviewed]
+        self.config_findings = protected_path_findings(self.files, req.protected_paths)
+        # SPEC §14: deterministic, so also without an endpoint or reviewable file
         if not req.preview:
-            result.findings = config_findings
-            result.decision = decide(config_findings, False, req.gate)
-            if config_findings:
-                result.status = "complete"
-        result.elapsed_ms = int((time.monotonic() - t0) * 1000)
-        return result
+            self.config_findings += scan_findings(req.repo, decisions, cfg.security.allow_secrets)
+        self.head = targets[0]
+        self.result = ReviewResult(
+            status="skipped",
+            decision=decide([], False, req.gate),
+            gate=req.gate,
+            findings=[],
+            files=[self.outcomes[id(d.file)] for d in decisions],
+            groups=[],
+            warnings=[],
+            input={
+                "mode": req.mode,
+                "base": self.head.base_label,
+                "head": self.head.head_label,
+                "snapshot_tree": self.head.snapshot_tree,
+            },
+            llm={
+                "provider": req.endpoint.provider if req.endpoint else "",
+                "model": req.endpoint.model if req.endpoint else "",
+            },
+            session_id=session.id if session else "",
+            preview=req.preview,
+        )
+        if req.mode == "push":
+            self.result.input["ranges"] = ranges_json(targets)
+        self.cache_settings: dict[str, Any] | None = None
+        self.run_key = ""
 
-    def no_endpoint(why: str) -> ReviewResult:
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` for the configured model (tiktoken is loaded on first use)."""
+        from .tokens import count_tokens
+
+        return count_tokens(text, self.cfg.llm.model)
+
+    def rules(self, paths: Sequence[str]) -> str:
+        """The rule text for ``paths`` ("" without a rules source)."""
+        return self.rules_for(paths) if self.rules_for else ""
+
+    def finished(self) -> ReviewResult:
+        """Stamp the elapsed time on the result and return it."""
+        self.result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
+        return self.result
+
+    def finish_without_llm(self) -> ReviewResult:
+        """Preview, or nothing to review: only the deterministic findings are reported."""
+        result = self.result
+        if not self.req.preview:
+            result.findings = self.config_findings
+            result.decision = decide(self.config_findings, False, self.req.gate)
+            if self.config_findings:
+                result.status = "complete"
+        return self.finished()
+
+    def no_endpoint(self, why: str) -> ReviewResult:
         """SPEC §2: no usable endpoint. The deterministic findings are reported and gated,
         every reviewable file is not reviewed (``no_endpoint``), and gate.on_error decides."""
-        for f in reviewable:
-            o = outcomes[id(f)]
+        result = self.result
+        for f in self.reviewable:
+            o = self.outcomes[id(f)]
             o.reason = "no_endpoint"
         result.incomplete_reasons.append(f"NOT REVIEWED: {why}")
         result.warnings.append(Warning_("no_endpoint", "", why))
         result.status = "failed"
-        result.findings = config_findings
-        result.decision = decide(config_findings, True, req.gate)
-        result.elapsed_ms = int((time.monotonic() - t0) * 1000)
-        return result
+        result.findings = self.config_findings
+        result.decision = decide(self.config_findings, True, self.req.gate)
+        return self.finished()
 
-    if req.endpoint is None:
-        return no_endpoint(req.endpoint_error)
+    def redact_reviewed(self) -> Redactor:
+        """SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys
+        and anchoring all see placeholders; other files' diffs reach the model only through
+        file_read_diff, whose output the view redacts); the client redacts every request again.
+        Returns the run's redactor."""
+        from .agent.redaction import Redactor
 
-    # SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys and
-    # anchoring all see placeholders; other files' diffs reach the model only through
-    # file_read_diff, whose output the view redacts); the client redacts every request again.
-    from .agent.redaction import RedactingClient, Redactor
+        redactor = Redactor(self.cfg.security.allow_secrets)
+        for f in self.reviewable:
+            secret_scan.redact_file_diff(f, redactor)
+        return redactor
 
-    redactor = Redactor(cfg.security.allow_secrets)
-    for f in reviewable:
-        secret_scan.redact_file_diff(f, redactor)
-
-    # SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no call.
-    cache_settings: dict[str, Any] | None = None
-    run_key = ""
-    if cache is not None:
+    def run_cache_hit(self) -> ReviewResult | None:
+        """SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no
+        call. Returns the finished result on a hit; sets ``cache_settings`` and ``run_key``."""
+        cache, req, result = self.cache, self.req, self.result
+        if cache is None or req.endpoint is None:
+            return None
         from . import cache as cache_mod
 
-        cache_settings = cache_mod.result_settings(cfg, req.endpoint, req.effort, req.background,
-                                                   __version__)
-        run_key = cache_mod.run_key(
-            cache_settings, rules_for([f.path for f in reviewable]) if rules_for else "",
-            reviewable, [(f.status, f.path) for f in files])
-        run_hit = cache.get_run(run_key)
-        if run_hit is not None:
-            if session is not None:
-                session.record("cache_hit", {"level": "run", "key": run_key[:16]})
-            paths = {f.path: f for f in reviewable}
-            result.groups = [Group(g.label, [paths[p] for p in g.files if p in paths])
-                             for g in run_hit.groups]
-            for f in reviewable:
-                outcomes[id(f)].reviewed = True
-            result.warnings.extend(Warning_(w.type, w.file, w.message) for w in run_hit.warnings)
-            result.findings = sorted(
-                merge_same_claims([*config_findings,
-                                   *(cache_mod.entry_to_finding(e) for e in run_hit.findings)]),
-                key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
-            )
-            result.status = "complete"
-            result.decision = decide(result.findings, False, req.gate)
-            result.cache_hits = cache.hits
-            result.elapsed_ms = int((time.monotonic() - t0) * 1000)
-            return result
+        self.cache_settings = cache_mod.result_settings(self.cfg, req.endpoint, req.effort,
+                                                        req.background, __version__)
+        self.run_key = cache_mod.run_key(
+            self.cache_settings, self.rules([f.path for f in self.reviewable]),
+            self.reviewable, [(f.status, f.path) for f in self.files])
+        run_hit = cache.get_run(self.run_key)
+        if run_hit is None:
+            return None
+        if self.session is not None:
+            self.session.record("cache_hit", {"level": "run", "key": self.run_key[:16]})
+        paths = {f.path: f for f in self.reviewable}
+        result.groups = [Group(g.label, [paths[p] for p in g.files if p in paths])
+                         for g in run_hit.groups]
+        for f in self.reviewable:
+            self.outcomes[id(f)].reviewed = True
+        result.warnings.extend(Warning_(w.type, w.file, w.message) for w in run_hit.warnings)
+        result.findings = sorted(
+            merge_same_claims([*self.config_findings,
+                               *(cache_mod.entry_to_finding(e) for e in run_hit.findings)]),
+            key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
+        )
+        result.status = "complete"
+        result.decision = decide(result.findings, False, req.gate)
+        result.cache_hits = cache.hits
+        return self.finished()
 
-    from .agent import tasks
-    from .agent.loop import ContextPolicy, run_loop, stop_reason_for
-    from .agent.meter import Meter
-    from .errors import BudgetExhausted, DeadlineExceeded, LlmError
-    from .llm import make_client
-    from .tools.comment import code_comment_handler
-    from .tools.context import SnapshotView, builtin_handlers
-    from .tools.registry import build_registry, parse_tools_json
+    def endpoint_with_key(self, endpoint: Endpoint) -> Endpoint:
+        """The endpoint with its API key: the first LLM request is next, so now the key is
+        needed (``api_key_cmd``). Raises OcrError when the key command fails."""
+        if self.req.api_key_cmd is None:
+            return endpoint
+        endpoint = dataclasses.replace(endpoint, api_key=self.req.api_key_cmd())
+        if self.session is not None:
+            self.session.add_secret(endpoint.api_key)
+        return endpoint
 
-    endpoint = req.endpoint
-    if req.api_key_cmd is not None:  # the first LLM request is next: now the key is needed
-        try:
-            endpoint = dataclasses.replace(endpoint, api_key=req.api_key_cmd())
-        except OcrError as e:
-            return no_endpoint(f"no LLM endpoint: {e}")
-        if session is not None:
-            session.add_secret(endpoint.api_key)
-    deadline = t0 + cfg.review.timeout_s
-    meter = Meter(budget_tokens=req.budget_tokens, deadline=deadline)
-    # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
-    # included; the remaining run time caps each attempt's timeouts.
-    client = RedactingClient(make_client(  # SPEC §14: the one way out to the LLM is redacted
-        endpoint, before_attempt=meter.before_attempt,
-        count_tokens=lambda s: _count(s, cfg.llm.model)), redactor)  # when usage is absent
-    redact: Callable[[str], str] = redactor
-    view = SnapshotView(req.repo, t_first.head, files, redact)
-    external: list[Any] = []
-    if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
-        req.mcp.start()
-        external = req.mcp.tools()
-        result.warnings.extend(Warning_("mcp", "", msg) for _server, msg in req.mcp.warnings)
 
-    def tool_warning(msg: str) -> None:
+class _GroupRunner:
+    """The LLM part of one run (SPEC §6.1 steps 3–7): the client behind the Meter, the tool
+    registry, grouping, the group pool, the comment pool, the merge and the gate. The methods
+    run on the group, comment and compression threads share this object's state."""
+
+    def __init__(self, state: _RunState, endpoint: Endpoint, redactor: Redactor) -> None:
+        from .agent.meter import Meter
+        from .agent.redaction import RedactingClient
+        from .llm import make_client
+        from .tools.context import SnapshotView, builtin_handlers
+        from .tools.registry import build_registry, parse_tools_json
+
+        self.st = state
+        self.req = req = state.req
+        self.cfg = cfg = state.cfg
+        self.result = state.result
+        self.files = state.files
+        self.record = state.record
+        self.count = state.count
+        self.meter = Meter(budget_tokens=req.budget_tokens,
+                           deadline=state.t0 + cfg.review.timeout_s)
+        # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
+        # included; the remaining run time caps each attempt's timeouts.
+        self.client = RedactingClient(make_client(  # SPEC §14: the one way out is redacted
+            endpoint, before_attempt=self.meter.before_attempt,
+            count_tokens=self.count), redactor)  # when usage is absent
+        self.redact: Callable[[str], str] = redactor
+        self.view = SnapshotView(req.repo, state.head.head, self.files, self.redact)
+        external: list[Any] = []
+        if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
+            req.mcp.start()
+            external = req.mcp.tools()
+            self.result.warnings.extend(
+                Warning_("mcp", "", msg) for _server, msg in req.mcp.warnings)
+        shipped = parse_tools_json()
+        self.registry = build_registry(req.tool_defs or shipped, builtin_handlers(self.view),
+                                       external, reserved=shipped, warn=self.tool_warning)
+        self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
+        # comments, anchoring and compression (their threads start on first use)
+        self.collector: Collector[Warning_] = Collector()
+        self.by_path: dict[str, FileDiff] = {}
+        for f in self.files:
+            self.by_path.setdefault(f.new_path, f)
+            self.by_path.setdefault(f.old_path, f)
+        self._blob_cache: dict[str, list[str] | None] = {}
+        self._blob_lock = threading.Lock()
+        # SPEC §8.2: comments are anchored (and re-located) on their own pool; the loop never
+        # waits.
+        self.comment_workers = WorkerPool(cfg.review.concurrency, "ocr-comment")
+        self.comment_pool = CommentPool(self.comment_workers, CommentProcessor(
+            self.by_path, self.new_file_lines, [f.path for f in state.reviewable],
+            relocate=self._relocate), self.collector, Warning_)
+        self.now = ""  # the prompts' date, taken when group review starts
+        self.rounds_total = EFFORT_ROUNDS[req.effort]
+        self.language = cfg.review.language or "English"
+        self.summary_tokens = min(cfg.llm.max_output_tokens, 2000)
+        # Background compression summaries run here; the run waits for them at the end.
+        self.background_pool = WorkerPool(cfg.review.concurrency, "ocr-compress")
+        self.reports: dict[int, GroupReport] = {}  # id(group) → report
+        self.fresh_groups: dict[int, tuple[str, str]] = {}  # id(group) → (cache key, stop)
+        self.causes: list[tuple[int, str]] = []  # (files, why) of each group left unreviewed
+
+    def tool_warning(self, msg: str) -> None:
+        """A tool registry problem (MCP tool rejected or renamed): logged and a warning."""
         log.warning("%s", msg)
-        result.warnings.append(Warning_("mcp", "", msg))
+        self.result.warnings.append(Warning_("mcp", "", msg))
 
-    shipped = parse_tools_json()
-    registry = build_registry(req.tool_defs or shipped, builtin_handlers(view), external,
-                              reserved=shipped, warn=tool_warning)
-    record = session.record if session else (lambda kind, data: None)
+    # --- groups ---------------------------------------------------------------------------
 
-    def count(text: str) -> int:
-        return _count(text, cfg.llm.model)
+    def build_groups(self) -> list[Group]:
+        """Split the reviewable files into groups (deterministic, or one grouping call)."""
+        groups = build_groups(
+            self.st.reviewable,
+            ask_model=self.ask_grouping,
+            group_too_large=lambda fs: exceeds_tokens([f.patch for f in fs], self.context_limit,
+                                                      self.count),
+            warn=self.result.warnings.append,
+        )
+        self.result.groups = groups
+        self.record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
+                                            for g in groups]})
+        return groups
 
-    context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
-    def ask_grouping(fs: Sequence[FileDiff]) -> list[Group]:
+    def ask_grouping(self, fs: Sequence[FileDiff]) -> list[Group]:
         """The grouping call, answered from the cache when the same file list with the same
         stats was grouped before (SPEC §10)."""
+        from .agent import tasks
+
+        cache, cache_settings = self.st.cache, self.st.cache_settings
         key = ""
         if cache is not None and cache_settings is not None:
             from . import cache as cache_mod
@@ -462,106 +576,90 @@ def run(
             key = cache_mod.grouping_key(cache_settings, fs)
             hit = cache.get_grouping(key)
             if hit is not None:
-                record("cache_hit", {"level": "grouping", "key": key[:16]})
+                self.record("cache_hit", {"level": "grouping", "key": key[:16]})
                 by_name = {f.path: f for f in fs}
                 return [Group(label, [by_name[p] for p in ps if p in by_name]) for label, ps in hit]
-        answer = tasks.grouping_call(client, fs, meter=meter, record=record)
+        answer = tasks.grouping_call(self.client, fs, meter=self.meter, record=self.record)
         if cache is not None and key:
             cache.put_grouping(key, [(g.label, [f.path for f in g.files]) for g in answer])
         return answer
 
-    groups = build_groups(
-        reviewable,
-        ask_model=ask_grouping,
-        group_too_large=lambda fs: exceeds_tokens([f.patch for f in fs], context_limit, count),
-        warn=result.warnings.append,
-    )
-    result.groups = groups
-    record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
-                                   for g in groups]})
-    collector: Collector[Warning_] = Collector()
-    by_path: dict[str, FileDiff] = {}
-    for f in files:
-        by_path.setdefault(f.new_path, f)
-        by_path.setdefault(f.old_path, f)
-    reviewed_paths = [f.path for f in reviewable]
-    blob_cache: dict[str, list[str] | None] = {}
-    blob_lock = threading.Lock()
+    # --- group pool -----------------------------------------------------------------------
 
-    def new_file_lines(path: str) -> list[str] | None:
-        with blob_lock:
-            if path in blob_cache:
-                return blob_cache[path]
-        fd = by_path.get(path)
-        data = None
-        if fd is not None and fd.status != "deleted":
-            data = view.read(fd.new_path)
-        lines = None if data is None else redact(gitio.decode_text(data)).split("\n")
-        with blob_lock:
-            blob_cache[path] = lines
-        return lines
+    def review_groups(self, groups: Sequence[Group]) -> list[tuple[str, str]]:
+        """Review every group on the group pool and return each one's (stop reason, error);
+        then wait (bounded) for the comments of groups cut off by the deadline to be anchored."""
+        self.now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+        ends = run_groups(groups, self.cached_group, concurrency=self.cfg.review.concurrency,
+                          meter=self.meter, background=self.background_pool)
+        self.comment_workers.shutdown(
+            timeout_s=max(0.0, self.meter.remaining_s() or 0.0) + DEADLINE_GRACE_S)
+        return ends
 
-    # SPEC §8.2: comments are anchored (and re-located) on their own pool; the loop never waits.
-    from .agent import comment_tasks
+    def cached_group(self, group: Group) -> tuple[str, str]:
+        """SPEC §10 group level: a stored answer for the same group input replaces the review."""
+        cache, cache_settings = self.st.cache, self.st.cache_settings
+        if cache is None or cache_settings is None:
+            return self.review_group(group)
+        from . import cache as cache_mod
 
-    comment_workers = WorkerPool(cfg.review.concurrency, "ocr-comment")
-    comment_pool = CommentPool(comment_workers, CommentProcessor(
-        by_path, new_file_lines, reviewed_paths,
-        relocate=lambda fd, c: comment_tasks.relocate_snippet(
-            client, fd, c, meter=meter, redact=redact, record=record, label=c.group),
-    ), collector, Warning_)
+        mine = {id(f) for f in group.files}
+        key = cache_mod.group_key(
+            cache_settings, self.st.rules([f.path for f in group.files]),
+            group.files, [(f.status, f.path) for f in self.files if id(f) not in mine])
+        hit = cache.get_group(key)
+        if hit is None:
+            stop, err = self.review_group(group)
+            self.fresh_groups[id(group)] = (key, stop)
+            return stop, err
+        for e in hit.findings:
+            self.collector.add(cache_mod.entry_to_finding(e))
+        for w in hit.warnings:
+            self.collector.warn(Warning_(w.type, w.file, w.message))
+        self.record("cache_hit", {"level": "group", "group": group.label, "key": key[:16]})
+        return "cache_hit", ""
 
-    now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    rounds_total = EFFORT_ROUNDS[req.effort]
-
-    language = cfg.review.language or "English"
-    summary_tokens = min(cfg.llm.max_output_tokens, 2000)
-    # Background compression summaries run here; the run waits for them at the end.
-    background_pool = WorkerPool(cfg.review.concurrency, "ocr-compress")
-    reports: dict[int, GroupReport] = {}  # id(group) → report
-
-    def context_policy(label: str) -> ContextPolicy:
-        return ContextPolicy(
-            context_tokens=cfg.llm.context_tokens,
-            count_tokens=count,
-            summarize=lambda text: tasks.summary_call(
-                client, text, language=language, max_output_tokens=summary_tokens,
-                meter=meter, record=record, label=label),
-            spawn=lambda job: background_pool.submit(job),
-            summary_max_tokens=summary_tokens,
-        )
-
-    def review_group(group: Group) -> tuple[str, str]:
+    def review_group(self, group: Group) -> tuple[str, str]:
         """Plan, effort rounds and comments of one group (SPEC §6.1 steps 4–6). Returns (stop,
         error): ``stop`` in INCOMPLETE_STOPS leaves the group unreviewed; ``round_incomplete``
         means round 1 completed but a later round was cut short."""
+        from .tools.comment import code_comment_handler
+
         report = GroupReport(group.label, [f.path for f in group.files])
-        reports[id(group)] = report
+        self.reports[id(group)] = report
         raw: list[RawComment] = []
         raw_lock = threading.Lock()
 
         def sink(cs: list[RawComment]) -> None:
             with raw_lock:  # one lock: raw and the pool see comments in the same order
                 raw.extend(cs)
-                comment_pool.submit(cs, str(id(group)))
+                self.comment_pool.submit(cs, str(id(group)))
 
         local = {"code_comment": code_comment_handler(sink, group.label)}
-        rules_text = rules_for([f.path for f in group.files]) if rules_for else ""
+        rules_text = self.st.rules([f.path for f in group.files])
         try:
-            stop, err = _group_rounds(group, rules_text, report, raw, raw_lock, local)
+            stop, err = self._group_rounds(group, rules_text, report, raw, raw_lock, local)
         finally:
             # SPEC §8.2: every comment filed is anchored, also of a group that failed later
-            comment_pool.drain(str(id(group)))
+            self.comment_pool.drain(str(id(group)))
         report.reason = stop if stop in INCOMPLETE_STOPS else ""
         return stop, err
 
     def _group_rounds(
-        group: Group, rules_text: str, report: GroupReport, raw: list[RawComment],
+        self, group: Group, rules_text: str, report: GroupReport, raw: list[RawComment],
         raw_lock: threading.Lock, local: Mapping[str, Any],
     ) -> tuple[str, str]:
-        fields = group_fields(group, files, rules_text, req.background, now)
-        first = group_messages(group, files, rules_text, language, req.background, redact, now)
-        if exceeds_tokens([m.content for m in first], context_limit, count):
+        """The prompt size check, the optional plan and the effort rounds of one group; ``raw``
+        (guarded by ``raw_lock``) holds the comments filed so far. Returns (stop, error)."""
+        from .agent import tasks
+        from .agent.loop import run_loop, stop_reason_for
+        from .errors import BudgetExhausted, DeadlineExceeded, LlmError
+
+        req, cfg, result, redact = self.req, self.cfg, self.result, self.redact
+        fields = group_fields(group, self.files, rules_text, req.background, self.now)
+        first = group_messages(group, self.files, rules_text, self.language, req.background,
+                               redact, self.now)
+        if exceeds_tokens([m.content for m in first], self.context_limit, self.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
                    f"({cfg.llm.context_tokens}); group skipped")
             result.warnings.append(Warning_("token_threshold_exceeded", group.label, msg))
@@ -571,8 +669,8 @@ def run(
         if grouping.plan_required(group.files):  # SPEC §6.1 step 4
             try:
                 plan = tasks.plan_call(
-                    client, plan_tools=registry.specs("plan"), user_fields=fields,
-                    language=language, redact=redact, meter=meter, record=record,
+                    self.client, plan_tools=self.registry.specs("plan"), user_fields=fields,
+                    language=self.language, redact=redact, meter=self.meter, record=self.record,
                     label=group.label)
                 report.planned = True
             except (BudgetExhausted, DeadlineExceeded) as e:
@@ -583,22 +681,24 @@ def run(
                 result.warnings.append(Warning_("plan_failed", group.label,
                                                 f"{e} (continuing without a plan)"))
         stop, err = "", ""
-        for rnd in range(1, rounds_total + 1):  # SPEC §6.1 step 5: effort rounds
+        for rnd in range(1, self.rounds_total + 1):  # SPEC §6.1 step 5: effort rounds
             with raw_lock:
                 before = len(raw)
                 confirmed = confirmed_block(raw) if rnd > 1 else ""
-            msgs = group_messages(group, files, rules_text, language, req.background, redact,
-                                  now, plan=plan if rnd == 1 else "", confirmed=confirmed)
-            res = run_loop(client, registry, msgs, local=local, meter=meter,
-                           max_rounds=cfg.review.max_tool_rounds, redact=redact, record=record,
-                           label=group.label, context=context_policy(group.label))
+            msgs = group_messages(group, self.files, rules_text, self.language, req.background,
+                                  redact, self.now, plan=plan if rnd == 1 else "",
+                                  confirmed=confirmed)
+            res = run_loop(self.client, self.registry, msgs, local=local, meter=self.meter,
+                           max_rounds=cfg.review.max_tool_rounds, redact=redact,
+                           record=self.record, label=group.label,
+                           context=self.context_policy(group.label))
             report.stop_reasons.append(res.stop_reason)
             report.compressions += res.compressions
             # SPEC §8.4: the review filter sees this round's new comments (anchored, with ids)
             # and removes only those it reports, before they count as confirmed.
-            new = comment_pool.drain(str(id(group)))
+            new = self.comment_pool.drain(str(id(group)))
             if cfg.review.filter and new and res.stop_reason not in INCOMPLETE_STOPS:
-                gone = filter_round(group, new)
+                gone = self.filter_round(group, new)
                 if gone:
                     with raw_lock:
                         raw[before:before + len(new)] = [
@@ -620,91 +720,118 @@ def run(
                 break
         return stop, err
 
-    def filter_round(group: Group, new: Sequence[Finding]) -> frozenset[str]:
+    def context_policy(self, label: str) -> ContextPolicy:
+        """How the tool loop of group ``label`` compresses its history (summaries run on the
+        background pool)."""
+        from .agent import tasks
+        from .agent.loop import ContextPolicy
+
+        return ContextPolicy(
+            context_tokens=self.cfg.llm.context_tokens,
+            count_tokens=self.count,
+            summarize=lambda text: tasks.summary_call(
+                self.client, text, language=self.language,
+                max_output_tokens=self.summary_tokens, meter=self.meter, record=self.record,
+                label=label),
+            spawn=lambda job: self.background_pool.submit(job),
+            summary_max_tokens=self.summary_tokens,
+        )
+
+    def filter_round(self, group: Group, new: Sequence[Finding]) -> frozenset[str]:
         """Run the review filter on one round's findings; remove and return the ids it
         reports (none when it fails: fail-open)."""
+        from .agent import comment_tasks
+
         shown = list(group.files)  # plus the diffs of files comments were re-filed to
         for f in new:
-            fd = by_path.get(f.path)
+            fd = self.by_path.get(f.path)
             if fd is not None and all(fd is not x for x in shown):
                 shown.append(fd)
         outcome = comment_tasks.review_filter(
-            client, shown, new, meter=meter, redact=redact, record=record,
-            label=group.label, language=language)
+            self.client, shown, new, meter=self.meter, redact=self.redact, record=self.record,
+            label=group.label, language=self.language)
         if not outcome.ok:
-            result.warnings.append(Warning_("review_filter_failed", group.label,
-                                            f"{outcome.error}; all comments kept"))
-        collector.remove(outcome.removed_ids)
+            self.result.warnings.append(Warning_("review_filter_failed", group.label,
+                                                 f"{outcome.error}; all comments kept"))
+        self.collector.remove(outcome.removed_ids)
         return outcome.removed_ids
 
-    fresh_groups: dict[int, tuple[str, str]] = {}  # id(group) → (cache key, stop reason)
+    # --- comment pool ---------------------------------------------------------------------
 
-    def _cached_group(group: Group) -> tuple[str, str]:
-        """SPEC §10 group level: a stored answer for the same group input replaces the review."""
-        if cache is None or cache_settings is None:
-            return review_group(group)
-        from . import cache as cache_mod
+    def new_file_lines(self, path: str) -> list[str] | None:
+        """The redacted lines of ``path`` in the snapshot (None: deleted or unreadable),
+        read once per run."""
+        with self._blob_lock:
+            if path in self._blob_cache:
+                return self._blob_cache[path]
+        fd = self.by_path.get(path)
+        data = None
+        if fd is not None and fd.status != "deleted":
+            data = self.view.read(fd.new_path)
+        lines = None if data is None else self.redact(gitio.decode_text(data)).split("\n")
+        with self._blob_lock:
+            self._blob_cache[path] = lines
+        return lines
 
-        mine = {id(f) for f in group.files}
-        key = cache_mod.group_key(
-            cache_settings, rules_for([f.path for f in group.files]) if rules_for else "",
-            group.files, [(f.status, f.path) for f in files if id(f) not in mine])
-        hit = cache.get_group(key)
-        if hit is None:
-            stop, err = review_group(group)
-            fresh_groups[id(group)] = (key, stop)
-            return stop, err
-        for e in hit.findings:
-            collector.add(cache_mod.entry_to_finding(e))
-        for w in hit.warnings:
-            collector.warn(Warning_(w.type, w.file, w.message))
-        record("cache_hit", {"level": "group", "group": group.label, "key": key[:16]})
-        return "cache_hit", ""
+    def _relocate(self, fd: FileDiff, c: RawComment) -> str | None:
+        """Ask the model where comment ``c`` belongs in ``fd`` (SPEC §8.2 re-location)."""
+        from .agent import comment_tasks
 
-    causes: list[tuple[int, str]] = []  # (files, why) of each group left unreviewed
-    ends = run_groups(groups, _cached_group, concurrency=cfg.review.concurrency, meter=meter,
-                      background=background_pool)
-    # comments of groups cut off by the deadline are still anchored (bounded wait)
-    comment_workers.shutdown(timeout_s=max(0.0, meter.remaining_s() or 0.0) + DEADLINE_GRACE_S)
-    for g, (stop, err) in zip(groups, ends, strict=True):
-        reason = stop if stop in INCOMPLETE_STOPS else ""
-        for f in g.files:
-            o = outcomes[id(f)]
+        return comment_tasks.relocate_snippet(
+            self.client, fd, c, meter=self.meter, redact=self.redact, record=self.record,
+            label=c.group)
+
+    # --- merge and gate -------------------------------------------------------------------
+
+    def merge(self, groups: Sequence[Group], ends: Sequence[tuple[str, str]]) -> None:
+        """Record each group's outcome on its files and reports, then merge the findings."""
+        cfg, req, result = self.cfg, self.req, self.result
+        for g, (stop, err) in zip(groups, ends, strict=True):
+            reason = stop if stop in INCOMPLETE_STOPS else ""
+            for f in g.files:
+                o = self.st.outcomes[id(f)]
+                if reason:
+                    o.reason = reason
+                else:
+                    o.reviewed = True
             if reason:
-                o.reason = reason
-            else:
-                o.reviewed = True
-        if reason:
-            err = "" if err == stop else err
-            result.warnings.append(Warning_("subtask_error", g.label,
-                                            err or STOP_REASON_TEXT.get(stop, stop)))
-            causes.append((len(g.files), not_reviewed_cause(
-                stop, err, timeout_s=cfg.review.timeout_s, budget_tokens=req.budget_tokens)))
-        report = reports.get(id(g)) or GroupReport(g.label, [f.path for f in g.files], [stop])
-        report.reason = reason
-        result.group_reports.append(report)
-        record("group_done", {"group": g.label, "stop_reason": stop,
-                              "round_stop_reasons": report.stop_reasons, "reason": reason,
-                              "planned": report.planned, "compressions": report.compressions})
-    result.warnings.extend(collector.warnings)
-    result.findings = sorted(
-        merge_same_claims([*config_findings, *collector.snapshot()]),
-        key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
-    )
-    reviewed_n = sum(1 for o in outcomes.values() if o.reviewed)
-    wanted = len(reviewable)
-    result.status = "complete" if reviewed_n == wanted else ("partial" if reviewed_n else "failed")
-    result.incomplete_reasons = [not_reviewed_line(causes, wanted)] if causes else []
-    result.decision = decide(result.findings, reviewed_n < wanted, req.gate)
-    result.usage = meter.usage
-    result.llm_calls = meter.llm_calls
-    result.llm_attempts = meter.attempts
-    record("llm_stats", client.stats.snapshot())  # HTTP requests (retries too) and latency
-    if cache is not None:
-        _store_in_cache(cache, run_key, groups, fresh_groups, collector, result)
-        result.cache_hits = cache.hits
-    result.elapsed_ms = int((time.monotonic() - t0) * 1000)
-    return result
+                err = "" if err == stop else err
+                result.warnings.append(Warning_("subtask_error", g.label,
+                                                err or STOP_REASON_TEXT.get(stop, stop)))
+                self.causes.append((len(g.files), not_reviewed_cause(
+                    stop, err, timeout_s=cfg.review.timeout_s, budget_tokens=req.budget_tokens)))
+            report = (self.reports.get(id(g))
+                      or GroupReport(g.label, [f.path for f in g.files], [stop]))
+            report.reason = reason
+            result.group_reports.append(report)
+            self.record("group_done", {
+                "group": g.label, "stop_reason": stop, "round_stop_reasons": report.stop_reasons,
+                "reason": reason, "planned": report.planned, "compressions": report.compressions})
+        result.warnings.extend(self.collector.warnings)
+        result.findings = sorted(
+            merge_same_claims([*self.st.config_findings, *self.collector.snapshot()]),
+            key=lambda f: (f.path, f.start_line == 0, f.start_line, -f.severity),
+        )
+
+    def gate(self, groups: Sequence[Group]) -> ReviewResult:
+        """Status, gate decision and LLM statistics; store complete results in the cache."""
+        result = self.result
+        reviewed_n = sum(1 for o in self.st.outcomes.values() if o.reviewed)
+        wanted = len(self.st.reviewable)
+        result.status = ("complete" if reviewed_n == wanted
+                         else ("partial" if reviewed_n else "failed"))
+        result.incomplete_reasons = [not_reviewed_line(self.causes, wanted)] if self.causes else []
+        result.decision = decide(result.findings, reviewed_n < wanted, self.req.gate)
+        result.usage = self.meter.usage
+        result.llm_calls = self.meter.llm_calls
+        result.llm_attempts = self.meter.attempts
+        self.record("llm_stats", self.client.stats.snapshot())  # HTTP requests and latency
+        cache = self.st.cache
+        if cache is not None:
+            _store_in_cache(cache, self.st.run_key, groups, self.fresh_groups, self.collector,
+                            result)
+            result.cache_hits = cache.hits
+        return self.st.finished()
 
 
 CACHEABLE_STOPS = ("task_done", "max_rounds")  # a group that ended like this is complete
