@@ -12,12 +12,9 @@ Headers ``x-api-key`` and ``anthropic-version`` (``llm.anthropic_version``, defa
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import requests
 
 from ..errors import LlmError
 from . import http
@@ -178,14 +175,7 @@ class AnthropicClient:
         self.before_attempt = before_attempt
         self.count_tokens = count_tokens
         self.stats = CallStats()
-        self._local = threading.local()
-
-    def _session(self) -> requests.Session:
-        s = getattr(self._local, "session", None)
-        if s is None:
-            s = requests.Session()
-            self._local.session = s
-        return s
+        self._sessions = http.SessionPerThread()
 
     def headers(self) -> dict[str, str]:
         ep = self.endpoint
@@ -234,7 +224,7 @@ class AnthropicClient:
         t0 = time.monotonic()
         try:
             payload, attempts = http.post_json(
-                self._session(), messages_url(ep.url), self.headers(),
+                self._sessions.get(), messages_url(ep.url), self.headers(),
                 self.build_body(messages, tools, max_output_tokens),
                 connect_timeout_s=ep.connect_timeout_s, read_timeout_s=ep.timeout_s,
                 max_retries=ep.max_retries, body_error=_body_error,

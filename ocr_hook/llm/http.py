@@ -20,6 +20,7 @@ import json
 import logging
 import random
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -52,6 +53,23 @@ _QUOTA_MARKERS = (
     "insufficient balance",  # DeepSeek 402
     "arrearage",  # DashScope: account overdue
 )
+
+
+
+class SessionPerThread:
+    """One ``requests.Session`` per calling thread, created on first use: requests promises no
+    thread safety for a shared Session, and a per-thread one keeps connections alive across a
+    group's requests."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self) -> requests.Session:
+        s: requests.Session | None = getattr(self._local, "session", None)
+        if s is None:
+            s = requests.Session()
+            self._local.session = s
+        return s
 
 
 def _error_text(body: Any) -> tuple[str, str]:

@@ -25,12 +25,9 @@ Quirks handled (ecosystem.md §3.4–3.6):
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import requests
 
 from ..errors import LlmError
 from . import http
@@ -218,14 +215,7 @@ class OpenAIClient:
         self.output_tokens_field = (endpoint.output_tokens_field
                                     if endpoint.output_tokens_field in OUTPUT_TOKEN_FIELDS
                                     else "max_completion_tokens")
-        self._local = threading.local()
-
-    def _session(self) -> requests.Session:
-        s = getattr(self._local, "session", None)
-        if s is None:
-            s = requests.Session()
-            self._local.session = s
-        return s
+        self._sessions = http.SessionPerThread()
 
     def headers(self) -> dict[str, str]:
         ep = self.endpoint
@@ -260,7 +250,7 @@ class OpenAIClient:
     def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         ep = self.endpoint
         return http.post_json(
-            self._session(), chat_url(ep.url), self.headers(), body,
+            self._sessions.get(), chat_url(ep.url), self.headers(), body,
             connect_timeout_s=ep.connect_timeout_s, read_timeout_s=ep.timeout_s,
             max_retries=ep.max_retries, body_error=_choices_error,
             before_attempt=self.before_attempt,
