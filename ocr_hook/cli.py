@@ -155,11 +155,6 @@ def _flag_layer(args: argparse.Namespace) -> object:
     return Layer("command line", data)
 
 
-def _user_config_path(environ: Mapping[str, str]) -> Path:
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ocr-hook" / "config.toml"
-
-
 def load_config(repo: Path, args: argparse.Namespace, environ: Mapping[str, str]) -> object:
     """Layer defaults, user file, repository file (from HEAD), the preset's standard variables,
     ``OCR_HOOK_*``/``OCR_LLM_*`` and flags (SPEC §2; ``config_cli.config_layers``)."""

@@ -466,11 +466,6 @@ def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff
     return files
 
 
-def new_side_lines(fd: FileDiff) -> list[tuple[int, str]]:
-    """(new line number, text) of every context and added line, across hunks, in order."""
-    return [(ln.new_line, ln.text) for h in fd.hunks for ln in h.lines if ln.new_line is not None]
-
-
 def render_numbered(fd: FileDiff) -> str:
     """The file's hunks for the model: each line prefixed with its new-side line number
     (blank for deleted lines) and its marker, e.g. ``  12 +    return x``."""

@@ -1031,10 +1031,6 @@ def run_groups(
     return out
 
 
-def version() -> str:
-    return __version__
-
-
 def ranges_json(targets: Sequence[target.Target]) -> list[dict[str, str]]:
     """JSON ``input.ranges`` of push mode: one ``{ref, base, head}`` per pushed remote ref."""
     return [

@@ -507,10 +507,3 @@ def _tail(errlog: IO[bytes]) -> str:
         return ""
     last = next((ln for ln in reversed(lines) if ln), "")
     return f"; stderr: {last[:300]}" if last else ""
-
-
-def start_bridge(
-    servers: Mapping[str, StdioServer | HttpServer], *, cwd: Path, environ: Mapping[str, str]
-) -> McpBridge:
-    """A started bridge for ``servers`` (see :class:`McpBridge`)."""
-    return McpBridge(servers, cwd=cwd, environ=environ).start()
