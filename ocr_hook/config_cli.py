@@ -43,9 +43,9 @@ def _say(text: object = "") -> None:
 
 def user_config_path(environ: Mapping[str, str]) -> Path:
     """``$XDG_CONFIG_HOME/ocr-hook/config.toml``, else ``~/.config/ocr-hook/config.toml``."""
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".config")
-    return Path(base) / "ocr-hook" / "config.toml"
+    from .resources import user_config_dir
+
+    return user_config_dir(environ) / "config.toml"
 
 
 def _read_user_file(path: Path) -> str:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import atomicfile
 from .errors import ConfigError
+from .resources import user_config_dir
 
 CONSENT_FILE = "mcp-consent.json"
 STORE_VERSION = 1
@@ -32,10 +32,7 @@ STORE_VERSION = 1
 
 def consent_path(environ: Mapping[str, str]) -> Path:
     """Where consents are stored: ``$XDG_CONFIG_HOME/ocr-hook/mcp-consent.json``."""
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".config"
-    )
-    return Path(base) / "ocr-hook" / CONSENT_FILE
+    return user_config_dir(environ) / CONSENT_FILE
 
 
 def fingerprint(servers: Mapping[str, Mapping[str, Any]]) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+from collections.abc import Mapping
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -48,3 +50,11 @@ def load_json(relpath: str) -> Any:
 def template(name: str) -> str:
     """Prompt template ``config/templates/<name>.md`` with trailing newlines trimmed."""
     return read_text(f"templates/{name}.md").rstrip("\n")
+
+
+def user_config_dir(environ: Mapping[str, str]) -> Path:
+    """The folder of the user's own files (config.toml, rule.json, consents):
+    ``$XDG_CONFIG_HOME/ocr-hook``, else ``$HOME/.config/ocr-hook``."""
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".config")
+    return Path(base) / "ocr-hook"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import gitio, rules
 from .errors import ConfigError
+from .resources import user_config_dir
 
 OCR_RULE_FILE = ".opencodereview/rule.json"  # the reference project's repository rule file
 REPO_CONFIG_FILE = ".ocr-hook.toml"
@@ -124,8 +125,7 @@ def load(
     for src in sources:
         if src.layer == "repo":
             protected.extend(e.origin for e in src.entries if e.origin)
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    user_file = Path(base) / "ocr-hook" / "rule.json"
+    user_file = user_config_dir(environ) / "rule.json"
     if user_file.is_file():
         sources.append(
             rules.parse_rule_json(user_file.read_bytes(), "user", _dir_reader(user_file.parent),
