@@ -60,9 +60,17 @@ class ReviewConfig(_Section):
 
 
 class SelectConfig(_Section):
+    """SPEC §4. The bounds of a large change set (issue 20; 0 = no bound): ``max_file_bytes``
+    per blob (a larger file is ``too_large`` from its size, never read), ``max_files`` files
+    and ``max_total_bytes`` of diff text reviewed per run (the rest is not reviewed, with the
+    reason)."""
+
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     review_tests: bool = False
+    max_file_bytes: int = Field(default=1_048_576, ge=0)
+    max_files: int = Field(default=1000, ge=0)
+    max_total_bytes: int = Field(default=2_097_152, ge=0)
 
 
 class RulesConfig(_Section):
@@ -90,6 +98,9 @@ class SecurityConfig(_Section):
     ``allow``); they are neither flagged nor redacted."""
 
     allow_secrets: list[str] = Field(default_factory=list)
+    # issue 20: bytes the secret scan reads from files that are not reviewed (excluded, too
+    # large: a bounded prefix of the blob, over a bound); reviewed files are always scanned
+    max_scan_bytes: int = Field(default=1_048_576, ge=0)
 
 
 class McpConfig(_Section):

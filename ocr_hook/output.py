@@ -4,7 +4,10 @@ stdout carries only the result; progress and warnings go to stderr through loggi
 ``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
 per group served from the cache (plus one for a cached grouping answer). ``summary.llm_calls``
 counts answered LLM calls; ``summary.llm_attempts`` (the one field added to SPEC §11's summary)
-counts HTTP attempts started, so failed requests and retries show up.
+counts HTTP attempts started, so failed requests and retries show up. Two more optional
+fields of a ``files[]`` entry (issue 20): ``detail``, the reason in words with its numbers and
+the secret scan of a file whose content was not loaded, and ``size_bytes``, the size of a file
+git would not diff because of it.
 """
 
 from __future__ import annotations
@@ -60,8 +63,12 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         }
         if o.old_path != o.path:
             entry["old_path"] = o.old_path
+        if o.detail:
+            entry["detail"] = o.detail
+        if o.size_bytes is not None:
+            entry["size_bytes"] = o.size_bytes
         if result.preview:
-            entry["will_review"] = o.will_review
+            entry["will_review"] = o.will_review and not o.reason
             entry["insertions"] = o.insertions
             entry["deletions"] = o.deletions
         files.append(entry)
@@ -188,7 +195,10 @@ def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
             path = display_path(o.path)
             if o.old_path != o.path:
                 path = f"{display_path(o.old_path)} → {path}"
-            out.append(f"{label}: {path} ({o.reason or 'unknown'})")
+            why = o.reason or "unknown"
+            if o.detail:
+                why += f": {display_text(o.detail)}"
+            out.append(f"{label}: {path} ({why})")
         rest = picked[COVERAGE_LINES_MAX:]
         if rest:
             counts: dict[str, int] = {}
@@ -208,13 +218,15 @@ def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
         path = display_path(o.path)
         if o.old_path != o.path:
             path = f"{display_path(o.old_path)} → {path}"
-        review = "yes" if o.will_review else f"no ({o.reason})"
+        review = "yes" if o.will_review and not o.reason else f"no ({o.reason})"
+        if o.detail and review != "yes":
+            review = f"{review[:-1]}: {display_text(o.detail)})"
         rows.append((path, o.status, f"+{o.insertions}/-{o.deletions}", review))
     header = ("path", "status", "+/-", "review")
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
     for r in [header, *rows]:
         stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
-    n = sum(1 for o in result.files if o.will_review)
+    n = sum(1 for o in result.files if o.will_review and not o.reason)
     stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, gitio, grouping, prompts, secret_scan, selection, target
+from . import __version__, changeset, gitio, grouping, prompts, secret_scan, selection, target
 from .comments import Collector, CommentPool, CommentProcessor
 from .config import Config
 from .diff import FileDiff, render_numbered
@@ -121,6 +121,8 @@ class FileOutcome:
     insertions: int
     deletions: int
     will_review: bool = False
+    detail: str = ""  # the reason in words, and the secret scan of a file not loaded
+    size_bytes: int | None = None  # the larger blob's size, when git reported it
 
 
 @dataclass
@@ -225,13 +227,18 @@ def prompt_path(path: str) -> str:
     return prompts.xml_attr(path).replace("\r", "\\r").replace("\n", "\\n")
 
 
+OTHER_FILES_MAX = 200  # lines of the prompt's "other changed files" list (issue 20)
+
+
 def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
     mine = {id(f) for f in group.files}
+    others = [f for f in all_files if id(f) not in mine]
     lines = [
         f"{f.status.upper():<9} {prompt_path(f.path)} (+{f.insertions}/-{f.deletions})"
-        for f in all_files
-        if id(f) not in mine
+        for f in others[:OTHER_FILES_MAX]
     ]
+    if len(others) > OTHER_FILES_MAX:
+        lines.append(f"... and {len(others) - OTHER_FILES_MAX} more changed files")
     return "\n".join(lines) if lines else "(none)"
 
 
@@ -334,29 +341,43 @@ class _RunState:
         self.cache = cache
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
-        self.files: list[FileDiff] = []
-        for t in targets:
-            self.files.extend(target.load_diff(req.repo, t))
         cfg = self.cfg
         policy = selection.SelectionPolicy(
             include=tuple(cfg.select.include),
             exclude=tuple(cfg.select.exclude),
             review_tests=cfg.select.review_tests,
             context_tokens=cfg.llm.context_tokens,
+            max_file_bytes=cfg.select.max_file_bytes,
+            max_files=cfg.select.max_files,
+            max_total_bytes=cfg.select.max_total_bytes,
         )
-        decisions = selection.select(self.files, policy, self.count)
+        # SPEC §14: the secret scan is deterministic, so also without an endpoint or reviewable
+        # file; files that are not reviewed are scanned while loading, within a byte budget
+        scan = None if req.preview else changeset.ScanPolicy(
+            tuple(cfg.security.allow_secrets), cfg.security.max_scan_bytes)
+        self.files: list[FileDiff] = []
+        decisions: list[selection.Decision] = []
+        unloaded_findings: list[Finding] = []
+        for t in targets:
+            cs = changeset.load_change_set(req.repo, t, policy, count_tokens=self.count,
+                                           scan=scan)
+            self.files.extend(cs.files)
+            decisions.extend(cs.decisions)
+            unloaded_findings.extend(cs.findings)
+        self.policy = policy
         self.outcomes = {
             id(d.file): FileOutcome(
                 d.file.path, d.file.old_path, d.file.status, False, d.reason,
-                d.file.insertions, d.file.deletions, d.reviewed,
+                d.file.insertions, d.file.deletions, d.selected, d.detail, d.file.size_bytes,
             )
             for d in decisions
         }
         self.reviewable = [d.file for d in decisions if d.reviewed]
+        self.bounded = [d for d in decisions if d.reason in selection.BOUND_REASONS]
         self.config_findings = protected_path_findings(self.files, req.protected_paths)
-        # SPEC §14: deterministic, so also without an endpoint or reviewable file
-        if not req.preview:
-            self.config_findings += scan_findings(req.repo, decisions, cfg.security.allow_secrets)
+        if scan is not None:
+            self.config_findings += unloaded_findings + scan_findings(
+                req.repo, [d for d in decisions if d.file.loaded], cfg.security.allow_secrets)
         self.head = targets[0]
         self.result = ReviewResult(
             status="skipped",
@@ -395,9 +416,23 @@ class _RunState:
         return self.rules_for(paths) if self.rules_for else ""
 
     def finished(self) -> ReviewResult:
-        """Stamp the elapsed time on the result and return it."""
-        self.result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
-        return self.result
+        """Account for the files left out by a bound of the change set (issue 20: they make
+        the review incomplete), stamp the elapsed time on the result and return it."""
+        result = self.result
+        if self.bounded and not self.req.preview:
+            why = bound_text(self.bounded, self.policy)
+            if result.incomplete_reasons:
+                result.incomplete_reasons[0] += f"; {why}"
+            else:
+                selected = len(self.reviewable) + len(self.bounded)
+                result.incomplete_reasons.append(
+                    f"NOT REVIEWED: {len(self.bounded)} of {selected} files: {why}")
+            if result.status in ("complete", "skipped"):
+                reviewed = any(o.reviewed for o in self.outcomes.values())
+                result.status = "partial" if reviewed else "failed"
+            result.decision = decide(result.findings, True, self.req.gate)
+        result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
+        return result
 
     def finish_without_llm(self) -> ReviewResult:
         """Preview, or nothing to review: only the deterministic findings are reported."""
@@ -832,6 +867,19 @@ class _GroupRunner:
                             result)
             result.cache_hits = cache.hits
         return self.st.finished()
+
+
+def bound_text(bounded: Sequence[selection.Decision], policy: selection.SelectionPolicy) -> str:
+    """Why files were left out by a bound of the change set, in words with the settings."""
+    reasons = {d.reason for d in bounded}
+    parts = []
+    if "over_max_files" in reasons:
+        parts.append(f"the change has more files to review than select.max_files "
+                     f"({policy.max_files})")
+    if "over_max_total_bytes" in reasons:
+        parts.append(f"the diffs to review are larger than select.max_total_bytes "
+                     f"({changeset.human_bytes(policy.max_total_bytes)})")
+    return " and ".join(parts) + "; `git ocr review --preview` lists them"
 
 
 CACHEABLE_STOPS = ("task_done", "max_rounds")  # a group that ended like this is complete

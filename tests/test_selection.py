@@ -197,4 +197,5 @@ def test_reason_strings_are_the_documented_set() -> None:
     assert selection.REASONS == (
         "binary", "submodule", "symlink_outside", "secret_path", "provider_directory",
         "user_exclude", "unsupported_ext", "default_path", "deleted", "rename_only",
-        "mode_only", "no_content_change", "too_large")
+        "mode_only", "no_content_change", "too_large", "over_max_files",
+        "over_max_total_bytes")

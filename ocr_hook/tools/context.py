@@ -282,7 +282,9 @@ def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         ):
             continue
         seen.add(id(fd))
-        blocks.append(f"==== FILE: {fd.path} ====\n{fd.patch.rstrip(chr(10))}")
+        body = (fd.patch.rstrip(chr(10)) if fd.loaded
+                else "(diff not loaded: the file is not part of this review)")
+        blocks.append(f"==== FILE: {fd.path} ====\n{body}")
     if not blocks:
         return ToolResult.error("Error: diff not found for the requested paths")
     lines = "\n".join(blocks).split("\n")

@@ -1,0 +1,316 @@
+"""Load a change set with bounded time and memory: metadata first, content only where needed.
+
+One ``git diff --raw --numstat -p -z`` process (the flags of ``target.diff_command``, one
+diffcore run, so paths, renames and sections agree) is read as a stream:
+
+1. The NUL-delimited ``--raw``/``--numstat`` records come first: every changed path, its
+   status, modes, blob ids and line counts. ``-c core.bigFileThreshold=<select.max_file_bytes>``
+   makes git report a larger blob as binary (numstat ``-``) without reading it; for those
+   files alone ``git cat-file --batch-check`` gives the blob sizes (``FileDiff.size_bytes``).
+2. Selection gates that need no content (``selection.metadata_reason``) decide most files,
+   a too-large file among them, before any of their content is read. The files left (the
+   candidates) are bounded in git's order: after ``select.max_files`` of them the rest are
+   ``over_max_files``.
+3. The patch that follows is walked section by section (``diff.PatchStream``): a candidate's
+   section is kept and parsed while the kept sections stay within ``select.max_total_bytes``
+   (then that file and every later candidate are ``over_max_total_bytes``); the sections of
+   excluded or over-bound files are parsed only for the secret scan, one at a time, and
+   dropped (``FileDiff.loaded`` False), while the scan budget lasts; every other section is
+   passed over unread. Once no later section can be needed the process is stopped.
+4. Kept files go through every gate (``selection.select``: content gates and the token gate).
+5. The secret scan of each file too large to load reads a bounded prefix of its blob
+   (``bigscan``); the outcome is stated in the file's ``Decision.detail``.
+
+``security.max_scan_bytes`` bounds the bytes the secret scan reads for files that are not
+reviewed (reviewed files are always scanned whole: their diffs are redacted anyway). When it
+is used up, the files left unscanned say so in their detail.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import bigscan, gitio, secret_scan, selection
+from .diff import FileDiff, PatchStream, RawEntry, fill_from_sections, parse_raw_numstat_z
+from .errors import GitError
+from .findings import Finding
+from .target import CONTEXT_LINES, GENERATED_SCAN_BYTES, Target, diff_command
+
+log = logging.getLogger(__name__)
+
+RECORDS_READ_BYTES = 1 << 20  # stdout is read in pieces of this size
+MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this much, if left
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPolicy:
+    """The secret scan of files that are not reviewed: ``allow`` as in
+    ``redact.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan)."""
+
+    allow: tuple[str, ...] = ()
+    max_bytes: int = 0
+
+
+@dataclass
+class ChangeSet:
+    """Every changed path of a target with its decision, in git's order.
+
+    ``decisions[i].file`` is ``files[i]``. Only files with ``loaded`` True hold hunks.
+    ``findings`` are the secrets found in files that were not loaded (excluded, too large,
+    over a bound); loaded files are for the caller to scan."""
+
+    files: list[FileDiff]
+    decisions: list[selection.Decision]
+    findings: list[Finding] = field(default_factory=list)
+
+
+human_bytes = bigscan.human
+
+
+def _file_from_entry(e: RawEntry) -> FileDiff:
+    return FileDiff(
+        status=e.status, old_path=e.old_path, new_path=e.new_path, old_mode=e.old_mode,
+        new_mode=e.new_mode, old_oid=e.old_oid, new_oid=e.new_oid, similarity=e.similarity,
+        binary=e.insertions is None, insertions=e.insertions or 0, deletions=e.deletions or 0,
+        loaded=False,
+    )
+
+
+def _read_records(chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
+    r"""Read the ``--raw``/``--numstat`` records up to the ``\0\0`` that ends them (see
+    ``diff.split_raw_and_patch``); returns (records, the patch bytes read past them)."""
+    buf = bytearray()
+    for chunk in chunks:
+        start = max(0, len(buf) - 1)
+        buf += chunk
+        cut = buf.find(b"\0\0", start)
+        if cut >= 0:
+            return bytes(buf[: cut + 1]), bytes(buf[cut + 2 :])
+    return bytes(buf), b""
+
+
+def blob_sizes(repo: Path, oids: Sequence[str]) -> dict[str, int]:
+    """Sizes in bytes of the objects ``oids`` (``git cat-file --batch-check``: one
+    ``<oid> <type> <size>`` or ``<oid> missing`` line per input line); missing ones are left
+    out. Raises GitError."""
+    wanted = list(dict.fromkeys(o for o in oids if o and set(o) != {"0"}))
+    if not wanted:
+        return {}
+    out = gitio.run_git(repo, "cat-file", "--batch-check",
+                        stdin="".join(f"{o}\n" for o in wanted).encode("ascii"))
+    sizes: dict[str, int] = {}
+    for line in out.decode("ascii", "replace").splitlines():
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return sizes
+
+
+def load_change_set(
+    repo: Path,
+    target: Target,
+    policy: selection.SelectionPolicy,
+    *,
+    count_tokens: Callable[[str], int] | None = None,
+    scan: ScanPolicy | None = None,
+) -> ChangeSet:
+    """Changed files of ``target`` with their decisions (SPEC §3.1, §4), loading content only
+    where a decision or the secret scan needs it, within the bounds of ``policy`` (see the
+    module docstring). ``count_tokens`` as in ``selection.select``. ``scan`` None: no secret
+    scan (``--preview``). Raises GitError / DiffParseError."""
+    user_ex = selection.GlobList(policy.exclude) if policy.exclude else None
+    user_in = selection.GlobList(policy.include) if policy.include else None
+    args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
+                        f"-U{CONTEXT_LINES}")
+    if policy.max_file_bytes > 0:
+        args = ["-c", f"core.bigFileThreshold={policy.max_file_bytes}", *args]
+    scan_left = scan.max_bytes if scan is not None else 0
+    findings: list[Finding] = []
+    notes: dict[int, str] = {}  # index → secret scan statement
+    scanned: set[int] = set()
+    with gitio.stream_git(repo, *args, timeout_s=300.0) as stream:
+        chunks = stream.chunks(RECORDS_READ_BYTES)
+        records, rest = _read_records(chunks)
+        files = [_file_from_entry(e) for e in parse_raw_numstat_z(records)]
+        if policy.max_file_bytes > 0:
+            sizes = blob_sizes(repo, [o for f in files if f.binary and not f.submodule
+                                      for o in (f.old_oid, f.new_oid)])
+            for f in files:
+                known = [sizes[o] for o in (f.old_oid, f.new_oid) if o in sizes]
+                if known and max(known) > policy.max_file_bytes:
+                    f.size_bytes = max(known)
+        pre = [selection.metadata_reason(f, policy, user_ex, user_in) for f in files]
+        candidates = [i for i, r in enumerate(pre) if not r]
+        n_selected = len(candidates)
+        if policy.max_files > 0:
+            for i in candidates[policy.max_files:]:
+                pre[i] = "over_max_files"
+            candidates = candidates[: policy.max_files]
+
+        def scan_wanted(i: int) -> bool:
+            f = files[i]
+            if scan is None or f.status == "deleted" or pre[i] == "too_large":
+                return False
+            if f.binary:
+                return False
+            return bool(f.insertions) or (pre[i] == "secret_path"
+                                          and f.status in ("renamed", "copied"))
+
+        last_needed = max([*candidates, *(i for i in range(len(files)) if scan_wanted(i))],
+                          default=-1)
+        last_candidate = max(candidates, default=-1)
+        wanted = set(candidates)
+        kept_bytes = 0
+        over_bytes = False
+        sections = PatchStream(chunks, rest)
+        for i, f in enumerate(files):
+            if i > last_needed or (scan_left <= 0 and (over_bytes or i > last_candidate)):
+                break
+            review_left = -1
+            if i in wanted and not over_bytes:
+                review_left = (policy.max_total_bytes - kept_bytes
+                               if policy.max_total_bytes > 0 else 1 << 62)
+            scan_this = scan_wanted(i) and scan_left > 0
+            got = _take_sections(sections, f, max(review_left, scan_left if scan_this else 0))
+            if got is None:
+                raise GitError(f"git diff: no patch section for {f.path!r}")
+            parts, size = got
+            if review_left >= 0:
+                if parts is not None and size <= review_left:
+                    kept_bytes += size
+                    fill_from_sections(f, parts)
+                    continue
+                over_bytes = True  # this diff would pass select.max_total_bytes
+                for j in candidates:
+                    if j >= i:
+                        pre[j] = "over_max_total_bytes"
+            if not scan_this:
+                continue
+            if parts is None or size > scan_left:
+                notes[i] = _not_scanned(scan, size)
+                scan_left = 0
+                continue
+            scan_left -= size
+            findings.extend(_scan_unloaded(repo, f, parts, pre[i], scan, policy))
+            scanned.add(i)
+    if scan is not None:
+        for i in range(len(files)):
+            if scan_wanted(i) and i not in scanned and i not in notes and not files[i].loaded:
+                notes[i] = _not_scanned(scan, None)
+    kept = [files[i] for i in candidates if pre[i] == ""]
+    _read_heads(repo, kept)
+    final = {id(d.file): d for d in selection.select(kept, policy, count_tokens)}
+    decisions: list[selection.Decision] = []
+    for i, f in enumerate(files):
+        d = final.get(id(f)) if f.loaded else None
+        if d is None:
+            reason = pre[i] or "no_content_change"
+            d = selection.Decision(f, False, reason)
+        decisions.append(d)
+    # secret scan of files too large to load: a bounded prefix of the blob each
+    big = [i for i, f in enumerate(files)
+           if scan is not None and f.status != "deleted" and not f.loaded
+           and f.size_bytes is not None and policy.max_file_bytes > 0
+           and f.size_bytes > policy.max_file_bytes and not f.submodule]
+    for n, i in enumerate(big):
+        f = files[i]
+        assert scan is not None
+        share = scan_left // (len(big) - n) if scan_left > 0 else 0
+        share = min(scan_left, max(share, MIN_SCAN_SHARE_BYTES))
+        result = bigscan.scan_blob(repo, f, scan.allow, share)
+        scan_left -= result.scanned_bytes
+        findings.extend(result.findings)
+        notes[i] = result.statement
+    out = []
+    for i, d in enumerate(decisions):
+        detail = _detail(d, policy, n_selected)
+        note = notes.get(i, "")
+        text = "; ".join(x for x in (detail, note) if x)
+        out.append(replace(d, detail=text) if text else d)
+    return ChangeSet(files, out, findings)
+
+
+def _take_sections(
+    sections: PatchStream, f: FileDiff, keep_max: int
+) -> tuple[list[bytes] | None, int] | None:
+    """Consume ``f``'s section(s): a type change may be printed as two sections with the same
+    ``diff --git`` line (``diff.build_file_diffs``). Returns (the sections' bytes, or None when
+    not kept; their size), or None when the stream has no section left."""
+    header = sections.peek_header()
+    first = sections.next_section(keep_max)
+    if first is None:
+        return None
+    data, size = first
+    parts = None if data is None else [data]
+    if f.status == "type_changed" and header is not None and sections.peek_header() == header:
+        second = sections.next_section(max(keep_max - size, 0) if data is not None else 0)
+        if second is not None:
+            size += second[1]
+            if parts is not None and second[0] is not None:
+                parts.append(second[0])
+            else:
+                parts = None
+    return parts, size
+
+
+def _scan_unloaded(
+    repo: Path, f: FileDiff, parts: Sequence[bytes], reason: str, scan: ScanPolicy | None,
+    policy: selection.SelectionPolicy,
+) -> list[Finding]:
+    """Secret findings of a file that is not reviewed, from its section(s) parsed for this
+    scan only (``f`` itself is left without hunks). A rename or copy away from a secret path is
+    scanned whole (``secret_scan.secret_findings``' ``full_texts``), from a bounded read."""
+    if scan is None:
+        return []
+    probe = replace(f, notes=[])
+    fill_from_sections(probe, parts)
+    full: dict[str, str] = {}
+    if reason == "secret_path" and f.status in ("renamed", "copied") and f.new_oid:
+        limit = policy.max_file_bytes if policy.max_file_bytes > 0 else 1 << 62
+        data = bigscan.read_prefix(repo, f.new_oid, limit)
+        if data is not None and b"\0" not in data[:8000]:
+            full[f.path] = gitio.decode_text(data)
+    return secret_scan.secret_findings([probe], scan.allow, full)
+
+
+def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
+    """The statement for a file whose added lines the secret scan did not read."""
+    if scan is None:
+        return ""
+    what = f"its {human_bytes(size)} diff is more than" if size is not None else "nothing of"
+    return (f"secret scan: not scanned, {what} what was left of security.max_scan_bytes "
+            f"({human_bytes(scan.max_bytes)})")
+
+
+def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:
+    """The reason in words, where it needs numbers."""
+    f = d.file
+    if d.reason == "too_large" and f.size_bytes is not None and not f.loaded:
+        return (f"{human_bytes(f.size_bytes)}, larger than select.max_file_bytes "
+                f"({human_bytes(policy.max_file_bytes)}): content not read")
+    if d.reason == "over_max_files":
+        return (f"{selected} files to review, more than select.max_files ({policy.max_files}):"
+                " only the first ones in path order are reviewed")
+    if d.reason == "over_max_total_bytes":
+        return (f"the diffs to review pass select.max_total_bytes "
+                f"({human_bytes(policy.max_total_bytes)}) at this file; it and the files "
+                "after it are not reviewed")
+    return ""
+
+
+def _read_heads(repo: Path, files: Sequence[FileDiff]) -> None:
+    """First bytes of the new blob of each kept file whose first hunk starts below line 1, for
+    the generated-file markers of SPEC §4 gate 8 (``FileDiff.head_text``); each blob is read
+    only up to GENERATED_SCAN_BYTES."""
+    need = [
+        f for f in files
+        if f.hunks and f.hunks[0].new_start > 1 and f.status != "deleted"
+        and not (f.binary or f.submodule or f.symlink)
+    ]
+    for f, head in zip(need, bigscan.read_heads(repo, [f.new_oid for f in need],
+                                                GENERATED_SCAN_BYTES), strict=True):
+        if head is not None:
+            f.head_text = gitio.decode_text(head)
