@@ -42,6 +42,7 @@ from .target import CONTEXT_LINES, GENERATED_SCAN_BYTES, Target, diff_command
 log = logging.getLogger(__name__)
 
 RECORDS_READ_BYTES = 1 << 20  # stdout is read in pieces of this size
+EARLY_GATES_MIN_RECORDS = 2000  # NUL-separated fields of --raw (2 per path) worth overlapping
 MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this much, if left
 
 
@@ -92,6 +93,25 @@ def _read_records(chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
     return bytes(buf), b""
 
 
+def _early_path_reasons(
+    repo: Path,
+    target: Target,
+    policy: selection.SelectionPolicy,
+    user_ex: selection.GlobList | None,
+    user_in: selection.GlobList | None,
+) -> list[tuple[tuple[str, str, str], str]]:
+    """((status, old path, new path), ``selection.path_reason``) of every path of ``git diff
+    --raw -z`` with the pinned flags (same diffcore run as the main call: same renames, same
+    order). [] for a small diff, where overlapping git's work is not worth another process."""
+    args = diff_command(target, "--raw", "-z", "--no-abbrev")
+    out = gitio.run_git(repo, *args)
+    if out.count(b"\0") < EARLY_GATES_MIN_RECORDS:
+        return []
+    return [((e.status, e.old_path, e.new_path),
+             selection.path_reason(e, policy, user_ex, user_in))
+            for e in parse_raw_numstat_z(out)]
+
+
 def blob_sizes(repo: Path, oids: Sequence[str]) -> dict[str, int]:
     """Sizes in bytes of the objects ``oids`` (``git cat-file --batch-check``: one
     ``<oid> <type> <size>`` or ``<oid> missing`` line per input line); missing ones are left
@@ -132,17 +152,24 @@ def load_change_set(
     notes: dict[int, str] = {}  # index → secret scan statement
     scanned: set[int] = set()
     with gitio.stream_git(repo, *args, timeout_s=300.0) as stream:
+        # git spends most of its time on --numstat before it prints any record: meanwhile the
+        # path gates are decided on the paths of a --raw-only run of the same diff
+        early = _early_path_reasons(repo, target, policy, user_ex, user_in)
         chunks = stream.chunks(RECORDS_READ_BYTES)
         records, rest = _read_records(chunks)
         files = [_file_from_entry(e) for e in parse_raw_numstat_z(records)]
+        known: list[str | None] = [None] * len(files)
+        if [key for key, _ in early] == [(f.status, f.old_path, f.new_path) for f in files]:
+            known = [r for _, r in early]
         if policy.max_file_bytes > 0:
             sizes = blob_sizes(repo, [o for f in files if f.binary and not f.submodule
                                       for o in (f.old_oid, f.new_oid)])
             for f in files:
-                known = [sizes[o] for o in (f.old_oid, f.new_oid) if o in sizes]
-                if known and max(known) > policy.max_file_bytes:
-                    f.size_bytes = max(known)
-        pre = [selection.metadata_reason(f, policy, user_ex, user_in) for f in files]
+                found = [sizes[o] for o in (f.old_oid, f.new_oid) if o in sizes]
+                if found and max(found) > policy.max_file_bytes:
+                    f.size_bytes = max(found)
+        pre = [selection.metadata_reason(f, policy, user_ex, user_in, k)
+               for f, k in zip(files, known, strict=True)]
         candidates = [i for i, r in enumerate(pre) if not r]
         n_selected = len(candidates)
         if policy.max_files > 0:

@@ -193,38 +193,29 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
     tokens = raw.split(b"\0")
     if tokens and tokens[-1] == b"":
         tokens.pop()
-    entries: list[RawEntry] = []
+    fsdecode = os.fsdecode
+    records: list[tuple[str, str, str, str, str, str, str, int | None]] = []
     i = 0
     n = len(tokens)
-    while i < n and tokens[i].startswith(b":"):
-        meta = tokens[i][1:].split(b" ")
+    while i < n and tokens[i][:1] == b":":
+        meta = tokens[i][1:].decode("ascii", "replace").split(" ")
         if len(meta) != 5:
             raise DiffParseError(f"git diff --raw: malformed record {tokens[i][:80]!r}")
-        old_mode, new_mode, old_oid, new_oid, status = (m.decode("ascii", "replace") for m in meta)
+        old_mode, new_mode, old_oid, new_oid, status = meta
         letter = status[:1]
         sim = int(status[1:]) if status[1:].isdigit() else None
         if letter in ("R", "C"):
             if i + 2 >= n:
                 raise DiffParseError("git diff --raw: truncated rename record")
-            old_path, new_path = os.fsdecode(tokens[i + 1]), os.fsdecode(tokens[i + 2])
+            old_path, new_path = fsdecode(tokens[i + 1]), fsdecode(tokens[i + 2])
             i += 3
         else:
             if i + 1 >= n:
                 raise DiffParseError("git diff --raw: truncated record")
-            old_path = new_path = os.fsdecode(tokens[i + 1])
+            old_path = new_path = fsdecode(tokens[i + 1])
             i += 2
-        entries.append(
-            RawEntry(
-                STATUS_NAMES.get(letter, "unknown"),
-                old_path,
-                new_path,
-                old_mode,
-                new_mode,
-                old_oid,
-                new_oid,
-                sim,
-            )
-        )
+        records.append((STATUS_NAMES.get(letter, "unknown"), old_path, new_path, old_mode,
+                        new_mode, old_oid, new_oid, sim))
     counts: list[tuple[int | None, int | None]] = []
     while i < n:
         parts = tokens[i].split(b"\t", 2)  # a path may contain TABs
@@ -244,19 +235,13 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
         else:
             i += 1
         counts.append((ins, dels))
-    if counts and len(counts) != len(entries):
+    if counts and len(counts) != len(records):
         raise DiffParseError(
-            f"git diff: {len(entries)} raw records but {len(counts)} numstat records"
+            f"git diff: {len(records)} raw records but {len(counts)} numstat records"
         )
     if not counts:
-        return entries
-    return [
-        RawEntry(
-            e.status, e.old_path, e.new_path, e.old_mode, e.new_mode, e.old_oid, e.new_oid,
-            e.similarity, ins, dels,
-        )
-        for e, (ins, dels) in zip(entries, counts, strict=True)
-    ]
+        return [RawEntry(*r) for r in records]
+    return [RawEntry(*r, ins, dels) for r, (ins, dels) in zip(records, counts, strict=True)]
 
 
 SECTION_MARK = b"\ndiff --git "  # start of every file section after the first

@@ -17,6 +17,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
@@ -125,10 +126,46 @@ def write_json(result: ReviewResult, stream: TextIO) -> None:
     """One JSON object, UTF-8 text. A path git gave as non-UTF-8 bytes (decoded with
     surrogateescape) keeps its escapes as ``\\udcXX``, so the output stays valid UTF-8 and
     ``json.loads`` gives back the exact path."""
-    text = json.dumps(to_json(result), indent=2, ensure_ascii=False)
+    data = to_json(result)
+    files = data["files"]
+    if files:  # the same text as json.dumps(indent=2), without its slow Python encoder
+        data["files"] = _FILES_SENTINEL
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if files:
+        text = text.replace(json.dumps(_FILES_SENTINEL), _files_block(files), 1)
     text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     stream.write(text)
     stream.write("\n")
+
+
+_FILES_SENTINEL = "\0files\0"  # stands for files[] while the rest is encoded
+
+
+def _scalar(value: object) -> str:
+    """JSON text of a str, bool, int or None, as ``json.dumps(ensure_ascii=False)``."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _files_block(files: Sequence[Mapping[str, object]]) -> str:
+    """``files[]`` (flat objects of scalars) as ``json.dumps(indent=2)`` prints it at the top
+    level of an object: one line per field. For 20,000 paths this takes a tenth of the time
+    of the pure-Python encoder that ``indent`` needs (issue 20)."""
+    entries = [
+        "    {\n" + ",\n".join(f"      {encode_basestring(k)}: {_scalar(v)}"
+                             for k, v in entry.items()) + "\n    }"
+        for entry in files
+    ]
+    return "[\n" + ",\n".join(entries) + "\n  ]"
 
 
 def _suggestion_diff(existing: str, suggestion: str) -> list[str]:

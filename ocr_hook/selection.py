@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import pathspec
 
 from . import resources
-from .diff import FileDiff
+from .diff import FileDiff, RawEntry
 
 TOO_LARGE_FRACTION = 0.8  # SPEC §4 gate 10: a file's diff alone > 80 % of the context budget
 GENERATED_SCAN_LINES = 5  # SPEC §4 gate 8: "files whose first lines say …"
@@ -229,11 +229,24 @@ def select(
     return out
 
 
+def path_reason(
+    fd: FileDiff | RawEntry,
+    policy: SelectionPolicy,
+    user_ex: GlobList | None,
+    user_in: GlobList | None,
+) -> str:
+    """Gates 3–9 and the no-content reasons of :func:`exclusion_reason` from status, modes and
+    paths alone, as if the file had no hunks and no content (``metadata_reason`` refines it)."""
+    probe = FileDiff(fd.status, fd.old_path, fd.new_path, fd.old_mode, fd.new_mode)
+    return exclusion_reason(probe, policy, user_ex, user_in, content=False)
+
+
 def metadata_reason(
     fd: FileDiff,
     policy: SelectionPolicy,
     user_ex: GlobList | None,
     user_in: GlobList | None,
+    known_path_reason: str | None = None,
 ) -> str:
     """The gates that need no file content, from git's metadata alone (status, modes, paths,
     ``--numstat`` counts, ``size_bytes``), in SPEC order; "" when the file's patch must be read
@@ -243,7 +256,8 @@ def metadata_reason(
     A blob larger than ``policy.max_file_bytes`` is ``too_large`` unless a path gate (3–8) or
     ``deleted`` comes first: git reports such a file as binary without reading it, so gate 1
     cannot be decided for it. numstat ``0 0`` on a text file means no hunks: the no-content
-    reasons are decided here too. Symbolic links always need their link text (gate 2)."""
+    reasons are decided here too. Symbolic links always need their link text (gate 2).
+    ``known_path_reason``: :func:`path_reason` of the file when already computed."""
     too_big = (policy.max_file_bytes > 0 and fd.size_bytes is not None
                and fd.size_bytes > policy.max_file_bytes)
     if fd.binary and not too_big:
@@ -252,9 +266,8 @@ def metadata_reason(
         return "submodule"
     if fd.symlink:
         return ""
-    probe = FileDiff(fd.status, fd.old_path, fd.new_path, fd.old_mode, fd.new_mode,
-                     hunks=fd.hunks if fd.loaded else (), binary=False)
-    reason = exclusion_reason(probe, policy, user_ex, user_in, content=False)
+    reason = (path_reason(fd, policy, user_ex, user_in) if known_path_reason is None
+              else known_path_reason)
     if reason in ("rename_only", "mode_only", "no_content_change"):
         if too_big:
             return "too_large"
