@@ -25,7 +25,6 @@ Usage: python bench/bench_large.py [--runs 5] [--files 20000] [--record FILE]
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import shutil

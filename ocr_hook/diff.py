@@ -1,6 +1,7 @@
 r"""Diff model and parser for git's bytes. Pure: no subprocess, no LLM, no comments.
 
-Inputs (SPEC §3.1, §3.5), both produced by ``target.load_diff`` with the same flags:
+Inputs (SPEC §3.1, §3.5), both from one git call with the same flags (read as a stream by
+``changeset.load_change_set``, whole by ``target.load_diff``):
 
 - ``git diff --raw --numstat -z --no-abbrev``: the authoritative list of changed paths. Raw
   records come first, ``:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0`` (renames
@@ -19,7 +20,8 @@ of a hunk (old side ends without newline, new side continues). Line numbers are 
 Content is decoded per file: UTF-8 when the whole section is valid UTF-8, else UTF-8 with
 U+FFFD replacements (``FileDiff.decoding == "replaced"``; e.g. GBK files): never the locale.
 Decoding never changes the number of lines, so line numbers stay exact. ``\r`` of CRLF files
-stays in ``Line.text``.
+stays in ``Line.text``. :class:`PatchStream` walks the patch one file section at a time, so
+only the sections somebody keeps are held and parsed (``fill_from_sections``).
 """
 
 from __future__ import annotations

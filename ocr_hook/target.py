@@ -325,7 +325,10 @@ def diff_command(target: Target, *extra: str) -> list[str]:
 
 
 def load_diff(repo: Path, target: Target) -> list[FileDiff]:
-    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised).
+    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised),
+    every file's patch read and parsed. A review loads through ``changeset.load_change_set``
+    instead, which reads only what its decisions need; this whole-diff loader serves tools and
+    benchmarks that want every hunk.
 
     One ``git diff --raw --numstat -p -z`` call gives both the path list (the NUL-delimited
     records) and the patch (one diffcore run, so both agree on renames and order). For files

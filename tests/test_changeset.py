@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from ocr_hook import bigscan, changeset, cli, gitio, selection, target
 from ocr_hook.diff import PatchStream, split_patch_sections
 from ocr_hook.errors import GitError
 from ocr_hook.output import _files_block
-from ocr_hook.tools.context import SnapshotView, file_read_diff
+from ocr_hook.tools.context import SnapshotView, file_read, file_read_diff
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -287,6 +288,19 @@ def test_diff_tool_says_when_a_file_diff_was_not_loaded(repo: GitRepo) -> None:
     assert "+x = 1" in res.text
 
 
+def test_file_read_refuses_a_changed_file_too_large_to_load(repo: GitRepo) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"big.json": data_lines(5_000)})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy(
+        max_file_bytes=1000))
+    view = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s)
+    res = file_read(view, {"file_path": "big.json"})
+    assert (res.is_error, res.text) == (True, 'Error: "big.json" is too large to read (160000 '
+                                        "bytes, above select.max_file_bytes); use code_search "
+                                        "to find lines in it")
+
+
 def test_renames_type_changes_and_modes_load_like_the_whole_diff(repo: GitRepo) -> None:
     body = "".join(f"line {i}\n" for i in range(40))
     repo.commit({"old/name.py": body, "link.py": "a = 1\n", "run.sh": "echo\n",
@@ -363,7 +377,6 @@ def test_stream_git_stops_a_reader_that_leaves_early_and_reports_failures(
     with pytest.raises(GitError, match=r"^git cat-file: timed out after 0.2s$"):
         with gitio.stream_git(repo.path, "cat-file", "--batch", stdin=b"", timeout_s=0.2,
                               extra_env={"GIT_TRACE": "0"}) as stream:
-            import time
             time.sleep(0.5)
 
 

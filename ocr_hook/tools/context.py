@@ -199,6 +199,12 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         )
     if view.is_secret(path):
         return _secret_error(path)
+    changed = view.diff_for(path)
+    if changed is not None and changed.size_bytes is not None and path == changed.new_path:
+        return ToolResult.error(  # issue 20: a file too large to load is never read whole
+            f'Error: "{path}" is too large to read ({changed.size_bytes} bytes, above '
+            "select.max_file_bytes); use code_search to find lines in it"
+        )
     try:
         start = _int(args.get("start_line"), "start_line")
         end = _int(args.get("end_line"), "end_line")
