@@ -29,12 +29,21 @@ is used up, the files left unscanned say so in their detail.
 from __future__ import annotations
 
 import logging
+import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import bigscan, gitio, secret_scan, selection
-from .diff import FileDiff, PatchStream, RawEntry, fill_from_sections, parse_raw_numstat_z
+from .diff import (
+    DiffParseError,
+    FileDiff,
+    PatchStream,
+    RawEntry,
+    fill_from_sections,
+    parse_raw_numstat_z,
+)
 from .errors import GitError
 from .findings import Finding
 from .target import CONTEXT_LINES, GENERATED_SCAN_BYTES, Target, diff_command
@@ -267,6 +276,9 @@ def _take_sections(
     ``diff --git`` line (``diff.build_file_diffs``). Returns (the sections' bytes, or None when
     not kept; their size), or None when the stream has no section left."""
     header = sections.peek_header()
+    if header is not None and not _header_matches(header, f):
+        raise DiffParseError(f"git diff: patch section {header[:80]!r} does not belong to "
+                             f"{f.path!r}")
     first = sections.next_section(keep_max)
     if first is None:
         return None
@@ -281,6 +293,19 @@ def _take_sections(
             else:
                 parts = None
     return parts, size
+
+
+_QUOTED_NAME = re.compile(r'["\\\x00-\x1f\x7f]')  # git C-quotes such names (core.quotePath off)
+
+
+def _header_matches(header: bytes, f: FileDiff) -> bool:
+    """Whether a ``diff --git a/<old> b/<new>`` line can be ``f``'s: checked for names git
+    prints unquoted (the others are not parsed, as in ``diff``), so a misaligned stream is an
+    error rather than hunks attached to the wrong file."""
+    if _QUOTED_NAME.search(f.old_path) or _QUOTED_NAME.search(f.new_path):
+        return True
+    want = f"diff --git a/{f.old_path} b/{f.new_path}"
+    return header == os.fsencode(want)
 
 
 def _scan_unloaded(
