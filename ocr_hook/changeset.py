@@ -332,9 +332,11 @@ def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
     """The statement for a file whose added lines the secret scan did not read."""
     if scan is None:
         return ""
-    what = f"its {human_bytes(size)} diff is more than" if size is not None else "nothing of"
-    return (f"secret scan: not scanned, {what} what was left of security.max_scan_bytes "
-            f"({human_bytes(scan.max_bytes)})")
+    budget = f"security.max_scan_bytes ({human_bytes(scan.max_bytes)})"
+    if size is None:
+        return f"secret scan: not scanned, {budget} was used up"
+    return (f"secret scan: not scanned, its {human_bytes(size)} diff is more than what was left "
+            f"of {budget}")
 
 
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:

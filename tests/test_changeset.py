@@ -263,7 +263,8 @@ def test_scan_budget_used_up_is_stated_for_the_files_left_unscanned(
 ) -> None:
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({"tests/test_a.py": f"k = '{AWS_KEY}'\n",
-                "tests/test_b.py": "x = 1\n" * 200 + f"k = '{AWS_KEY}'\n"})
+                "tests/test_b.py": "x = 1\n" * 200 + f"k = '{AWS_KEY}'\n",
+                "tests/test_c.py": f"k = '{AWS_KEY}'\n"})
     rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
                         {"OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500"})
     assert rc == 1, err
@@ -273,6 +274,8 @@ def test_scan_budget_used_up_is_stated_for_the_files_left_unscanned(
     assert files["tests/test_b.py"]["detail"] == (
         "secret scan: not scanned, its 1.5 KiB diff is more than what was left of "
         "security.max_scan_bytes (500 B)")
+    assert files["tests/test_c.py"]["detail"] == (
+        "secret scan: not scanned, security.max_scan_bytes (500 B) was used up")
 
 
 def test_diff_tool_says_when_a_file_diff_was_not_loaded(repo: GitRepo) -> None:
