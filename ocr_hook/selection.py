@@ -112,6 +112,12 @@ class GlobList:
     alternation: a path that matches none of them cannot match the list, and only the rare
     path that matches some pattern is decided by pathspec itself. Same answers, one regex
     search per path in the common case.
+
+    Before that regex, each including pattern's longest literal run (the text between its
+    wildcards, without the slashes at its ends, which ``**/`` may absorb) is looked for in the
+    path as a plain substring: a path that holds none of them matches no pattern. For 20,000
+    paths this is most of the saving (issue 20). Lists with escapes or character classes skip
+    this step.
     """
 
     _GROUP_NAME = re.compile(r"\(\?P<\w+>")
@@ -124,11 +130,35 @@ class GlobList:
             if p.include is not None and (regex := getattr(p, "regex", None)) is not None
         ]
         self._any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+        self._needles = _literal_needles(lines)
 
     def match_file(self, path: str) -> bool:
+        if self._needles is not None and not any(n in path for n in self._needles):
+            return False
         if self._any is None or self._any.search(path) is None:
             return False
         return bool(self.spec.match_file(path))
+
+
+_WILDCARDS = re.compile(r"\*+|\?")
+
+
+def _literal_needles(lines: Sequence[str]) -> tuple[str, ...] | None:
+    """One substring per including gitignore pattern that every path it matches contains, or
+    None when some pattern cannot be reduced safely (escapes, character classes, surrounding
+    spaces) or has no literal text (``*``)."""
+    needles: list[str] = []
+    for line in lines:
+        if not line.strip() or line.startswith("#") or line.startswith("!"):
+            continue  # blank, comment, negation (it can only un-match)
+        if line != line.strip() or "\\" in line or "[" in line:
+            return None
+        pieces = [piece.strip("/") for piece in _WILDCARDS.split(line)]
+        best = max(pieces, key=len)
+        if not best:
+            return None
+        needles.append(best)
+    return tuple(dict.fromkeys(needles))
 
 
 class _Builtin:

@@ -224,3 +224,21 @@ def test_metadata_reason_decides_from_status_paths_counts_and_size(
     fd.loaded = False
     policy = selection.SelectionPolicy(max_file_bytes=1000)
     assert selection.metadata_reason(fd, policy, None, None) == want
+
+
+GLOBS = ["**/src/test/**/*.kt", "/build", "vendor/", "*_test.go", "docs/**", "!docs/keep.md",
+         "a/**/b.py", "*.min.js"]
+GLOB_PATHS = ["src/test/x/a.kt", "m/src/test/a.kt", "build/x.py", "x/build/y.py", "a/vendor/b.js",
+              "vendor.js", "pkg/x_test.go", "docs/a.md", "docs/keep.md", "a/b.py", "a/x/y/b.py",
+              "b.py", "web/app.min.js", "app.min.ts", "src/main.kt"]
+
+
+def test_glob_list_literal_prefilter_gives_pathspecs_answers() -> None:
+    globs = selection.GlobList(GLOBS)
+    assert globs._needles == ("src/test", "build", "vendor", "_test.go", "docs", "b.py",
+                              ".min.js")
+    got = [p for p in GLOB_PATHS if globs.match_file(p)]
+    assert got == [p for p in GLOB_PATHS if globs.spec.match_file(p)]
+    assert got == ["src/test/x/a.kt", "m/src/test/a.kt", "build/x.py", "a/vendor/b.js",
+                   "pkg/x_test.go", "docs/a.md", "a/b.py", "a/x/y/b.py", "web/app.min.js"]
+    assert selection.GlobList(["*.[ch]"])._needles is None  # character class: regex only
