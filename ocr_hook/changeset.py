@@ -51,7 +51,7 @@ from .target import CONTEXT_LINES, GENERATED_SCAN_BYTES, Target, diff_command
 log = logging.getLogger(__name__)
 
 RECORDS_READ_BYTES = 1 << 20  # stdout is read in pieces of this size
-EARLY_GATES_MIN_RECORDS = 2000  # NUL-separated fields of --raw (2 per path) worth overlapping
+EARLY_GATES_MIN_RECORDS = 8000  # NUL-separated fields of --raw (2 per path) worth overlapping
 MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this much, if left
 
 
