@@ -51,7 +51,7 @@ from .target import CONTEXT_LINES, GENERATED_SCAN_BYTES, Target, diff_command
 log = logging.getLogger(__name__)
 
 RECORDS_READ_BYTES = 1 << 20  # stdout is read in pieces of this size
-EARLY_GATES_MIN_RECORDS = 8000  # NUL-separated fields of --raw (2 per path) worth overlapping
+EARLY_GATES_MIN_PATHS = 4000  # from this many changed paths the path gates overlap --numstat
 MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this much, if left
 
 
@@ -108,13 +108,15 @@ def _early_path_reasons(
     policy: selection.SelectionPolicy,
     user_ex: selection.GlobList | None,
     user_in: selection.GlobList | None,
+    min_paths: int,
 ) -> list[tuple[tuple[str, str, str], str]]:
     """((status, old path, new path), ``selection.path_reason``) of every path of ``git diff
     --raw -z`` with the pinned flags (same diffcore run as the main call: same renames, same
-    order). [] for a small diff, where overlapping git's work is not worth another process."""
+    order). [] below ``min_paths`` paths, where overlapping git's work is not worth another
+    process."""
     args = diff_command(target, "--raw", "-z", "--no-abbrev")
     out = gitio.run_git(repo, *args)
-    if out.count(b"\0") < EARLY_GATES_MIN_RECORDS:
+    if out.count(b"\0") < 2 * min_paths:  # at least two NUL-ended fields per path
         return []
     return [((e.status, e.old_path, e.new_path),
              selection.path_reason(e, policy, user_ex, user_in))
@@ -145,11 +147,14 @@ def load_change_set(
     *,
     count_tokens: Callable[[str], int] | None = None,
     scan: ScanPolicy | None = None,
+    early_gates_min_paths: int = EARLY_GATES_MIN_PATHS,
 ) -> ChangeSet:
     """Changed files of ``target`` with their decisions (SPEC §3.1, §4), loading content only
     where a decision or the secret scan needs it, within the bounds of ``policy`` (see the
     module docstring). ``count_tokens`` as in ``selection.select``. ``scan`` None: no secret
-    scan (``--preview``). Raises GitError / DiffParseError."""
+    scan (``--preview``). From ``early_gates_min_paths`` changed paths on, the path gates run
+    on a ``--raw``-only listing while git computes ``--numstat``. Raises GitError /
+    DiffParseError."""
     user_ex = selection.GlobList(policy.exclude) if policy.exclude else None
     user_in = selection.GlobList(policy.include) if policy.include else None
     args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
@@ -163,7 +168,8 @@ def load_change_set(
     with gitio.stream_git(repo, *args, timeout_s=300.0) as stream:
         # git spends most of its time on --numstat before it prints any record: meanwhile the
         # path gates are decided on the paths of a --raw-only run of the same diff
-        early = _early_path_reasons(repo, target, policy, user_ex, user_in)
+        early = _early_path_reasons(repo, target, policy, user_ex, user_in,
+                                    early_gates_min_paths)
         chunks = stream.chunks(RECORDS_READ_BYTES)
         records, rest = _read_records(chunks)
         files = [_file_from_entry(e) for e in parse_raw_numstat_z(records)]

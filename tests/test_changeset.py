@@ -329,6 +329,22 @@ def test_renames_type_changes_and_modes_load_like_the_whole_diff(repo: GitRepo) 
             assert (loaded[f.path].hunks, loaded[f.path].patch) == (f.hunks, f.patch)
 
 
+def test_path_gates_from_the_early_raw_listing_give_the_same_decisions(repo: GitRepo) -> None:
+    repo.commit({"old.py": "a = 1\n" * 30, "x.py": "x = 1\n"}, "init")
+    repo.git("mv", "old.py", "new.py")
+    repo.stage({"vendor/a.js": "v\n", "tests/test_a.py": "t = 1\n", "x.py": "x = 2\n",
+                "docs/a.txt": "d\n", ".env": "A=1\n"})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    policy = selection.SelectionPolicy(exclude=("docs/",))
+    late = changeset.load_change_set(repo.path, tgt, policy)
+    early = changeset.load_change_set(repo.path, tgt, policy, early_gates_min_paths=1)
+    assert [(d.file.path, d.reason) for d in early.decisions] == [
+        (d.file.path, d.reason) for d in late.decisions] == [
+        (".env", "secret_path"), ("docs/a.txt", "user_exclude"), ("new.py", "rename_only"),
+        ("tests/test_a.py", "default_path"), ("vendor/a.js", "provider_directory"),
+        ("x.py", "")]
+
+
 # -- streamed reading --------------------------------------------------------------------------
 
 
