@@ -345,6 +345,19 @@ def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
             f"of {budget}")
 
 
+def bound_text(bounded: Sequence[selection.Decision], policy: selection.SelectionPolicy) -> str:
+    """Why files were left out by a bound of the change set, in words with the settings."""
+    reasons = {d.reason for d in bounded}
+    parts = []
+    if "over_max_files" in reasons:
+        parts.append(f"the change has more files to review than select.max_files "
+                     f"({policy.max_files})")
+    if "over_max_total_bytes" in reasons:
+        parts.append(f"the diffs to review are larger than select.max_total_bytes "
+                     f"({human_bytes(policy.max_total_bytes)})")
+    return " and ".join(parts) + "; `git ocr review --preview` lists them"
+
+
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:
     """The reason in words, where it needs numbers."""
     f = d.file

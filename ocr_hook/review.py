@@ -420,7 +420,7 @@ class _RunState:
         the review incomplete), stamp the elapsed time on the result and return it."""
         result = self.result
         if self.bounded and not self.req.preview:
-            why = bound_text(self.bounded, self.policy)
+            why = changeset.bound_text(self.bounded, self.policy)
             if result.incomplete_reasons:
                 result.incomplete_reasons[0] += f"; {why}"
             else:
@@ -867,19 +867,6 @@ class _GroupRunner:
                             result)
             result.cache_hits = cache.hits
         return self.st.finished()
-
-
-def bound_text(bounded: Sequence[selection.Decision], policy: selection.SelectionPolicy) -> str:
-    """Why files were left out by a bound of the change set, in words with the settings."""
-    reasons = {d.reason for d in bounded}
-    parts = []
-    if "over_max_files" in reasons:
-        parts.append(f"the change has more files to review than select.max_files "
-                     f"({policy.max_files})")
-    if "over_max_total_bytes" in reasons:
-        parts.append(f"the diffs to review are larger than select.max_total_bytes "
-                     f"({changeset.human_bytes(policy.max_total_bytes)})")
-    return " and ".join(parts) + "; `git ocr review --preview` lists them"
 
 
 CACHEABLE_STOPS = ("task_done", "max_rounds")  # a group that ended like this is complete
