@@ -26,8 +26,8 @@ only the sections somebody keeps are held and parsed (``fill_from_sections``).
 
 from __future__ import annotations
 
-import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -195,7 +195,11 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
     tokens = raw.split(b"\0")
     if tokens and tokens[-1] == b"":
         tokens.pop()
-    fsdecode = os.fsdecode
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+    def fsdecode(name: bytes) -> str:  # os.fsdecode without its per-call checks
+        return name.decode(encoding, errors)
+
     records: list[tuple[str, str, str, str, str, str, str, int | None]] = []
     i = 0
     n = len(tokens)

@@ -133,7 +133,7 @@ class GlobList:
         self._needles = _literal_needles(lines)
 
     def match_file(self, path: str) -> bool:
-        if self._needles is not None and not any(n in path for n in self._needles):
+        if self._needles is not None and not any(map(path.__contains__, self._needles)):
             return False
         if self._any is None or self._any.search(path) is None:
             return False
