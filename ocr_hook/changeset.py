@@ -9,8 +9,8 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    files alone ``git cat-file --batch-check`` gives the blob sizes (``FileDiff.size_bytes``).
 2. Selection gates that need no content (``selection.metadata_reason``) decide most files,
    a too-large file among them, before any of their content is read. The files left (the
-   candidates) are bounded in git's order: after ``select.max_files`` of them the rest are
-   ``over_max_files``.
+   candidates) are bounded: files matching ``select.include`` first, then git's path order;
+   after ``select.max_files`` of them the rest are ``over_max_files``.
 3. The patch that follows is walked section by section (``diff.PatchStream``): a candidate's
    section is kept and parsed while the kept sections stay within ``select.max_total_bytes``
    (then that file and every later candidate are ``over_max_total_bytes``); the sections of
@@ -187,10 +187,13 @@ def load_change_set(
                for f, k in zip(files, known, strict=True)]
         candidates = [i for i, r in enumerate(pre) if not r]
         n_selected = len(candidates)
-        if policy.max_files > 0:
-            for i in candidates[policy.max_files:]:
+        if policy.max_files > 0 and len(candidates) > policy.max_files:
+            # the most relevant first: files the user listed in select.include, then path order
+            ranked = sorted(candidates, key=lambda i: not (
+                user_in is not None and user_in.match_file(files[i].path)))
+            for i in ranked[policy.max_files:]:
                 pre[i] = "over_max_files"
-            candidates = candidates[: policy.max_files]
+            candidates = sorted(ranked[: policy.max_files])
 
         def scan_wanted(i: int) -> bool:
             f = files[i]
@@ -366,7 +369,7 @@ def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: 
                 f"({human_bytes(policy.max_file_bytes)}): content not read")
     if d.reason == "over_max_files":
         return (f"{selected} files to review, more than select.max_files ({policy.max_files}):"
-                " only the first ones in path order are reviewed")
+                " files in select.include first, then the first ones in path order are reviewed")
     if d.reason == "over_max_total_bytes":
         return (f"the diffs to review pass select.max_total_bytes "
                 f"({human_bytes(policy.max_total_bytes)}) at this file; it and the files "

@@ -192,8 +192,8 @@ def test_preview_marks_files_past_max_files_in_path_order(
     rc, out, err = run(repo, monkeypatch, capsys, ["review", "--preview"],
                        {"OCR_HOOK_SELECT_MAX_FILES": "2"})
     assert rc == 0, err
-    detail = ("5 files to review, more than select.max_files (2): only the first ones in path "
-              "order are reviewed")
+    detail = ("5 files to review, more than select.max_files (2): files in select.include "
+              "first, then the first ones in path order are reviewed")
     assert out.splitlines() == [
         "path          status    +/-  review",
         "src/mod_0.py  added   +2/-0  yes",
@@ -204,6 +204,17 @@ def test_preview_marks_files_past_max_files_in_path_order(
         "",
         "5 changed file(s), 2 to review",
     ]
+
+
+def test_files_in_select_include_come_first_within_max_files(repo: GitRepo) -> None:
+    stage_modules(repo, 5)
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    policy = selection.SelectionPolicy(include=("src/mod_3.py",), max_files=2)
+    cs = changeset.load_change_set(repo.path, tgt, policy)
+    assert [(d.file.path, d.reason, d.file.loaded) for d in cs.decisions] == [
+        ("src/mod_0.py", "", True), ("src/mod_1.py", "over_max_files", False),
+        ("src/mod_2.py", "over_max_files", False), ("src/mod_3.py", "", True),
+        ("src/mod_4.py", "over_max_files", False)]
 
 
 @pytest.mark.parametrize(("on_error", "want_rc"), [("allow", 0), ("block", 3)])
