@@ -214,6 +214,6 @@ def human(n: int) -> str:
     """``512 B``, ``64.0 KiB``, ``50.0 MiB`` (binary units)."""
     if n < 1024:
         return f"{n} B"
-    if n < 1 << 20:
+    if n < 1000 * 1024:  # 1023.9 KiB reads better as 1.0 MiB
         return f"{n / 1024:.1f} KiB"
     return f"{n / (1 << 20):.1f} MiB"
