@@ -1,12 +1,7 @@
 """MCP servers as review tools (SPEC §7.3): the only async code in ocr-hook.
 
-Configuration: ``mcp.servers.<name>`` is ``{type = "stdio", command, args, env, tools?,
-setup?}`` or ``{type = "http", url, headers, tools?}`` (``type`` may be left out when
-``command`` or ``url`` says it); :func:`parse_servers` validates it once at start-up. ``tools``
-is an allow-list of tool names; ``setup`` is one command (an argv list, no shell) run in the
-repository top before the server starts, e.g. ``["npm", "ci"]``. ``${NAME}`` in ``env`` and
-``headers`` values is replaced by the variable from the review's environment (so secrets stay
-out of the repository file).
+Configuration (``mcp.servers``: models, validation, ``${NAME}`` expansion) lives in
+:mod:`.mcp_config`; its public names are re-exported here.
 
 Runtime: :class:`McpBridge` runs one anyio event loop in a daemon thread (``ocr-mcp``) with a
 ``BlockingPortal``; every server lives in one task of that loop (set-up command ≤ 5 min, then
@@ -29,19 +24,29 @@ import concurrent.futures
 import json
 import logging
 import math
-import re
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from ..errors import ConfigError
 from ..llm.types import ToolSpec
+from .mcp_config import (
+    HttpServer,
+    McpServer,
+    StdioServer,
+    argv_text,
+    describe_server,
+    expand_vars,
+    parse_servers,
+)
 from .registry import ExternalTool, ToolResult
+
+__all__ = [
+    "CALL_TIMEOUT_S", "RESULT_MAX_CHARS", "HttpServer", "McpBridge", "McpServer", "StdioServer",
+    "describe_server", "expand_vars", "parse_servers", "result_text",
+]
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -54,100 +59,6 @@ CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
 CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
 RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
 MAX_LIST_PAGES = 50  # tools/list pagination bound
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class _Server(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tools: list[str] | None = None
-
-
-class StdioServer(_Server):
-    """A server started as a subprocess speaking MCP over stdin/stdout."""
-
-    type: Literal["stdio"] = "stdio"
-    command: str = Field(min_length=1)
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    setup: list[str] | None = None
-
-    @field_validator("setup")
-    @classmethod
-    def _setup_argv(cls, v: list[str] | None) -> list[str] | None:
-        if v is not None and (not v or not v[0].strip()):
-            raise ValueError("setup must be a non-empty argv list, e.g. [\"npm\", \"ci\"]")
-        return v
-
-
-class HttpServer(_Server):
-    """A server reached over MCP streamable HTTP at ``url``."""
-
-    type: Literal["http"] = "http"
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, v: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", v):
-            raise ValueError("url must start with http:// or https://")
-        return v
-
-
-McpServer = Annotated[StdioServer | HttpServer, Field(discriminator="type")]
-
-
-class _Servers(BaseModel):
-    servers: dict[str, McpServer]
-
-
-def parse_servers(
-    raw: Mapping[str, Any], source: str = "configuration"
-) -> dict[str, StdioServer | HttpServer]:
-    """Validate ``mcp.servers`` (name → table). Raises ConfigError("invalid
-    mcp.servers.<name>.<field> in <source>: <why>") for the first problem."""
-    data: dict[str, Any] = {}
-    for name, entry in raw.items():
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"invalid mcp.servers.{name} in {source}: must be a table")
-        if "type" not in entry:
-            kind = "stdio" if "command" in entry else "http" if "url" in entry else None
-            entry = {**entry, "type": kind} if kind else entry
-        data[name] = entry
-    try:
-        return dict(_Servers.model_validate({"servers": data}).servers)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = [str(x) for x in err["loc"][1:] if str(x) not in ("stdio", "http")]
-        key = ".".join(["mcp.servers", *loc])
-        msg = err["msg"]
-        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            msg = "type must be stdio (with command) or http (with url)"
-        raise ConfigError(f"invalid {key} in {source}: {msg}") from None
-
-
-def describe_server(name: str, spec: StdioServer | HttpServer) -> str:
-    """One line for people (``git ocr config allow-mcp``): what runs or is contacted."""
-    if isinstance(spec, HttpServer):
-        return f"{name}: http {spec.url}"
-    line = f"{name}: {_argv_text([spec.command, *spec.args])}"
-    if spec.env:
-        line += f" (env: {', '.join(f'{k}={v}' for k, v in sorted(spec.env.items()))})"
-    if spec.setup:
-        line += f" (set-up: {_argv_text(spec.setup)})"
-    return line
-
-
-def _argv_text(argv: Sequence[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-def expand_vars(value: str, environ: Mapping[str, str]) -> str:
-    """Replace ``${NAME}`` by ``environ[NAME]`` (empty when unset)."""
-    return _VAR.sub(lambda m: environ.get(m.group(1), ""), value)
 
 
 def result_text(result: Any) -> tuple[str, bool]:
@@ -493,7 +404,7 @@ class McpBridge:
             )
         if proc.returncode != 0:
             raise _ServerFailed(
-                f"set-up command {_argv_text(argv)} failed (exit {proc.returncode})"
+                f"set-up command {argv_text(argv)} failed (exit {proc.returncode})"
             )
 
 
