@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from ocr_hook import cli, config
-from ocr_hook.config import Layer, azure_url, build, dump_toml, edit_toml, parse_toml
-from ocr_hook.config_cli import config_layers, resolve_llm_endpoint
+from ocr_hook.config import Layer, azure_url, build, parse_toml
+from ocr_hook.config_endpoint import resolve_llm_endpoint
+from ocr_hook.config_load import config_layers
+from ocr_hook.config_toml import dump_toml, edit_toml
 from ocr_hook.errors import ConfigError
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
