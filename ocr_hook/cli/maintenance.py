@@ -14,48 +14,65 @@ from ..exitcodes import Exit
 
 
 def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """Run ``install``/``uninstall``/``cache``/``session``; returns the exit code."""
+    """Run ``install``/``uninstall``/``cache``/``session``; returns the exit code. Raises
+    OcrError for a missing action or an unknown session id."""
     from .. import gitio
 
     repo = gitio.find_toplevel(Path.cwd())
     if args.command in ("install", "uninstall"):
-        from .. import install
-
-        hooks = [h for h, on in (("pre-commit", args.pre_commit), ("pre-push", args.pre_push))
-                 if on]
-        if args.command == "install":
-            changes = install.install(repo, hooks or ["pre-commit"], force=args.force)
-        else:
-            changes = install.uninstall(repo, hooks or list(install.HOOK_TYPES))
-        for c in changes:
-            print(c.describe())
-        return Exit.OK
-    common = gitio.git_common_dir(repo)
+        return _install(args, repo)
     if args.command == "cache":
-        from ..cache import ResultCache
-        from ..config_load import load_config
+        return _cache(args, repo, environ)
+    return _session(args, repo)
 
-        if not getattr(args, "cache_cmd", None):
-            raise OcrError("usage: git ocr cache stats|clear|prune")
-        cfg = load_config(repo, vars(args), environ)
-        cache = ResultCache.for_repo(common, cfg.cache.max_mb)
-        if args.cache_cmd == "stats":
-            st = cache.stats()
-            print(f"location: {st.path}")
-            print("entries:  " + ", ".join(f"{n} {k}" for k, n in st.entries.items()))
-            print(f"size:     {st.total_bytes / 1048576:.2f} MiB of "
-                  f"{st.max_bytes / 1048576:.0f} MiB ({st.total_bytes} bytes)")
-            return Exit.OK
-        if args.cache_cmd == "clear":
-            print(f"removed {cache.clear()} cache entries from {cache.root}")
-            return Exit.OK
-        cap = None if args.max_mb is None else args.max_mb * 1048576
-        n, freed = cache.prune(cap)
-        print(f"pruned {n} file(s), {freed} bytes freed")
+
+def _install(args: argparse.Namespace, repo: Path) -> int:
+    """``install``/``uninstall`` the native hooks; prints one line per change."""
+    from .. import install
+
+    hooks = [h for h, on in (("pre-commit", args.pre_commit), ("pre-push", args.pre_push))
+             if on]
+    if args.command == "install":
+        changes = install.install(repo, hooks or ["pre-commit"], force=args.force)
+    else:
+        changes = install.uninstall(repo, hooks or list(install.HOOK_TYPES))
+    for c in changes:
+        print(c.describe())
+    return Exit.OK
+
+
+def _cache(args: argparse.Namespace, repo: Path, environ: Mapping[str, str]) -> int:
+    """``cache stats|clear|prune [--max-mb N]`` on the repository's result cache."""
+    from .. import gitio
+    from ..cache import ResultCache
+    from ..config_load import load_config
+
+    if not getattr(args, "cache_cmd", None):
+        raise OcrError("usage: git ocr cache stats|clear|prune")
+    cfg = load_config(repo, vars(args), environ)
+    cache = ResultCache.for_repo(gitio.git_common_dir(repo), cfg.cache.max_mb)
+    if args.cache_cmd == "stats":
+        st = cache.stats()
+        print(f"location: {st.path}")
+        print("entries:  " + ", ".join(f"{n} {k}" for k, n in st.entries.items()))
+        print(f"size:     {st.total_bytes / 1048576:.2f} MiB of "
+              f"{st.max_bytes / 1048576:.0f} MiB ({st.total_bytes} bytes)")
         return Exit.OK
+    if args.cache_cmd == "clear":
+        print(f"removed {cache.clear()} cache entries from {cache.root}")
+        return Exit.OK
+    cap = None if args.max_mb is None else args.max_mb * 1048576
+    n, freed = cache.prune(cap)
+    print(f"pruned {n} file(s), {freed} bytes freed")
+    return Exit.OK
+
+
+def _session(args: argparse.Namespace, repo: Path) -> int:
+    """``session list [--json]`` or ``session show ID [--json]``."""
+    from .. import gitio
     from .. import session as session_mod
 
-    directory = session_mod.sessions_dir(common)
+    directory = session_mod.sessions_dir(gitio.git_common_dir(repo))
     if getattr(args, "session_cmd", None) == "list":
         items = session_mod.list_sessions(directory)
         if args.json:
@@ -76,9 +93,6 @@ def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int
                 print(session_mod.format_record(rec))
         return Exit.OK
     raise OcrError("usage: git ocr session list|show ID")
-
-
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits on
 
 
 def rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
