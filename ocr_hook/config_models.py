@@ -1,0 +1,148 @@
+"""Configuration models (SPEC §2): one frozen pydantic model per ``[section]`` of the TOML
+files, the key tables shared by the environment and the flags, and key lookup for
+``git ocr config``. Pure: no files, no environment. ``config`` re-exports every name here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ConfigError
+
+REPO_FILE = ".ocr-hook.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LlmConfig(_Section):
+    provider: str = ""
+    base_url: str = ""
+    api_key: str = Field(default="", repr=False)
+    api_key_cmd: str = ""
+    model: str = ""
+    protocol: Literal["openai", "anthropic", ""] = ""
+    timeout_s: float = Field(default=120.0, gt=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    max_output_tokens: int = Field(default=16384, ge=1)
+    output_tokens_field: Literal["max_completion_tokens", "max_tokens", ""] = ""
+    context_tokens: int = Field(default=200_000, ge=1000)
+    anthropic_version: str = "2023-06-01"
+    api_version: str = ""
+
+
+class ReviewConfig(_Section):
+    effort: Literal["low", "medium", "high", ""] = ""
+    concurrency: int = Field(default=8, ge=1, le=64)
+    max_tool_rounds: int = Field(default=100, ge=1)
+    timeout_s: float = Field(default=300.0, gt=0)
+    max_tokens_budget: int | None = Field(default=None, ge=0)
+    language: str = "English"
+    filter: bool = True
+    background: str = ""
+    background_file: str = ""
+
+
+class SelectConfig(_Section):
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    review_tests: bool = False
+
+
+class RulesConfig(_Section):
+    file: str = ""
+
+
+class GateConfig(_Section):
+    mode: Literal["blocking", "advisory"] = "blocking"
+    fail_on: Literal["critical", "high", "medium", "low"] = "high"
+    on_error: Literal["allow", "block"] = "allow"
+
+
+class CacheConfig(_Section):
+    enabled: bool = True
+    max_mb: int = Field(default=64, ge=1)
+
+
+class ToolsConfig(_Section):
+    file: str = ""
+
+
+class SecurityConfig(_Section):
+    """SPEC §14 (issue 10). ``allow_secrets``: values that are not secrets, each a literal value
+    or a regular expression matched against the whole value (``redact.find_secrets``'s
+    ``allow``); they are neither flagged nor redacted."""
+
+    allow_secrets: list[str] = Field(default_factory=list)
+
+
+class McpConfig(_Section):
+    servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class Config(_Section):
+    """The whole validated configuration."""
+
+    llm: LlmConfig = Field(default_factory=LlmConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
+    select: SelectConfig = Field(default_factory=SelectConfig)
+    rules: RulesConfig = Field(default_factory=RulesConfig)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    name: field.annotation  # type: ignore[misc]
+    for name, field in Config.model_fields.items()
+}
+
+# CLI flag / short env names → config keys (SPEC §1: every flag has a key and an OCR_HOOK_* var)
+FLAG_KEYS: dict[str, str] = {
+    "effort": "review.effort",
+    "concurrency": "review.concurrency",
+    "timeout": "review.timeout_s",
+    "max_tokens_budget": "review.max_tokens_budget",
+    "max_tools": "review.max_tool_rounds",
+    "no_filter": "review.filter",
+    "background": "review.background",
+    "background_file": "review.background_file",
+    "exclude": "select.exclude",
+    "rule": "rules.file",
+    "tools": "tools.file",
+    "provider": "llm.provider",
+    "model": "llm.model",
+    "mode": "gate.mode",
+    "fail_on": "gate.fail_on",
+    "on_error": "gate.on_error",
+    "no_cache": "cache.enabled",
+    "language": "review.language",
+}
+
+LIST_KEYS = {"select.include", "select.exclude", "security.allow_secrets"}
+
+
+
+def field_of(key: str) -> tuple[str, str, Any]:
+    """(section, name, pydantic FieldInfo) of a dotted ``section.name`` key. Raises ConfigError
+    listing the allowed keys when unknown."""
+    section, _, name = key.partition(".")
+    model = SECTIONS.get(section)
+    if model is None or name not in model.model_fields:
+        raise ConfigError(f"unknown configuration key {key!r}; allowed keys: "
+                          + ", ".join(all_keys()))
+    return section, name, model.model_fields[name]
+
+
+def all_keys() -> list[str]:
+    """Every ``section.name`` key, in model order."""
+    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in m.model_fields]
+
