@@ -25,7 +25,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "ocr_hook"
 TIERS: dict[str, int] = {
     # 0  entry points: commands, hook modes, error boundary
     "ocr_hook.cli": 0,
-    "ocr_hook.config_cli": 0,  # `git ocr config …` / `git ocr llm …` subcommands
+    "ocr_hook.runservices": 0,  # the run's services around review.run (session, cache, MCP)
     # 1  wiring: the review run, native hook installation
     "ocr_hook.review": 1,
     "ocr_hook.install": 1,
@@ -72,11 +72,16 @@ TIERS: dict[str, int] = {
     "ocr_hook.prompts": 4,
     "ocr_hook.resources": 4,
     "ocr_hook.config": 4,
+    "ocr_hook.config_models": 4,  # pydantic section models
+    "ocr_hook.config_endpoint": 4,  # provider presets, endpoint resolution, api_key_cmd
+    "ocr_hook.config_load": 4,  # user file, .ocr-hook.toml at HEAD, env, flags -> layers
+    "ocr_hook.config_toml": 4,  # TOML display and tomlkit editing
     "ocr_hook.consent": 4,  # the user's MCP consent records (a settings file outside the repo)
     # 5  leaves: plain data, errors, atomic writes, the package's version
     "ocr_hook.findings": 5,
     "ocr_hook.errors": 5,
     "ocr_hook.atomicfile": 5,
+    "ocr_hook.exitcodes": 5,  # the one exit-code table
     "ocr_hook": 5,  # ocr_hook/__init__.py: __version__ only, imports nothing
 }
 CLI_TIER = 0
@@ -86,7 +91,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     # type-only (under TYPE_CHECKING): output renders review's result types
     ("ocr_hook.output", "ocr_hook.review"): "type-only import of ReviewResult/FileOutcome",
     # config builds the resolved llm.types.Endpoint (a plain dataclass; llm.types imports nothing)
-    ("ocr_hook.config", "ocr_hook.llm.types"): "config resolves options into llm.types.Endpoint",
+    ("ocr_hook.config_endpoint", "ocr_hook.llm.types"): "config resolves options into llm.types.Endpoint",
 }
 
 
@@ -307,7 +312,7 @@ def test_forbidden_import_inside_a_function_is_reported() -> None:
     line = bad.count("\n")
     problems = new_problems(with_source("ocr_hook.diff", bad, "ocr_hook/diff.py"))
     assert problems == [
-        f"ocr_hook/diff.py:{line}: ocr_hook.diff -> ocr_hook.cli: nothing imports cli"]
+        f"ocr_hook/diff.py:{line}: ocr_hook.diff -> ocr_hook.cli.main: nothing imports cli"]
 
 
 def test_named_rules_are_reported() -> None:
