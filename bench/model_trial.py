@@ -343,6 +343,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         server.shutdown()
         server.server_close()
         shutil.rmtree(work, ignore_errors=True)
+        if (relay_dir / "_idle").is_dir() and not any((relay_dir / "_idle").iterdir()):
+            (relay_dir / "_idle").rmdir()
     command = "python bench/model_trial.py " + " ".join(sys.argv[1:])
     suffix = args.label + (f"-{args.case}" if args.case else "")
     RESULTS.mkdir(exist_ok=True)

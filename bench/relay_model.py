@@ -147,7 +147,8 @@ def render_request(n: int, body: dict[str, Any], prompt_tokens: int, answer_cmd:
     lines = [
         f"# Request {n}",
         "",
-        f"model: {body.get('model', '?')} | tool_choice: {json.dumps(body.get('tool_choice'))}"
+        f"model: {body.get('model', '?')} | tool_choice: "
+        f"{json.dumps(body['tool_choice']) if 'tool_choice' in body else 'not sent (auto)'}"
         f" | {', '.join(limit) or 'no output limit'} | prompt tokens: {prompt_tokens}",
     ]
     extra = {k: v for k, v in body.items() if k not in (
@@ -318,8 +319,8 @@ class Relay:
         prompt_tokens = self.count(prompt_text(body))
         write_atomic(directory / f"{n}.request.json", json.dumps(body, indent=1,
                                                                   ensure_ascii=False))
-        cmd = (f"python bench/relay_model.py answer --dir {directory} {n} ANSWER.json   "
-               f"(or - to read stdin)")
+        cmd = (f"python3 {Path(__file__).resolve()} answer --dir {directory} {n} ANSWER.json"
+               "   (ANSWER.json, or - to read stdin)")
         write_atomic(directory / f"{n}.request.md", render_request(n, body, prompt_tokens, cmd))
         t0 = time.monotonic()
         answer = self._wait_answer(directory, n, body)
