@@ -5,9 +5,10 @@ index, with a model that answers through ``bench/relay_model.py``.
 Cases live in ``bench/trial_cases.json``. Each case repo is built from registry archives
 (nothing is cloned; nothing downloaded is committed to this repository):
 
-- ``pypi`` / ``npm``: the fixed release is unpacked and committed as HEAD; the listed files of
-  the buggy release are copied over and staged (``git add``), so ``git diff --cached`` brings
-  the defect back;
+- ``pypi`` / ``npm``: HEAD is the buggy release with the listed files taken from the fixed
+  release (so its changelog and tests do not describe the fix, as before a real regression);
+  the buggy versions of those files are then staged (``git add``), so ``git diff --cached``
+  brings the defect back;
 - ``debian``: ``apt-get source --download-only`` (a private apt configuration with ``deb-src``
   lines under bench/results/tmp/apt, the system's is left alone), ``dpkg-source -x`` applies
   every Debian patch; ``debian/`` and ``.pc/`` are dropped, the tree is committed, and the named
@@ -181,11 +182,18 @@ def build_case(case: Case, work: Path, env: dict[str, str]) -> Path:
                             tmp / "fixed")
             buggy = _unpack(fetch_release(src["registry"], src["package"], src["buggy"]),
                             tmp / "buggy")
-            _move_tree(fixed, repo)
-            git(repo, env, "add", "-A")
-            git(repo, env, "commit", "-q", "-m", f"{src['package']} {src['fixed']}")
+            # HEAD: the buggy release with only the fixed files taken from the fixed release
+            # (its changelog and tests do not describe the fix, as before a real regression)
             for rel in src["files"]:
-                shutil.copyfile(buggy / rel, repo / rel)
+                shutil.copyfile(buggy / rel, tmp / "orig")
+                shutil.copyfile(fixed / rel, buggy / rel)
+                shutil.copyfile(tmp / "orig", fixed / rel)
+            _move_tree(buggy, repo)
+            git(repo, env, "add", "-A")
+            git(repo, env, "commit", "-q", "-m",
+                f"{src['package']} {src['buggy']} + {', '.join(src['files'])} of {src['fixed']}")
+            for rel in src["files"]:
+                shutil.copyfile(fixed / rel, repo / rel)
             git(repo, env, "add", "--", *src["files"])
         elif src["registry"] == "debian":
             dsc = fetch_debian(src["package"])
@@ -318,7 +326,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     (relay_dir / "done").unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="model-trial-", dir=args.work))
     env = review_env(work / "home", args.port)
-    server, relay = relay_model.start(relay_dir / "_idle", args.port, "trial-model")
+    try:
+        server, relay = relay_model.start(relay_dir / "_idle", args.port, "trial-model")
+    except OSError as e:
+        raise SystemExit(f"cannot start the relay on 127.0.0.1:{args.port}: {e}") from None
     rows = []
     try:
         for case in cases:
