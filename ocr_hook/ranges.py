@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from . import target
-from .gate import decide
 from .llm.types import Usage
 from .request import ReviewRequest
 from .results import ReviewResult
@@ -76,14 +75,9 @@ def _merged_head(
     status = merged_status(results)
     findings = [f for r in results for f in r.findings]
     first = results[0] if results else None
-    return ReviewResult(
-        status=status,
-        decision=decide(findings, status in ("partial", "failed"), req.gate),
-        gate=req.gate,
-        findings=findings,
-        files=[],
-        groups=[],
-        warnings=[],
+    return ReviewResult.start(
+        gate=req.gate, findings=findings, status=status,
+        incomplete=status in ("partial", "failed"),
         input={
             "mode": req.mode,
             "base": first.input["base"] if first else "",
@@ -91,13 +85,8 @@ def _merged_head(
             "snapshot_tree": "",
             "ranges": ranges_json(targets),
         },
-        llm=dict(first.llm) if first else {
-            "provider": req.endpoint.provider if req.endpoint else "",
-            "model": req.endpoint.model if req.endpoint else "",
-        },
-        session_id=first.session_id if first else "",
-        preview=req.preview,
-    )
+        llm=dict(first.llm) if first else req.llm_labels,
+        session_id=first.session_id if first else "", preview=req.preview)
 
 
 _HEAD_FIELDS = {"status", "decision", "gate", "findings", "input", "llm", "session_id", "preview"}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from . import target
 from .config import Config
+from .errors import ConfigError
 from .gate import GateOptions
 from .llm.types import Endpoint
 
@@ -58,6 +60,22 @@ class ReviewRequest:
         if b is not None:
             return b
         return 300_000 if self.stage in ("pre-commit", "pre-push") else 0
+
+    @property
+    def llm_labels(self) -> dict[str, str]:
+        """JSON ``llm``: the endpoint's provider and model ("" without an endpoint)."""
+        e = self.endpoint
+        return {"provider": e.provider if e else "", "model": e.model if e else ""}
+
+    def endpoint_with_key(self) -> Endpoint:
+        """``endpoint`` with its API key from ``api_key_cmd`` when that is set (runs the
+        command: call it only right before the first LLM request). Raises OcrError when the
+        key command fails, ConfigError (``endpoint_error``) when there is no endpoint."""
+        if self.endpoint is None:
+            raise ConfigError(self.endpoint_error or "no LLM endpoint configured")
+        if self.api_key_cmd is None:
+            return self.endpoint
+        return dataclasses.replace(self.endpoint, api_key=self.api_key_cmd())
 
     @property
     def gate(self) -> GateOptions:

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .findings import Finding
-from .gate import GateDecision, GateOptions
+from .findings import Finding, merge_same_claims
+from .gate import GateDecision, GateOptions, decide
 from .grouping import Group
 from .llm.types import Usage
+from .selection import Decision
 
 # Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
 # (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
@@ -50,6 +51,20 @@ class FileOutcome:
     insertions: int
     deletions: int
     will_review: bool = False
+
+    @classmethod
+    def selected(cls, d: Decision) -> FileOutcome:
+        """The entry of a selection decision: not reviewed yet, excluded with its reason."""
+        f = d.file
+        return cls(f.path, f.old_path, f.status, False, d.reason, f.insertions, f.deletions,
+                   d.reviewed)
+
+    def settle(self, reason: str) -> None:
+        """The file's review ended: reviewed when ``reason`` is "", else not, with ``reason``."""
+        if reason:
+            self.reason = reason
+        else:
+            self.reviewed = True
 
 
 @dataclass
@@ -92,6 +107,16 @@ class GroupOutcome:
         """The incomplete reason ("" when the group counts as reviewed)."""
         return self.stop if self.stop in INCOMPLETE_STOPS else ""
 
+    def not_reviewed(self, *, timeout_s: float, budget_tokens: int) -> tuple[RunWarning, str]:
+        """For a group left unreviewed: its ``subtask_error`` warning (the error, else the
+        stop reason in words) and its cause for the NOT REVIEWED line (``not_reviewed_cause``)."""
+        err = "" if self.error == self.stop else self.error
+        warning = RunWarning("subtask_error", self.report.label,
+                             err or STOP_REASON_TEXT.get(self.stop, self.stop))
+        cause = not_reviewed_cause(self.stop, err, timeout_s=timeout_s,
+                                   budget_tokens=budget_tokens)
+        return warning, cause
+
 
 @dataclass
 class ReviewResult:
@@ -118,11 +143,29 @@ class ReviewResult:
     incomplete_reasons: list[str] = field(default_factory=list)
     group_reports: list[GroupReport] = field(default_factory=list)
 
+    @classmethod
+    def start(
+        cls, *, gate: GateOptions, input: dict[str, Any], llm: dict[str, str],
+        session_id: str, preview: bool, files: Sequence[FileOutcome] = (),
+        findings: Sequence[Finding] = (), status: str = "skipped", incomplete: bool = False,
+    ) -> ReviewResult:
+        """A result without groups or warnings yet, gated on ``findings`` (``incomplete``:
+        files were not reviewed)."""
+        return cls(status=status, decision=decide(findings, incomplete, gate), gate=gate,
+                   findings=list(findings), files=list(files), groups=[], warnings=[],
+                   input=input, llm=llm, session_id=session_id, preview=preview)
+
 
 def finding_order(f: Finding) -> tuple[str, bool, int, int]:
     """Sort key of the findings in a result: by path, anchored before unanchored, by first
     line, most severe first."""
     return (f.path, f.start_line == 0, f.start_line, -f.severity)
+
+
+def merged_findings(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with same claims merged (``merge_same_claims``: the first of equals wins,
+    so the input order must not depend on timing) in ``finding_order``, ties in input order."""
+    return sorted(merge_same_claims(findings), key=finding_order)
 
 
 # --- the NOT REVIEWED line (SPEC §9) -------------------------------------------------------

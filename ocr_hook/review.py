@@ -14,7 +14,6 @@ returns; on Ctrl-C the Meter is cancelled and the KeyboardInterrupt propagates (
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import logging
 import time
@@ -38,14 +37,12 @@ from .llm.types import Endpoint
 from .ranges import ranges_json, run_ranges
 from .request import ReviewRequest
 from .results import (
-    STOP_REASON_TEXT,
     FileOutcome,
     GroupOutcome,
     GroupReport,
     ReviewResult,
     RunWarning,
-    finding_order,
-    not_reviewed_cause,
+    merged_findings,
     not_reviewed_line,
 )
 from .session import Session
@@ -104,10 +101,12 @@ def run(
     run_hit = state.run_cache_hit()
     if run_hit is not None:
         return run_hit
-    try:
-        endpoint = state.endpoint_with_key(req.endpoint)
+    try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
+        endpoint = req.endpoint_with_key()
     except OcrError as e:
         return state.no_endpoint(f"no LLM endpoint: {e}")
+    if req.api_key_cmd is not None and session is not None:
+        session.add_secret(endpoint.api_key)
     runner = _GroupRunner(state, endpoint, redactor)
     groups = runner.build_groups()
     outcomes = runner.review_groups(groups)
@@ -148,39 +147,17 @@ class _RunState:
             context_tokens=cfg.llm.context_tokens,
         )
         decisions = selection.select(self.files, policy, self.count)
-        self.outcomes = {
-            id(d.file): FileOutcome(
-                d.file.path, d.file.old_path, d.file.status, False, d.reason,
-                d.file.insertions, d.file.deletions, d.reviewed,
-            )
-            for d in decisions
-        }
+        self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file
         self.config_findings = change_findings(req.repo, decisions, req.protected_paths,
                                                cfg.security.allow_secrets, scan=not req.preview)
         self.head = targets[0]
-        self.result = ReviewResult(
-            status="skipped",
-            decision=decide([], False, req.gate),
-            gate=req.gate,
-            findings=[],
-            files=[self.outcomes[id(d.file)] for d in decisions],
-            groups=[],
-            warnings=[],
-            input={
-                "mode": req.mode,
-                "base": self.head.base_label,
-                "head": self.head.head_label,
-                "snapshot_tree": self.head.snapshot_tree,
-            },
-            llm={
-                "provider": req.endpoint.provider if req.endpoint else "",
-                "model": req.endpoint.model if req.endpoint else "",
-            },
-            session_id=session.id if session else "",
-            preview=req.preview,
-        )
+        self.result = ReviewResult.start(
+            gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
+            input={"mode": req.mode, "base": self.head.base_label, "head": self.head.head_label,
+                   "snapshot_tree": self.head.snapshot_tree},
+            llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
         self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
@@ -215,8 +192,7 @@ class _RunState:
         every reviewable file is not reviewed (``no_endpoint``), and gate.on_error decides."""
         result = self.result
         for f in self.reviewable:
-            o = self.outcomes[id(f)]
-            o.reason = "no_endpoint"
+            self.outcomes[id(f)].settle("no_endpoint")
         result.incomplete_reasons.append(f"NOT REVIEWED: {why}")
         result.warnings.append(RunWarning("no_endpoint", "", why))
         result.status = "failed"
@@ -252,24 +228,13 @@ class _RunState:
         result.groups = [Group(label, [paths[p] for p in ps if p in paths])
                          for label, ps in hit.groups]
         for f in self.reviewable:
-            self.outcomes[id(f)].reviewed = True
+            self.outcomes[id(f)].settle("")
         result.warnings.extend(hit.warnings)
-        result.findings = sorted(merge_same_claims([*self.config_findings, *hit.findings]),
-                                 key=finding_order)
+        result.findings = merged_findings([*self.config_findings, *hit.findings])
         result.status = "complete"
         result.decision = decide(result.findings, False, req.gate)
         result.cache_hits = self.cache_policy.hits
         return self.finished()
-
-    def endpoint_with_key(self, endpoint: Endpoint) -> Endpoint:
-        """The endpoint with its API key: the first LLM request is next, so now the key is
-        needed (``api_key_cmd``). Raises OcrError when the key command fails."""
-        if self.req.api_key_cmd is None:
-            return endpoint
-        endpoint = dataclasses.replace(endpoint, api_key=self.req.api_key_cmd())
-        if self.session is not None:
-            self.session.add_secret(endpoint.api_key)
-        return endpoint
 
 
 class _GroupRunner:
@@ -386,18 +351,13 @@ class _GroupRunner:
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
             for f in g.files:
-                out = self.st.outcomes[id(f)]
-                if reason:
-                    out.reason = reason
-                else:
-                    out.reviewed = True
+                self.st.outcomes[id(f)].settle(reason)
             result.warnings.extend(o.warnings)
             if reason:
-                err = "" if o.error == o.stop else o.error
-                result.warnings.append(RunWarning("subtask_error", g.label,
-                                                  err or STOP_REASON_TEXT.get(o.stop, o.stop)))
-                self.causes.append((len(g.files), not_reviewed_cause(
-                    o.stop, err, timeout_s=cfg.review.timeout_s, budget_tokens=req.budget_tokens)))
+                warning, cause = o.not_reviewed(timeout_s=cfg.review.timeout_s,
+                                                budget_tokens=req.budget_tokens)
+                result.warnings.append(warning)
+                self.causes.append((len(g.files), cause))
             report = o.report
             report.reason = reason
             result.group_reports.append(report)
@@ -405,9 +365,7 @@ class _GroupRunner:
                 "group": g.label, "stop_reason": o.stop, "round_stop_reasons": report.stop_reasons,
                 "reason": reason, "planned": report.planned, "compressions": report.compressions})
         result.warnings.extend(self.collector.warnings)
-        result.findings = sorted(
-            merge_same_claims([*self.st.config_findings, *self.collector.snapshot()]),
-            key=finding_order)
+        result.findings = merged_findings([*self.st.config_findings, *self.collector.snapshot()])
 
     def gate(self, groups: Sequence[Group], outcomes: Sequence[GroupOutcome]) -> ReviewResult:
         """Status, gate decision and LLM statistics; store complete results in the cache."""
