@@ -14,6 +14,7 @@ from .config import Config
 from .errors import ConfigError
 from .gate import GateOptions
 from .llm.types import Endpoint
+from .selection import SelectionPolicy
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,14 @@ class ReviewRequest:
         if b is not None:
             return b
         return 300_000 if self.stage in ("pre-commit", "pre-push") else 0
+
+    @property
+    def selection_policy(self) -> SelectionPolicy:
+        """What the select.* settings and the context size make of file selection (SPEC §4)."""
+        sel = self.config.select
+        return SelectionPolicy(include=tuple(sel.include), exclude=tuple(sel.exclude),
+                               review_tests=sel.review_tests,
+                               context_tokens=self.config.llm.context_tokens)
 
     @property
     def llm_labels(self) -> dict[str, str]:

@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from .agent.redaction import Redactor
     from .cache import ResultCache
 
-__all__ = ["ReviewRequest", "ReviewResult", "resolve_targets", "run", "run_groups"]
-# ReviewRequest and ReviewResult are re-exported for cli (``review.ReviewRequest``).
+__all__ = ["ReviewRequest", "resolve_targets", "run", "run_groups"]
+# ReviewRequest is re-exported for cli (``review.ReviewRequest``); it lives in ``request``.
 
 log = logging.getLogger(__name__)
 
@@ -139,19 +139,13 @@ class _RunState:
         self.files: list[FileDiff] = []
         for t in targets:
             self.files.extend(target.load_diff(req.repo, t))
-        cfg = self.cfg
-        policy = selection.SelectionPolicy(
-            include=tuple(cfg.select.include),
-            exclude=tuple(cfg.select.exclude),
-            review_tests=cfg.select.review_tests,
-            context_tokens=cfg.llm.context_tokens,
-        )
-        decisions = selection.select(self.files, policy, self.count)
+        decisions = selection.select(self.files, req.selection_policy, self.count)
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file
         self.config_findings = change_findings(req.repo, decisions, req.protected_paths,
-                                               cfg.security.allow_secrets, scan=not req.preview)
+                                               self.cfg.security.allow_secrets,
+                                               scan=not req.preview)
         self.head = targets[0]
         self.result = ReviewResult.start(
             gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],

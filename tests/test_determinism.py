@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
+from ocr_hook.comments import Collector
+from ocr_hook.findings import Finding, Severity, finding_id
+from ocr_hook.results import RunWarning
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -123,3 +126,24 @@ def test_concurrent_groups_give_byte_identical_output_whatever_finishes_first(
            for text in (f"Zeta claim {i} about overflow.", f"Alpha claim {i} about rounding.")],
         key=lambda c: (c[0], c[1]))
     assert [f["reviewed"] for f in data["files"]] == [i % 4 != 0 for i in range(N_FILES)]
+
+
+def test_collector_returns_entries_by_order_key_and_equal_keys_in_arrival_order() -> None:
+    c = Collector()
+    late, early, tie_a, tie_b = (found(p, n) for p, n in
+                                 (("z.py", 1), ("a.py", 9), ("m.py", 2), ("m.py", 1)))
+    c.add(late, (3, 0))
+    c.add(tie_a, (1, 4))
+    c.add(early, (0, 7))
+    c.add(tie_b, (1, 4))
+    c.warn(RunWarning("comment_refiled", "z.py", "second"), (2, 0, 0))
+    c.warn(RunWarning("comment_refiled", "a.py", "first"), (0, 1, 0))
+    assert c.snapshot() == [early, tie_a, tie_b, late]
+    assert c.for_path("m.py") == [tie_a, tie_b]
+    assert [w.message for w in c.warnings] == ["first", "second"]
+    assert c.remove([tie_a.id]) == [tie_a] and c.snapshot() == [early, tie_b, late]
+
+
+def found(path: str, n: int) -> Finding:
+    return Finding(finding_id(path, "new", f"x{n}", "c"), path, "new", n, n, Severity.LOW,
+                   "bug", "c", f"x{n}", "", "hunk_new")
