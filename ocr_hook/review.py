@@ -1,17 +1,21 @@
 """Wires the stages of a review (SPEC §6.1) and owns the thread pools and the run deadline.
 
-input (target + diff) → selection → groups (build_groups: deterministic or one grouping call)
-→ per group on the group pool (run_groups): optional plan, effort rounds of the tool loop with
-compression, comment pipeline → merge → gate. Nothing else wires stages. LLM and tool failures
-come back inside the result; only input/config problems raise (OcrError).
+input (target + diff) → selection → deterministic findings (``change_scan``) → groups
+(``grouping.build_groups``: deterministic or one grouping call) → per group on the group pool
+(``run_groups`` → ``group_review.review_group``: optional plan, effort rounds of the tool loop
+with compression, comment pipeline) → merge in group order → gate. Nothing else wires stages.
+LLM and tool failures come back inside the result; only input/config problems raise (OcrError).
 
 Budget and time (SPEC §6.4): one Meter per run is checked before every LLM attempt (the
 clients' ``before_attempt``), which also caps each attempt's timeouts by the time left. At the
 deadline queued groups are cancelled and running ones stop at their next check; both are
 incomplete with reason ``timeout``. Pools are daemon-thread WorkerPools joined before ``run``
 returns; on Ctrl-C the Meter is cancelled and the KeyboardInterrupt propagates (exit 130).
-"""
 
+Determinism: group workers return their outcomes and share only thread-safe services; the
+merge takes outcomes in group order and the collector orders comments by (group, submission),
+so the result does not depend on which thread finished first.
+"""
 from __future__ import annotations
 
 import datetime as _dt
@@ -23,7 +27,6 @@ from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
 from . import grouping, secret_scan, selection, target
-from .cache_policy import CachePolicy
 from .change_scan import change_findings
 from .comments import Collector, CommentPool, CommentProcessor
 from .diff import FileDiff
@@ -31,7 +34,6 @@ from .errors import OcrError
 from .findings import RawComment, merge_same_claims
 from .gate import decide
 from .group_prompts import PROMPT_CONTEXT_FRACTION, exceeds_tokens
-from .group_review import GroupDeps, review_group
 from .grouping import Group
 from .llm.types import Endpoint
 from .ranges import ranges_json, run_ranges
@@ -48,9 +50,10 @@ from .results import (
 from .session import Session
 from .workers import WorkerPool
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
     from .agent.redaction import Redactor
     from .cache import ResultCache
+    from .cache_policy import CachePolicy
 
 __all__ = ["ReviewRequest", "resolve_targets", "run", "run_groups"]
 # ReviewRequest is re-exported for cli (``review.ReviewRequest``); it lives in ``request``.
@@ -212,6 +215,8 @@ class _RunState:
         req, result = self.req, self.result
         if self.cache is None or req.endpoint is None:
             return None
+        from .cache_policy import CachePolicy
+
         self.cache_policy = CachePolicy.for_run(
             self.cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
             self.rules, self.record)
@@ -314,6 +319,8 @@ class _GroupRunner:
     def review_groups(self, groups: Sequence[Group]) -> list[GroupOutcome]:
         """Review every group on the group pool and return each one's outcome, in group order;
         then wait (bounded) for the comments of groups cut off by the deadline to be anchored."""
+        from .group_review import GroupDeps, review_group
+
         st, cfg = self.st, self.cfg
         deps = GroupDeps(
             client=self.client, registry=self.registry, meter=self.meter,
