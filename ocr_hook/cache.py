@@ -42,6 +42,7 @@ from .config import Config
 from .diff import FileDiff
 from .findings import Finding, Severity
 from .llm.types import Endpoint
+from .results import RunWarning
 
 log = logging.getLogger(__name__)
 
@@ -201,22 +202,16 @@ class GroupEntry(_Model):
     files: list[str]
 
 
-class WarningEntry(_Model):
-    type: str
-    file: str
-    message: str
-
-
 class RunData(_Model):
     findings: list[FindingEntry]
     groups: list[GroupEntry]
-    warnings: list[WarningEntry] = []
+    warnings: list[RunWarning] = []
 
 
 class GroupData(_Model):
     findings: list[FindingEntry]
     stop_reason: str = ""
-    warnings: list[WarningEntry] = []
+    warnings: list[RunWarning] = []
 
 
 class GroupingData(_Model):
@@ -240,6 +235,10 @@ def finding_to_entry(f: Finding) -> dict[str, Any]:
         "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
         "source": f.source,
     }
+
+
+def warning_to_entry(w: RunWarning) -> dict[str, str]:
+    return {"type": w.type, "file": w.file, "message": w.message}
 
 
 def entry_to_finding(e: FindingEntry) -> Finding:
@@ -352,12 +351,12 @@ class ResultCache:
         key: str,
         findings: Sequence[Finding],
         groups: Sequence[tuple[str, list[str]]],
-        warnings: Sequence[tuple[str, str, str]] = (),
+        warnings: Sequence[RunWarning] = (),
     ) -> None:
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
-            "warnings": [{"type": t, "file": p, "message": m} for t, p, m in warnings],
+            "warnings": [warning_to_entry(w) for w in warnings],
         })
 
     # group level
@@ -373,11 +372,11 @@ class ResultCache:
         return group
 
     def put_group(self, key: str, findings: Sequence[Finding], stop_reason: str = "",
-                  warnings: Sequence[tuple[str, str, str]] = ()) -> None:
+                  warnings: Sequence[RunWarning] = ()) -> None:
         self._put("group", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "stop_reason": stop_reason,
-            "warnings": [{"type": t, "file": p, "message": m} for t, p, m in warnings],
+            "warnings": [warning_to_entry(w) for w in warnings],
         })
 
     # grouping answer

@@ -14,14 +14,12 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import __version__
 from .findings import CATEGORIES, Finding, Severity
-
-if TYPE_CHECKING:  # output sits below review in the layer order (STYLE §2)
-    from .review import FileOutcome, ReviewResult
+from .results import FileOutcome, ReviewResult
 
 SCHEMA_VERSION = "1"
 _COLORS = {

@@ -22,7 +22,7 @@ import pytest
 from ocr_hook import cli, output
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
-from ocr_hook.review import FileOutcome, ReviewResult
+from ocr_hook.results import FileOutcome, ReviewResult
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

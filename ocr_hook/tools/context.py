@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,7 @@ class SnapshotView:
     redact: Callable[[str], str] = lambda s: s
     _by_path: dict[str, FileDiff] = field(init=False, repr=False)
     _tree: list[str] | None = field(init=False, repr=False, default=None)
+    _lines: dict[str, list[str] | None] = field(init=False, repr=False, default_factory=dict)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -158,6 +159,27 @@ class SnapshotView:
     def diff_for(self, path: str) -> FileDiff | None:
         """The diff of changed path ``path`` (new or old name), None when unchanged."""
         return self._by_path.get(path)
+
+    @property
+    def changed(self) -> Mapping[str, FileDiff]:
+        """Every changed file by its new and its old path (the first file wins a path)."""
+        return self._by_path
+
+    def new_file_lines(self, path: str) -> list[str] | None:
+        """The redacted lines (split on ``\\n``) of changed path ``path`` in ``head``, read once
+        per view; None when the file is unchanged, deleted or unreadable. Raises GitError as
+        :meth:`read` does."""
+        with self._lock:
+            if path in self._lines:
+                return self._lines[path]
+        fd = self._by_path.get(path)
+        data = None
+        if fd is not None and fd.status != "deleted":
+            data = self.read(fd.new_path)
+        lines = None if data is None else self.redact(gitio.decode_text(data)).split("\n")
+        with self._lock:
+            self._lines[path] = lines
+        return lines
 
     def read(self, path: str) -> bytes | None:
         """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a
