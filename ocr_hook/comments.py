@@ -125,18 +125,16 @@ class CommentPool:
     ``submit`` never blocks; ``drain(key)`` waits for the comments submitted under ``key``
     since the last drain and returns their findings in submission order. Findings and
     anchoring warnings reach the collector ordered by (``rank`` of the submit, submission
-    number under its key), built by ``make_warning(type, file, message)``. A processor crash is
+    number under its key). A processor crash is
     logged and the comment is kept unanchored, never lost.
     """
 
     def __init__(self, executor: Executor,
                  process: Callable[[RawComment], tuple[Finding, list[RunWarning]]],
-                 collector: Collector,
-                 make_warning: Callable[[str, str, str], RunWarning] = RunWarning) -> None:
+                 collector: Collector) -> None:
         self._executor = executor
         self._process = process
         self.collector = collector
-        self._make_warning = make_warning
         self._lock = threading.Lock()
         self._pending: dict[str, list[Future[Finding]]] = {}
         self._submitted: dict[str, int] = {}  # key -> comments submitted under it so far
@@ -160,7 +158,7 @@ class CommentPool:
 
             finding, warnings = make_finding(c, None, c.path), []
         for i, w in enumerate(warnings):
-            self.collector.warn(self._make_warning(w.type, w.file, w.message), (*order, i))
+            self.collector.warn(w, (*order, i))
         self.collector.add(finding, order)
         return finding
 

@@ -55,8 +55,7 @@ if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of
     from .cache import ResultCache
     from .cache_policy import CachePolicy
 
-__all__ = ["ReviewRequest", "resolve_targets", "run", "run_groups"]
-# ReviewRequest is re-exported for cli (``review.ReviewRequest``); it lives in ``request``.
+__all__ = ["resolve_targets", "run", "run_groups"]
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from .errors import ConfigError
 
 if TYPE_CHECKING:
     from .config import Config
-    from .review import ReviewRequest, ReviewResult
+    from .request import ReviewRequest
+    from .results import ReviewResult
 
 
 def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:

@@ -29,6 +29,8 @@ TIERS: dict[str, int] = {
     # 1  wiring: the review run, native hook installation
     "ocr_hook.review": 1,
     "ocr_hook.install": 1,
+    "ocr_hook.group_review": 1,  # one group's review on its thread -> GroupOutcome
+    "ocr_hook.ranges": 1,  # push mode with several ranges: one run per range, merged
     # 2  stages run by review, and the run's own machinery
     "ocr_hook.agent": 2,
     "ocr_hook.agent.loop": 2,
@@ -41,6 +43,9 @@ TIERS: dict[str, int] = {
     "ocr_hook.anchor": 2,
     "ocr_hook.comments": 2,  # comment pipeline runtime: anchors comments during the loop
     "ocr_hook.gate": 2,
+    "ocr_hook.results": 2,  # what a run returns: result types, RunWarning, NOT REVIEWED wording
+    "ocr_hook.request": 2,  # ReviewRequest and the settings derived from it
+    "ocr_hook.cache_policy": 2,  # run/grouping/group cache lookups and stores
     "ocr_hook.cache": 2,
     "ocr_hook.session": 2,
     "ocr_hook.output": 2,
@@ -65,6 +70,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.redact": 3,
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,
+    "ocr_hook.group_prompts": 3,  # one group's main-task prompt
+    "ocr_hook.change_scan": 3,  # findings made without the LLM (secrets, injection, protected paths)
     # 4  parsing, process, tokens, templates, resource and settings files
     "ocr_hook.diff": 4,
     "ocr_hook.gitio": 4,
@@ -88,8 +95,6 @@ CLI_TIER = 0
 
 # Known edges against the rules, each with why it is tolerated. Keep this short.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    # type-only (under TYPE_CHECKING): output renders review's result types
-    ("ocr_hook.output", "ocr_hook.review"): "type-only import of ReviewResult/FileOutcome",
     # config builds the resolved llm.types.Endpoint (a plain dataclass; llm.types imports nothing)
     ("ocr_hook.config_endpoint", "ocr_hook.llm.types"): "config resolves options into llm.types.Endpoint",
 }

@@ -1,5 +1,5 @@
 """``git ocr review`` and the hook modes ``git ocr hook pre-commit|pre-push`` (SPEC §1, §3):
-flags and environment → a ``review.ReviewRequest``, the run with its services
+flags and environment → a ``request.ReviewRequest``, the run with its services
 (``runservices``), the result rendered by ``output`` to stdout or ``--output FILE``, and the
 gate's exit code (SPEC §9).
 """
@@ -21,7 +21,8 @@ from .common import one_line
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..review import ReviewRequest, ReviewResult
+    from ..request import ReviewRequest
+    from ..results import ReviewResult
     from ..rulesources import RuleLayers
 
 log = logging.getLogger("ocr_hook")
@@ -68,7 +69,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
                    stage: str) -> tuple[ReviewRequest, RuleLayers]:
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
     (UsageError, ConfigError) for bad flags, configuration or refs."""
-    from .. import config_endpoint, gitio, review, runservices
+    from .. import config_endpoint, gitio, request, runservices
     from ..config_load import load_config
 
     mode = _review_mode(args)
@@ -84,7 +85,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     endpoint, why, key_cmd = config_endpoint.resolve_llm_endpoint_deferred(cfg, environ)
     background = _read_background(cfg)
     preview = bool(getattr(args, "preview", False))
-    req = review.ReviewRequest(
+    req = request.ReviewRequest(
         repo=repo,
         config=cfg,
         environ=environ,
