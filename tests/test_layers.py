@@ -360,3 +360,36 @@ def test_unplaced_module_and_cycle_are_reported() -> None:
                           "ocr_hook/grouping.py")
     sources["ocr_hook.selection"] = ("ocr_hook/selection.py", "from . import grouping\n", False)
     assert new_problems(sources) == ["import cycle: ocr_hook.grouping <-> ocr_hook.selection"]
+
+
+MAX_MODULE_LINES = 500  # issue 14: a newcomer reads a module in one sitting
+MAX_FUNCTION_LINES = 80
+
+
+def size_problems(package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """``path: N lines`` for each module over MAX_MODULE_LINES and ``path:line: name is N
+    lines`` for each function (def or async def, nested ones included) over MAX_FUNCTION_LINES."""
+    problems: list[str] = []
+    for path in sorted(package_dir.rglob("*.py")):
+        source = path.read_text("utf-8")
+        rel = path.relative_to(package_dir.parent)
+        if (n := source.count("\n")) > MAX_MODULE_LINES:
+            problems.append(f"{rel}: {n} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    problems.append(f"{rel}:{node.lineno}: {node.name} is {length} lines")
+    return problems
+
+
+def test_no_module_or_function_is_too_long() -> None:
+    assert size_problems() == []
+
+
+def test_size_check_reports_a_long_function(tmp_path: Path) -> None:
+    pkg = tmp_path / "ocr_hook"
+    pkg.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (pkg / "long.py").write_text(f"def f() -> None:\n{body}", "utf-8")
+    assert size_problems(pkg) == [f"ocr_hook/long.py:1: f is {MAX_FUNCTION_LINES + 1} lines"]
