@@ -16,9 +16,16 @@ rules first, so when two rules cover the same characters the earlier rule names 
   and ARNs without credentials, names and paths made of words (`MY_APP_SECRET_V2`).
 
 Every rule also skips placeholders (`changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,
-`AKIA...EXAMPLE`), values in the caller's allow-list (each entry is a literal value or a regular
-expression matched against the whole value), and matches on a line that carries the
-`ocr-hook: allow-secret` marker.
+`AKIA...EXAMPLE`).
+
+A value written as adjacent string literals over several lines (`("AKIA0123"\n "4567...")`,
+`"abc" +\n "def"`) is also checked joined: when a rule matches the joined value across two or
+more pieces, each piece is part of the secret.
+
+Allow-listing makes a value "not a finding", never "send it" (issue 17): values in the caller's
+allow-list (each entry a literal value or a regular expression matched against the whole value)
+and matches on a line that carries the `ocr-hook: allow-secret` marker are left out of
+`find_secrets`, but `redact` replaces them like every other secret.
 
 Positions are counted on the text as given: lines are separated by "\\n" (so CRLF text works) and
 are 1-based; columns are 0-based character offsets into that line. In a unified diff that means
@@ -120,17 +127,23 @@ class _Span:
     end: int
     rank: int  # index of the rule in the data file; lower wins the type of merged spans
     type: str
+    # the (start, end) pieces to replace when they are not the whole span (a value written as
+    # string literals joined over several lines); empty: replace text[start:end]
+    parts: tuple[tuple[int, int], ...] = ()
 
 
 def find_secrets(text: str, allow: Sequence[str] = ()) -> list[SecretHit]:
-    """Return the secrets in `text`, ordered by position. `allow` holds literal values or regular
-    expressions (matched against the whole value) that are not secrets. Overlapping matches of
-    several rules give one hit covering them all, typed by the most specific rule. A PEM private
-    key block gives one hit on its BEGIN line."""
+    """Return the secrets in `text` that are findings, ordered by position. `allow` holds literal
+    values or regular expressions (matched against the whole value) that are not findings; a
+    match on a line carrying ALLOW_MARKER is not one either (both are still redacted by
+    `redact`). Overlapping matches of several rules give one hit covering them all, typed by the
+    most specific rule. A PEM private key block gives one hit on its BEGIN line; a value written
+    as string literals over several lines gives one hit on the line of its first piece, whose
+    `value` runs to the end of its last piece."""
     hits: list[SecretHit] = []
     line = 1
     scanned = 0  # offset up to which newlines have been counted into `line`
-    for span in _find_spans(text, allow):
+    for span in _find_spans(text, tuple(allow)):
         line += text.count("\n", scanned, span.start)
         scanned = span.start
         line_start = text.rfind("\n", 0, span.start) + 1
@@ -147,18 +160,21 @@ def find_secrets(text: str, allow: Sequence[str] = ()) -> list[SecretHit]:
     return hits
 
 
-def redact(text: str, allow: Sequence[str] = ()) -> tuple[str, int]:
+def redact(text: str) -> tuple[str, int]:
     """Return (`text` with every secret value replaced by `[REDACTED:<type>]`, number of secrets
-    replaced). The count equals `len(find_secrets(text, allow))`. Everything outside the values is
-    kept character for character, including diff markers and `@@` lines; line breaks are never
-    added or removed (a PEM body keeps one placeholder per line)."""
-    spans = _find_spans(text, allow)
+    replaced). Allow-listed and marked values are replaced too: there is no allow-list here on
+    purpose (the count is `len(find_secrets(text))`, with no allow-list). Everything outside
+    the values is kept character for character, including diff markers and `@@` lines; line
+    breaks are never added or removed (a PEM body keeps one placeholder per line, a value split
+    over string literals one placeholder per piece)."""
+    spans = _find_spans(text, None)
     parts: list[str] = []
     pos = 0
     for span in spans:
-        parts.append(text[pos:span.start])
-        parts.append(_placeholder_for(text[span.start:span.end], span.type))
-        pos = span.end
+        for start, end in span.parts or ((span.start, span.end),):
+            parts.append(text[pos:start])
+            parts.append(_placeholder_for(text[start:end], span.type))
+            pos = end
     parts.append(text[pos:])
     return "".join(parts), len(spans)
 
@@ -180,9 +196,10 @@ def _placeholder_for(value: str, type_: str) -> str:
     return "\n".join(pieces)
 
 
-def _find_spans(text: str, allow: Sequence[str]) -> list[_Span]:
-    """All accepted rule matches as value spans, sorted, overlapping spans merged."""
-    allowed = _allow_matchers(allow)
+def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
+    """All accepted rule matches as value spans, sorted, overlapping spans merged. `allow` None:
+    every secret (redaction); a tuple: only findings (allow-list and marker applied)."""
+    allowed = _allow_matchers(allow or ())
     spans: list[_Span] = []
     for rank, rule in enumerate(_rules()):
         for match in rule.pattern.finditer(text):
@@ -190,12 +207,80 @@ def _find_spans(text: str, allow: Sequence[str]) -> list[_Span]:
             if start >= end:
                 continue
             value = text[start:end]
-            if not _is_secret_value(value, rule) or _is_allowed(value, allowed):
+            if not _is_secret_value(value, rule):
                 continue
-            if _has_allow_marker(text, match.start(), match.end()):
+            if allow is not None and (_is_allowed(value, allowed)
+                                      or _has_allow_marker(text, match.start(), match.end())):
                 continue
             spans.append(_Span(start, end, rank, rule.type))
+    spans.extend(_joined_literal_spans(text, allow, allowed))
     return _merge(spans)
+
+
+# String literals joined over line breaks: `"a"\n "b"` (Python, C), `"a" +\n "b"` (Java, JS),
+# `"a" .\n "b"` (PHP), `"a" &\n "b"` (VB), `"a" \\\n "b"` (shell); each line may carry a diff
+# marker. A piece holds no quote, backslash or line break.
+_LITERAL = re.compile(r"([\"'`])([^\"'`\\\r\n]*)\1")
+_LITERAL_JOIN = re.compile(
+    r"[ \t]*(?:[+.&]|\|\|)?[ \t]*\\?\r?\n[+\- ]?[ \t]*(?:[+.&]|\|\|)?[ \t]*")
+_JOIN_PREFIX_TRIM = " \t([{,"
+
+
+def _joined_literal_spans(
+    text: str, allow: tuple[str, ...] | None,
+    allowed: Sequence[tuple[str, re.Pattern[str] | None]],
+) -> list[_Span]:
+    """Secrets whose value is written as two or more string literals joined over line breaks:
+    each chain of literals is joined (after the text before its first piece on that line, so
+    `aws_secret_access_key = ("..."` keeps its name) and the rules are run on the joined text;
+    a match that takes characters from at least two pieces becomes one span over the pieces,
+    with the pieces it touches as `parts`."""
+    if "\n" not in text:
+        return []
+    out: list[_Span] = []
+    for chain in _literal_chains(text):
+        first = chain[0]
+        line_start = text.rfind("\n", 0, first.start()) + 1
+        head = text[line_start:first.start()].rstrip(_JOIN_PREFIX_TRIM) + " " + first.group(1)
+        pieces: list[tuple[int, int, int]] = []  # (offset in joined, start in text, length)
+        joined_parts = [head]
+        offset = len(head)
+        for m in chain:
+            pieces.append((offset, m.start(2), m.end(2) - m.start(2)))
+            joined_parts.append(m.group(2))
+            offset += m.end(2) - m.start(2)
+        joined = "".join(joined_parts) + first.group(1)
+        for rank, rule in enumerate(_rules()):
+            for match in rule.pattern.finditer(joined):
+                start, end = _value_span(match, rule.group)
+                touched = [(max(start, o) - o + t, min(end, o + n) - o + t)
+                           for o, t, n in pieces if start < o + n and o < end]
+                if len(touched) < 2 or not _is_secret_value(joined[start:end], rule):
+                    continue
+                if allow is not None and (
+                        _is_allowed(joined[start:end], allowed)
+                        or _has_allow_marker(text, touched[0][0], touched[-1][1])):
+                    continue
+                out.append(_Span(touched[0][0], touched[-1][1], rank, rule.type,
+                                 tuple(touched)))
+    return out
+
+
+def _literal_chains(text: str) -> list[list[re.Match[str]]]:
+    """Runs of two or more string literals separated only by a join (`_LITERAL_JOIN`) that
+    crosses a line break."""
+    chains: list[list[re.Match[str]]] = []
+    current: list[re.Match[str]] = []
+    for m in _LITERAL.finditer(text):
+        if current and _LITERAL_JOIN.fullmatch(text, current[-1].end(), m.start()):
+            current.append(m)
+            continue
+        if len(current) > 1:
+            chains.append(current)
+        current = [m]
+    if len(current) > 1:
+        chains.append(current)
+    return chains
 
 
 def _value_span(match: re.Match[str], group: int) -> tuple[int, int]:
@@ -217,10 +302,26 @@ def _merge(spans: list[_Span]) -> list[_Span]:
         if merged and span.start < merged[-1].end:
             last = merged[-1]
             best = last if last.rank <= span.rank else span
-            merged[-1] = _Span(last.start, max(last.end, span.end), best.rank, best.type)
+            parts: tuple[tuple[int, int], ...] = ()
+            if last.parts or span.parts:
+                parts = _union(last.parts or ((last.start, last.end),),
+                               span.parts or ((span.start, span.end),))
+            merged[-1] = _Span(last.start, max(last.end, span.end), best.rank, best.type, parts)
         else:
             merged.append(span)
     return merged
+
+
+def _union(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]
+           ) -> tuple[tuple[int, int], ...]:
+    """Sorted, disjoint union of two lists of (start, end) ranges."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted([*a, *b]):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return tuple(out)
 
 
 def _has_allow_marker(text: str, start: int, end: int) -> bool:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ocr_hook.redact import ALLOW_MARKER, SecretHit, find_secrets, redact
+from tests.support.secret_corpus import CASES
 
 
 def _j(*parts: str) -> str:
@@ -155,6 +156,19 @@ NEGATIVES: list[str] = [
     "secret_path: /run/secrets/db_password_file\n",
     'ENCRYPTION_KEY = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd"\n',
     "hook = 'https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX'\n",
+    # the password rule (any length) leaves schemas, lookups, lengths and plain words alone
+    '"password": {"type": "string", "minLength": 8}\n',
+    'password = request.form["password"]\n',
+    'if password == "":\n',
+    "password: ********\n",
+    "PASSWORD_MIN_LENGTH = 12\n",
+    'password = "letmein"\n',
+    "password = hash_password(raw, salt)\n",
+    '"password":\n  "{{ .Values.db.password }}"\n',
+    "DEBUG=1 TOKEN_TTL=3600 ./run.sh\n",
+    # joined string literals are checked joined, and ordinary text stays
+    'msg = ("the quick brown "\n       "fox jumps")\n',
+    'KEY_ID = ("AKIA" +\n          "IOSFODNN7EXAMPLE")\n',
 ]
 
 
@@ -291,14 +305,13 @@ def test_diff_markers_and_headers_are_preserved() -> None:
         ("generic-secret", 7), ("github-token", 8), ("aws-access-key", 9)]
 
 
-def test_allow_marker_suppresses_only_its_line() -> None:
+def test_allow_marker_removes_the_finding_of_its_line_but_not_the_redaction() -> None:
     text = (f'TEST_KEY_ID = "{AWS_KEY_ID}"  # {ALLOW_MARKER}\n'
             f'REAL_KEY_ID = "{AWS_KEY_ID}"\n')
     assert [(h.type, h.line) for h in find_secrets(text)] == [("aws-access-key", 2)]
-    redacted, count = redact(text)
-    assert count == 1
-    assert redacted.split("\n")[0] == text.split("\n")[0]
-    assert AWS_KEY_ID not in redacted.split("\n")[1]
+    assert redact(text) == (
+        f'TEST_KEY_ID = "[REDACTED:aws-access-key]"  # {ALLOW_MARKER}\n'
+        'REAL_KEY_ID = "[REDACTED:aws-access-key]"\n', 2)
 
 
 def test_allow_list_accepts_literal_values_and_regexes() -> None:
@@ -310,7 +323,10 @@ def test_allow_list_accepts_literal_values_and_regexes() -> None:
         "aws-access-key"]
     # An entry is matched against the whole value, and a bad regex is still a literal.
     assert len(find_secrets(text, allow=["AKIA", "[unclosed"])) == 3
-    assert redact(text, allow=[AWS_KEY_ID, GITHUB_PAT, GENERIC]) == (text, 0)
+    assert find_secrets(text, allow=[AWS_KEY_ID, GITHUB_PAT, GENERIC]) == []
+    # allowed values are not findings, but they are never sent: redaction has no allow-list
+    assert redact(text) == ('a = "[REDACTED:aws-access-key]"\nb = "[REDACTED:github-token]"\n'
+                            'password = "[REDACTED:generic-secret]"\n', 3)
 
 
 def test_overlapping_rules_give_one_hit_typed_by_the_most_specific_rule() -> None:
@@ -344,7 +360,7 @@ def test_redaction_is_idempotent_and_count_matches_hits() -> None:
 def test_every_rule_type_has_a_positive_example() -> None:
     rules_file = Path(__file__).resolve().parents[1] / "config" / "secret_patterns.json"
     types = {rule["type"] for rule in json.loads(rules_file.read_text(encoding="utf-8"))}
-    assert types == {type_ for _, type_, _ in POSITIVES}
+    assert types == {type_ for _, type_, _ in POSITIVES} | {c.type for c in CASES}
 
 
 _FRAGMENTS = st.sampled_from([
