@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,12 @@ SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here (ours)
 GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
 READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
 BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
+# Secrets are redacted in their file context before lines are numbered (issue 17: a PEM body, a
+# key split over two string literals, a JSON value on the line after its key): the whole file up
+# to this size, larger files in windows of REDACT_WINDOW_LINES lines either side (ours).
+REDACT_WHOLE_FILE_MAX_CHARS = 2 * 1024 * 1024
+REDACT_WINDOW_LINES = 200
+SEARCH_CONTEXT_MAX_CHARS = 16 * 1024 * 1024  # file text code_search reads for that, per call
 
 NOT_FOUND_FILE = "// The file was not found"  # SPEC §7.1
 NO_MATCHES = "No matches found"  # SPEC §7.1
@@ -168,6 +174,34 @@ class SnapshotView:
         )
         return out if rc == 0 else None
 
+    def redacted_rows(self, lines: Sequence[str], numbers: Iterable[int]) -> dict[int, str]:
+        """``{n: line n of the file, redacted}`` for each 1-based ``n`` in ``numbers`` (others
+        ignored), where ``lines`` are all the file's lines (``\r`` kept). Each line is redacted
+        in its file context, so a secret written over several lines is replaced on each of
+        them: the whole file when it has at most REDACT_WHOLE_FILE_MAX_CHARS characters, else
+        a window of REDACT_WINDOW_LINES lines either side of each run of wanted lines."""
+        nums = sorted({n for n in numbers if 1 <= n <= len(lines)})
+        if not nums:
+            return {}
+        runs: list[list[int]] = []  # wanted lines, cut where they are a window apart
+        for n in nums:
+            if runs and n - runs[-1][-1] <= REDACT_WINDOW_LINES:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        if sum(len(ln) + 1 for ln in lines) <= REDACT_WHOLE_FILE_MAX_CHARS:
+            windows = [(1, len(lines), nums)]
+        else:
+            windows = [(max(1, run[0] - REDACT_WINDOW_LINES),
+                        min(len(lines), run[-1] + REDACT_WINDOW_LINES), run) for run in runs]
+        out: dict[int, str] = {}
+        for first, last, wanted in windows:
+            red = self.redact("\n".join(lines[first - 1:last])).split("\n")
+            if len(red) != last - first + 1:  # never expected (redaction keeps line breaks)
+                red = ["[REDACTED:line]"] * (last - first + 1)  # fail closed
+            out.update((n, red[n - first]) for n in wanted)
+        return out
+
     def tree_paths(self) -> list[str]:
         """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises
         GitError on a timeout (10 s)."""
@@ -241,10 +275,11 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f"Note: Results truncated to {FILE_READ_MAX_LINES} lines. Please narrow your line"
             " range."
         )
+    redacted = view.redacted_rows(lines, range(s, last + 1))
     body: list[str] = []
     size = 0
     for n in range(s, last + 1):
-        row = f"{n}|{_cut(lines[n - 1].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
+        row = f"{n}|{_cut(redacted[n].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
         size += len(row.encode("utf-8", "replace")) + 1
         if size > FILE_READ_MAX_BYTES and body:
             last = n - 1
@@ -401,8 +436,12 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         return ToolResult(NO_MATCHES)
     blocks: list[str] = []
     size = 0
+    context_chars = 0  # file text read to redact the matches in context
     for name, rows in per_file.items():
         shown = rows[:SEARCH_MAX_PER_FILE]
+        if context_chars < SEARCH_CONTEXT_MAX_CHARS:
+            shown, read = _rows_in_context(view, name, shown)
+            context_chars += read
         block = f"File: {name}\nMatch lines: {len(shown)}\n" + "\n".join(shown)
         if len(rows) > SEARCH_MAX_PER_FILE:
             block += (
@@ -420,6 +459,26 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f" {len(per_file)} matching files. Narrow file_patterns to see the rest.\n\n" + result
         )
     return ToolResult(view.redact(result))
+
+
+def _rows_in_context(view: SnapshotView, name: str, rows: list[str]) -> tuple[list[str], int]:
+    """``rows`` (``<n>|<text>`` of file ``name``) with each text replaced by its line redacted
+    in the file's context (SnapshotView.redacted_rows), and the characters of file text read.
+    Rows stay as they are when the file cannot be read (its match lines are still redacted one
+    by one with the whole result)."""
+    try:
+        data = view.read(name)
+    except GitError:
+        data = None
+    if data is None:
+        return rows, 0
+    text = gitio.decode_text(data)
+    numbers = [int(r.split("|", 1)[0]) for r in rows if r.split("|", 1)[0].isdigit()]
+    if len(numbers) != len(rows):
+        return rows, len(text)
+    red = view.redacted_rows(text.split("\n"), numbers)
+    return [f"{n}|{_cut(red[n].removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}" if n in red else r
+            for n, r in zip(numbers, rows, strict=True)], len(text)
 
 
 def builtin_handlers(view: SnapshotView) -> dict[str, Handler]:

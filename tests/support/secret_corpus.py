@@ -80,12 +80,15 @@ class Case:
 
 def _c(name: str, file: str, text: str, value: str | tuple[str, ...], type_: str,
        finding: bool = True) -> Case:
-    """A case whose secret starts on the first line of ``text`` that holds its first leak and
-    ends on the line that holds its last one."""
+    """A case whose secret starts on the first line of ``text`` that holds its first leak (for
+    a PEM block: its BEGIN line, where scanners report it) and ends on the line that holds its
+    last one (for a PEM block: its END line)."""
     leaks = (value,) if isinstance(value, str) else value
     rows = text.split("\n")
-    first = next(i for i, r in enumerate(rows, 1) if leaks[0] in r)
-    last = next(i for i, r in reversed(list(enumerate(rows, 1))) if leaks[-1] in r)
+    start = "PRIVATE KEY-----" if type_ == "private-key" else leaks[0]
+    first = next(i for i, r in enumerate(rows, 1) if start in r)
+    end = "-----END" if type_ == "private-key" else leaks[-1]
+    last = next(i for i, r in reversed(list(enumerate(rows, 1))) if end in r)
     return Case(name, file, text, first, leaks, type_, last if last != first else 0, finding)
 
 
