@@ -21,9 +21,9 @@ from ocr_hook import cli, secret_scan
 from ocr_hook.diff import FileDiff, Hunk, Line
 from ocr_hook.redact import find_secrets, redact
 from ocr_hook.session import sessions_dir
+from tests.support import secret_corpus as corpus
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text
-from tests.support import secret_corpus as corpus
 from tests.support.secret_corpus import CASES, all_leaks, case_lines, corpus_files
 
 GROUPING = "sort the changed files"  # in the grouping system prompt
