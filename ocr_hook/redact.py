@@ -1,13 +1,17 @@
 """Secret detection and redaction (SPEC §14). Pure: no processes, no environment, no network.
 
 The rules are data: `config/secret_patterns.json` (read via `resources`) is a JSON list of
-`{"type", "regex", "group", "min_entropy", "description"}` objects, tried in file order (specific
-rules first, so when two rules cover the same characters the earlier rule names the hit):
+`{"type", "regex", "group", "keywords", "min_entropy", "description"}` objects, tried in file
+order (specific rules first, so when two rules cover the same characters the earlier rule names
+the hit):
 
 - `type`: the placeholder name, `[REDACTED:<type>]`.
 - `regex`: a Python `re` pattern applied to the whole text (a match may span lines: PEM blocks).
 - `group`: 0 for the whole match; 1 for "the value": the first capturing group that took part in
   the match (a rule whose value can be written in several forms gives each form its own group).
+- `keywords` (optional): lower-case strings of which every match holds at least one (ignoring
+  case); a text that holds none of them is not searched with the rule at all (the cost of a
+  scan is mostly rules run over text they cannot match: a lock file holds no `ghp_`).
 - `min_entropy`: None for rules whose format is distinctive (`AKIA...`, `ghp_...`). A number marks a
   heuristic rule (secret-like name = literal): the value's Shannon entropy in bits per character
   must reach it (0.5 less for hex-only values, whose alphabet has 16 characters), and values that
@@ -44,7 +48,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import resources
@@ -119,6 +123,7 @@ class _Rule:
     pattern: re.Pattern[str]
     group: int
     min_entropy: float | None
+    keywords: tuple[str, ...]  # lower case; the rule runs only on a text holding one of them
 
 
 @dataclass(frozen=True)
@@ -200,9 +205,12 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
     """All accepted rule matches as value spans, sorted, overlapping spans merged. `allow` None:
     every secret (redaction); a tuple: only findings (allow-list and marker applied)."""
     allowed = _allow_matchers(allow or ())
+    lowered = text.lower()
     spans: list[_Span] = []
     for rank, rule in enumerate(_rules()):
-        for match in rule.pattern.finditer(text):
+        if rule.keywords and not any(k in lowered for k in rule.keywords):
+            continue
+        for match in _matches(rule, text, lowered):
             start, end = _value_span(match, rule.group)
             if start >= end:
                 continue
@@ -215,6 +223,36 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
             spans.append(_Span(start, end, rank, rule.type))
     spans.extend(_joined_literal_spans(text, allow, allowed))
     return _merge(spans)
+
+
+def _matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+    """The matches of `rule` in `text` (`lowered` = `text.lower()`). A heuristic rule (one with
+    `min_entropy` and `keywords`: a name, an operator and a value) only matches from a line that
+    holds one of its keywords to the end of the next line, so it is run on those lines only:
+    most of a large text (a lock file, minified code) is never searched with it."""
+    if rule.min_entropy is None or not rule.keywords or len(lowered) != len(text):
+        yield from rule.pattern.finditer(text)
+        return
+    starts = sorted({text.rfind("\n", 0, at) + 1
+                     for k in rule.keywords for at in _occurrences(lowered, k)})
+    lo = hi = -1
+    for start in starts:
+        if start > hi:
+            if hi >= 0:
+                yield from rule.pattern.finditer(text, lo, hi)
+            lo = start
+        end = text.find("\n", text.find("\n", start) + 1)  # the end of the next line
+        hi = len(text) if end == -1 or text.find("\n", start) == -1 else end
+    if hi >= 0:
+        yield from rule.pattern.finditer(text, lo, hi)
+
+
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    """Offsets of every occurrence of `word` in `text` (str.find: no regex)."""
+    at = text.find(word)
+    while at != -1:
+        yield at
+        at = text.find(word, at + 1)
 
 
 # String literals joined over line breaks: `"a"\n "b"` (Python, C), `"a" +\n "b"` (Java, JS),
@@ -250,7 +288,10 @@ def _joined_literal_spans(
             joined_parts.append(m.group(2))
             offset += m.end(2) - m.start(2)
         joined = "".join(joined_parts) + first.group(1)
+        lowered = joined.lower()
         for rank, rule in enumerate(_rules()):
+            if rule.keywords and not any(k in lowered for k in rule.keywords):
+                continue
             for match in rule.pattern.finditer(joined):
                 start, end = _value_span(match, rule.group)
                 touched = [(max(start, o) - o + t, min(end, o + n) - o + t)
@@ -379,7 +420,7 @@ def _looks_like_code(value: str) -> bool:
         return True
     if value.isdigit() or _SIGIL_NAME.fullmatch(value) or _URL.match(value):
         return True
-    if _DOTTED_NAME.fullmatch(value):
+    if _DOTTED_NAME.fullmatch(value.rstrip(")]")):  # also at the end of a call: f(x=a.b))
         return True
     parts = _PART_SEPARATORS.split(value)
     if len(parts) == 1:
@@ -437,6 +478,10 @@ def _parse_rules(raw: str) -> tuple[_Rule, ...]:
         if min_entropy is not None and (
                 isinstance(min_entropy, bool) or not isinstance(min_entropy, (int, float))):
             raise ValueError(f"{where} ({type_}): min_entropy must be null or a number")
+        keywords = entry.get("keywords", [])
+        if not isinstance(keywords, list) or not all(
+                isinstance(k, str) and k and k == k.lower() for k in keywords):
+            raise ValueError(f"{where} ({type_}): keywords must be a list of lower-case strings")
         rules.append(_Rule(type_, pattern, group,
-                           None if min_entropy is None else float(min_entropy)))
+                           None if min_entropy is None else float(min_entropy), tuple(keywords)))
     return tuple(rules)

@@ -394,3 +394,36 @@ def test_an_inserted_aws_key_never_survives(before: str, after: str, left: str,
     redacted, count = redact(text)
     assert AWS_KEY_ID not in redacted
     assert count >= 1
+
+
+def test_every_rule_match_in_the_examples_holds_one_of_its_keywords() -> None:
+    """The keyword pre-filter skips a rule on a text without its keywords: sound only when every
+    match holds one (checked on every positive example, the corpus and the negatives)."""
+    from ocr_hook.redact import _rules
+
+    texts = [t for t, _, _ in POSITIVES] + [c.text for c in CASES] + NEGATIVES
+    checked = set()
+    for rule in _rules():
+        for text in texts:
+            for m in rule.pattern.finditer(text):
+                checked.add(rule.type)
+                if rule.keywords:
+                    assert any(k in m.group(0).lower() for k in rule.keywords), (rule.type, text)
+    assert len(checked) == len({r.type for r in _rules()})
+
+
+_KEYWORD_FRAGMENTS = st.sampled_from([
+    "password", "Pass", "pwd", "token", "_KEY", "secret", "auth", "credentials", " = ", ": ",
+    "=", '"', "'", "Xk9#mP2$vL8@qR4!z", "Zq8Lm3Np5Rt7Vw9Yb2", "T7r!abc9", "\n", "\r\n", "+",
+    "export ", " ", "#", ";", "Password=",
+])
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.one_of(st.text(max_size=12), _KEYWORD_FRAGMENTS), max_size=40).map(
+    "".join))
+def test_keyword_lines_find_what_a_full_scan_finds(text: str) -> None:
+    """Heuristic rules run only on the lines around their keywords; a trailing line with a
+    character whose lower case is longer ("\u0130") forces the full scan of every rule."""
+    full = redact(text + "\n\u0130")[0]
+    assert redact(text)[0] + "\n\u0130" == full
