@@ -29,6 +29,7 @@ import argparse
 import base64
 import hashlib
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -301,9 +302,9 @@ def main() -> None:
     for name, r in [*scanners, *([("detect-secrets", ds)] if ds else [])]:
         for inp, kib, scan, redact in r["cost"]:
             cost_rows.append((f"{name}: {inp}", f"{kib:.0f}", f"{scan:.1f}",
-                              "-" if redact != redact else f"{redact:.1f}",
+                              "-" if math.isnan(redact) else f"{redact:.1f}",
                               f"{scan / max(kib, 1e-9):.2f}"))
-    print("Scan cost (median of %d runs)" % args.runs)
+    print(f"Scan cost (median of {args.runs} runs)")
     print(table(["scanner: input", "KiB", "scan ms", "redact ms", "scan ms/KiB"], cost_rows))
     print(load_line())
 
