@@ -1,6 +1,6 @@
 """Secret detection (SPEC §14, issues 10 and 17), in-process, medians of several runs:
 
-1. detection on the fake corpus of ``tests/support/secret_corpus.py`` (46 cases, 40+ formats):
+1. detection on the fake corpus of ``tests/support/secret_corpus.py`` (49 cases):
    ``found`` = a finding on the case's line (an allow-marked case must give none), ``redacted`` =
    no value of the case left in the redacted text; the cases missed are listed by name;
 2. false positives on clean text: findings in this repository's ``ocr_hook/*.py`` and in an npm

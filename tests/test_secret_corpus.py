@@ -1,5 +1,5 @@
 """Secret detection and redaction on the corpus of realistic fake secrets (issue 17):
-``tests/support/secret_corpus.py``, 46 cases of 40+ formats (cloud, VCS, payment, chat and
+``tests/support/secret_corpus.py``, 49 cases (cloud, VCS, payment, chat and
 package-registry tokens, PEM blocks and their base64, connection strings, passwords of any length,
 CRLF lines, a value on the line after its JSON key, a key split over two string literals, an
 allow-marked token).
@@ -32,8 +32,8 @@ SECRET_CONTENT_START = "Hard-coded secret ("
 
 
 def test_corpus_covers_at_least_thirty_formats_with_crlf_and_multi_line_values() -> None:
-    assert len({c.name for c in CASES}) == len(CASES) == 46
-    assert len({c.type for c in CASES}) == 31
+    assert len({c.name for c in CASES}) == len(CASES) == 49
+    assert len({c.type for c in CASES}) == 34
     assert any("\r\n" in c.text for c in CASES)
     assert sum(c.end_line > c.line for c in CASES) == 4  # split key, 3 PEM blocks
     assert [c.name for c in CASES if not c.finding] == ["allow-marked-token"]

@@ -152,6 +152,9 @@ SHOPIFY = "shpat" + "_" + _chars("shopify", 32, HEX)
 DIGITALOCEAN = "dop" + "_v1_" + _chars("do", 64, HEX)
 DATABRICKS = "dapi" + _chars("databricks", 32, HEX)
 BEARER = _chars("bearer", 40, URLSAFE)
+MAILCHIMP = _chars("mailchimp", 32, HEX) + "-us" + "14"
+SQUARE = "EAAA" + _chars("square", 60, URLSAFE)
+ARTIFACTORY = "AKCp" + _chars("artifactory", 69)
 
 _GCP_KEY = {
     "type": "service_account",
@@ -226,6 +229,9 @@ CASES: tuple[Case, ...] = (
     _c("discord-bot", PY, f'bot.run("{DISCORD_BOT}")\n', DISCORD_BOT, "discord-bot-token"),
     _c("telegram-bot", PY, f'bot = telebot.TeleBot("{TELEGRAM}")\n', TELEGRAM,
        "telegram-bot-token"),
+    _c("mailchimp", PY, f'mc = MailchimpMarketing.Client({{"api_key": "{MAILCHIMP}"}})\n',
+       MAILCHIMP, "mailchimp-api-key"),
+    _c("square", PY, f'square = Client(access_token="{SQUARE}")\n', SQUARE, "square-token"),
     _c("bearer-header", PY, f'HEADERS = {{"Authorization": "Bearer {BEARER}"}}\n', BEARER,
        "generic-secret"),
     # -- deploy/publish.sh -------------------------------------------------------------------
@@ -244,6 +250,8 @@ CASES: tuple[Case, ...] = (
        SHOPIFY, "shopify-token"),
     _c("digitalocean", SH, f"doctl auth init -t {DIGITALOCEAN}\n", DIGITALOCEAN,
        "digitalocean-token"),
+    _c("artifactory", SH, f'curl -H "X-JFrog-Art-Api:{ARTIFACTORY}" "$ARTIFACTORY/api/repositories"\n',
+       ARTIFACTORY, "artifactory-token"),
     _c("databricks", SH, f"databricks configure --host $HOST --token {DATABRICKS}\n",
        DATABRICKS, "databricks-token"),
     # -- deploy/legacy.ini (CRLF) ------------------------------------------------------------
