@@ -24,6 +24,7 @@ from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn
 from ..redact import redact
 
 MEMO_MAX_ENTRIES = 4096  # memoised texts kept per run before the memo is cleared (ours)
+MEMO_MAX_CHARS = 64 * 1024 * 1024  # and their total size: tools redact whole files (ours)
 
 
 class Redactor:
@@ -35,6 +36,7 @@ class Redactor:
     def __init__(self) -> None:
         self.replaced = 0
         self._memo: dict[str, str] = {}
+        self._memo_chars = 0
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> str:
@@ -46,10 +48,12 @@ class Redactor:
             return hit
         out, n = redact(text)
         with self._lock:
-            if len(self._memo) >= MEMO_MAX_ENTRIES:
+            if len(self._memo) >= MEMO_MAX_ENTRIES or self._memo_chars >= MEMO_MAX_CHARS:
                 self._memo.clear()
+                self._memo_chars = 0
             self._memo[text] = out
             self._memo[out] = out
+            self._memo_chars += len(text) + len(out)
             self.replaced += n
         return out
 

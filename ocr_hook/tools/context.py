@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -53,11 +54,20 @@ GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
 READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
 BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
 # Secrets are redacted in their file context before lines are numbered (issue 17: a PEM body, a
-# key split over two string literals, a JSON value on the line after its key): the whole file up
-# to this size, larger files in windows of REDACT_WINDOW_LINES lines either side (ours).
+# key split over two string literals, a JSON value on the line after its key). file_read: the
+# whole file up to REDACT_WHOLE_FILE_MAX_CHARS, larger files in windows of REDACT_WINDOW_LINES
+# lines either side of the lines shown. code_search: windows of SEARCH_REDACT_WINDOW_LINES
+# lines around each matching line that may be part of such a value (_MULTI_LINE_PART), for at
+# most SEARCH_CONTEXT_MAX_BYTES of files per call, read in one `git cat-file --batch` (ours).
 REDACT_WHOLE_FILE_MAX_CHARS = 2 * 1024 * 1024
 REDACT_WINDOW_LINES = 200
-SEARCH_CONTEXT_MAX_CHARS = 16 * 1024 * 1024  # file text code_search reads for that, per call
+SEARCH_REDACT_WINDOW_LINES = 64  # a 4096-bit RSA key's PEM block has 51 lines
+SEARCH_CONTEXT_MAX_BYTES = 16 * 1024 * 1024
+# A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
+# a JSON value under its key), or that ends in a token-like literal (a first piece).
+_MULTI_LINE_PART = re.compile(
+    r"""^[ \t+\-.&|(\[{,]*(?:["'`][^"'`]*["'`]|[A-Za-z0-9+/=_\-]{16,})[ \t)\]},;\\]*$"""
+    r"""|["'`][A-Za-z0-9+/=_\-]{8,}["'`][ \t]*[+.&\\(]?[ \t]*$""")
 
 NOT_FOUND_FILE = "// The file was not found"  # SPEC §7.1
 NO_MATCHES = "No matches found"  # SPEC §7.1
@@ -174,26 +184,74 @@ class SnapshotView:
         )
         return out if rc == 0 else None
 
-    def redacted_rows(self, lines: Sequence[str], numbers: Iterable[int]) -> dict[int, str]:
+    def read_many(self, paths: Sequence[str], max_bytes: int) -> dict[str, bytes]:
+        """Blob bytes of ``<head>:<path>`` for each of ``paths`` that names a blob, in order
+        until ``max_bytes`` would be passed, with two git processes: ``cat-file --batch-check``
+        for the sizes, then ``cat-file --batch`` (git-cat-file(1): per name ``<oid> <type>
+        <size>\\n`` and, with --batch, the content and ``\\n``; ``<name> missing\\n`` when
+        absent). Paths with a line break are left out (the input is one name per line).
+        Raises GitError on a timeout (30 s) or when git cannot run."""
+        names = [p for p in paths if "\n" not in p and "\r" not in p]
+        if not names:
+            return {}
+        query = "".join(f"{self.head}:{p}\n" for p in names).encode()
+        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch-check", stdin=query,
+                                       timeout_s=READ_TIMEOUT_S)
+        wanted: list[str] = []
+        total = 0
+        for name, line in zip(names, out.split(b"\n"), strict=False):
+            parts = line.split(b" ")
+            if len(parts) != 3 or parts[1] != b"blob" or not parts[2].isdigit():
+                continue  # missing, ambiguous, a tree or a submodule
+            total += int(parts[2])
+            if total > max_bytes:
+                break
+            wanted.append(name)
+        if not wanted:
+            return {}
+        query = "".join(f"{self.head}:{p}\n" for p in wanted).encode()
+        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch", stdin=query,
+                                       timeout_s=READ_TIMEOUT_S)
+        blobs: dict[str, bytes] = {}
+        pos = 0
+        for name in wanted:
+            end = out.find(b"\n", pos)
+            if end == -1:
+                break
+            parts = out[pos:end].split(b" ")
+            pos = end + 1
+            if len(parts) != 3 or not parts[2].isdigit():
+                continue  # changed since --batch-check: missing now
+            size = int(parts[2])
+            if parts[1] == b"blob":
+                blobs[name] = out[pos:pos + size]
+            pos += size + 1
+        return blobs
+
+    def redacted_rows(self, lines: Sequence[str], numbers: Iterable[int],
+                      window_lines: int | None = None) -> dict[int, str]:
         """``{n: line n of the file, redacted}`` for each 1-based ``n`` in ``numbers`` (others
-        ignored), where ``lines`` are all the file's lines (``\r`` kept). Each line is redacted
-        in its file context, so a secret written over several lines is replaced on each of
-        them: the whole file when it has at most REDACT_WHOLE_FILE_MAX_CHARS characters, else
-        a window of REDACT_WINDOW_LINES lines either side of each run of wanted lines."""
+        ignored), where ``lines`` are all the file's lines (``\\r`` kept). Each line is
+        redacted in its file context, so a secret written over several lines is replaced on
+        each of them: the whole file when it has at most REDACT_WHOLE_FILE_MAX_CHARS
+        characters and no ``window_lines`` is given, else a window of ``window_lines``
+        (default REDACT_WINDOW_LINES) lines either side of each run of wanted lines."""
         nums = sorted({n for n in numbers if 1 <= n <= len(lines)})
         if not nums:
             return {}
-        runs: list[list[int]] = []  # wanted lines, cut where they are a window apart
+        width = REDACT_WINDOW_LINES if window_lines is None else window_lines
+        runs: list[list[int]] = []  # wanted lines, cut where they are two windows apart
         for n in nums:
-            if runs and n - runs[-1][-1] <= REDACT_WINDOW_LINES:
+            if runs and n - runs[-1][-1] <= 2 * width:
                 runs[-1].append(n)
             else:
                 runs.append([n])
-        if sum(len(ln) + 1 for ln in lines) <= REDACT_WHOLE_FILE_MAX_CHARS:
+        if window_lines is None and sum(len(ln) + 1 for ln in lines) <= (
+                REDACT_WHOLE_FILE_MAX_CHARS):
             windows = [(1, len(lines), nums)]
         else:
-            windows = [(max(1, run[0] - REDACT_WINDOW_LINES),
-                        min(len(lines), run[-1] + REDACT_WINDOW_LINES), run) for run in runs]
+            windows = [(max(1, run[0] - width), min(len(lines), run[-1] + width), run)
+                       for run in runs]
         out: dict[int, str] = {}
         for first, last, wanted in windows:
             red = self.redact("\n".join(lines[first - 1:last])).split("\n")
@@ -434,14 +492,11 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         per_file.setdefault(name, []).append(row)
     if not per_file:
         return ToolResult(NO_MATCHES)
+    per_file = _redact_in_context(view, per_file)
     blocks: list[str] = []
     size = 0
-    context_chars = 0  # file text read to redact the matches in context
     for name, rows in per_file.items():
         shown = rows[:SEARCH_MAX_PER_FILE]
-        if context_chars < SEARCH_CONTEXT_MAX_CHARS:
-            shown, read = _rows_in_context(view, name, shown)
-            context_chars += read
         block = f"File: {name}\nMatch lines: {len(shown)}\n" + "\n".join(shown)
         if len(rows) > SEARCH_MAX_PER_FILE:
             block += (
@@ -461,24 +516,34 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     return ToolResult(view.redact(result))
 
 
-def _rows_in_context(view: SnapshotView, name: str, rows: list[str]) -> tuple[list[str], int]:
-    """``rows`` (``<n>|<text>`` of file ``name``) with each text replaced by its line redacted
-    in the file's context (SnapshotView.redacted_rows), and the characters of file text read.
-    Rows stay as they are when the file cannot be read (its match lines are still redacted one
-    by one with the whole result)."""
+def _redact_in_context(view: SnapshotView, per_file: dict[str, list[str]]
+                       ) -> dict[str, list[str]]:
+    """``per_file`` (path → ``<n>|<text>`` rows of git grep) with each row that may be part of
+    a secret written over several lines (_MULTI_LINE_PART) redacted in the context of its file
+    (SnapshotView.redacted_rows, windows of SEARCH_REDACT_WINDOW_LINES). The files are read in
+    one batch, SEARCH_CONTEXT_MAX_BYTES at most; rows of files left unread stay as they are
+    (every row is still redacted on its own with the whole result)."""
+    suspects = {name: [int(r.split("|", 1)[0]) for r in rows[:SEARCH_MAX_PER_FILE]
+                       if _MULTI_LINE_PART.search(r.split("|", 1)[1])]
+                for name, rows in per_file.items()}
+    names = [name for name, numbers in suspects.items() if numbers]
+    if not names:
+        return per_file
     try:
-        data = view.read(name)
+        blobs = view.read_many(names, SEARCH_CONTEXT_MAX_BYTES)
     except GitError:
-        data = None
-    if data is None:
-        return rows, 0
-    text = gitio.decode_text(data)
-    numbers = [int(r.split("|", 1)[0]) for r in rows if r.split("|", 1)[0].isdigit()]
-    if len(numbers) != len(rows):
-        return rows, len(text)
-    red = view.redacted_rows(text.split("\n"), numbers)
-    return [f"{n}|{_cut(red[n].removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}" if n in red else r
-            for n, r in zip(numbers, rows, strict=True)], len(text)
+        return per_file
+    out = dict(per_file)
+    for name, data in blobs.items():
+        red = view.redacted_rows(gitio.decode_text(data).split("\n"), suspects[name],
+                                 SEARCH_REDACT_WINDOW_LINES)
+        rows = []
+        for row in per_file[name]:
+            n = int(row.split("|", 1)[0])
+            rows.append(f"{n}|{_cut(red[n].removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}"
+                        if n in red else row)
+        out[name] = rows
+    return out
 
 
 def builtin_handlers(view: SnapshotView) -> dict[str, Handler]:
