@@ -12,19 +12,26 @@ the hit):
 - `keywords` (optional): lower-case strings of which every match holds at least one (ignoring
   case); a text that holds none of them is not searched with the rule at all (the cost of a
   scan is mostly rules run over text they cannot match: a lock file holds no `ghp_`).
-- `min_entropy`: None for rules whose format is distinctive (`AKIA...`, `ghp_...`). A number marks a
-  heuristic rule (secret-like name = literal): the value's Shannon entropy in bits per character
-  must reach it (0.5 less for hex-only values, whose alphabet has 16 characters), and values that
-  read as code or plain data rather than a secret are skipped: calls and subscripts
+- `min_entropy`: None for rules whose format is distinctive (`AKIA...`, `ghp_...`). A number
+  marks a heuristic rule (secret-like name = literal): the value's Shannon entropy in bits per
+  character must reach it (0.5 less for hex-only values, whose alphabet has 16 characters), and
+  values that read as code or plain data rather than a secret are skipped: calls and subscripts
   (`get_password()`, `os.environ[`), dotted names (`process.env.API_KEY`), `$VAR`, numbers, URLs
   and ARNs without credentials, names and paths made of words (`MY_APP_SECRET_V2`).
 
 Every rule also skips placeholders (`changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,
 `AKIA...EXAMPLE`).
 
-A value written as adjacent string literals over several lines (`("AKIA0123"\n "4567...")`,
-`"abc" +\n "def"`) is also checked joined: when a rule matches the joined value across two or
+A heuristic rule with keywords only matches from a line holding one of them to the end of the
+next line (a name, an operator, a value: `"password":` with its value on the next line), so it is
+run on those lines only.
+
+A value written as adjacent string literals over several lines (`("AKIA0123"\\n "4567...")`,
+`"abc" +\\n "def"`) is also checked joined: when a rule matches the joined value across two or
 more pieces, each piece is part of the secret.
+
+`find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold) in windows of
+whole lines with an overlap, with the hits of one scan of the whole text.
 
 Allow-listing makes a value "not a finding", never "send it" (issue 17): values in the caller's
 allow-list (each entry a literal value or a regular expression matched against the whole value)
