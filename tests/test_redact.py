@@ -167,6 +167,10 @@ NEGATIVES: list[str] = [
     "password = hash_password(raw, salt)\n",
     '"password":\n  "{{ .Values.db.password }}"\n',
     "DEBUG=1 TOKEN_TTL=3600 ./run.sh\n",
+    "def __init__(self, password: bytes):\n",
+    "return BasicAuth(username=username, password=password)\n",
+    "def load_cert_chain(self, certfile, keyfile=None, password=None):\n",
+    "    password: SecretStr\n",
     # joined string literals are checked joined, and ordinary text stays
     'msg = ("the quick brown "\n       "fox jumps")\n',
     'KEY_ID = ("AKIA" +\n          "IOSFODNN7EXAMPLE")\n',
