@@ -5,9 +5,12 @@ files, the key tables shared by the environment and the flags, and key lookup fo
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import ConfigError
 
@@ -75,11 +78,43 @@ class ToolsConfig(_Section):
 
 
 class SecurityConfig(_Section):
-    """SPEC §14 (issue 10). ``allow_secrets``: values that are not secrets, each a literal value
-    or a regular expression matched against the whole value (``redact.find_secrets``'s
-    ``allow``); they are neither flagged nor redacted."""
+    """SPEC §14 (issues 10, 17). ``allow_secrets``: values that are not findings, each a literal
+    value or a regular expression matched against the whole value (``redact.find_secrets``'s
+    ``allow``); they are still redacted before anything is sent to the model. Each entry must
+    compile, and an entry that matches arbitrary text (any of ``_ALLOW_PROBES``: ``.*``,
+    ``\\w+``, ``[A-Za-z0-9]{40}``...) is refused: it would silence every secret."""
 
     allow_secrets: list[str] = Field(default_factory=list)
+
+    @field_validator("allow_secrets")
+    @classmethod
+    def _narrow_allow_patterns(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            try:
+                rx = re.compile(entry)
+            except re.error as e:
+                raise ValueError(f"{entry!r} is not a valid regular expression ({e}); escape "
+                                 "special characters of a literal value") from None
+            if any(rx.fullmatch(probe) for probe in _ALLOW_PROBES):
+                raise ValueError(f"{entry!r} matches arbitrary values, so it would allow every "
+                                 "secret (of a kind); list exact values or narrow patterns")
+        return entries
+
+
+# Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run, and
+# random values in the alphabets of tokens (base64, hex, URL-safe, AWS key ids, GitHub tokens).
+# Random parts are derived from sha256 so no literal token is in the source.
+_PROBE_SEED = hashlib.sha256(b"ocr-hook allow_secrets probe").hexdigest()
+_ALLOW_PROBES: tuple[str, ...] = (
+    "", "a", "x" * 40, "0" * 16, "password", "hunter2!", "Zq8Lm3Np5Rt7Vw9Y",
+    _PROBE_SEED[:32], _PROBE_SEED.upper()[:40],
+    base64.b64encode(hashlib.sha256(_PROBE_SEED.encode()).digest()).decode()[:40],
+    base64.urlsafe_b64encode(hashlib.sha512(_PROBE_SEED.encode()).digest()).decode()[:64],
+    "AKIA" + base64.b32encode(hashlib.sha256(b"aws").digest()).decode()[:16],
+    "gh" + "p_" + base64.b64encode(hashlib.sha256(b"gh").digest()).decode()[:36].replace(
+        "+", "a").replace("/", "b"),
+    "random text, with spaces: and punctuation!",
+)
 
 
 class McpConfig(_Section):

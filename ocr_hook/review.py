@@ -203,7 +203,7 @@ class _RunState:
         Returns the run's redactor."""
         from .agent.redaction import Redactor
 
-        redactor = Redactor(self.cfg.security.allow_secrets)
+        redactor = Redactor()  # no allow-list: allowed values are redacted too (issue 17)
         for f in self.reviewable:
             secret_scan.redact_file_diff(f, redactor)
         return redactor

@@ -12,7 +12,9 @@ added rows it spans (anchor ``hunk_new``). Files whose whole content is new to a
 — a rename or copy away from a secret path (``git mv .env notes.txt``: no hunks at all) — are
 scanned whole, with ``full_texts``; lines outside the hunks are anchored ``file``.
 
-A finding never carries the secret: ``existing_code`` is the redacted line text.
+A finding never carries the secret: ``existing_code`` is the redacted line text, in which
+allow-listed values are replaced too (issue 17: allow-listing removes a finding, never the
+redaction).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ SECRET_CONTENT = (
     "Hard-coded secret ({type}) in the change: once committed it is readable by everyone with "
     "the repository and stays in its history. Remove it, rotate it, and load it at run time "
     "(environment variable or secret store). If the value is not a secret, add "
-    f"`{ALLOW_MARKER}` to the line or list the value in security.allow_secrets."
+    f"`{ALLOW_MARKER}` to the line or list the value in security.allow_secrets (it is still "
+    "redacted before anything is sent to the model)."
 )
 
 # Text that addresses the reviewer rather than the program: "ignore (all) previous instructions"
@@ -105,7 +108,7 @@ def _hits_to_findings(
     hits = find_secrets(text, allow)
     if not hits:
         return []
-    redacted = redact(text, allow)[0].split("\n")
+    redacted = redact(text)[0].split("\n")
     out: list[Finding] = []
     for hit in hits:
         span = range(hit.line - 1, min(hit.line + hit.value.count("\n"), len(rows)))

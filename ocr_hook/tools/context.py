@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,21 @@ SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here (ours)
 GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
 READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
 BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
+# Secrets are redacted in their file context before lines are numbered (issue 17: a PEM body, a
+# key split over two string literals, a JSON value on the line after its key). file_read: the
+# whole file up to REDACT_WHOLE_FILE_MAX_CHARS, larger files in windows of REDACT_WINDOW_LINES
+# lines either side of the lines shown. code_search: windows of SEARCH_REDACT_WINDOW_LINES
+# lines around each matching line that may be part of such a value (_MULTI_LINE_PART), for at
+# most SEARCH_CONTEXT_MAX_BYTES of files per call, read in one `git cat-file --batch` (ours).
+REDACT_WHOLE_FILE_MAX_CHARS = 2 * 1024 * 1024
+REDACT_WINDOW_LINES = 200
+SEARCH_REDACT_WINDOW_LINES = 64  # a 4096-bit RSA key's PEM block has 51 lines
+SEARCH_CONTEXT_MAX_BYTES = 16 * 1024 * 1024
+# A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
+# a JSON value under its key), or that ends in a token-like literal (a first piece).
+_MULTI_LINE_PART = re.compile(
+    r"""^[ \t+\-.&|(\[{,]*(?:["'`][^"'`]*["'`]|[A-Za-z0-9+/=_\-]{16,})[ \t)\]},;\\]*$"""
+    r"""|["'`][A-Za-z0-9+/=_\-]{8,}["'`][ \t]*[+.&\\(]?[ \t]*$""")
 
 NOT_FOUND_FILE = "// The file was not found"  # SPEC §7.1
 NO_MATCHES = "No matches found"  # SPEC §7.1
@@ -190,6 +206,82 @@ class SnapshotView:
         )
         return out if rc == 0 else None
 
+    def read_many(self, paths: Sequence[str], max_bytes: int) -> dict[str, bytes]:
+        """Blob bytes of ``<head>:<path>`` for each of ``paths`` that names a blob, in order
+        until ``max_bytes`` would be passed, with two git processes: ``cat-file --batch-check``
+        for the sizes, then ``cat-file --batch`` (git-cat-file(1): per name ``<oid> <type>
+        <size>\\n`` and, with --batch, the content and ``\\n``; ``<name> missing\\n`` when
+        absent). Paths with a line break are left out (the input is one name per line).
+        Raises GitError on a timeout (30 s) or when git cannot run."""
+        names = [p for p in paths if "\n" not in p and "\r" not in p]
+        if not names:
+            return {}
+        query = "".join(f"{self.head}:{p}\n" for p in names).encode()
+        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch-check", stdin=query,
+                                       timeout_s=READ_TIMEOUT_S)
+        wanted: list[str] = []
+        total = 0
+        for name, line in zip(names, out.split(b"\n"), strict=False):
+            parts = line.split(b" ")
+            if len(parts) != 3 or parts[1] != b"blob" or not parts[2].isdigit():
+                continue  # missing, ambiguous, a tree or a submodule
+            total += int(parts[2])
+            if total > max_bytes:
+                break
+            wanted.append(name)
+        if not wanted:
+            return {}
+        query = "".join(f"{self.head}:{p}\n" for p in wanted).encode()
+        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch", stdin=query,
+                                       timeout_s=READ_TIMEOUT_S)
+        blobs: dict[str, bytes] = {}
+        pos = 0
+        for name in wanted:
+            end = out.find(b"\n", pos)
+            if end == -1:
+                break
+            parts = out[pos:end].split(b" ")
+            pos = end + 1
+            if len(parts) != 3 or not parts[2].isdigit():
+                continue  # changed since --batch-check: missing now
+            size = int(parts[2])
+            if parts[1] == b"blob":
+                blobs[name] = out[pos:pos + size]
+            pos += size + 1
+        return blobs
+
+    def redacted_rows(self, lines: Sequence[str], numbers: Iterable[int],
+                      window_lines: int | None = None) -> dict[int, str]:
+        """``{n: line n of the file, redacted}`` for each 1-based ``n`` in ``numbers`` (others
+        ignored), where ``lines`` are all the file's lines (``\\r`` kept). Each line is
+        redacted in its file context, so a secret written over several lines is replaced on
+        each of them: the whole file when it has at most REDACT_WHOLE_FILE_MAX_CHARS
+        characters and no ``window_lines`` is given, else a window of ``window_lines``
+        (default REDACT_WINDOW_LINES) lines either side of each run of wanted lines."""
+        nums = sorted({n for n in numbers if 1 <= n <= len(lines)})
+        if not nums:
+            return {}
+        width = REDACT_WINDOW_LINES if window_lines is None else window_lines
+        runs: list[list[int]] = []  # wanted lines, cut where they are two windows apart
+        for n in nums:
+            if runs and n - runs[-1][-1] <= 2 * width:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        if window_lines is None and sum(len(ln) + 1 for ln in lines) <= (
+                REDACT_WHOLE_FILE_MAX_CHARS):
+            windows = [(1, len(lines), nums)]
+        else:
+            windows = [(max(1, run[0] - width), min(len(lines), run[-1] + width), run)
+                       for run in runs]
+        out: dict[int, str] = {}
+        for first, last, wanted in windows:
+            red = self.redact("\n".join(lines[first - 1:last])).split("\n")
+            if len(red) != last - first + 1:  # never expected (redaction keeps line breaks)
+                red = ["[REDACTED:line]"] * (last - first + 1)  # fail closed
+            out.update((n, red[n - first]) for n in wanted)
+        return out
+
     def tree_paths(self) -> list[str]:
         """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises
         GitError on a timeout (10 s)."""
@@ -263,10 +355,11 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f"Note: Results truncated to {FILE_READ_MAX_LINES} lines. Please narrow your line"
             " range."
         )
+    redacted = view.redacted_rows(lines, range(s, last + 1))
     body: list[str] = []
     size = 0
     for n in range(s, last + 1):
-        row = f"{n}|{_cut(lines[n - 1].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
+        row = f"{n}|{_cut(redacted[n].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
         size += len(row.encode("utf-8", "replace")) + 1
         if size > FILE_READ_MAX_BYTES and body:
             last = n - 1
@@ -421,6 +514,7 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         per_file.setdefault(name, []).append(row)
     if not per_file:
         return ToolResult(NO_MATCHES)
+    per_file = _redact_in_context(view, per_file)
     blocks: list[str] = []
     size = 0
     for name, rows in per_file.items():
@@ -442,6 +536,36 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f" {len(per_file)} matching files. Narrow file_patterns to see the rest.\n\n" + result
         )
     return ToolResult(view.redact(result))
+
+
+def _redact_in_context(view: SnapshotView, per_file: dict[str, list[str]]
+                       ) -> dict[str, list[str]]:
+    """``per_file`` (path → ``<n>|<text>`` rows of git grep) with each row that may be part of
+    a secret written over several lines (_MULTI_LINE_PART) redacted in the context of its file
+    (SnapshotView.redacted_rows, windows of SEARCH_REDACT_WINDOW_LINES). The files are read in
+    one batch, SEARCH_CONTEXT_MAX_BYTES at most; rows of files left unread stay as they are
+    (every row is still redacted on its own with the whole result)."""
+    suspects = {name: [int(r.split("|", 1)[0]) for r in rows[:SEARCH_MAX_PER_FILE]
+                       if _MULTI_LINE_PART.search(r.split("|", 1)[1])]
+                for name, rows in per_file.items()}
+    names = [name for name, numbers in suspects.items() if numbers]
+    if not names:
+        return per_file
+    try:
+        blobs = view.read_many(names, SEARCH_CONTEXT_MAX_BYTES)
+    except GitError:
+        return per_file
+    out = dict(per_file)
+    for name, data in blobs.items():
+        red = view.redacted_rows(gitio.decode_text(data).split("\n"), suspects[name],
+                                 SEARCH_REDACT_WINDOW_LINES)
+        rows = []
+        for row in per_file[name]:
+            n = int(row.split("|", 1)[0])
+            rows.append(f"{n}|{_cut(red[n].removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}"
+                        if n in red else row)
+        out[name] = rows
+    return out
 
 
 def builtin_handlers(view: SnapshotView) -> dict[str, Handler]:
