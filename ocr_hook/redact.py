@@ -13,14 +13,11 @@ the hit):
   case); a text that holds none of them is not searched with the rule at all (the cost of a
   scan is mostly rules run over text they cannot match: a lock file holds no `ghp_`).
 - `min_entropy`: None for rules whose format is distinctive (`AKIA...`, `ghp_...`). A number
-  marks a heuristic rule (secret-like name = literal): the value's Shannon entropy in bits per
-  character must reach it (0.5 less for hex-only values, whose alphabet has 16 characters), and
-  values that read as code or plain data rather than a secret are skipped: calls and subscripts
-  (`get_password()`, `os.environ[`), dotted names (`process.env.API_KEY`), `$VAR`, numbers, URLs
-  and ARNs without credentials, names and paths made of words (`MY_APP_SECRET_V2`).
+  marks a heuristic rule (secret-like name = literal): the value must reach that Shannon entropy
+  and must not read as code or plain data (`secret_values`).
 
 Every rule also skips placeholders (`changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,
-`AKIA...EXAMPLE`).
+`AKIA...EXAMPLE`; `secret_values`).
 
 A heuristic rule with keywords only matches from a line holding one of them to the end of the
 next line (a name, an operator, a value: `"password":` with its value on the next line), so it is
@@ -30,8 +27,8 @@ A value written as adjacent string literals over several lines (`("AKIA0123"\\n 
 `"abc" +\\n "def"`) is also checked joined: when a rule matches the joined value across two or
 more pieces, each piece is part of the secret.
 
-`find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold) in windows of
-whole lines with an overlap, with the hits of one scan of the whole text.
+`secret_chunks.find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold)
+with the hits of one scan of the whole text.
 
 Allow-listing makes a value "not a finding", never "send it" (issue 17): values in the caller's
 allow-list (each entry a literal value or a regular expression matched against the whole value)
@@ -52,58 +49,15 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import resources
+from .secret_values import is_secret_value
 
 RULES_RESOURCE = "secret_patterns.json"  # built-in data, read through ocr_hook.resources
 ALLOW_MARKER = "ocr-hook: allow-secret"  # SPEC §14 / issue 10: inline opt-out for one line
-
-# Placeholder checks. Words are looked for only in values up to this length, so that a long random
-# body (a PEM key, ~1,700 base64 characters) is not skipped because "dummy" occurs in it by chance.
-_PLACEHOLDER_WORDS = ("example", "changeme", "change_me", "placeholder", "dummy", "redacted",
-                      "your_", "your-", "<your", "xxxxxx", "******")
-_PLACEHOLDER_WORDS_MAX_LEN = 256
-_PLACEHOLDER_VALUES = frozenset({
-    "password", "passwd", "pass", "secret", "changeme", "change_me", "admin", "root", "test",
-    "guest", "user", "username", "postgres", "mysql", "redis", "example", "dummy", "placeholder",
-    "none", "null", "nil", "undefined", "todo", "tbd", "xxx", "***", "...",
-})
-_ANGLE_PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]*>")  # arn:aws:kms:<region>:..., <user>:<pw>
-_PLACEHOLDER_RE = re.compile(
-    r"<[^<>]*>"                       # <your-token>
-    r"|\$\{[^{}]*\}"                  # ${VAR}
-    r"|\$\(?[A-Za-z_][A-Za-z0-9_]*\)?"  # $VAR, $(VAR)
-    r"|%[A-Za-z_][A-Za-z0-9_]*%"      # %VAR%
-    r"|\{[^{}]*\}"                    # {password} (str.format)
-    r"|(.)\1*"                        # one repeated character: xxxxxxxx, ********
-)
-_TEMPLATE_MARKS = ("${", "{{", "}}", "%(", "$(")
-
-# Code-reference checks for heuristic rules: a value that names something rather than being it.
-_WORDY_PART = re.compile(r"[a-z]+[0-9]*|[A-Z]+[0-9]*|[A-Z][a-z]+[0-9]*|[0-9]+")
-_CAMEL_CASE = re.compile(  # getTokenFromVault, PKCS7PrivateKeyTypes, apiKey
-    r"(?:[A-Z]{2,}[0-9]*(?=[A-Z][a-z]{2})|[A-Z]?[a-z]{2,}[0-9]*)"
-    r"(?:[A-Z]{2,}[0-9]*(?=[A-Z][a-z]{2})|[A-Z][a-z]{2,}[0-9]*)+")
-_PART_SEPARATORS = re.compile(r"[_\-/.:]")
-_SIGIL_NAME = re.compile(r"[$%@!&*][A-Za-z_][\w.\-]*%?")  # $TOKEN, %APPDATA%, *yaml_alias
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://|[au]rn:")  # plain URLs, ARNs and URNs
-_DOTTED_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")  # rust_openssl.hpke.X25519
-_CALL_OR_INDEX = re.compile(r"[A-Za-z_$][\w.$]*[(\[]")  # get_password(), os.environ[
-_CODE_CHARS = frozenset("{}")
-# Hex has at most 4 bits per character, and a random 16-digit hex value averages about 3.2, so
-# hex-only values get this much off a rule's min_entropy.
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_HEX_ENTROPY_ALLOWANCE = 0.5
-
-# Scanning a text given in chunks (find_secrets_in_chunks; issue 20: a blob too large to hold).
-CHUNK_WINDOW_CHARS = 256 * 1024  # characters scanned at a time (ours)
-CHUNK_OVERLAP_LINES = 64  # lines of the previous window scanned again (ours; a 4096-bit RSA PEM
-#                           block has 51 lines)
 
 # Redaction of a multi-line value.
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -177,71 +131,13 @@ def find_secrets(text: str, allow: Sequence[str] = ()) -> list[SecretHit]:
     return hits
 
 
-def find_secrets_in_chunks(
-    chunks: Iterable[str], allow: Sequence[str] = (), *,
-    window_chars: int = CHUNK_WINDOW_CHARS, overlap_lines: int = CHUNK_OVERLAP_LINES,
-) -> Iterator[SecretHit]:
-    """`find_secrets` of a text given as consecutive pieces (a large blob read in bounded
-    chunks; a piece may end anywhere, also inside a line or a CRLF), in bounded memory: the text
-    is scanned in windows of whole lines of about `window_chars` characters (a longer line is
-    one window), each preceded by the last `overlap_lines` lines of the window before. A value
-    that reaches the last line of a window is left to the next one, which sees it again in its
-    overlap, so a value written over at most `overlap_lines` lines (a PEM block of a 4096-bit
-    RSA key has 51) is found whole: the hits are those of `find_secrets` on the whole text,
-    with `line` counted on the whole text, each yielded once. A longer value is reported cut
-    (from its start, as in a truncated diff hunk)."""
-    context: list[str] = []  # the overlap: the last lines of the previous window
-    context_line = 1  # 1-based line number of context[0] (or of the next line)
-    reported: set[tuple[int, int]] = set()  # (line, start_col) of hits already yielded
-    pending = ""
-    for chunk in chunks:
-        pending += chunk
-        if len(pending) < window_chars:
-            continue
-        cut = pending.rfind("\n")
-        if cut == -1:
-            continue  # one very long line: wait for its end
-        new = pending[:cut].split("\n")
-        next_context, next_line = _slide(context, context_line, new, overlap_lines)
-        yield from _window_hits([*context, *new], context_line, allow, reported, next_line)
-        context, context_line = next_context, next_line
-        reported = {r for r in reported if r[0] >= context_line}
-        pending = pending[cut + 1:]
-    yield from _window_hits([*context, *pending.split("\n")], context_line, allow, reported,
-                            None)
-
-
-def _window_hits(lines: list[str], first_line: int, allow: Sequence[str],
-                 reported: set[tuple[int, int]], defer_from: int | None
-                 ) -> Iterator[SecretHit]:
-    """Hits of the window `lines` (whose first line is line `first_line` of the whole text) not
-    yielded before, with line numbers of the whole text; records them in `reported`. A hit
-    that reaches the window's last line and starts at or after line `defer_from` (the next
-    window's first line) is left for the next window; None: the last window."""
-    for hit in find_secrets("\n".join(lines), allow):
-        key = (hit.line + first_line - 1, hit.start_col)
-        ends_window = hit.line + hit.value.count("\n") >= len(lines)
-        if key in reported or (defer_from is not None and ends_window and key[0] >= defer_from):
-            continue
-        reported.add(key)
-        yield SecretHit(hit.type, key[0], hit.start_col, hit.end_col, hit.value)
-
-
-def _slide(context: list[str], context_line: int, new: list[str], overlap_lines: int
-           ) -> tuple[list[str], int]:
-    """The overlap after a window: its last `overlap_lines` lines and the number of the first."""
-    lines = [*context, *new]
-    keep = lines[-overlap_lines:] if overlap_lines > 0 else []
-    return keep, context_line + len(lines) - len(keep)
-
-
 def redact(text: str) -> tuple[str, int]:
     """Return (`text` with every secret value replaced by `[REDACTED:<type>]`, number of secrets
     replaced). Allow-listed and marked values are replaced too: there is no allow-list here on
-    purpose (the count is `len(find_secrets(text))`, with no allow-list). Everything outside
-    the values is kept character for character, including diff markers and `@@` lines; line
-    breaks are never added or removed (a PEM body keeps one placeholder per line, a value split
-    over string literals one placeholder per piece)."""
+    purpose (the count is `len(find_secrets(text))` when no line carries ALLOW_MARKER).
+    Everything outside the values is kept character for character, including diff markers and
+    `@@` lines; line breaks are never added or removed (a PEM body keeps one placeholder per
+    line, a value split over string literals one placeholder per piece)."""
     spans = _find_spans(text, None)
     parts: list[str] = []
     pos = 0
@@ -285,7 +181,7 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
             if start >= end:
                 continue
             value = text[start:end]
-            if not _is_secret_value(value, rule):
+            if not is_secret_value(value, rule.min_entropy):
                 continue
             if allow is not None and (_is_allowed(value, allowed)
                                       or _has_allow_marker(text, match.start(), match.end())):
@@ -366,7 +262,7 @@ def _joined_literal_spans(
                 start, end = _value_span(match, rule.group)
                 touched = [(max(start, o) - o + t, min(end, o + n) - o + t)
                            for o, t, n in pieces if start < o + n and o < end]
-                if len(touched) < 2 or not _is_secret_value(joined[start:end], rule):
+                if len(touched) < 2 or not is_secret_value(joined[start:end], rule.min_entropy):
                     continue
                 if allow is not None and (
                         _is_allowed(joined[start:end], allowed)
@@ -457,62 +353,6 @@ def _allow_matchers(allow: Sequence[str]) -> list[tuple[str, re.Pattern[str] | N
 def _is_allowed(value: str, matchers: Sequence[tuple[str, re.Pattern[str] | None]]) -> bool:
     return any(value == literal or (rx is not None and rx.fullmatch(value) is not None)
                for literal, rx in matchers)
-
-
-def _is_secret_value(value: str, rule: _Rule) -> bool:
-    """Whether a matched value is a real secret for `rule` (see the module docstring)."""
-    if not _ALNUM.search(value) or _is_placeholder(value):
-        return False
-    if rule.min_entropy is None:
-        return True
-    threshold = rule.min_entropy - (_HEX_ENTROPY_ALLOWANCE if _HEX.fullmatch(value) else 0.0)
-    return not _looks_like_code(value) and _shannon_entropy(value) >= threshold
-
-
-def _is_placeholder(value: str) -> bool:
-    """`changeme`, `xxxxxxxx`, `<your-token>`, `${VAR}`, `{{ secrets.X }}`, `AKIA...EXAMPLE`, ..."""
-    stripped = value.strip()
-    lowered = stripped.lower()
-    if lowered in _PLACEHOLDER_VALUES or _PLACEHOLDER_RE.fullmatch(stripped):
-        return True
-    if any(mark in stripped for mark in _TEMPLATE_MARKS) or _ANGLE_PLACEHOLDER.search(stripped):
-        return True
-    return len(lowered) <= _PLACEHOLDER_WORDS_MAX_LEN and any(
-        word in lowered for word in _PLACEHOLDER_WORDS)
-
-
-def _looks_like_code(value: str) -> bool:
-    """Whether a value names something instead of being a secret: a call or subscript
-    (`get_password()`, `os.environ[`), a variable (`$TOKEN`), a number, a URL or ARN without
-    credentials, a dotted name (`process.env.API_KEY`), or a name or path made of words
-    (`MY_APP_SECRET_V2`, `getTokenFromVault`, `/run/secrets/db_password`)."""
-    if _CALL_OR_INDEX.match(value) or any(ch in _CODE_CHARS for ch in value):
-        return True
-    if value.isdigit() or _SIGIL_NAME.fullmatch(value) or _URL.match(value):
-        return True
-    if _DOTTED_NAME.fullmatch(value.rstrip(")]")):  # also at the end of a call: f(x=a.b))
-        return True
-    parts = _PART_SEPARATORS.split(value)
-    if len(parts) == 1:
-        return _CAMEL_CASE.fullmatch(value) is not None
-    return all(part == "" or _is_word(part) for part in parts)
-
-
-def _is_word(part: str) -> bool:
-    """`settings`, `API`, `V2`, `Token`, `2024`, `apiKey`; not `8f7d6a5b4c3e2f1a0b9c` or `x9Kq7`."""
-    if _CAMEL_CASE.fullmatch(part):
-        return True
-    return _WORDY_PART.fullmatch(part) is not None and (
-        len(part) <= 12 or not any(c.isdigit() for c in part))
-
-
-def _shannon_entropy(value: str) -> float:
-    """Shannon entropy of `value` in bits per character (0.0 for ""): -sum(p * log2 p) over the
-    frequency p of each distinct character. Random base64 is near 6, hex near 4, words near 3."""
-    if not value:
-        return 0.0
-    total = len(value)
-    return -sum(n / total * math.log2(n / total) for n in Counter(value).values())
 
 
 @functools.cache

@@ -245,8 +245,9 @@ class _GroupRunner:
         from .agent.meter import Meter
         from .agent.redaction import RedactingClient
         from .llm import make_client
-        from .tools.context import SnapshotView, builtin_handlers
+        from .tools.context import builtin_handlers
         from .tools.registry import build_registry, parse_tools_json
+        from .tools.snapshot import SnapshotView
 
         self.st = state
         self.req = req = state.req

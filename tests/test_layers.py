@@ -55,6 +55,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.tools": 3,
     "ocr_hook.tools.registry": 3,
     "ocr_hook.tools.context": 3,
+    "ocr_hook.tools.snapshot": 3,  # the snapshot the tools read, redacted in file context
     "ocr_hook.tools.comment": 3,
     "ocr_hook.tools.mcp_bridge": 3,
     "ocr_hook.tools.mcp_config": 3,
@@ -68,6 +69,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.rulesources": 3,  # the I/O edge of rules: reads rule layers (files, HEAD)
     "ocr_hook.target": 3,
     "ocr_hook.redact": 3,
+    "ocr_hook.secret_values": 3,  # is a matched value a secret: placeholder, code, entropy
+    "ocr_hook.secret_chunks": 3,  # secret scan of a text given in pieces
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,
     "ocr_hook.group_prompts": 3,  # one group's main-task prompt

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocr_hook.redact import ALLOW_MARKER, SecretHit, find_secrets, find_secrets_in_chunks, redact
+from ocr_hook.redact import ALLOW_MARKER, SecretHit, find_secrets, redact
+from ocr_hook.secret_chunks import find_secrets_in_chunks
 from tests.support.secret_corpus import CASES, corpus_files
 
 
@@ -380,7 +381,8 @@ _TEXTS = st.lists(st.one_of(st.text(max_size=40), _FRAGMENTS), max_size=30).map(
 @given(text=_TEXTS)
 def test_redact_never_raises_and_never_adds_lines(text: str) -> None:
     redacted, count = redact(text)
-    assert count == len(find_secrets(text))
+    found = len(find_secrets(text))  # a marked line's values are redacted but not findings
+    assert count == found if ALLOW_MARKER not in text else count >= found
     assert redacted.count("\n") == text.count("\n")
     assert len(redacted.splitlines()) <= len(text.splitlines())
     if count == 0:
