@@ -156,6 +156,12 @@ class _RunState:
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
+        for f in self.files:
+            if f.binary_attribute:  # issue 16: binary by content, not by attribute
+                msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
+                       " (no NUL byte); reviewed and scanned as text")
+                log.warning("%s", msg)
+                self.result.warnings.append(RunWarning("binary_attribute", f.path, msg))
         self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
 
     def count(self, text: str) -> int:
