@@ -80,8 +80,10 @@ def test_everyday_install_puts_git_ocr_on_path_for_every_repository(
                     "python3 -m pip install --user ./ocr-hook"):
         assert command in readme
     base = tmp_path / "userbase"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix",
-                    str(base), str(wheel)], check=True, capture_output=True)
+    # --ignore-installed: never uninstall the developer's editable install of ocr-hook
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--ignore-installed", "--prefix", str(base), str(wheel)],
+                   check=True, capture_output=True)
     assert sorted(p.name for p in (base / "bin").iterdir()) == ["git-ocr", "ocr-hook"]
     [site] = list(base.glob("lib/python3*/site-packages"))
     env = {**repo.env, "PATH": f"{base / 'bin'}:/usr/local/bin:/usr/bin:/bin",
