@@ -313,11 +313,13 @@ def test_grace_round_after_the_tool_cap_still_files_comments(
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(comment("2"))
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
-    assert rc == 1 and data["status"] == "complete"
+    # the comment is kept; without task_done the group has no final answer (issue 15)
+    assert rc == 1 and data["status"] == "failed"
     assert [c["start_line"] for c in data["comments"]] == [3]
     grace_tools = sorted(t["function"]["name"] for t in llm.requests[2]["tools"])
     assert grace_tools == ["code_comment", "task_done"]
     assert session_records(repo, "group_done")[0]["stop_reason"] == "max_rounds"
+    assert reasons(data) == {"app.py": (False, "max_rounds")}
 
 
 # --- compression (SPEC §6.3) -----------------------------------------------------------------
