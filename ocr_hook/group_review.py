@@ -48,7 +48,8 @@ class GroupDeps:
     ``files``: every changed file (the prompts' "other files"); ``by_path``: changed files by
     old and new path; ``rules``: paths → rule text; ``now``: the prompts' date;
     ``context_limit``: tokens above which a group prompt is skipped (SPEC §6.3); ``spawn``:
-    runs a compression summary on the run's background pool; ``cache``: None without a cache.
+    runs a compression summary on the run's background pool; ``cache``: None without a cache;
+    ``line_count``: a changed file's line count after the change (None when unknown).
     """
 
     client: ChatClient
@@ -69,6 +70,7 @@ class GroupDeps:
     redact: Callable[[str], str]
     spawn: Callable[[Callable[[], str]], Future[str]]
     cache: CachePolicy | None = None
+    line_count: Callable[[str], int | None] = lambda _path: None
 
     @property
     def language(self) -> str:
@@ -141,7 +143,7 @@ class _GroupRun:
             return "", "", ""
         try:
             plan = tasks.plan_call(
-                d.client, plan_tools=d.registry.specs("plan"), user_fields=fields,
+                d.client, plan_tools=d.registry.specs("main"), user_fields=fields,
                 language=d.language, redact=d.redact, meter=d.meter, record=d.record,
                 label=self.group.label)
         except (BudgetExhausted, DeadlineExceeded) as e:
@@ -160,9 +162,8 @@ class _GroupRun:
         nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
         d, group = self.deps, self.group
         rules_text = d.rules([f.path for f in group.files])
-        fields = group_fields(group, d.files, rules_text, d.background, d.now)
-        first = group_messages(group, d.files, rules_text, d.language, d.background,
-                               d.redact, d.now)
+        fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count)
+        first = group_messages(fields, d.language, d.redact)
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
                    f"({d.cfg.llm.context_tokens}); group skipped")
@@ -176,9 +177,8 @@ class _GroupRun:
             with self.raw_lock:
                 before = len(self.raw)
                 confirmed = confirmed_block(self.raw) if rnd > 1 else ""
-            msgs = group_messages(group, d.files, rules_text, d.language, d.background,
-                                  d.redact, d.now, plan=plan if rnd == 1 else "",
-                                  confirmed=confirmed)
+            msgs = group_messages(fields, d.language, d.redact,
+                                  plan=plan if rnd == 1 else "", confirmed=confirmed)
             res = run_loop(d.client, d.registry, msgs, local=local, meter=d.meter,
                            max_rounds=d.cfg.review.max_tool_rounds, redact=d.redact,
                            record=d.record, label=group.label, context=self.context_policy())

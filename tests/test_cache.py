@@ -113,7 +113,7 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     llm.reply(openai_text(json.dumps(answer)), match="[0] ADDED mod0.py")
     llm.reply(openai_tool_calls(("code_comment", div_comment("mod3.py")),
                                 ("task_done", {"state": "DONE"})),
-              match='<file path=\\"mod3.py\\">')
+              match='<file path=\\"mod3.py\\"')
     monkeypatch.chdir(repo.path)
     args = ["review", "--format", "json", "--effort", "low"]
     _, first, _ = run_json(args, llm.env(), capsys)
@@ -126,7 +126,7 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     _, second, _ = run_json(args, llm.env(), capsys)
     assert len(llm.requests) == before + 1  # no grouping call: its answer is cached too
     [again] = main_requests(llm, before)
-    assert '<file path="mod7.py">' in user_text(again)
+    assert '<file path="mod7.py"' in user_text(again)
     assert second["summary"]["cache_hits"] == 10  # the grouping answer and nine groups
     assert second["groups"] == first["groups"]
     assert second["comments"] == first["comments"]  # mod3's finding comes from the cache

@@ -90,7 +90,7 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
         "task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"}
     assert "temperature" not in first
     user = first["messages"][1]["content"]
-    assert '<file path="app.py">' in user and "12 +    query = " in user
+    assert '<file path="app.py"' in user and "12 +    query = " in user
     assert llm.headers[0]["authorization"] == "Bearer test-token"
     assert llm.paths[0] == "/v1/chat/completions"
     # the tool result for code_comment came back in the second request
