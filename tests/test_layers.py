@@ -36,6 +36,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.agent.loop": 2,
     "ocr_hook.agent.compress": 2,
     "ocr_hook.agent.textcalls": 2,
+    "ocr_hook.agent.stops": 2,  # output-limit stops and their one retry (issue 15)
     "ocr_hook.agent.tasks": 2,
     "ocr_hook.agent.comment_tasks": 2,
     "ocr_hook.agent.meter": 2,
