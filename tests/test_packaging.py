@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
     tmp_path: Path, repo: GitRepo, wheel: Path,
 ) -> None:
+    with zipfile.ZipFile(wheel) as zf:  # `pip install .` pulls no MCP/HTTP-server stack
+        meta = zf.read(next(n for n in zf.namelist() if n.endswith("/METADATA"))).decode()
+    requires = [ln.split(":", 1)[1].strip() for ln in meta.splitlines()
+                if ln.startswith("Requires-Dist:")]
+    assert [r for r in requires if r.startswith("mcp")] == [
+        'mcp>=2.0; extra == "mcp"', 'mcp>=2.0; extra == "test"']
+    assert not [r for r in requires if "extra" not in r and r.split(">")[0].split(";")[0]
+                in ("mcp", "starlette", "uvicorn", "httpx", "anyio")]
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
