@@ -124,7 +124,7 @@ def measure(label: str, cmd: list[str], cwd: Path, env: dict[str, str], runs: in
         cpu.append(r.cpu_s)
         rss.append(r.maxrss_mib)
         calls.append(int(data.get("summary", {}).get("llm_calls", 0)))
-    return (label, med(wall), med(wait), med([a - b for a, b in zip(wall, wait)]), med(cpu),
+    return (label, med(wall), med(wait), med([a - b for a, b in zip(wall, wait, strict=True)]), med(cpu),
             med(rss), int(med(calls)))
 
 

@@ -46,7 +46,8 @@ from .mcp_config import (
 from .registry import ExternalTool, ToolResult
 
 __all__ = [
-    "CALL_TIMEOUT_S", "INSTALL_HINT", "RESULT_MAX_CHARS", "HttpServer", "McpBridge", "McpServer", "StdioServer",
+    "CALL_TIMEOUT_S", "INSTALL_HINT", "RESULT_MAX_CHARS", "HttpServer", "McpBridge", "McpServer",
+    "StdioServer",
     "describe_server", "expand_vars", "parse_servers", "result_text", "sdk_missing",
 ]
 
