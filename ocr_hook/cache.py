@@ -11,10 +11,15 @@ Three kinds of entries, each a JSON file ``<kind>/<key>.json``:
 
 Keys are SHA-256 of canonical JSON (sorted keys, no whitespace, UTF-8) of everything that can
 change a result: tool version, prompt template texts, rule texts, tools configuration, model,
-protocol, base URL, effort, filter flag, language and other result-shaping settings, and the
-content (each file's patch without its ``index`` line, plus blob ids and modes). Settings that
-only change the verdict or how long a run may take (gate, concurrency, timeouts, budget) are not
-part of the key: only complete results are stored, and the gate is applied after a hit.
+protocol, base URL, filter flag, language and other result-shaping settings, and the content
+(each file's patch without its ``index`` line, plus blob ids and modes). Settings that only
+change the verdict or how long a run may take (gate, concurrency, timeouts, budget) are not part
+of the key: only complete results are stored, and the gate is applied after a hit.
+
+Effort (issue 18) is not part of the key either: ``run`` and ``group`` entries store the effort
+they were reviewed at, and a lookup accepts an entry of the requested effort or a higher one
+(:data:`EFFORTS` order), so a ``git ocr review`` (medium) answers the pre-commit hook (low) on
+the same snapshot; a lower-effort entry never answers a higher-effort request.
 
 Writes are atomic (``atomicfile.write_bytes``), so two concurrent runs each leave complete
 entries (last rename wins); a reader that races a prune simply misses. Entries are pruned to
@@ -46,7 +51,8 @@ from .results import RunWarning
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1  # bump when the entry layout or key recipe changes
+CACHE_FORMAT = 2  # bump when the entry layout or key recipe changes (2: effort in entries)
+EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
 KINDS = ("run", "group", "grouping")
 STALE_TEMP_S = 3600.0  # a writer's temporary file older than this is a crash leftover
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
@@ -96,9 +102,10 @@ def _read_optional(path: str) -> str:
 
 
 def result_settings(
-    cfg: Config, endpoint: Endpoint, effort: str, background: str, version: str
+    cfg: Config, endpoint: Endpoint, background: str, version: str
 ) -> dict[str, Any]:
-    """Every setting besides content and rules that can change a review's findings.
+    """Every setting besides content, rules and effort that can change a review's findings
+    (effort is stored in the entries, see the module doc).
 
     Reads the built-in prompt templates and tool definitions (package data) and the user's
     ``tools.file``; their texts enter as SHA-256 digests.
@@ -124,7 +131,6 @@ def result_settings(
         "base_url": endpoint.url,
         "extra_body": [list(kv) for kv in endpoint.extra_body],
         "max_output_tokens": endpoint.max_output_tokens,
-        "effort": effort,
         "filter": cfg.review.filter,
         "language": cfg.review.language,
         "max_tool_rounds": cfg.review.max_tool_rounds,
@@ -202,16 +208,29 @@ class GroupEntry(_Model):
     files: list[str]
 
 
+Effort = Literal["low", "medium", "high"]
+
+
 class RunData(_Model):
     findings: list[FindingEntry]
     groups: list[GroupEntry]
+    effort: Effort
     warnings: list[RunWarning] = []
 
 
 class GroupData(_Model):
     findings: list[FindingEntry]
+    effort: Effort
     stop_reason: str = ""
     warnings: list[RunWarning] = []
+
+
+def effort_covers(stored: str, requested: str) -> bool:
+    """Whether an entry reviewed at effort ``stored`` answers a request at ``requested``: the
+    same effort or a higher one (an unknown effort answers nothing)."""
+    if stored not in EFFORTS or requested not in EFFORTS:
+        return False
+    return EFFORTS.index(stored) >= EFFORTS.index(requested)
 
 
 class GroupingData(_Model):
@@ -219,7 +238,7 @@ class GroupingData(_Model):
 
 
 class _Envelope(_Model):
-    format: Literal[1]
+    format: Literal[2]
     kind: Literal["run", "group", "grouping"]
     key: str
     created: float
@@ -335,13 +354,16 @@ class ResultCache:
             self.hits += 1
 
     # run level
-    def get_run(self, key: str) -> RunData | None:
+    def get_run(self, key: str, effort: str) -> RunData | None:
+        """The run entry under ``key`` if it was reviewed at ``effort`` or higher."""
         data = self._get("run", key)
         if data is None:
             return None
         try:
             run = RunData.model_validate(data)
         except ValidationError:
+            return None
+        if not effort_covers(run.effort, effort):
             return None
         self._hit()
         return run
@@ -352,15 +374,19 @@ class ResultCache:
         findings: Sequence[Finding],
         groups: Sequence[tuple[str, list[str]]],
         warnings: Sequence[RunWarning] = (),
+        *,
+        effort: str,
     ) -> None:
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
             "warnings": [warning_to_entry(w) for w in warnings],
+            "effort": effort,
         })
 
     # group level
-    def get_group(self, key: str) -> GroupData | None:
+    def get_group(self, key: str, effort: str) -> GroupData | None:
+        """The group entry under ``key`` if it was reviewed at ``effort`` or higher."""
         data = self._get("group", key)
         if data is None:
             return None
@@ -368,15 +394,18 @@ class ResultCache:
             group = GroupData.model_validate(data)
         except ValidationError:
             return None
+        if not effort_covers(group.effort, effort):
+            return None
         self._hit()
         return group
 
     def put_group(self, key: str, findings: Sequence[Finding], stop_reason: str = "",
-                  warnings: Sequence[RunWarning] = ()) -> None:
+                  warnings: Sequence[RunWarning] = (), *, effort: str) -> None:
         self._put("group", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "stop_reason": stop_reason,
             "warnings": [warning_to_entry(w) for w in warnings],
+            "effort": effort,
         })
 
     # grouping answer

@@ -6,6 +6,10 @@ call); ``grouping`` around the grouping call; ``group_key``/``lookup_group`` bef
 ``store`` after the merge. Only complete results are stored: a group that ended with a stop in
 CACHEABLE_STOPS, and the whole run when every group is complete and the status is ``complete``.
 Thread-safe: the groups call ``group_key``/``lookup_group`` from the group pool.
+
+Effort is not part of the keys: the run's effort is stored with each entry, and a lookup takes
+an entry of this effort or a higher one (``cache.effort_covers``), so a ``git ocr review`` at
+medium answers the low-effort pre-commit hook on the same snapshot, never the reverse.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ class CacheHit:
 class CachePolicy:
     """One run's use of ``cache``. ``settings`` is ``cache.result_settings`` of the run;
     ``files`` every changed file (their (status, path) are part of the keys); ``rules`` gives
-    the rule text for a list of paths; ``record`` writes ``cache_hit`` session events."""
+    the rule text for a list of paths; ``record`` writes ``cache_hit`` session events;
+    ``effort`` is the run's ``review.effort`` (stored with entries, the least a hit must have)."""
 
     def __init__(
         self,
@@ -48,9 +53,11 @@ class CachePolicy:
         files: Sequence[FileDiff],
         rules: Callable[[Sequence[str]], str],
         record: Record,
+        effort: str = "medium",
     ) -> None:
         self.cache = cache
         self.settings = settings
+        self.effort = effort
         self.files = list(files)
         self.rules = rules
         self.record = record
@@ -64,8 +71,8 @@ class CachePolicy:
     ) -> CachePolicy:
         """The policy of a run with these settings (reads the shipped templates and tool
         definitions once, see ``cache.result_settings``)."""
-        settings = cache_mod.result_settings(cfg, endpoint, effort, background, __version__)
-        return cls(cache, settings, files, rules, record)
+        settings = cache_mod.result_settings(cfg, endpoint, background, __version__)
+        return cls(cache, settings, files, rules, record, effort)
 
     @property
     def hits(self) -> int:
@@ -78,10 +85,11 @@ class CachePolicy:
         self.run_key = cache_mod.run_key(
             self.settings, self.rules([f.path for f in reviewable]), reviewable,
             [(f.status, f.path) for f in self.files])
-        hit = self.cache.get_run(self.run_key)
+        hit = self.cache.get_run(self.run_key, self.effort)
         if hit is None:
             return None
-        self.record("cache_hit", {"level": "run", "key": self.run_key[:16]})
+        self.record("cache_hit", {"level": "run", "key": self.run_key[:16],
+                                  "effort": hit.effort})
         return CacheHit([cache_mod.entry_to_finding(e) for e in hit.findings],
                         list(hit.warnings), [(g.label, list(g.files)) for g in hit.groups])
 
@@ -109,10 +117,11 @@ class CachePolicy:
 
     def lookup_group(self, group: Group, key: str) -> CacheHit | None:
         """The stored findings and warnings of ``group`` under ``key``, or None."""
-        hit = self.cache.get_group(key)
+        hit = self.cache.get_group(key, self.effort)
         if hit is None:
             return None
-        self.record("cache_hit", {"level": "group", "group": group.label, "key": key[:16]})
+        self.record("cache_hit", {"level": "group", "group": group.label, "key": key[:16],
+                                  "effort": hit.effort})
         return CacheHit([cache_mod.entry_to_finding(e) for e in hit.findings],
                         list(hit.warnings), [])
 
@@ -134,8 +143,9 @@ class CachePolicy:
             paths = {f.path for f in g.files}
             self.cache.put_group(
                 o.cache_key, [f for f in findings if f.path in paths], o.stop,
-                [w for w in warnings if w.file in paths])
+                [w for w in warnings if w.file in paths], effort=self.effort)
         complete = all(o.stop in (*CACHEABLE_STOPS, "cache_hit") for o in outcomes)
         if self.run_key and complete and run_complete:
             self.cache.put_run(self.run_key, findings,
-                               [(g.label, [f.path for f in g.files]) for g in groups], warnings)
+                               [(g.label, [f.path for f in g.files]) for g in groups], warnings,
+                               effort=self.effort)

@@ -111,6 +111,7 @@ def resolve_endpoint(
             connect_timeout_s=cfg.connect_timeout_s,
             max_retries=cfg.max_retries,
             max_output_tokens=cfg.max_output_tokens,
+            max_output_tokens_cap=cfg.max_output_tokens_cap or 0,
             output_tokens_field=cfg.output_tokens_field or preset.get("output_tokens_field")
             or ("max_tokens" if _is_local(url) else "max_completion_tokens"),
             anthropic_version=cfg.anthropic_version,

@@ -34,6 +34,7 @@ class LlmConfig(_Section):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_output_tokens: int = Field(default=16384, ge=1)
+    max_output_tokens_cap: int | None = Field(default=None, ge=1)
     output_tokens_field: Literal["max_completion_tokens", "max_tokens", ""] = ""
     context_tokens: int = Field(default=200_000, ge=1000)
     anthropic_version: str = "2023-06-01"

@@ -112,6 +112,8 @@ class FileDiff:
     ``head_text`` holds the first bytes of the new blob, decoded, when ``target.load_diff``
     had to read them (generated-file markers outside the hunks, SPEC §4 gate 8), else None.
     ``notes`` are human-readable remarks (e.g. undecodable bytes replaced).
+    ``binary_attribute`` names the ``.gitattributes`` entry (``-diff``, ``binary``…) that made
+    git call this text file binary; it was diffed with ``--text`` (``target.load_diff``).
     """
 
     status: str
@@ -131,6 +133,7 @@ class FileDiff:
     decoding: str = "utf-8"  # utf-8 | replaced
     head_text: str | None = None
     notes: list[str] = field(default_factory=list)
+    binary_attribute: str = ""
 
     @property
     def path(self) -> str:
@@ -407,8 +410,13 @@ def _parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, st
     return tuple(hunks), binary, "\n".join(kept), decoding
 
 
-def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff]:
+def build_file_diffs(
+    entries: Sequence[RawEntry], patch: bytes, *, as_text: bool = False
+) -> list[FileDiff]:
     """Attach the patch sections to the raw entries, in order (same diff, same options).
+
+    ``as_text``: the diff was made with ``--text``; numstat still prints ``-`` for files an
+    attribute marks binary, so only a NUL byte in the content marks a file binary.
 
     A type change may be printed as two sections for one path (old content deleted, new
     content added, same ``diff --git`` header); both are attached to its entry. Insertions and
@@ -437,7 +445,7 @@ def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff
             old_oid=e.old_oid,
             new_oid=e.new_oid,
             similarity=e.similarity,
-            binary=e.insertions is None,
+            binary=e.insertions is None and not as_text,
         )
         all_hunks: list[Hunk] = []
         texts: list[str] = []

@@ -45,41 +45,48 @@ def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
     return "\n".join(lines) if lines else "(none)"
 
 
+def _file_element(f: FileDiff, line_count: Callable[[str], int | None]) -> str:
+    """One file of ``<review_files>``: ``<file path="…" lines="N">`` (N, the file's line count
+    after the change, lets the model size a ``file_read``; left out when unknown) and its
+    numbered diff."""
+    n = line_count(f.path)
+    lines = f' lines="{n}"' if n is not None else ""
+    return f'<file path="{prompt_path(f.path)}"{lines}>\n{render_numbered(f)}\n</file>'
+
+
 def group_fields(
-    group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str
+    group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str,
+    line_count: Callable[[str], int | None] = lambda _path: None,
 ) -> dict[str, str]:
     """Template fields shared by the plan and main prompts of ``group``: date, other changed
-    files (status + path, SPEC §6.2), the group's numbered diffs in ``<file>`` elements, rules
-    and background."""
-    diffs = "\n".join(
-        f'<file path="{prompt_path(f.path)}">\n{render_numbered(f)}\n</file>'
-        for f in group.files
-    )
+    files (status + path, SPEC §6.2), the group's numbered diffs in ``<file>`` elements (with
+    the new file's line count from ``line_count``), rules and background."""
     return {
         "date": now,
         "other_files": _other_files(all_files, group),
-        "diffs": diffs,
+        "diffs": "\n".join(_file_element(f, line_count) for f in group.files),
         "rules": rules_text,
         "background": background,
     }
 
 
+def contract_fields(language: str) -> dict[str, str]:
+    """The system-prompt fields every reviewing phase shares (plan and main): the one
+    severity scale (``config/templates/severity.md``) and the answer language."""
+    return {"severity": prompts.render("severity", {}), "language": language or "English"}
+
+
 def group_messages(
-    group: Group,
-    all_files: Sequence[FileDiff],
-    rules_text: str,
+    fields: dict[str, str],
     language: str,
-    background: str,
     redact: Callable[[str], str],
-    now: str,
     *,
     plan: str = "",
     confirmed: str = "",
 ) -> list[Message]:
-    """System + user messages of one group's main task (SPEC §6.2); ``plan`` only in round 1,
-    ``confirmed`` (earlier findings) only in rounds ≥ 2."""
-    system = prompts.render("main_system", {"language": language or "English"})
-    fields = group_fields(group, all_files, rules_text, background, now)
+    """System + user messages of one group's main task (SPEC §6.2) from its ``group_fields``;
+    ``plan`` only in round 1, ``confirmed`` (earlier findings) only in rounds ≥ 2."""
+    system = prompts.render("main_system", contract_fields(language))
     user = prompts.render("main_user", {**fields, "plan": plan, "confirmed": confirmed})
     return [Message("system", system), Message("user", redact(user))]
 

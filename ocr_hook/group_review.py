@@ -1,6 +1,8 @@
 """One group's review (SPEC §6.1 steps 4–6, §10 group level), run on a group-pool thread:
-the cache lookup, the prompt size check, the optional plan, the effort rounds of the tool loop
-with the review filter after each round, and the group's comments drained before it returns.
+the cache lookup, the prompt size check, the optional plan, the effort rounds of the tool loop,
+the review filter once over all the group's comments (issue 18: only when there is something
+to filter, at most one call per group, on the group's own thread so groups filter in
+parallel), and the group's comments drained before it returns.
 
 ``review_group`` returns a ``GroupOutcome`` (stop reason, report, the group's own warnings)
 and writes no shared state besides the run's thread-safe services: comments go through the
@@ -48,7 +50,8 @@ class GroupDeps:
     ``files``: every changed file (the prompts' "other files"); ``by_path``: changed files by
     old and new path; ``rules``: paths → rule text; ``now``: the prompts' date;
     ``context_limit``: tokens above which a group prompt is skipped (SPEC §6.3); ``spawn``:
-    runs a compression summary on the run's background pool; ``cache``: None without a cache.
+    runs a compression summary on the run's background pool; ``cache``: None without a cache;
+    ``line_count``: a changed file's line count after the change (None when unknown).
     """
 
     client: ChatClient
@@ -69,6 +72,7 @@ class GroupDeps:
     redact: Callable[[str], str]
     spawn: Callable[[Callable[[], str]], Future[str]]
     cache: CachePolicy | None = None
+    line_count: Callable[[str], int | None] = lambda _path: None
 
     @property
     def language(self) -> str:
@@ -128,6 +132,7 @@ class _GroupRun:
         local = {"code_comment": code_comment_handler(self.sink, self.group.label)}
         try:
             stop, err = self.rounds(local)
+            self.filter_group(stop)
         finally:
             self.deps.comment_pool.drain(self.key)
         self.report.reason = stop if stop in INCOMPLETE_STOPS else ""
@@ -141,7 +146,7 @@ class _GroupRun:
             return "", "", ""
         try:
             plan = tasks.plan_call(
-                d.client, plan_tools=d.registry.specs("plan"), user_fields=fields,
+                d.client, plan_tools=d.registry.specs("main"), user_fields=fields,
                 language=d.language, redact=d.redact, meter=d.meter, record=d.record,
                 label=self.group.label)
         except (BudgetExhausted, DeadlineExceeded) as e:
@@ -156,13 +161,12 @@ class _GroupRun:
 
     def rounds(self, local: Mapping[str, Handler]) -> tuple[str, str]:
         """The prompt size check, the plan and the effort rounds (SPEC §6.1 step 5: round 1
-        with the plan, later rounds with the findings so far; stop early when a round adds
-        nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
+        with the plan, later rounds with the findings so far, before the filter; stop early
+        when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
         d, group = self.deps, self.group
         rules_text = d.rules([f.path for f in group.files])
-        fields = group_fields(group, d.files, rules_text, d.background, d.now)
-        first = group_messages(group, d.files, rules_text, d.language, d.background,
-                               d.redact, d.now)
+        fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count)
+        first = group_messages(fields, d.language, d.redact)
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
                    f"({d.cfg.llm.context_tokens}); group skipped")
@@ -176,15 +180,13 @@ class _GroupRun:
             with self.raw_lock:
                 before = len(self.raw)
                 confirmed = confirmed_block(self.raw) if rnd > 1 else ""
-            msgs = group_messages(group, d.files, rules_text, d.language, d.background,
-                                  d.redact, d.now, plan=plan if rnd == 1 else "",
-                                  confirmed=confirmed)
+            msgs = group_messages(fields, d.language, d.redact,
+                                  plan=plan if rnd == 1 else "", confirmed=confirmed)
             res = run_loop(d.client, d.registry, msgs, local=local, meter=d.meter,
                            max_rounds=d.cfg.review.max_tool_rounds, redact=d.redact,
                            record=d.record, label=group.label, context=self.context_policy())
             self.report.stop_reasons.append(res.stop_reason)
             self.report.compressions += res.compressions
-            self.filter_new(before, res.stop_reason)
             if res.stop_reason in INCOMPLETE_STOPS:
                 if rnd == 1:
                     return res.stop_reason, res.error or res.stop_reason
@@ -200,22 +202,18 @@ class _GroupRun:
                 break
         return stop, err
 
-    def filter_new(self, before: int, stop: str) -> None:
-        """SPEC §8.4: the review filter sees this round's new comments (anchored, with ids) and
-        removes only those it reports, before they count as confirmed (``raw[before:]``)."""
+    def filter_group(self, stop: str) -> None:
+        """SPEC §8.4, issue 18: once the rounds are over, the review filter sees every comment
+        of the group (anchored, with ids) in one call and removes only those it reports. No call
+        without a comment, with ``review.filter`` off, or when the group stopped incomplete
+        (also ``round_incomplete``: budget or deadline would refuse the call; comments kept)."""
         d = self.deps
-        new = d.comment_pool.drain(self.key)
-        if not (d.cfg.review.filter and new and stop not in INCOMPLETE_STOPS):
-            return
-        gone = self.filter_round(new)
-        if gone:
-            with self.raw_lock:
-                mine = self.raw[before:before + len(new)]
-                self.raw[before:before + len(new)] = [
-                    c for c, f in zip(mine, new, strict=True) if f.id not in gone]
+        found = d.comment_pool.drain(self.key)
+        if d.cfg.review.filter and found and stop not in (*INCOMPLETE_STOPS, "round_incomplete"):
+            self.filter_findings(found)
 
-    def filter_round(self, new: Sequence[Finding]) -> frozenset[str]:
-        """Run the review filter on one round's findings; remove and return the ids it
+    def filter_findings(self, new: Sequence[Finding]) -> frozenset[str]:
+        """Run the review filter on the group's findings; remove and return the ids it
         reports (none when it fails: fail-open)."""
         d = self.deps
         shown = list(self.group.files)  # plus the diffs of files comments were re-filed to

@@ -21,11 +21,13 @@ from .selection import Decision
 
 # Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
 # (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
+# A group without a final answer (``max_rounds``: the round limit's grace turn ended without
+# task_done) or with a reply cut at the output limit (``output_limit``) is unreviewed too.
 INCOMPLETE_STOPS = frozenset({
     "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
-    "empty_rounds", "token_threshold_exceeded", "error",
+    "empty_rounds", "token_threshold_exceeded", "error", "max_rounds", "output_limit",
 })
-CACHEABLE_STOPS = ("task_done", "max_rounds")  # a group that ended like this is complete
+CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answer is cached
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,9 @@ STOP_REASON_TEXT = {
     "budget": "the token budget was used up",
     "token_threshold_exceeded": "the change is too large for the model's context",
     "llm_error": "the LLM request failed",
+    "max_rounds": "the model reached the tool-round limit without finishing"
+                  " (review.max_tool_rounds, --max-tools)",
+    "output_limit": "the model's reply stopped at the output limit (llm.max_output_tokens)",
     "error": "internal error",
 }
 MAX_CAUSES_SHOWN = 3  # distinct reasons on the NOT REVIEWED line; the rest are in the warnings

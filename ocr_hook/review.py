@@ -156,6 +156,12 @@ class _RunState:
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
+        for f in self.files:
+            if f.binary_attribute:  # issue 16: binary by content, not by attribute
+                msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
+                       " (no NUL byte); reviewed and scanned as text")
+                log.warning("%s", msg)
+                self.result.warnings.append(RunWarning("binary_attribute", f.path, msg))
         self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
 
     def count(self, text: str) -> int:
@@ -329,13 +335,24 @@ class _GroupRunner:
             now=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),  # the prompts' date
             context_limit=self.context_limit, rounds_total=EFFORT_ROUNDS[self.req.effort],
             count=st.count, record=self.record, redact=self.redact,
-            spawn=self.background_pool.submit, cache=st.cache_policy)
+            spawn=self.background_pool.submit, cache=st.cache_policy,
+            line_count=self._line_count)
         outcomes = run_groups(groups, lambda g, rank: review_group(deps, g, rank),
                               concurrency=cfg.review.concurrency, meter=self.meter,
                               background=self.background_pool)
         self.comment_workers.shutdown(
             timeout_s=max(0.0, self.meter.remaining_s() or 0.0) + DEADLINE_GRACE_S)
         return outcomes
+
+    def _line_count(self, path: str) -> int | None:
+        """Lines of changed file ``path`` after the change (None when unreadable)."""
+        try:
+            lines = self.view.new_file_lines(path)
+        except OcrError:
+            return None
+        if lines is None:
+            return None
+        return len(lines) - (1 if lines and lines[-1] == "" else 0)
 
     def _relocate(self, fd: FileDiff, c: RawComment) -> str | None:
         """Ask the model where comment ``c`` belongs in ``fd`` (SPEC §8.2 re-location)."""

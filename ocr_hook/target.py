@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from . import gitio
+from . import gitio, textattr
 from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
 from .errors import GitError, UsageError
 
@@ -331,7 +331,8 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     records) and the patch (one diffcore run, so both agree on renames and order). For files
     whose first hunk starts below line 1, the first bytes of the new blob are read (one
     ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be seen
-    (SPEC §4 gate 8). Raises GitError / DiffParseError.
+    (SPEC §4 gate 8). Files git called binary only because of ``.gitattributes`` are diffed
+    again as text (:mod:`textattr`). Raises GitError / DiffParseError.
     """
     args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")
@@ -340,6 +341,9 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
         return []
     raw, patch = split_raw_and_patch(out)
     files = build_file_diffs(parse_raw_numstat_z(raw), patch)
+    forced = textattr.text_marked_binary(repo, files, read_objects)
+    if forced:
+        files = _rediff_as_text(repo, target, files, forced)
     need = [
         f
         for f in files
@@ -354,6 +358,32 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
             if blob is not None and blob[0] == "blob":
                 f.head_text = gitio.decode_text(blob[1][:GENERATED_SCAN_BYTES])
     return files
+
+
+def _rediff_as_text(
+    repo: Path, target: Target, files: Sequence[FileDiff], forced: Sequence[FileDiff]
+) -> list[FileDiff]:
+    """``files`` with each of ``forced`` (binary by attribute, text by content) replaced by
+    its ``git diff --text`` entry, its attribute in ``FileDiff.binary_attribute``. Both paths
+    of a rename are passed (literal pathspecs), so git pairs them as before; an entry git
+    lists differently, or still binary, is kept as it was."""
+    paths = sorted({p for f in forced for p in (f.old_path, f.new_path) if p})
+    args = diff_command(target, "--text", "--raw", "--numstat", "-p", "-z", "--no-abbrev",
+                        f"-U{CONTEXT_LINES}")
+    raw, patch = split_raw_and_patch(gitio.run_git(repo, "--literal-pathspecs", *args, *paths))
+    redone = {(f.status, f.old_path, f.new_path): f
+              for f in build_file_diffs(parse_raw_numstat_z(raw), patch, as_text=True)}
+    attrs = textattr.binary_attributes(repo, [f.path for f in forced])
+    wanted = {id(f) for f in forced}
+    out: list[FileDiff] = []
+    for f in files:
+        text = redone.get((f.status, f.old_path, f.new_path)) if id(f) in wanted else None
+        if text is None or text.binary:
+            out.append(f)
+            continue
+        text.binary_attribute = attrs.get(f.path) or "a .gitattributes entry"
+        out.append(text)
+    return out
 
 
 def read_objects(

@@ -232,7 +232,7 @@ def test_native_pre_push_hook_blocks_and_no_verify_bypasses(
     assert "push blocked" in p.stderr and "`git push --no-verify`" in p.stderr
     assert seen.read_text() == f"origin\nrefs/heads/main {new} refs/heads/main {old}\n"
     assert len(llm.requests) == 1
-    assert '<file path="calc.py">' in llm.requests[0]["messages"][1]["content"]
+    assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
     assert subprocess.run(["git", "rev-parse", "main"], cwd=remote, env=repo.env,
                           capture_output=True, text=True).stdout.strip() == old
     p = git(repo, llm, "push", "--no-verify", "origin", "main")

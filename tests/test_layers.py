@@ -36,6 +36,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.agent.loop": 2,
     "ocr_hook.agent.compress": 2,
     "ocr_hook.agent.textcalls": 2,
+    "ocr_hook.agent.stops": 2,  # output-limit stops and their one retry (issue 15)
     "ocr_hook.agent.tasks": 2,
     "ocr_hook.agent.comment_tasks": 2,
     "ocr_hook.agent.meter": 2,
@@ -74,7 +75,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,
     "ocr_hook.group_prompts": 3,  # one group's main-task prompt
-    "ocr_hook.change_scan": 3,  # findings made without the LLM (secrets, injection, protected paths)
+    "ocr_hook.change_scan": 3,
+    "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named  # findings made without the LLM (secrets, injection, protected paths)
     # 4  parsing, process, tokens, templates, resource and settings files
     "ocr_hook.diff": 4,
     "ocr_hook.gitio": 4,

@@ -105,7 +105,7 @@ def test_three_small_files_are_one_bundle_without_grouping_or_plan(
     assert groups_of(data) == [("small change set", ["a.py", "b.py", "c.py"])]
     assert kinds(llm) == ["main"]  # 90 changed lines: under both plan thresholds
     user = llm.requests[0]["messages"][1]["content"]
-    assert all(f'<file path="{p}">' in user for p in ("a.py", "b.py", "c.py"))
+    assert all(f'<file path="{p}" lines="30">' in user for p in ("a.py", "b.py", "c.py"))
 
 
 def test_a_bundle_of_100_changed_lines_is_planned_first(
@@ -119,12 +119,16 @@ def test_a_bundle_of_100_changed_lines_is_planned_first(
     assert rc == 0
     assert kinds(llm) == ["plan", "main"]  # round 1 adds nothing: no round 2
     plan_req, main_req = llm.requests
-    assert "tools" not in plan_req  # plan-phase tools are described as text instead
+    assert "tools" not in plan_req  # the reviewer's tools are described as text instead
     plan_system = plan_req["messages"][0]["content"]
-    for tool in ("code_search", "file_read_diff", "file_find"):
-        assert f"- {tool}: " in plan_system
-    assert "- file_read:" not in plan_system and "- code_comment:" not in plan_system
-    assert '<file path="a.py">' in plan_req["messages"][1]["content"]
+    # every tool the reviewer will have, one line each (issue 15: file_read included)
+    listed = [ln.split(" ", 2)[1] for ln in plan_system.splitlines() if ln.startswith("- ")
+              and " {" in ln]
+    assert listed == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find",
+                      "code_search"]
+    assert "- file_read {file_path, start_line?, end_line?}: Read a file" in plan_system
+    assert "none is callable in this request" in plan_system
+    assert '<file path="a.py"' in plan_req["messages"][1]["content"]
     main_user = main_req["messages"][1]["content"]
     assert "<review_plan>" in main_user and plan_text in main_user
     assert session_records(repo, "group_done")[0]["planned"] is True
@@ -313,11 +317,13 @@ def test_grace_round_after_the_tool_cap_still_files_comments(
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(comment("2"))
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
-    assert rc == 1 and data["status"] == "complete"
+    # the comment is kept; without task_done the group has no final answer (issue 15)
+    assert rc == 1 and data["status"] == "failed"
     assert [c["start_line"] for c in data["comments"]] == [3]
     grace_tools = sorted(t["function"]["name"] for t in llm.requests[2]["tools"])
     assert grace_tools == ["code_comment", "task_done"]
     assert session_records(repo, "group_done")[0]["stop_reason"] == "max_rounds"
+    assert reasons(data) == {"app.py": (False, "max_rounds")}
 
 
 # --- compression (SPEC §6.3) -----------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_blocked_commit_shows_the_finding_and_exits_1(
     assert "SKIP=ocr-review" in out
     assert repo.git("rev-parse", "HEAD").strip() == head
     assert len(llm.requests) == 1
-    assert '<file path="calc.py">' in llm.requests[0]["messages"][1]["content"]
+    assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
     # pre-commit stage defaults: effort low → one round, no second request
 
 
@@ -182,7 +182,7 @@ def test_pre_push_stage_reviews_from_ref_to_ref(
     assert "calc.py:2-2 [high · bug]" in out
     assert "push blocked" in out and "SKIP=ocr-review-push" in out
     user = llm.requests[0]["messages"][1]["content"]
-    assert '<file path="calc.py">' in user and '<file path="other.py">' in user
+    assert '<file path="calc.py"' in user and '<file path="other.py"' in user
     assert ".pre-commit-config.yaml" not in user  # committed before FROM: not in the range
     # the same range passes in advisory mode
     p = run(repo, env, sys.executable, "-m", "pre_commit", "run", "ocr-review-push",

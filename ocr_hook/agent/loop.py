@@ -3,7 +3,8 @@
 The loop calls the model with the main tools until ``task_done``, the round cap (then one grace
 round offering only ``code_comment`` + ``task_done``), three consecutive empty rounds (no tool
 call, or only error results), a compression that cannot get under 80 % of the context, budget
-exhaustion, the run deadline or cancellation. No HTTP or git here: the client, the registry,
+exhaustion, the run deadline, cancellation, or a reply cut twice at the output limit (none of a
+cut reply's tool calls is run; see :mod:`.stops`). No HTTP or git here: the client, the registry,
 the token counter, the summariser and the background runner are passed in.
 
 Context compression (SPEC §6.3) lives in :mod:`.compress` and the parser of tool calls written
@@ -33,6 +34,13 @@ from .compress import (
     message_text,
 )
 from .meter import Cancelled, Meter
+from .stops import (
+    OUTPUT_LIMIT_STOP,
+    cut_by_output_limit,
+    output_cap,
+    output_limit_error,
+    raised_output_limit,
+)
 from .textcalls import strip_think, text_tool_calls
 
 __all__ = [
@@ -48,7 +56,7 @@ MAX_EMPTY_ROUNDS = 3  # SPEC §6.2 (OCR maxConsecutiveEmptyRounds)
 GRACE_TOOLS = ("code_comment", "task_done")
 STOP_REASONS = (
     "task_done", "task_failed", "max_rounds", "no_tool_calls", "empty_rounds",
-    "compression_failed", "budget", "timeout", "cancelled", "llm_error",
+    "compression_failed", "budget", "timeout", "cancelled", "llm_error", OUTPUT_LIMIT_STOP,
 )
 Record = Callable[[str, dict[str, Any]], None]
 
@@ -77,6 +85,8 @@ class _State:
     empty: int = 0
     grace: bool = False
     usage: Usage = field(default_factory=Usage)
+    output_limit: int | None = None  # None: the endpoint's llm.max_output_tokens
+    output_retried: bool = False
 
     def done(self, reason: str, error: str = "") -> LoopResult:
         if self.compressor is not None:
@@ -135,6 +145,11 @@ def run_loop(
         st.usage = st.usage + turn.usage
         meter.add(turn.usage)
         _record_response(record, label, st.rounds, turn)
+        if cut_by_output_limit(turn):  # none of a cut turn's tool calls is run (agent.stops)
+            error = _raise_output_limit(client, st, record, label)
+            if error:
+                return st.done(OUTPUT_LIMIT_STOP, error)
+            continue
         reply, calls = _reply_calls(turn.message, known)
         if not calls:
             stop = _no_calls(st, reply)
@@ -163,6 +178,21 @@ def _no_calls(st: _State, reply: Message) -> str | None:
     if st.grace:
         return "max_rounds"
     return None
+
+
+def _raise_output_limit(client: ChatClient, st: _State, record: Record, label: str) -> str:
+    """A turn was cut at the output limit: raise the limit for the one retry (the same
+    request is sent again) and return ""; or return the error that ends the loop when the
+    limit was raised already or the cap leaves no room (see :mod:`.stops`)."""
+    ep = client.endpoint
+    current = st.output_limit or ep.max_output_tokens
+    raised = None if st.output_retried else raised_output_limit(current, output_cap(ep))
+    record("output_limit", {"group": label, "round": st.rounds, "limit": current,
+                            "retry_limit": raised})
+    if raised is None:
+        return output_limit_error(current, st.output_retried)
+    st.output_retried, st.output_limit = True, raised
+    return ""
 
 
 def _after_calls(st: _State, usable: bool, done_state: str | None) -> str | None:
@@ -195,8 +225,10 @@ def _request(
                                "messages": len(st.msgs)}
     if st.rounds == 0:  # the session log keeps the prompt once (SPEC §12)
         request["prompt"] = [{"role": m.role, "content": m.content} for m in st.msgs]
+    if st.output_limit is not None:
+        request["max_output_tokens"] = st.output_limit
     record("llm_request", request)
-    return client.complete(st.msgs, offered)
+    return client.complete(st.msgs, offered, max_output_tokens=st.output_limit)
 
 
 def _record_response(record: Record, label: str, rounds: int, turn: Turn) -> None:

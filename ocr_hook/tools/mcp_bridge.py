@@ -11,7 +11,9 @@ fails is a warning and its tools are absent. A stdio server's stderr goes to a p
 temporary file, never to the hook's output; its last line is quoted when start-up fails. The
 child environment is the SDK's minimal one (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus
 ``env``. ``mcp``, ``anyio`` and ``httpx2`` are imported only inside the functions that run
-servers, so a review without MCP servers never loads them (tests/test_startup.py).
+servers, so a review without MCP servers never loads them (tests/test_startup.py). The SDK
+is the optional extra ``ocr-hook[mcp]``: without it, configured servers are one warning naming
+the install command (:data:`INSTALL_HINT`) and the review goes on without their tools.
 
 Tool results are converted to text for the model (:func:`result_text`): text blocks verbatim,
 embedded text resources with their URI, images/audio/binary resources as a one-line
@@ -44,8 +46,9 @@ from .mcp_config import (
 from .registry import ExternalTool, ToolResult
 
 __all__ = [
-    "CALL_TIMEOUT_S", "RESULT_MAX_CHARS", "HttpServer", "McpBridge", "McpServer", "StdioServer",
-    "describe_server", "expand_vars", "parse_servers", "result_text",
+    "CALL_TIMEOUT_S", "INSTALL_HINT", "RESULT_MAX_CHARS", "HttpServer", "McpBridge", "McpServer",
+    "StdioServer",
+    "describe_server", "expand_vars", "parse_servers", "result_text", "sdk_missing",
 ]
 
 if TYPE_CHECKING:
@@ -59,6 +62,18 @@ CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
 CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
 RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
 MAX_LIST_PAGES = 50  # tools/list pagination bound
+INSTALL_HINT = "pip install 'ocr-hook[mcp]'"  # the extra that brings the MCP SDK (pyproject)
+
+
+def sdk_missing() -> str:
+    """The name of the first MCP SDK package (``mcp``, ``mcp_types``, ``anyio``) that cannot be
+    imported, or "" when the SDK is installed. Imports them: call it only with servers."""
+    for name in ("mcp", "mcp_types", "anyio"):
+        try:
+            __import__(name)
+        except ImportError:
+            return name
+    return ""
 
 
 def result_text(result: Any) -> tuple[str, bool]:
@@ -167,6 +182,11 @@ class McpBridge:
         for server, message in self.notes:
             self._warn(server, message)
         if not self.servers:
+            return self
+        missing = sdk_missing()
+        if missing:
+            self._warn("", f"MCP servers not started: {', '.join(self.servers)}; the MCP SDK is"
+                           f" not installed (no module {missing!r}): {INSTALL_HINT}")
             return self
         mcp_log = logging.getLogger("mcp")
         if not mcp_log.handlers:  # keep SDK log records off stderr (no last-resort handler)
