@@ -136,6 +136,8 @@ def result_settings(
         "max_tool_rounds": cfg.review.max_tool_rounds,
         "context_tokens": cfg.llm.context_tokens,
         "background": hashlib.sha256(background.encode("utf-8", "replace")).hexdigest(),
+        # what the model sees of a secret: only named when on, so other keys do not change
+        **({"detect_secrets": True} if cfg.security.detect_secrets else {}),
     }
 
 

@@ -83,9 +83,12 @@ class SecurityConfig(_Section):
     value or a regular expression matched against the whole value (``redact.find_secrets``'s
     ``allow``); they are still redacted before anything is sent to the model. Each entry must
     compile, and an entry that matches arbitrary text (any of ``_ALLOW_PROBES``: ``.*``,
-    ``\\w+``, ``[A-Za-z0-9]{40}``...) is refused: it would silence every secret."""
+    ``\\w+``, ``[A-Za-z0-9]{40}``...) is refused: it would silence every secret.
+    ``detect_secrets``: also run detect-secrets over the added lines (``detect_secrets_scan``;
+    the optional extra ``ocr-hook[detect-secrets]``)."""
 
     allow_secrets: list[str] = Field(default_factory=list)
+    detect_secrets: bool = False
 
     @field_validator("allow_secrets")
     @classmethod

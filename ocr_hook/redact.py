@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import resources
@@ -131,14 +131,19 @@ def find_secrets(text: str, allow: Sequence[str] = ()) -> list[SecretHit]:
     return hits
 
 
-def redact(text: str) -> tuple[str, int]:
+def redact(text: str, literals: Mapping[str, str] | None = None) -> tuple[str, int]:
     """Return (`text` with every secret value replaced by `[REDACTED:<type>]`, number of secrets
     replaced). Allow-listed and marked values are replaced too: there is no allow-list here on
-    purpose (the count is `len(find_secrets(text))` when no line carries ALLOW_MARKER).
+    purpose (the count is `len(find_secrets(text))` when no line carries ALLOW_MARKER and no
+    `literals` are given). `literals` maps values found by other means (the optional
+    detect-secrets pass) to their placeholder type: every occurrence of each is replaced too
+    (where it overlaps a rule's match, the merged value keeps the rule's type).
     Everything outside the values is kept character for character, including diff markers and
     `@@` lines; line breaks are never added or removed (a PEM body keeps one placeholder per
     line, a value split over string literals one placeholder per piece)."""
     spans = _find_spans(text, None)
+    if literals:
+        spans = _merge([*spans, *_literal_spans(text, literals)])
     parts: list[str] = []
     pos = 0
     for span in spans:
@@ -148,6 +153,21 @@ def redact(text: str) -> tuple[str, int]:
             pos = end
     parts.append(text[pos:])
     return "".join(parts), len(spans)
+
+
+def _literal_spans(text: str, literals: Mapping[str, str]) -> list[_Span]:
+    """A span for every occurrence of each non-empty value of `literals` (value → type), ranked
+    after every rule."""
+    rank = len(_rules())
+    spans: list[_Span] = []
+    for value, type_ in literals.items():
+        if not value:
+            continue
+        at = text.find(value)
+        while at != -1:
+            spans.append(_Span(at, at + len(value), rank, type_))
+            at = text.find(value, at + len(value))
+    return spans
 
 
 def _placeholder_for(value: str, type_: str) -> str:
@@ -348,6 +368,12 @@ def _allow_matchers(allow: Sequence[str]) -> list[tuple[str, re.Pattern[str] | N
             compiled = None
         matchers.append((entry, compiled))
     return matchers
+
+
+def is_allowed(value: str, allow: Sequence[str]) -> bool:
+    """Whether `value` is in the allow-list `allow` (literal values, or regular expressions
+    matched against the whole value; an entry that does not compile is a literal only)."""
+    return _is_allowed(value, _allow_matchers(allow))
 
 
 def _is_allowed(value: str, matchers: Sequence[tuple[str, re.Pattern[str] | None]]) -> bool:

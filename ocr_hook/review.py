@@ -145,9 +145,11 @@ class _RunState:
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file
-        self.config_findings = change_findings(req.repo, decisions, req.protected_paths,
-                                               self.cfg.security.allow_secrets,
-                                               scan=not req.preview)
+        scanned = change_findings(req.repo, decisions, req.protected_paths,
+                                  self.cfg.security.allow_secrets, scan=not req.preview,
+                                  detect_secrets=self.cfg.security.detect_secrets)
+        self.config_findings = scanned.findings
+        self.secret_literals = scanned.literals  # detect-secrets values, redacted like ours
         self.head = targets[0]
         self.result = ReviewResult.start(
             gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
@@ -156,6 +158,9 @@ class _RunState:
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
+        for msg in scanned.warnings:
+            log.warning("%s", msg)
+            self.result.warnings.append(RunWarning("detect_secrets", "", msg))
         for f in self.files:
             if f.binary_attribute:  # issue 16: binary by content, not by attribute
                 msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
@@ -209,7 +214,8 @@ class _RunState:
         Returns the run's redactor."""
         from .agent.redaction import Redactor
 
-        redactor = Redactor()  # no allow-list: allowed values are redacted too (issue 17)
+        # no allow-list: allowed values are redacted too (issue 17)
+        redactor = Redactor(self.secret_literals)
         for f in self.reviewable:
             secret_scan.redact_file_diff(f, redactor)
         return redactor

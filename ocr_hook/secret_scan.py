@@ -77,38 +77,82 @@ def secret_findings(
     files: Sequence[FileDiff],
     allow: Sequence[str] = (),
     full_texts: Mapping[str, str] | None = None,
+    literals: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Critical security findings for the secrets added by ``files`` (see the module
     docstring). ``full_texts``: path → whole new-file text for files to scan whole instead of
-    by hunks. Ordered by path, then line."""
+    by hunks; ``literals``: other values to redact in the quoted lines (``redact.redact``).
+    Ordered by path, then line."""
     full = full_texts or {}
     out: list[Finding] = []
     for fd in files:
         text = full.get(fd.path)
         if text is not None:
-            out.extend(_whole_file_findings(fd, text, allow))
+            out.extend(_whole_file_findings(fd, text, allow, literals))
             continue
         for h in fd.hunks:
             if not any(ln.kind == "+" for ln in h.lines):
                 continue  # a pure deletion adds no secret
             rows = [_Row(ln, ln.new_line) for ln in h.lines]
-            out.extend(_hits_to_findings(fd.path, hunk_text(h), rows, allow, whole=False))
+            out.extend(_hits_to_findings(fd.path, hunk_text(h), rows, allow, literals,
+                                         whole=False))
     return out
 
 
-def _whole_file_findings(fd: FileDiff, text: str, allow: Sequence[str]) -> list[Finding]:
+@dataclass(frozen=True)
+class AddedRow:
+    """One line the scan treats as added: its new-side line number, its text (no diff marker,
+    a ``\r`` kept), that text after ``redact.redact`` in its hunk or file (so a PEM body line
+    is already a placeholder), and whether it is in a hunk (else a line of a file scanned
+    whole)."""
+
+    new_line: int
+    text: str
+    redacted: str
+    in_hunk: bool
+
+
+def added_rows(files: Sequence[FileDiff], full_texts: Mapping[str, str] | None = None
+               ) -> dict[str, list[AddedRow]]:
+    """path → the lines ``secret_findings`` can report, in order: the added lines of each
+    hunk, or every line of a file in ``full_texts``. Files without such lines are left out."""
+    full = full_texts or {}
+    out: dict[str, list[AddedRow]] = {}
+    for fd in files:
+        text = full.get(fd.path)
+        rows: list[AddedRow] = []
+        if text is not None:
+            added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
+            red = redact(text)[0].split("\n")
+            rows = [AddedRow(n, t, r, n in added)
+                    for n, (t, r) in enumerate(zip(text.split("\n"), red, strict=False), 1)]
+        for h in fd.hunks if text is None else ():
+            if not any(ln.kind == "+" for ln in h.lines):
+                continue
+            red = redact(hunk_text(h))[0].split("\n")
+            rows.extend(AddedRow(ln.new_line, ln.text, _unmark(r, "+"), True)
+                        for ln, r in zip(h.lines, red, strict=False)
+                        if ln.kind == "+" and ln.new_line is not None)
+        if rows:
+            out[fd.path] = rows
+    return out
+
+
+def _whole_file_findings(fd: FileDiff, text: str, allow: Sequence[str],
+                         literals: Mapping[str, str] | None) -> list[Finding]:
     added = {ln.new_line: ln for h in fd.hunks for ln in h.lines if ln.kind == "+"}
     rows = [_Row(added.get(n), n) for n in range(1, text.count("\n") + 2)]
-    return _hits_to_findings(fd.path, text, rows, allow, whole=True)
+    return _hits_to_findings(fd.path, text, rows, allow, literals, whole=True)
 
 
 def _hits_to_findings(
-    path: str, text: str, rows: Sequence[_Row], allow: Sequence[str], *, whole: bool
+    path: str, text: str, rows: Sequence[_Row], allow: Sequence[str],
+    literals: Mapping[str, str] | None, *, whole: bool,
 ) -> list[Finding]:
     hits = find_secrets(text, allow)
     if not hits:
         return []
-    redacted = redact(text)[0].split("\n")
+    redacted = redact(text, literals)[0].split("\n")
     out: list[Finding] = []
     for hit in hits:
         span = range(hit.line - 1, min(hit.line + hit.value.count("\n"), len(rows)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Mapping
 
 from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn
 from ..redact import redact
@@ -30,10 +31,12 @@ MEMO_MAX_CHARS = 64 * 1024 * 1024  # and their total size: tools redact whole fi
 class Redactor:
     """Callable ``text → redacted text`` for one run; thread-safe. It takes no allow-list:
     ``security.allow_secrets`` and the inline marker make a value "not a finding", never "send
-    it" (issue 17). ``replaced`` counts the secret values replaced so far (each distinct text
-    counted once)."""
+    it" (issue 17). ``literals``: values found outside the rules (the optional detect-secrets
+    pass, ``change_scan``) → placeholder type; every occurrence is replaced too. ``replaced``
+    counts the secret values replaced so far (each distinct text counted once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, literals: Mapping[str, str] | None = None) -> None:
+        self.literals = dict(literals or {})
         self.replaced = 0
         self._memo: dict[str, str] = {}
         self._memo_chars = 0
@@ -46,7 +49,7 @@ class Redactor:
             hit = self._memo.get(text)
         if hit is not None:
             return hit
-        out, n = redact(text)
+        out, n = redact(text, self.literals)
         with self._lock:
             if len(self._memo) >= MEMO_MAX_ENTRIES or self._memo_chars >= MEMO_MAX_CHARS:
                 self._memo.clear()
