@@ -17,6 +17,9 @@ texts written to temporary files; ``(no entropy)`` ignores its two high-entropy 
 ``(all, as .txt)`` scans each case under a ``.txt`` name, where its code heuristics (a line that
 assigns a call's result is an "indirect reference") do not drop hits.
 It reports lines, not spans, so it has no ``redacted`` column: a caller could only blank lines.
+``ours + detect-secrets`` is ocr-hook with ``security.detect_secrets`` on: our scan, then
+detect-secrets over the same added lines, its values that ours left in place made findings and
+replaced by the Redactor (``detect_secrets_scan``).
 
 ``--baseline REV`` adds ocr-hook's scanner of git revision REV (``git archive`` into a temporary
 folder, measured in a child process): the "before" of a change to the rules.
@@ -58,6 +61,7 @@ from bench.benchlib import load_line, table  # noqa: E402
 from ocr_hook import secret_scan  # noqa: E402
 from ocr_hook.agent.redaction import Redactor  # noqa: E402
 from ocr_hook.diff import FileDiff, Hunk, Line  # noqa: E402
+from ocr_hook.findings import Finding  # noqa: E402
 from tests.support.secret_corpus import CASES, corpus_files  # noqa: E402
 
 
@@ -116,18 +120,37 @@ def import_ms(code: str, runs: int, path: Sequence[str]) -> float:
 # --- ocr-hook -----------------------------------------------------------------------------
 
 
-def ours_detection() -> tuple[int, int, list[str]]:
-    """(found, redacted, names of missed cases) for ocr-hook's scanner."""
+Scan = Callable[[list[FileDiff]], tuple[list[Finding], dict[str, str]]]
+
+
+def ours_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
+    """ocr-hook's own scan: (findings, no literals)."""
+    return secret_scan.secret_findings(fds), {}
+
+
+def combined_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
+    """ocr-hook with ``security.detect_secrets`` on, as ``change_scan`` runs it: (our findings
+    and detect-secrets' on the values ours left, the literals the run's Redactor replaces)."""
+    from ocr_hook import detect_secrets_scan
+
+    rows = secret_scan.added_rows(fds)
+    found, literals = detect_secrets_scan.library_findings(detect_secrets_scan.scan(rows), rows, ())
+    return [*secret_scan.secret_findings(fds, (), None, literals), *found], literals
+
+
+def ours_detection(scan: Scan = ours_scan) -> tuple[int, int, list[str]]:
+    """(found, redacted, names of missed cases) for ocr-hook's scanner (``scan``)."""
     found = redacted = 0
     missed = []
     for case in CASES:
         fd = added_file(case.file, case.text)
-        lines = {(f.start_line, f.end_line) for f in secret_scan.secret_findings([fd])}
+        findings, literals = scan([fd])
+        lines = {(f.start_line, f.end_line) for f in findings}
         if case.finding:
             ok_found = any(a <= case.line <= b for a, b in lines)
         else:
             ok_found = not lines
-        sent = Redactor()(fd.patch)
+        sent = Redactor(literals)(fd.patch)
         ok_redacted = not [leak for leak in case.leaks if leak in sent]
         found += ok_found
         redacted += ok_redacted
@@ -137,11 +160,11 @@ def ours_detection() -> tuple[int, int, list[str]]:
     return found, redacted, missed
 
 
-def ours_false_positives(texts: dict[str, str]) -> int:
-    return len(secret_scan.secret_findings([added_file(p, t) for p, t in texts.items()]))
+def ours_false_positives(texts: dict[str, str], scan: Scan = ours_scan) -> int:
+    return len(scan([added_file(p, t) for p, t in texts.items()])[0])
 
 
-def ours_cost(runs: int) -> list[tuple[str, float, float, float]]:
+def ours_cost(runs: int, scan: Scan = ours_scan) -> list[tuple[str, float, float, float]]:
     """(input, KiB, scan ms, redact ms) for the corpus, review.py and the lock file."""
     review_py = (ROOT / "ocr_hook" / "review.py").read_text(encoding="utf-8")
     inputs = [
@@ -149,13 +172,15 @@ def ours_cost(runs: int) -> list[tuple[str, float, float, float]]:
         ("review.py (1 file)", [added_file("ocr_hook/review.py", review_py)]),
         ("package-lock.json (3,000 pkgs)", [added_file("package-lock.json", lock_file(3000))]),
     ]
-    secret_scan.secret_findings(inputs[0][1])  # compile the rules outside the timings
+    scan(inputs[0][1])  # compile the rules (and load plugins) outside the timings
     rows = []
     for name, fds in inputs:
         kib = sum(len(fd.patch.encode()) for fd in fds) / 1024
-        scan = median_ms(lambda fds=fds: secret_scan.secret_findings(fds), runs)
-        redact = median_ms(lambda fds=fds: [Redactor()(fd.patch) for fd in fds], runs)
-        rows.append((name, kib, scan, redact))
+        literals = scan(fds)[1]
+        scan_ms = median_ms(lambda fds=fds: scan(fds), runs)
+        redact = median_ms(lambda fds=fds, lit=literals: [Redactor(lit)(fd.patch) for fd in fds],
+                           runs)
+        rows.append((name, kib, scan_ms, redact))
     return rows
 
 
@@ -167,6 +192,21 @@ def ours_report(runs: int) -> dict[str, Any]:
         "cost": ours_cost(runs),
         "import_ms": import_ms(
             "from ocr_hook import secret_scan, redact; redact._rules()", runs, sys.path[:2]),
+    }
+
+
+def combined_report(runs: int) -> dict[str, Any]:
+    """ours_report() with ``security.detect_secrets`` on (detect-secrets installed)."""
+    found, redacted, missed = ours_detection(combined_scan)
+    return {
+        "found": found, "redacted": redacted, "missed": missed,
+        "false_positives": ours_false_positives(clean_inputs(), combined_scan),
+        "cost": ours_cost(runs, combined_scan),
+        "import_ms": import_ms(
+            "from ocr_hook import secret_scan, redact, detect_secrets_scan; redact._rules()\n"
+            "from detect_secrets.settings import default_settings\n"
+            "from detect_secrets.core.scan import _process_line_based_plugins\n"
+            "with default_settings(): pass", runs, sys.path[:2]),
     }
 
 
@@ -284,6 +324,8 @@ def main() -> None:
         scanners.append((f"ocr-hook {args.baseline}", baseline_report(args.baseline, args.runs)))
     scanners.append(("ocr-hook (this tree)", ours))
     ds = ds_report(args.runs) if ds_available() else None
+    if ds is not None:
+        scanners.append(("ours + detect-secrets", combined_report(args.runs)))
     total = len(CASES)
     rows: list[Sequence[object]] = []
     for name, r in scanners:

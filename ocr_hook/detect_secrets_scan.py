@@ -69,6 +69,7 @@ def scan(rows: Mapping[str, Sequence[AddedRow]]) -> list[LibraryHit]:
     from detect_secrets.settings import default_settings, get_filters
 
     hits: list[LibraryHit] = []
+    memo: dict[int, list[str]] = {}  # our redaction of each hunk or file, made on a first hit
     with _LOCK, default_settings() as settings:
         # our paths are repository paths, not files on disk: skip its "file exists" filter
         settings.disable_filters("detect_secrets.filters.common.is_invalid_file")
@@ -82,7 +83,7 @@ def scan(rows: Mapping[str, Sequence[AddedRow]]) -> list[LibraryHit]:
                 if not value or not 1 <= secret.line_number <= len(file_rows):
                     continue
                 row = file_rows[secret.line_number - 1]
-                if value in row.text and value not in row.redacted:
+                if value in row.text and value not in row.redacted(memo):
                     continue  # our rules already replace it
                 hits.append(LibraryHit(path, row.new_line, placeholder_type(secret.type), value))
     hits.sort(key=lambda h: (h.path, h.line))
@@ -97,6 +98,7 @@ def library_findings(
     line with every secret redacted; and value → placeholder type for every hit, allowed ones
     included (the run's ``Redactor``)."""
     literals = {h.value: h.type for h in hits}
+    memo: dict[int, list[str]] = {}
     by_line = {(path, r.new_line): r for path, rs in rows.items() for r in rs}
     out: list[Finding] = []
     seen: set[tuple[str, int, str]] = set()
@@ -107,7 +109,7 @@ def library_findings(
         if (h.path, h.line, h.type) in seen:
             continue
         seen.add((h.path, h.line, h.type))
-        quote = redact(row.redacted, literals)[0]
+        quote = redact(row.redacted(memo), literals)[0]
         content = SECRET_CONTENT.format(type=h.type)
         out.append(Finding(
             id=finding_id(h.path, "new", quote, content), path=h.path, side="new",

@@ -102,20 +102,33 @@ def secret_findings(
 @dataclass(frozen=True)
 class AddedRow:
     """One line the scan treats as added: its new-side line number, its text (no diff marker,
-    a ``\r`` kept), that text after ``redact.redact`` in its hunk or file (so a PEM body line
-    is already a placeholder), and whether it is in a hunk (else a line of a file scanned
-    whole)."""
+    a ``\r`` kept), whether it is in a hunk (else a line of a file scanned whole), and where it
+    was scanned: row ``index`` of ``context``, its hunk as ``hunk_text`` (``marked``: rows
+    start with their diff marker) or the whole file. The context string is shared by its rows,
+    not copied."""
 
     new_line: int
     text: str
-    redacted: str
     in_hunk: bool
+    context: str
+    index: int
+    marked: bool
+
+    def redacted(self, memo: dict[int, list[str]]) -> str:
+        """The row after ``redact.redact`` of its whole context (so a PEM body line is already
+        a placeholder), without a diff marker. ``memo``: the caller's redacted contexts by
+        ``id(context)``, filled here (one redaction per hunk or file)."""
+        rows = memo.get(id(self.context))
+        if rows is None:
+            rows = memo[id(self.context)] = redact(self.context)[0].split("\n")
+        return _unmark(rows[self.index], "+") if self.marked else rows[self.index]
 
 
 def added_rows(files: Sequence[FileDiff], full_texts: Mapping[str, str] | None = None
                ) -> dict[str, list[AddedRow]]:
     """path → the lines ``secret_findings`` can report, in order: the added lines of each
-    hunk, or every line of a file in ``full_texts``. Files without such lines are left out."""
+    hunk, or every line of a file in ``full_texts``. Files without such lines are left out.
+    Nothing is redacted until ``AddedRow.redacted`` is asked."""
     full = full_texts or {}
     out: dict[str, list[AddedRow]] = {}
     for fd in files:
@@ -123,15 +136,14 @@ def added_rows(files: Sequence[FileDiff], full_texts: Mapping[str, str] | None =
         rows: list[AddedRow] = []
         if text is not None:
             added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
-            red = redact(text)[0].split("\n")
-            rows = [AddedRow(n, t, r, n in added)
-                    for n, (t, r) in enumerate(zip(text.split("\n"), red, strict=False), 1)]
+            rows = [AddedRow(n, t, n in added, text, n - 1, False)
+                    for n, t in enumerate(text.split("\n"), 1)]
         for h in fd.hunks if text is None else ():
             if not any(ln.kind == "+" for ln in h.lines):
                 continue
-            red = redact(hunk_text(h))[0].split("\n")
-            rows.extend(AddedRow(ln.new_line, ln.text, _unmark(r, "+"), True)
-                        for ln, r in zip(h.lines, red, strict=False)
+            context = hunk_text(h)
+            rows.extend(AddedRow(ln.new_line, ln.text, True, context, i, True)
+                        for i, ln in enumerate(h.lines)
                         if ln.kind == "+" and ln.new_line is not None)
         if rows:
             out[fd.path] = rows

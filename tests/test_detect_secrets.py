@@ -135,3 +135,20 @@ def test_literals_are_redacted_everywhere_and_a_rule_keeps_its_type() -> None:
     assert red.replaced == 2
     assert placeholder_type("Base64 High Entropy String") == (
         "detect-secrets:base64-high-entropy-string")
+
+
+def test_only_added_lines_are_scanned(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"app.py": f'CHECKSUM = "{CHECKSUM}"\n'}, "old value")  # not this change
+    repo.stage({"app.py": f'CHECKSUM = "{CHECKSUM}"\nMIRROR = "{MIRROR}"\n'})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                  environ={**os.environ, **llm.env(**ON)})
+    out, err = capsys.readouterr()
+    assert rc == 1, err
+    assert secret_spots(json.loads(out)) == [(2, "critical", HEX_TYPE)]
+    sent = json.dumps(llm.requests)
+    assert MIRROR not in sent and CHECKSUM in sent  # an old line's value: not found, as ours
