@@ -11,7 +11,7 @@
    import cost in a fresh interpreter (module import plus compiling the rules).
 
 The same numbers are printed for Yelp's detect-secrets 1.x when it is installed (``pip install
-detect-secrets``; it is not a dependency of ocr-hook, see README "Secrets"): its own way of
+'ocr-hook[detect-secrets]'``; an optional extra, see README "Secrets"): its own way of
 scanning, ``SecretsCollection.scan_file`` with the default plugins and filters, on the same
 texts written to temporary files; ``(no entropy)`` ignores its two high-entropy plugins, and
 ``(all, as .txt)`` scans each case under a ``.txt`` name, where its code heuristics (a line that
