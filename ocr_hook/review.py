@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import grouping, secret_scan, selection, target
 from .change_scan import change_findings
 from .comments import Collector, CommentPool, CommentProcessor
+from .deleted_refs import mark_referenced
 from .diff import FileDiff
 from .errors import OcrError
 from .findings import RawComment, merge_same_claims
@@ -139,9 +140,15 @@ class _RunState:
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
         self.files: list[FileDiff] = []
+        heads: dict[int, str] = {}  # id(file) -> the snapshot its range ends in
         for t in targets:
-            self.files.extend(target.load_diff(req.repo, t))
+            loaded = target.load_diff(req.repo, t)
+            heads.update((id(f), t.head) for f in loaded)
+            self.files.extend(loaded)
         decisions = selection.select(self.files, req.selection_policy, self.count)
+        gone = [(heads[id(d.file)], d.file) for d in decisions if d.reason == "deleted"]
+        if gone and mark_referenced(req.repo, gone):  # issue 16: deleted but still used
+            decisions = selection.select(self.files, req.selection_policy, self.count)
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file
@@ -157,6 +164,11 @@ class _RunState:
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
         for f in self.files:
+            if f.referenced_by:
+                msg = (f"{f.path}: deleted but still referenced by {len(f.referenced_by)} line(s)"
+                       f" (first: {f.referenced_by[0].split(': ', 1)[0]}); deletion reviewed")
+                log.warning("%s", msg)
+                self.result.warnings.append(RunWarning("deleted_referenced", f.path, msg))
             if f.binary_attribute:  # issue 16: binary by content, not by attribute
                 msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
                        " (no NUL byte); reviewed and scanned as text")

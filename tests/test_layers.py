@@ -73,7 +73,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.grouping": 3,
     "ocr_hook.group_prompts": 3,  # one group's main-task prompt
     "ocr_hook.change_scan": 3,
-    "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named  # findings made without the LLM (secrets, injection, protected paths)
+    "ocr_hook.textattr": 3,
+    "ocr_hook.deleted_refs": 3,  # deleted files the snapshot still refers to (git grep)  # files binary only by .gitattributes: sniffed, named  # findings made without the LLM (secrets, injection, protected paths)
     # 4  parsing, process, tokens, templates, resource and settings files
     "ocr_hook.diff": 4,
     "ocr_hook.gitio": 4,
