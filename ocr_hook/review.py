@@ -281,11 +281,13 @@ class _GroupRunner:
         self.redact: Callable[[str], str] = redactor
         self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact)
         external: list[Any] = []
+        self.mcp_warnings_seen = 0
         if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
             req.mcp.start()
             external = req.mcp.tools()
             self.result.warnings.extend(
                 RunWarning("mcp", "", msg) for _server, msg in req.mcp.warnings)
+            self.mcp_warnings_seen = len(req.mcp.warnings)
         shipped = parse_tools_json()
         self.registry = build_registry(req.tool_defs or shipped, builtin_handlers(self.view),
                                        external, reserved=shipped, warn=self.tool_warning)
@@ -377,6 +379,9 @@ class _GroupRunner:
         """In group order: record each group's outcome on its files, its warnings and report;
         then the comment warnings and the merged findings (ordered by the collector)."""
         cfg, req, result = self.cfg, self.req, self.result
+        if req.mcp is not None:  # servers that died or wrote junk during the review
+            result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
+                                   in req.mcp.warnings[self.mcp_warnings_seen:])
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
             for f in g.files:

@@ -7,7 +7,11 @@ Runtime: :class:`McpBridge` runs one anyio event loop in a daemon thread (``ocr-
 ``BlockingPortal``; every server lives in one task of that loop (set-up command ≤ 5 min, then
 transport start-up and MCP handshake ≤ 30 s, as OCR), and the review's worker threads call
 ``call_tool`` synchronously through the portal, sharing one session per server. A server that
-fails is a warning and its tools are absent. A stdio server's stderr goes to a private
+fails is a warning and its tools are absent. Stdio output is decoded with ``replace``: a line
+that is not JSON-RPC (invalid UTF-8 included) is ignored with one warning, never the end of the
+session. A call that finds the session closed marks the server dead: one warning names it, its
+tools report ``alive() == False`` (the registry withdraws them) and later calls fail at once.
+A stdio server's stderr goes to a private
 temporary file, never to the hook's output; its last line is quoted when start-up fails. The
 child environment is the SDK's minimal one (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus
 ``env``. ``mcp``, ``anyio`` and ``httpx2`` are imported only inside the functions that run
@@ -132,6 +136,7 @@ class _Live:
     client: Any
     stop: Any
     tools: list[Any]
+    errlog: IO[bytes] | None = None
 
 
 class McpBridge:
@@ -165,10 +170,13 @@ class McpBridge:
         self.call_timeout_s = call_timeout_s
         self.warnings: list[tuple[str, str]] = []
         self._live: dict[str, _Live] = {}
+        self._dead: dict[str, str] = {}  # server -> why its session ended during the review
+        self._bad_lines: set[str] = set()  # servers that wrote a line that is not JSON-RPC
         self._tasks: list[concurrent.futures.Future[None]] = []
         self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
         self._started = False
+        self._lock = threading.Lock()
 
     # -- life cycle (sync side) -------------------------------------------------------------
 
@@ -276,8 +284,15 @@ class McpBridge:
                 schema = dict(t.input_schema or {})
                 schema.setdefault("type", "object")
                 spec = ToolSpec(t.name, t.description or t.title or t.name, schema)
-                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}"))
+                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}",
+                                        self._alive(name)))
         return out
+
+    def _alive(self, server: str) -> Any:
+        def alive() -> bool:
+            return server not in self._dead
+
+        return alive
 
     def _handler(self, server: str, tool: str) -> Any:
         def handle(args: dict[str, Any]) -> ToolResult:
@@ -288,9 +303,13 @@ class McpBridge:
     def call_tool(self, server: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call ``name`` on ``server`` from any thread; failures (timeout after
         CALL_TIMEOUT_S, a dead server, protocol errors, ``is_error`` results) come back as
-        ``Error: …`` results."""
+        ``Error: …`` results. A call that finds the session closed (the server exited or
+        closed its stdout) marks the server dead: a warning names it, its tools leave later
+        tool lists (``ExternalTool.alive``), and later calls fail at once."""
         live = self._live.get(server)
         portal = self._portal
+        if server in self._dead:
+            return ToolResult.error(f"Error: {self._dead_text(server)}")
         if live is None or portal is None:
             return ToolResult.error(f"Error: MCP server {server!r} is not running")
         try:
@@ -298,11 +317,40 @@ class McpBridge:
         except BaseException as e:  # noqa: BLE001 - a tool failure is a result for the model
             if isinstance(e, KeyboardInterrupt):
                 raise
+            if _session_closed(e):
+                self._mark_dead(server, live, _describe(e))
+                return ToolResult.error(f"Error: MCP tool {name}: {self._dead_text(server)}")
             return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {_describe(e)}")
         text, is_error = result_text(result)
         return ToolResult.error(text) if is_error else ToolResult(text)
 
+    def _dead_text(self, server: str) -> str:
+        return (f"MCP server {server!r} stopped during this review ({self._dead[server]});"
+                " its tools were withdrawn")
+
+    def _mark_dead(self, server: str, live: _Live, why: str) -> None:
+        with self._lock:
+            if server in self._dead:
+                return
+            self._dead[server] = why + _tail(live.errlog) if live.errlog else why
+        self._warn(server, self._dead_text(server))
+
     # -- async side (runs on the loop thread) -----------------------------------------------
+
+    def _message_handler(self, server: str) -> Any:
+        """The session's handler for notifications and transport faults: a line that is not
+        JSON-RPC (invalid UTF-8 shows as U+FFFD, so it is also just a bad line) is ignored,
+        with one warning per server."""
+        import anyio
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, Exception) and server not in self._bad_lines:
+                self._bad_lines.add(server)
+                self._warn(server, f"MCP server {server!r} wrote a line that is not JSON-RPC"
+                                   f" (ignored): {_bad_line(message)}")
+            await anyio.lowlevel.checkpoint()
+
+        return handle
 
     async def _call(self, client: Any, name: str, arguments: dict[str, Any]) -> Any:
         import anyio
@@ -334,7 +382,7 @@ class McpBridge:
                     await self._run_setup(spec.setup, spec, errlog)
                 phase, limit = "start-up", self.startup_timeout_s
                 scope.deadline = anyio.current_time() + limit
-                await self._connect_and_wait(spec, errlog, scope, started, stop)
+                await self._connect_and_wait(name, spec, errlog, scope, started, stop)
             if scope.cancelled_caught and not started.done():
                 started.set_exception(
                     _ServerFailed(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
@@ -351,6 +399,7 @@ class McpBridge:
 
     async def _connect_and_wait(
         self,
+        name: str,
         spec: StdioServer | HttpServer,
         errlog: IO[bytes],
         scope: Any,
@@ -373,6 +422,7 @@ class McpBridge:
                     args=list(spec.args),
                     env={k: expand_vars(v, self.environ) for k, v in spec.env.items()} or None,
                     cwd=str(self.cwd),
+                    encoding_error_handler="replace",  # a bad byte is one bad line, no crash
                 )
                 transport: Any = stdio_client(params, errlog=errlog)  # type: ignore[arg-type]
             else:
@@ -390,6 +440,7 @@ class McpBridge:
                     transport,
                     cache=None,
                     client_info=Implementation(name="ocr-hook", version=__version__),
+                    message_handler=self._message_handler(name),
                 )
             )
             tools: list[Any] = []
@@ -401,7 +452,7 @@ class McpBridge:
                 if not cursor:
                     break
             scope.deadline = math.inf
-            started.set_result(_Live(client, stop, tools))
+            started.set_result(_Live(client, stop, tools, errlog))
             await stop.wait()
 
     async def _run_setup(
@@ -426,6 +477,33 @@ class McpBridge:
             raise _ServerFailed(
                 f"set-up command {argv_text(argv)} failed (exit {proc.returncode})"
             )
+
+
+def _bad_line(e: Exception) -> str:
+    """The start of the line a JSON-RPC parse error (pydantic ValidationError) rejected."""
+    errors = getattr(e, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+        except (IndexError, TypeError):
+            first = {}
+        if isinstance(first.get("input"), str):
+            return repr(first["input"][:80])
+    return _describe(e)[:200]
+
+
+def _session_closed(e: BaseException) -> bool:
+    """True when ``e`` (or the first leaf of an exception group) says the MCP session is over:
+    the SDK's CONNECTION_CLOSED error, or a closed/broken stream."""
+    import anyio
+    from mcp_types import CONNECTION_CLOSED
+
+    while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
+        e = e.exceptions[0]  # type: ignore[attr-defined]
+    if getattr(getattr(e, "error", None), "code", None) == CONNECTION_CLOSED:
+        return True
+    return isinstance(e, (anyio.ClosedResourceError, anyio.BrokenResourceError,
+                          anyio.EndOfStream))
 
 
 def _tail(errlog: IO[bytes]) -> str:
