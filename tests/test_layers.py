@@ -59,6 +59,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.tools.comment": 3,
     "ocr_hook.tools.mcp_bridge": 3,
     "ocr_hook.tools.mcp_config": 3,
+    "ocr_hook.tools.mcp_text": 3,  # MCP results and failures as text
     "ocr_hook.llm": 3,
     "ocr_hook.llm.types": 3,
     "ocr_hook.llm.http": 3,

@@ -27,7 +27,6 @@ placeholder, ``structured_content`` as JSON when there is no other content; at m
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import logging
 import math
 import tempfile
@@ -47,6 +46,15 @@ from .mcp_config import (
     expand_vars,
     parse_servers,
 )
+from .mcp_text import (
+    RESULT_MAX_CHARS,
+    ServerFailed,
+    bad_line,
+    describe,
+    result_text,
+    session_closed,
+    stderr_tail,
+)
 from .registry import ExternalTool, ToolResult
 
 __all__ = [
@@ -64,7 +72,6 @@ SETUP_TIMEOUT_S = 300.0  # SPEC §7.3: set-up commands time out after 5 minutes 
 STARTUP_TIMEOUT_S = 30.0  # SPEC §7.3: transport start-up + handshake (OCR)
 CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
 CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
-RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
 MAX_LIST_PAGES = 50  # tools/list pagination bound
 INSTALL_HINT = "pip install 'ocr-hook[mcp]'"  # the extra that brings the MCP SDK (pyproject)
 
@@ -78,55 +85,6 @@ def sdk_missing() -> str:
         except ImportError:
             return name
     return ""
-
-
-def result_text(result: Any) -> tuple[str, bool]:
-    """An MCP ``CallToolResult`` → (text for the model, is_error). Text blocks verbatim;
-    embedded text resources as ``[resource <uri>]`` + text; images, audio, binary resources
-    and resource links as a one-line placeholder; ``structured_content`` as compact JSON when
-    no block gave text; ``(no output)`` when empty. Cut at 128 KiB with a note."""
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind} content ({getattr(block, 'mime_type', '')}) omitted]")
-        elif kind == "resource_link":
-            parts.append(f"[resource link: {getattr(block, 'name', '')} {block.uri}]")
-        elif kind == "resource":
-            res = block.resource
-            text = getattr(res, "text", None)
-            if isinstance(text, str):
-                parts.append(f"[resource {res.uri}]\n{text}")
-            else:
-                mime = getattr(res, "mime_type", "")
-                parts.append(f"[binary resource {res.uri} ({mime}) omitted]")
-        else:
-            parts.append(f"[{kind or 'unknown'} content omitted]")
-    structured = getattr(result, "structured_content", None)
-    if not any(p.strip() for p in parts) and structured is not None:
-        parts = [json.dumps(structured, ensure_ascii=False, separators=(",", ":"))]
-    text = "\n".join(parts) if parts else "(no output)"
-    if len(text) > RESULT_MAX_CHARS:
-        text = text[:RESULT_MAX_CHARS] + f"\nNote: result truncated to {RESULT_MAX_CHARS} chars."
-    return text, bool(getattr(result, "is_error", False))
-
-
-class _ServerFailed(Exception):
-    """A server start-up failure whose message is already the whole explanation."""
-
-
-def _describe(e: BaseException) -> str:
-    """One line for a failure, unwrapping exception groups to their first leaf."""
-    if isinstance(e, _ServerFailed):
-        return str(e)
-    while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
-        e = e.exceptions[0]  # type: ignore[attr-defined]
-    if isinstance(e, FileNotFoundError):
-        return f"command not found: {e.filename or e}"
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 @dataclass
@@ -210,7 +168,7 @@ class McpBridge:
             try:
                 self._live[name] = fut.result(timeout=bound)
             except BaseException as e:  # noqa: BLE001 - a failed server is a warning
-                self._warn(name, f"MCP server {name!r} not started: {_describe(e)}")
+                self._warn(name, f"MCP server {name!r} not started: {describe(e)}")
         return self
 
     def _start_loop(self) -> BlockingPortal:
@@ -317,10 +275,10 @@ class McpBridge:
         except BaseException as e:  # noqa: BLE001 - a tool failure is a result for the model
             if isinstance(e, KeyboardInterrupt):
                 raise
-            if _session_closed(e):
-                self._mark_dead(server, live, _describe(e))
+            if session_closed(e):
+                self._mark_dead(server, live, describe(e))
                 return ToolResult.error(f"Error: MCP tool {name}: {self._dead_text(server)}")
-            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {_describe(e)}")
+            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {describe(e)}")
         text, is_error = result_text(result)
         return ToolResult.error(text) if is_error else ToolResult(text)
 
@@ -332,7 +290,7 @@ class McpBridge:
         with self._lock:
             if server in self._dead:
                 return
-            self._dead[server] = why + _tail(live.errlog) if live.errlog else why
+            self._dead[server] = why + stderr_tail(live.errlog) if live.errlog else why
         self._warn(server, self._dead_text(server))
 
     # -- async side (runs on the loop thread) -----------------------------------------------
@@ -347,7 +305,7 @@ class McpBridge:
             if isinstance(message, Exception) and server not in self._bad_lines:
                 self._bad_lines.add(server)
                 self._warn(server, f"MCP server {server!r} wrote a line that is not JSON-RPC"
-                                   f" (ignored): {_bad_line(message)}")
+                                   f" (ignored): {bad_line(message)}")
             await anyio.lowlevel.checkpoint()
 
         return handle
@@ -385,17 +343,17 @@ class McpBridge:
                 await self._connect_and_wait(name, spec, errlog, scope, started, stop)
             if scope.cancelled_caught and not started.done():
                 started.set_exception(
-                    _ServerFailed(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
+                    ServerFailed(f"{phase} timed out after {limit:g}s{stderr_tail(errlog)}")
                 )
         except Exception as e:  # noqa: BLE001 - reported through `started`
             if not started.done():
-                started.set_exception(_ServerFailed(f"{_describe(e)}{_tail(errlog)}"))
+                started.set_exception(ServerFailed(f"{describe(e)}{stderr_tail(errlog)}"))
             else:
                 log.debug("MCP server %s ended with an error", name, exc_info=True)
         finally:
             errlog.close()
             if not started.done():
-                started.set_exception(_ServerFailed("stopped before it was ready"))
+                started.set_exception(ServerFailed("stopped before it was ready"))
 
     async def _connect_and_wait(
         self,
@@ -474,45 +432,6 @@ class McpBridge:
                 stderr=errlog, check=False,
             )
         if proc.returncode != 0:
-            raise _ServerFailed(
+            raise ServerFailed(
                 f"set-up command {argv_text(argv)} failed (exit {proc.returncode})"
             )
-
-
-def _bad_line(e: Exception) -> str:
-    """The start of the line a JSON-RPC parse error (pydantic ValidationError) rejected."""
-    errors = getattr(e, "errors", None)
-    if callable(errors):
-        try:
-            first = errors()[0]
-        except (IndexError, TypeError):
-            first = {}
-        if isinstance(first.get("input"), str):
-            return repr(first["input"][:80])
-    return _describe(e)[:200]
-
-
-def _session_closed(e: BaseException) -> bool:
-    """True when ``e`` (or the first leaf of an exception group) says the MCP session is over:
-    the SDK's CONNECTION_CLOSED error, or a closed/broken stream."""
-    import anyio
-    from mcp_types import CONNECTION_CLOSED
-
-    while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
-        e = e.exceptions[0]  # type: ignore[attr-defined]
-    if getattr(getattr(e, "error", None), "code", None) == CONNECTION_CLOSED:
-        return True
-    return isinstance(e, (anyio.ClosedResourceError, anyio.BrokenResourceError,
-                          anyio.EndOfStream))
-
-
-def _tail(errlog: IO[bytes]) -> str:
-    """``; stderr: <last non-empty line>`` of a server's captured stderr, or ""."""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [ln.strip() for ln in errlog.read()[-4096:].decode("utf-8", "replace").splitlines()]
-    except (OSError, ValueError):
-        return ""
-    last = next((ln for ln in reversed(lines) if ln), "")
-    return f"; stderr: {last[:300]}" if last else ""
