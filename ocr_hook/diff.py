@@ -114,6 +114,8 @@ class FileDiff:
     ``notes`` are human-readable remarks (e.g. undecodable bytes replaced).
     ``binary_attribute`` names the ``.gitattributes`` entry (``-diff``, ``binary``…) that made
     git call this text file binary; it was diffed with ``--text`` (``target.load_diff``).
+    ``referenced_by`` holds, for a deleted file, the snapshot lines that still refer to it
+    (``<path>:<line>: <text>``, set by ``deleted_refs``); such a file is reviewed.
     """
 
     status: str
@@ -134,6 +136,7 @@ class FileDiff:
     head_text: str | None = None
     notes: list[str] = field(default_factory=list)
     binary_attribute: str = ""
+    referenced_by: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:

@@ -47,11 +47,22 @@ def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
 
 def _file_element(f: FileDiff, line_count: Callable[[str], int | None]) -> str:
     """One file of ``<review_files>``: ``<file path="…" lines="N">`` (N, the file's line count
-    after the change, lets the model size a ``file_read``; left out when unknown) and its
-    numbered diff."""
+    after the change, lets the model size a ``file_read``; left out when unknown), the note on
+    a deleted file the snapshot still uses (issue 16), and its numbered diff."""
     n = line_count(f.path)
     lines = f' lines="{n}"' if n is not None else ""
-    return f'<file path="{prompt_path(f.path)}"{lines}>\n{render_numbered(f)}\n</file>'
+    return (f'<file path="{prompt_path(f.path)}"{lines}>\n{_deleted_note(f)}'
+            f'{render_numbered(f)}\n</file>')
+
+
+def _deleted_note(f: FileDiff) -> str:
+    """For a deleted file the snapshot still refers to (issue 16): what the review is for and
+    the referring lines; "" otherwise."""
+    if f.status != "deleted" or not f.referenced_by:
+        return ""
+    users = "\n".join(f"  {u}" for u in f.referenced_by)
+    return ("This file is deleted by the change, but the snapshot still refers to it here:\n"
+            f"{users}\nCheck whether these users break without it.\n")
 
 
 def group_fields(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import grouping, secret_scan, selection, target
 from .change_scan import change_findings
 from .comments import Collector, CommentPool, CommentProcessor
+from .deleted_refs import mark_referenced
 from .diff import FileDiff
 from .errors import OcrError
 from .findings import RawComment, merge_same_claims
@@ -139,9 +140,15 @@ class _RunState:
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
         self.files: list[FileDiff] = []
+        heads: dict[int, str] = {}  # id(file) -> the snapshot its range ends in
         for t in targets:
-            self.files.extend(target.load_diff(req.repo, t))
+            loaded = target.load_diff(req.repo, t)
+            heads.update((id(f), t.head) for f in loaded)
+            self.files.extend(loaded)
         decisions = selection.select(self.files, req.selection_policy, self.count)
+        gone = [(heads[id(d.file)], d.file) for d in decisions if d.reason == "deleted"]
+        if gone and mark_referenced(req.repo, gone):  # issue 16: deleted but still used
+            decisions = selection.select(self.files, req.selection_policy, self.count)
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file
@@ -162,6 +169,11 @@ class _RunState:
             log.warning("%s", msg)
             self.result.warnings.append(RunWarning("detect_secrets", "", msg))
         for f in self.files:
+            if f.referenced_by:
+                msg = (f"{f.path}: deleted but still referenced by {len(f.referenced_by)} line(s)"
+                       f" (first: {f.referenced_by[0].split(': ', 1)[0]}); deletion reviewed")
+                log.warning("%s", msg)
+                self.result.warnings.append(RunWarning("deleted_referenced", f.path, msg))
             if f.binary_attribute:  # issue 16: binary by content, not by attribute
                 msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
                        " (no NUL byte); reviewed and scanned as text")
@@ -276,11 +288,13 @@ class _GroupRunner:
         self.redact: Callable[[str], str] = redactor
         self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact)
         external: list[Any] = []
+        self.mcp_warnings_seen = 0
         if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
             req.mcp.start()
             external = req.mcp.tools()
             self.result.warnings.extend(
                 RunWarning("mcp", "", msg) for _server, msg in req.mcp.warnings)
+            self.mcp_warnings_seen = len(req.mcp.warnings)
         shipped = parse_tools_json()
         self.registry = build_registry(req.tool_defs or shipped, builtin_handlers(self.view),
                                        external, reserved=shipped, warn=self.tool_warning)
@@ -372,6 +386,9 @@ class _GroupRunner:
         """In group order: record each group's outcome on its files, its warnings and report;
         then the comment warnings and the merged findings (ordered by the collector)."""
         cfg, req, result = self.cfg, self.req, self.result
+        if req.mcp is not None:  # servers that died or wrote junk during the review
+            result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
+                                   in req.mcp.warnings[self.mcp_warnings_seen:])
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
             for f in g.files:

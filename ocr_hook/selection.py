@@ -19,7 +19,8 @@ Reasons, in gate order (OCR names where OCR has one):
 8. ``default_path`` – tests (unless ``select.review_tests``), fixtures, snapshots, generated
    and lock files, and files whose first lines carry ``@generated`` or ``Code generated …
    DO NOT EDIT``;
-9. ``deleted`` – kept in the "other changed files" list, never reviewed;
+9. ``deleted`` – kept in the "other changed files" list, not reviewed unless the snapshot
+   still refers to it (``FileDiff.referenced_by``, found by ``deleted_refs``; issue 16);
    then three reasons for paths whose content did not change, so an LLM call would have
    nothing to look at (SPEC §3.5: listed, no LLM call): ``rename_only`` (a rename without
    hunks), ``mode_only`` (only the file mode changed), ``no_content_change`` (anything else
@@ -239,7 +240,7 @@ def exclusion_reason(
             head = first_lines(fd)
             if head is not None and looks_generated(head):
                 return "default_path"
-    if fd.status == "deleted":
+    if fd.status == "deleted" and not fd.referenced_by:
         return "deleted"
     if not fd.hunks:
         if fd.status == "renamed":

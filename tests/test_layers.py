@@ -60,6 +60,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.tools.comment": 3,
     "ocr_hook.tools.mcp_bridge": 3,
     "ocr_hook.tools.mcp_config": 3,
+    "ocr_hook.tools.mcp_text": 3,  # MCP results and failures as text
     "ocr_hook.llm": 3,
     "ocr_hook.llm.types": 3,
     "ocr_hook.llm.http": 3,
@@ -75,9 +76,10 @@ TIERS: dict[str, int] = {
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,
     "ocr_hook.group_prompts": 3,  # one group's main-task prompt
-    "ocr_hook.change_scan": 3,
+    "ocr_hook.change_scan": 3,  # findings made without the LLM (secrets, injection, protected paths)
     "ocr_hook.detect_secrets_scan": 3,  # optional detect-secrets pass over the added lines
-    "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named  # findings made without the LLM (secrets, injection, protected paths)
+    "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named
+    "ocr_hook.deleted_refs": 3,  # deleted files the snapshot still refers to (git grep)
     # 4  parsing, process, tokens, templates, resource and settings files
     "ocr_hook.diff": 4,
     "ocr_hook.gitio": 4,

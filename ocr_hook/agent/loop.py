@@ -127,11 +127,11 @@ def run_loop(
     failures: they end the loop with their stop reason.
     """
     msgs = list(messages)
-    tools = registry.specs("main")
-    known = {t.name for t in tools}
     st = _State(msgs, Compressor(context, msgs[1].content, record=record, label=label)
                 if context is not None and len(msgs) >= 2 else None)
     while True:
+        tools = registry.specs("main")  # per request: a stopped MCP server's tools are withdrawn
+        known = {t.name for t in tools}
         allowed: tuple[str, ...] = GRACE_TOOLS if st.grace else ()
         offered = [t for t in tools if not st.grace or t.name in GRACE_TOOLS]
         try:

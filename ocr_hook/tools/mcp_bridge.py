@@ -7,7 +7,11 @@ Runtime: :class:`McpBridge` runs one anyio event loop in a daemon thread (``ocr-
 ``BlockingPortal``; every server lives in one task of that loop (set-up command ≤ 5 min, then
 transport start-up and MCP handshake ≤ 30 s, as OCR), and the review's worker threads call
 ``call_tool`` synchronously through the portal, sharing one session per server. A server that
-fails is a warning and its tools are absent. A stdio server's stderr goes to a private
+fails is a warning and its tools are absent. Stdio output is decoded with ``replace``: a line
+that is not JSON-RPC (invalid UTF-8 included) is ignored with one warning, never the end of the
+session. A call that finds the session closed marks the server dead: one warning names it, its
+tools report ``alive() == False`` (the registry withdraws them) and later calls fail at once.
+A stdio server's stderr goes to a private
 temporary file, never to the hook's output; its last line is quoted when start-up fails. The
 child environment is the SDK's minimal one (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus
 ``env``. ``mcp``, ``anyio`` and ``httpx2`` are imported only inside the functions that run
@@ -23,7 +27,6 @@ placeholder, ``structured_content`` as JSON when there is no other content; at m
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import logging
 import math
 import tempfile
@@ -43,6 +46,15 @@ from .mcp_config import (
     expand_vars,
     parse_servers,
 )
+from .mcp_text import (
+    RESULT_MAX_CHARS,
+    ServerFailed,
+    bad_line,
+    describe,
+    result_text,
+    session_closed,
+    stderr_tail,
+)
 from .registry import ExternalTool, ToolResult
 
 __all__ = [
@@ -60,7 +72,6 @@ SETUP_TIMEOUT_S = 300.0  # SPEC §7.3: set-up commands time out after 5 minutes 
 STARTUP_TIMEOUT_S = 30.0  # SPEC §7.3: transport start-up + handshake (OCR)
 CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
 CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
-RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
 MAX_LIST_PAGES = 50  # tools/list pagination bound
 INSTALL_HINT = "pip install 'ocr-hook[mcp]'"  # the extra that brings the MCP SDK (pyproject)
 
@@ -76,55 +87,6 @@ def sdk_missing() -> str:
     return ""
 
 
-def result_text(result: Any) -> tuple[str, bool]:
-    """An MCP ``CallToolResult`` → (text for the model, is_error). Text blocks verbatim;
-    embedded text resources as ``[resource <uri>]`` + text; images, audio, binary resources
-    and resource links as a one-line placeholder; ``structured_content`` as compact JSON when
-    no block gave text; ``(no output)`` when empty. Cut at 128 KiB with a note."""
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind} content ({getattr(block, 'mime_type', '')}) omitted]")
-        elif kind == "resource_link":
-            parts.append(f"[resource link: {getattr(block, 'name', '')} {block.uri}]")
-        elif kind == "resource":
-            res = block.resource
-            text = getattr(res, "text", None)
-            if isinstance(text, str):
-                parts.append(f"[resource {res.uri}]\n{text}")
-            else:
-                mime = getattr(res, "mime_type", "")
-                parts.append(f"[binary resource {res.uri} ({mime}) omitted]")
-        else:
-            parts.append(f"[{kind or 'unknown'} content omitted]")
-    structured = getattr(result, "structured_content", None)
-    if not any(p.strip() for p in parts) and structured is not None:
-        parts = [json.dumps(structured, ensure_ascii=False, separators=(",", ":"))]
-    text = "\n".join(parts) if parts else "(no output)"
-    if len(text) > RESULT_MAX_CHARS:
-        text = text[:RESULT_MAX_CHARS] + f"\nNote: result truncated to {RESULT_MAX_CHARS} chars."
-    return text, bool(getattr(result, "is_error", False))
-
-
-class _ServerFailed(Exception):
-    """A server start-up failure whose message is already the whole explanation."""
-
-
-def _describe(e: BaseException) -> str:
-    """One line for a failure, unwrapping exception groups to their first leaf."""
-    if isinstance(e, _ServerFailed):
-        return str(e)
-    while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
-        e = e.exceptions[0]  # type: ignore[attr-defined]
-    if isinstance(e, FileNotFoundError):
-        return f"command not found: {e.filename or e}"
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
 @dataclass
 class _Live:
     """A running server: its client (an ``mcp.Client``) and the event that ends its task."""
@@ -132,6 +94,7 @@ class _Live:
     client: Any
     stop: Any
     tools: list[Any]
+    errlog: IO[bytes] | None = None
 
 
 class McpBridge:
@@ -165,10 +128,13 @@ class McpBridge:
         self.call_timeout_s = call_timeout_s
         self.warnings: list[tuple[str, str]] = []
         self._live: dict[str, _Live] = {}
+        self._dead: dict[str, str] = {}  # server -> why its session ended during the review
+        self._bad_lines: set[str] = set()  # servers that wrote a line that is not JSON-RPC
         self._tasks: list[concurrent.futures.Future[None]] = []
         self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
         self._started = False
+        self._lock = threading.Lock()
 
     # -- life cycle (sync side) -------------------------------------------------------------
 
@@ -202,7 +168,7 @@ class McpBridge:
             try:
                 self._live[name] = fut.result(timeout=bound)
             except BaseException as e:  # noqa: BLE001 - a failed server is a warning
-                self._warn(name, f"MCP server {name!r} not started: {_describe(e)}")
+                self._warn(name, f"MCP server {name!r} not started: {describe(e)}")
         return self
 
     def _start_loop(self) -> BlockingPortal:
@@ -276,8 +242,15 @@ class McpBridge:
                 schema = dict(t.input_schema or {})
                 schema.setdefault("type", "object")
                 spec = ToolSpec(t.name, t.description or t.title or t.name, schema)
-                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}"))
+                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}",
+                                        self._alive(name)))
         return out
+
+    def _alive(self, server: str) -> Any:
+        def alive() -> bool:
+            return server not in self._dead
+
+        return alive
 
     def _handler(self, server: str, tool: str) -> Any:
         def handle(args: dict[str, Any]) -> ToolResult:
@@ -288,9 +261,13 @@ class McpBridge:
     def call_tool(self, server: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call ``name`` on ``server`` from any thread; failures (timeout after
         CALL_TIMEOUT_S, a dead server, protocol errors, ``is_error`` results) come back as
-        ``Error: …`` results."""
+        ``Error: …`` results. A call that finds the session closed (the server exited or
+        closed its stdout) marks the server dead: a warning names it, its tools leave later
+        tool lists (``ExternalTool.alive``), and later calls fail at once."""
         live = self._live.get(server)
         portal = self._portal
+        if server in self._dead:
+            return ToolResult.error(f"Error: {self._dead_text(server)}")
         if live is None or portal is None:
             return ToolResult.error(f"Error: MCP server {server!r} is not running")
         try:
@@ -298,11 +275,40 @@ class McpBridge:
         except BaseException as e:  # noqa: BLE001 - a tool failure is a result for the model
             if isinstance(e, KeyboardInterrupt):
                 raise
-            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {_describe(e)}")
+            if session_closed(e):
+                self._mark_dead(server, live, describe(e))
+                return ToolResult.error(f"Error: MCP tool {name}: {self._dead_text(server)}")
+            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {describe(e)}")
         text, is_error = result_text(result)
         return ToolResult.error(text) if is_error else ToolResult(text)
 
+    def _dead_text(self, server: str) -> str:
+        return (f"MCP server {server!r} stopped during this review ({self._dead[server]});"
+                " its tools were withdrawn")
+
+    def _mark_dead(self, server: str, live: _Live, why: str) -> None:
+        with self._lock:
+            if server in self._dead:
+                return
+            self._dead[server] = why + stderr_tail(live.errlog) if live.errlog else why
+        self._warn(server, self._dead_text(server))
+
     # -- async side (runs on the loop thread) -----------------------------------------------
+
+    def _message_handler(self, server: str) -> Any:
+        """The session's handler for notifications and transport faults: a line that is not
+        JSON-RPC (invalid UTF-8 shows as U+FFFD, so it is also just a bad line) is ignored,
+        with one warning per server."""
+        import anyio
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, Exception) and server not in self._bad_lines:
+                self._bad_lines.add(server)
+                self._warn(server, f"MCP server {server!r} wrote a line that is not JSON-RPC"
+                                   f" (ignored): {bad_line(message)}")
+            await anyio.lowlevel.checkpoint()
+
+        return handle
 
     async def _call(self, client: Any, name: str, arguments: dict[str, Any]) -> Any:
         import anyio
@@ -334,23 +340,24 @@ class McpBridge:
                     await self._run_setup(spec.setup, spec, errlog)
                 phase, limit = "start-up", self.startup_timeout_s
                 scope.deadline = anyio.current_time() + limit
-                await self._connect_and_wait(spec, errlog, scope, started, stop)
+                await self._connect_and_wait(name, spec, errlog, scope, started, stop)
             if scope.cancelled_caught and not started.done():
                 started.set_exception(
-                    _ServerFailed(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
+                    ServerFailed(f"{phase} timed out after {limit:g}s{stderr_tail(errlog)}")
                 )
         except Exception as e:  # noqa: BLE001 - reported through `started`
             if not started.done():
-                started.set_exception(_ServerFailed(f"{_describe(e)}{_tail(errlog)}"))
+                started.set_exception(ServerFailed(f"{describe(e)}{stderr_tail(errlog)}"))
             else:
                 log.debug("MCP server %s ended with an error", name, exc_info=True)
         finally:
             errlog.close()
             if not started.done():
-                started.set_exception(_ServerFailed("stopped before it was ready"))
+                started.set_exception(ServerFailed("stopped before it was ready"))
 
     async def _connect_and_wait(
         self,
+        name: str,
         spec: StdioServer | HttpServer,
         errlog: IO[bytes],
         scope: Any,
@@ -373,6 +380,7 @@ class McpBridge:
                     args=list(spec.args),
                     env={k: expand_vars(v, self.environ) for k, v in spec.env.items()} or None,
                     cwd=str(self.cwd),
+                    encoding_error_handler="replace",  # a bad byte is one bad line, no crash
                 )
                 transport: Any = stdio_client(params, errlog=errlog)  # type: ignore[arg-type]
             else:
@@ -390,6 +398,7 @@ class McpBridge:
                     transport,
                     cache=None,
                     client_info=Implementation(name="ocr-hook", version=__version__),
+                    message_handler=self._message_handler(name),
                 )
             )
             tools: list[Any] = []
@@ -401,7 +410,7 @@ class McpBridge:
                 if not cursor:
                     break
             scope.deadline = math.inf
-            started.set_result(_Live(client, stop, tools))
+            started.set_result(_Live(client, stop, tools, errlog))
             await stop.wait()
 
     async def _run_setup(
@@ -423,18 +432,6 @@ class McpBridge:
                 stderr=errlog, check=False,
             )
         if proc.returncode != 0:
-            raise _ServerFailed(
+            raise ServerFailed(
                 f"set-up command {argv_text(argv)} failed (exit {proc.returncode})"
             )
-
-
-def _tail(errlog: IO[bytes]) -> str:
-    """``; stderr: <last non-empty line>`` of a server's captured stderr, or ""."""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [ln.strip() for ln in errlog.read()[-4096:].decode("utf-8", "replace").splitlines()]
-    except (OSError, ValueError):
-        return ""
-    last = next((ln for ln in reversed(lines) if ln), "")
-    return f"; stderr: {last[:300]}" if last else ""
