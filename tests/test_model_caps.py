@@ -132,7 +132,7 @@ def test_a_model_looping_on_tools_hits_the_round_cap_and_is_not_cached(
     assert rc == 0
     assert_incomplete(data, "max_rounds")
     assert len(llm.requests) == 5  # 4 rounds and the grace round
-    assert "NOT REVIEWED: the model used all its tool rounds without finishing" in err
+    assert "NOT REVIEWED: the model reached the tool-round limit without finishing" in err
     assert cached(repo) == []
     review(repo, llm, monkeypatch, capsys, "--max-tools", "4")
     assert len(llm.requests) == 10  # reviewed again, not answered from a cache
