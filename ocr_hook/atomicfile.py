@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,3 +88,25 @@ def is_stale_temp(name: str, mtime: float, now: float) -> bool:
         return False
     pid = int(pid_text)
     return pid != os.getpid() and not _pid_alive(pid)
+
+
+def sweep_stale_temps(directory: Path) -> int:
+    """Delete the stale temporary files (:func:`is_stale_temp`) in ``directory``; returns how
+    many were removed. A missing directory, or a file that goes away meanwhile, is fine."""
+    removed = 0
+    now = time.time()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(TEMP_PREFIX):
+            continue
+        p = directory / name
+        try:
+            if is_stale_temp(name, p.stat().st_mtime, now):
+                p.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed

@@ -453,26 +453,9 @@ class ResultCache:
                           min(mtimes) if mtimes else None, max(mtimes) if mtimes else None)
 
     def sweep_temps(self) -> int:
-        """Delete temporary files of writers that died (``atomicfile.is_stale_temp``: a
+        """Delete temporary files of writers that died (``atomicfile.sweep_stale_temps``: a
         ``kill -9`` during a write); returns how many were removed."""
-        removed = 0
-        now = time.time()
-        for kind in KINDS:
-            try:
-                names = os.listdir(self.root / kind)
-            except OSError:
-                continue
-            for name in names:
-                if not name.startswith(atomicfile.TEMP_PREFIX):
-                    continue
-                p = self.root / kind / name
-                try:
-                    if atomicfile.is_stale_temp(name, p.stat().st_mtime, now):
-                        p.unlink()
-                        removed += 1
-                except OSError:
-                    pass
-        return removed
+        return sum(atomicfile.sweep_stale_temps(self.root / kind) for kind in KINDS)
 
     def prune(self, max_bytes: int | None = None) -> tuple[int, int]:
         """Delete least recently used entries until the total is ≤ ``max_bytes`` (default: the
