@@ -16,20 +16,47 @@ from .errors import ConfigError
 
 REPO_FILE = ".ocr-hook.toml"
 
+# Upper bounds of the time settings: a value past them is a typo (or ``inf``), and Python's
+# waits reject timeouts beyond ~2^31 s with OverflowError in the middle of a run.
+LLM_TIMEOUT_MAX_S = 86_400.0  # one request: a day
+REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
+# Request fields the client itself writes; llm.extra_body may not replace them (issue 17: an
+# extra_body ``messages`` made a review silently review nothing).
+RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
+
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def check_http_url(value: str) -> str:
+    """``value`` when it is "" or an ``http://``/``https://`` URL with a host; raises ValueError
+    otherwise (``not a url``, ``ftp://…``, ``http://`` alone). Pure."""
+    from urllib.parse import urlsplit
+
+    if not value:
+        return value
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as e:
+        raise ValueError(f"not a valid URL ({e})") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    return value.strip()
 
 
 class LlmConfig(_Section):
     provider: str = ""
-    base_url: str = ""
+    base_url: str = ""  # check_http_url
     api_key: str = Field(default="", repr=False)
     api_key_cmd: str = ""
     model: str = ""
     protocol: Literal["openai", "anthropic", ""] = ""
-    timeout_s: float = Field(default=120.0, gt=0)
-    connect_timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0, le=LLM_TIMEOUT_MAX_S)
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=LLM_TIMEOUT_MAX_S)
     max_retries: int = Field(default=3, ge=0, le=10)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
@@ -40,13 +67,28 @@ class LlmConfig(_Section):
     anthropic_version: str = "2023-06-01"
     api_version: str = ""
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_http_url(v)
+
+    @field_validator("extra_body")
+    @classmethod
+    def _body(cls, v: dict[str, Any]) -> dict[str, Any]:
+        taken = [k for k in v if k in RESERVED_BODY_FIELDS]
+        if taken:
+            raise ValueError(f"may not set {', '.join(taken)}: the request's own fields"
+                             f" ({', '.join(RESERVED_BODY_FIELDS)}) cannot be replaced")
+        return v
+
 
 class ReviewConfig(_Section):
     effort: Literal["low", "medium", "high", ""] = ""
     concurrency: int = Field(default=8, ge=1, le=64)
     max_tool_rounds: int = Field(default=100, ge=1)
-    timeout_s: float = Field(default=300.0, gt=0)
+    timeout_s: float = Field(default=300.0, gt=0, le=REVIEW_TIMEOUT_MAX_S)
     max_tokens_budget: int | None = Field(default=None, ge=0)
+    max_group_tokens: int | None = Field(default=None, ge=0)  # None: 10 × llm.context_tokens
     language: str = "English"
     filter: bool = True
     background: str = ""

@@ -90,6 +90,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.config_models": 4,  # pydantic section models
     "ocr_hook.config_endpoint": 4,  # provider presets, endpoint resolution, api_key_cmd
     "ocr_hook.config_load": 4,  # user file, .ocr-hook.toml at HEAD, env, flags -> layers
+    "ocr_hook.config_repo": 4,  # what .ocr-hook.toml may name: paths at HEAD, endpoint consent
     "ocr_hook.config_toml": 4,  # TOML display and tomlkit editing
     "ocr_hook.consent": 4,  # the user's MCP consent records (a settings file outside the repo)
     # 5  leaves: plain data, errors, atomic writes, the package's version
