@@ -324,9 +324,9 @@ class ResultCache:
         raw = atomicfile.read_bytes(path)
         if raw is None:
             return None
-        try:
-            env = _Envelope.model_validate_json(raw)
-        except ValidationError:
+        try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (canonical_json)
+            env = _Envelope.model_validate(json.loads(raw.decode("utf-8", "surrogatepass")))
+        except (ValidationError, ValueError):
             log.debug("cache: dropping malformed entry %s", path)
             self._unlink(path)
             return None
