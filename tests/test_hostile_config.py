@@ -98,6 +98,11 @@ def test_a_committed_tools_file_is_read_from_head(
     rc, _, err = run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
     assert rc == 0, err
     assert "TEAM DESCRIPTION of file_find" in sent(llm)
+    # the cache key follows the definitions read from HEAD, not the work tree's copy
+    repo.write({"ci/tools.json": json.dumps(shipped).replace("TEAM DESCRIPTION", "NEW TEXT")})
+    repo.git("commit", "-q", "-m", "tools", "--", "ci/tools.json")
+    run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
+    assert len(llm.requests) == 2 and "NEW TEXT of file_find" in json.dumps(llm.requests[1])
 
 
 def test_the_user_may_name_any_file_for_the_background(
