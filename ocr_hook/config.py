@@ -184,6 +184,8 @@ def build(layers: Sequence[Layer]) -> Config:
         key = ".".join(loc[:2])
         model = SECTIONS.get(loc[0])
         value = _get(data, key)
+        if key in SECRET_KEYS and isinstance(value, str):
+            value = "(hidden)"  # an error line must not print a key
         src = origin.get(key, "configuration")
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(model.model_fields) if model else ""

@@ -25,6 +25,16 @@ REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
 RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2 token
+
+
+def _printable_latin1(value: str) -> bool:
+    """True when ``value`` can be sent as an HTTP header value as it is (requests refuses line
+    breaks and leading whitespace; http.client encodes values as latin-1)."""
+    return (value == value.lstrip() and all(" " <= c <= "~" or "\xa0" <= c <= "\xff"
+                                            for c in value))
+
+
 class _Section(BaseModel):
     # allow_inf_nan=False: ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -71,6 +81,26 @@ class LlmConfig(_Section):
     @classmethod
     def _url(cls, v: str) -> str:
         return check_http_url(v)
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+            if not _printable_latin1(value):
+                raise ValueError(f"the value of {name} has a line break, a control character"
+                                 " or a character HTTP headers cannot carry")
+        return v
+
+    @field_validator("api_key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        if v and (not _printable_latin1(v) or any(c.isspace() for c in v)):
+            # the message never shows the key (config.build masks the value too)
+            raise ValueError("contains a space, a line break or a character HTTP headers"
+                             " cannot carry")
+        return v
 
     @field_validator("extra_body")
     @classmethod
