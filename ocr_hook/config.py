@@ -191,8 +191,11 @@ def build(layers: Sequence[Layer]) -> Config:
             allowed = ", ".join(model.model_fields) if model else ""
             raise ConfigError(f"unknown key {key} in {src}; allowed keys: {allowed}") from None
         allowed = _allowed(model, loc[1]) if model and len(loc) > 1 else ""
+        msg = err["msg"]
+        if err["type"] == "value_error":  # our own validators: their message says it all
+            msg, allowed = msg.removeprefix("Value error, "), ""
         raise ConfigError(
-            f"invalid {key} = {value!r} in {src}: {err['msg']}"
+            f"invalid {key} = {value!r} in {src}: {msg}"
             + (f"; allowed: {allowed}" if allowed else "")
         ) from None
 
