@@ -65,7 +65,7 @@ def find_users(
     for name in sorted(names):
         args += ["-e", name]
     _rc, out, _ = gitio.run_git_full(repo, *args, tree, "--", ok_codes=(0, 1))
-    found: dict[str, list[tuple[bool, str]]] = {}  # owner -> (weak evidence?, line)
+    found: dict[str, tuple[list[str], list[str]]] = {}  # owner -> (strong, weak) lines
     prefix = (tree + ":").encode()
     gone = {f.path for f in deleted}
     for record in out.split(b"\n"):
@@ -77,13 +77,14 @@ def find_users(
         if path in gone or not REFERENCE_WORDS.search(text):
             continue
         for name, owners in names.items():
-            if not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+            if name not in text or not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
                 continue
             for owner in owners:
-                line = f"{path}:{parts[1].decode()}: {text[:USER_LINE_CHARS]}"
-                found.setdefault(owner, []).append((not _strong(owner, path, text), line))
-    return {k: tuple(line for _weak, line in sorted(v, key=lambda e: e[0])[:USERS_MAX])
-            for k, v in found.items()}
+                strong, weak = found.setdefault(owner, ([], []))
+                kept = strong if _strong(owner, path, text) else weak
+                if len(kept) < USERS_MAX:
+                    kept.append(f"{path}:{parts[1].decode()}: {text[:USER_LINE_CHARS]}")
+    return {k: tuple([*strong, *weak][:USERS_MAX]) for k, (strong, weak) in found.items()}
 
 
 def _strong(deleted: str, user: str, text: str) -> bool:
