@@ -119,6 +119,9 @@ class ReviewConfig(_Section):
     timeout_s: float = Field(default=300.0, gt=0, le=REVIEW_TIMEOUT_MAX_S)
     max_tokens_budget: int | None = Field(default=None, ge=0)
     max_group_tokens: int | None = Field(default=None, ge=0)  # None: 10 × llm.context_tokens
+    # issue 16: a pushed range of more commits is cut to the newest ones (the rest is reported
+    # as not reviewed)
+    max_push_commits: int = Field(default=20, ge=1)
     language: str = "English"
     filter: bool = True
     background: str = ""
