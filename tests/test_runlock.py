@@ -1,8 +1,9 @@
 """One review per input at a time (issue 16): a second run on the same staged snapshot waits
 for the first and answers from its cached result; the wait is bounded.
 
-Real: two ``git ocr hook pre-commit`` processes, git, ``fcntl.flock``, the cache on disk, HTTP to
-the scripted loopback model. Fake: the model's replies (the first one slow).
+Real: two ``git ocr hook pre-commit`` processes (in a repository and its linked worktree), git,
+``fcntl.flock``, the cache on disk, HTTP to the scripted loopback model. Fake: the model's
+replies (the first one slow).
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ from tests.support.scripted_llm import ScriptedLLM
 
 
 def test_a_second_run_on_the_same_snapshot_waits_and_answers_from_the_first(
-    repo: GitRepo, llm: ScriptedLLM,
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
-    repo.stage({"a.py": "A = 1\n"})
+    wt = tmp_path / "wt"  # a linked worktree shares the lock and the cache (common dir)
+    repo.git("worktree", "add", "-q", "-b", "side", str(wt))
+    for cwd in (repo.path, wt):
+        (cwd / "a.py").write_text("A = 1\n")
+        subprocess.run(["git", "add", "a.py"], cwd=cwd, env=repo.env, check=True)
     llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=3.0)
     env = {**repo.env, **llm.env(OCR_HOOK_REVIEW_FILTER="false")}
     cmd = [sys.executable, "-m", "ocr_hook.cli", "hook", "pre-commit", "--format", "json"]
-    procs = [subprocess.Popen(cmd, cwd=repo.path, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for cwd in (repo.path, wt)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
     first, second = sorted((json.loads(out) for out, _ in outs),
