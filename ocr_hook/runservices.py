@@ -6,6 +6,7 @@ user's recorded consent (§7.3). Prints nothing; heavy modules are imported when
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from .config import Config
     from .request import ReviewRequest
     from .results import ReviewResult
+
+log = logging.getLogger("ocr_hook")
 
 
 def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
@@ -49,12 +52,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     try:
         with progress:
             result = review.run(req, session=session, rules_for=rules_for, cache=cache)
-        for f in result.findings:
-            session.record("comment", {
-                "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
-                "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
-                "anchor": f.anchor, "content": f.content,
-            })
+        apply_dismissals(req, common, result)
+        record_findings(session, result)
     finally:
         end: dict[str, Any] = {"status": "error"}
         if result is not None:
@@ -71,6 +70,40 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
         if cache is not None:
             cache.prune()
     return result
+
+
+def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult) -> None:
+    """Gate time (issue 19): take the dismissed findings out of ``result`` (inline markers,
+    ``.ocr-hook-dismissed.json`` at HEAD, the personal file) and decide the gate again. A file
+    that cannot be read is a warning and its dismissals are not applied."""
+    from .dismiss_store import load_for_review
+    from .results import RunWarning
+
+    dismissals, problems = load_for_review(req.repo, common_dir)
+    for p in problems:
+        log.warning("%s", p)
+        result.warnings.append(RunWarning("dismissals", "", p))
+    result.dismiss(dismissals)
+
+
+def record_findings(session: Any, result: ReviewResult) -> None:
+    """One ``comment`` record per finding and one ``dismissed`` record per dismissed finding,
+    each with its dismissal ``key`` and anchored ``code``: ``git ocr dismiss ID`` finds a
+    finding by id in these records."""
+    from .dismiss import finding_key
+
+    def fields(f: Any) -> dict[str, Any]:
+        return {
+            "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+            "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+            "anchor": f.anchor, "content": f.content, "source": f.source, "code": f.code,
+            "key": finding_key(f),
+        }
+
+    for f in result.findings:
+        session.record("comment", fields(f))
+    for d in result.dismissed:
+        session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
 
 
 def tool_defs(cfg: Config, repo: Path | None = None,
