@@ -117,7 +117,7 @@ def test_text_output_matches_golden(name: str) -> None:
 def test_blocking_findings_come_first_then_by_severity() -> None:
     buf = io.StringIO()
     write_text(CASES["blocked"], buf, {"NO_COLOR": "1"})
-    heads = [ln for ln in buf.getvalue().splitlines() if " id " in ln and ":" in ln
+    heads = [ln for ln in buf.getvalue().splitlines() if "] id " in ln
              and not ln.startswith(("dismissed:", " "))]
     assert [h.rsplit(" id ", 1)[1] for h in heads] == [
         "0f1e2d3c4b5a", "fedcba987654", "1234abcd5678", "99aa88bb77cc", "a1b2c3d4e5f6"]
