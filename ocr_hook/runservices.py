@@ -88,8 +88,10 @@ def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult)
 
 def record_findings(session: Any, result: ReviewResult) -> None:
     """One ``comment`` record per finding and one ``dismissed`` record per dismissed finding,
-    each with its dismissal ``key`` and anchored ``code``: ``git ocr dismiss ID`` finds a
-    finding by id in these records."""
+    each with its dismissal ``key`` and anchored ``code`` (``git ocr dismiss ID`` finds a
+    finding by id in these records); then one ``result`` record with the JSON result, the
+    verdict line and the reviewed files' diffs (already redacted), from which ``git ocr
+    session show ID --html`` renders the review page."""
     from .dismiss import finding_key
 
     def fields(f: Any) -> dict[str, Any]:
@@ -104,6 +106,17 @@ def record_findings(session: Any, result: ReviewResult) -> None:
         session.record("comment", fields(f))
     for d in result.dismissed:
         session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
+
+    from .diff import diff_record
+    from .output import to_json
+    from .output_text import verdict_line
+
+    diffs: dict[str, Any] = {}
+    for g in result.groups:
+        for fd in g.files:
+            diffs.setdefault(fd.path, diff_record(fd))
+    session.record("result", {"report": to_json(result), "verdict_line": verdict_line(result),
+                              "diffs": list(diffs.values())})
 
 
 def tool_defs(cfg: Config, repo: Path | None = None,

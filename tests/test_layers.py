@@ -51,7 +51,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.cache": 2,
     "ocr_hook.session": 2,
     "ocr_hook.output": 2,
-    "ocr_hook.output_text": 2,  # the text output: findings ordered, code shown, verdict in words
+    "ocr_hook.output_text": 2,
+    "ocr_hook.html_report": 2,  # the self-contained review page (--format html)  # the text output: findings ordered, code shown, verdict in words
     "ocr_hook.progress": 2,  # progress / heartbeat lines on stderr
     "ocr_hook.workers": 2,  # the thread pool review creates
     "ocr_hook.input_notes": 2,  # warnings about the run's input, logged as they are made

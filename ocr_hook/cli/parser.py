@@ -25,8 +25,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
         g.add_argument("--to", dest="to_ref", metavar="B", help="end of the range (with --from)")
         g.add_argument("--preview", action="store_true",
                        help="show which files would be reviewed; no LLM call")
-    g.add_argument("--format", choices=("text", "json", "sarif"), default=None,
-                   help="output format (default text)")
+    g.add_argument("--format", choices=("text", "json", "sarif", "html"), default=None,
+                   help="output format (default text); html: a self-contained review page")
     g.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
     g.add_argument("--effort", choices=("low", "medium", "high"),
                    help="review rounds: low 1, medium 2, high 3")
@@ -126,6 +126,9 @@ def _add_maintenance_commands(sub: Any) -> None:
     ss = ses.add_parser("show", help="the records of one session")
     ss.add_argument("id", metavar="ID", help="session id (a unique prefix is enough)")
     ss.add_argument("--json", action="store_true", help="raw JSON lines")
+    ss.add_argument("--html", action="store_true",
+                    help="the session's review page (self-contained HTML) instead")
+    ss.add_argument("--output", metavar="FILE", help="with --html: write the page to FILE")
 
 
 def _add_dismiss_command(sub: Any) -> None:

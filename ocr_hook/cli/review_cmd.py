@@ -143,12 +143,27 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
         output.write_json(result, stream)
     elif fmt == "sarif":
         output.write_sarif(result, stream)
+    elif fmt == "html":
+        from ..html_report import render
+        from ..output_text import verdict_line
+
+        stream.write(render(output.to_json(result), review_diffs(result), verdict_line(result)))
     else:
         from ..output_text import write_text
 
         write_text(result, stream, environ)
     if out_path is not None:
         _write_output(out_path, stream.getvalue())
+
+
+def review_diffs(result: ReviewResult) -> list[Any]:
+    """The diffs of the reviewed files (each path once, in group order): the review page's
+    diffs."""
+    seen: dict[str, Any] = {}
+    for g in result.groups:
+        for f in g.files:
+            seen.setdefault(f.path, f)
+    return list(seen.values())
 
 
 def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
