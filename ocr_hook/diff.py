@@ -489,14 +489,3 @@ def render_numbered(fd: FileDiff) -> str:
             out.append(f"{num:>{width}} {ln.kind}{ln.text}")
     return "\n".join(out)
 
-
-def diff_record(fd: FileDiff) -> dict[str, object]:
-    """``fd`` as plain JSON data for a session record (the review page of ``git ocr session show
-    ID --html`` is rendered from it): paths, status, counts and the hunks as
-    ``[old_start, old_count, new_start, new_count, header, [[kind, text, old, new], …]]``."""
-    return {
-        "status": fd.status, "old_path": fd.old_path, "new_path": fd.new_path,
-        "insertions": fd.insertions, "deletions": fd.deletions,
-        "hunks": [[h.old_start, h.old_count, h.new_start, h.new_count, h.header,
-                   [list(ln) for ln in h.lines]] for h in fd.hunks],
-    }

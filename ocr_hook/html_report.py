@@ -280,7 +280,7 @@ def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
 
 
 def diff_from_record(rec: Mapping[str, Any]) -> FileDiff:
-    """A FileDiff from a session ``result`` record's diff entry (``diff.diff_record``)."""
+    """A FileDiff from a session ``result`` record's diff entry (``runservices.diff_record``)."""
     from .diff import Hunk, Line
 
     hunks = tuple(

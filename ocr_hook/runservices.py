@@ -107,7 +107,6 @@ def record_findings(session: Any, result: ReviewResult) -> None:
     for d in result.dismissed:
         session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
 
-    from .diff import diff_record
     from .output import to_json
     from .output_text import verdict_line
 
@@ -117,6 +116,19 @@ def record_findings(session: Any, result: ReviewResult) -> None:
             diffs.setdefault(fd.path, diff_record(fd))
     session.record("result", {"report": to_json(result), "verdict_line": verdict_line(result),
                               "diffs": list(diffs.values())})
+
+
+def diff_record(fd: Any) -> dict[str, Any]:
+    """A ``diff.FileDiff`` as plain JSON data for the session's ``result`` record (the review
+    page of ``git ocr session show ID --html`` is rendered from it, ``html_report.
+    diff_from_record``): paths, status, counts and the hunks as ``[old_start, old_count,
+    new_start, new_count, header, [[kind, text, old, new], …]]``."""
+    return {
+        "status": fd.status, "old_path": fd.old_path, "new_path": fd.new_path,
+        "insertions": fd.insertions, "deletions": fd.deletions,
+        "hunks": [[h.old_start, h.old_count, h.new_start, h.new_count, h.header,
+                   [list(ln) for ln in h.lines]] for h in fd.hunks],
+    }
 
 
 def tool_defs(cfg: Config, repo: Path | None = None,
