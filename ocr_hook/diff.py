@@ -488,4 +488,3 @@ def render_numbered(fd: FileDiff) -> str:
             num = str(ln.new_line) if ln.new_line is not None else ""
             out.append(f"{num:>{width}} {ln.kind}{ln.text}")
     return "\n".join(out)
-
