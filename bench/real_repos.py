@@ -80,7 +80,7 @@ from benchlib import (
     table,
 )
 
-from ocr_hook.review import INCOMPLETE_STOPS
+from ocr_hook.results import INCOMPLETE_STOPS
 
 
 @dataclass(frozen=True)

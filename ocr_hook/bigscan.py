@@ -124,9 +124,9 @@ def _rows(text: str) -> list[tuple[int, str]]:
     return rows
 
 
-def _quote(row: str, allow: Sequence[str]) -> str:
+def _quote(row: str) -> str:
     """The redacted row, cut to QUOTE_CHARS around the first placeholder when it is long."""
-    red = redact(row, allow)[0]
+    red = redact(row)[0]  # allow-listed values are redacted too (issue 17)
     if len(red) <= QUOTE_CHARS * 2:
         return red
     at = max(red.find("[REDACTED:"), 0)
@@ -156,7 +156,7 @@ def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Findi
             if key in seen:
                 continue
             seen.add(key)
-            quote = _quote(first[1], allow)
+            quote = _quote(first[1])
             content = SECRET_CONTENT.format(type=hit.type)
             out.append((Finding(
                 id=finding_id(path, "new", quote, content), path=path, side="new",

@@ -11,10 +11,15 @@ Three kinds of entries, each a JSON file ``<kind>/<key>.json``:
 
 Keys are SHA-256 of canonical JSON (sorted keys, no whitespace, UTF-8) of everything that can
 change a result: tool version, prompt template texts, rule texts, tools configuration, model,
-protocol, base URL, effort, filter flag, language and other result-shaping settings, and the
-content (each file's patch without its ``index`` line, plus blob ids and modes). Settings that
-only change the verdict or how long a run may take (gate, concurrency, timeouts, budget) are not
-part of the key: only complete results are stored, and the gate is applied after a hit.
+protocol, base URL, filter flag, language and other result-shaping settings, and the content
+(each file's patch without its ``index`` line, plus blob ids and modes). Settings that only
+change the verdict or how long a run may take (gate, concurrency, timeouts, budget) are not part
+of the key: only complete results are stored, and the gate is applied after a hit.
+
+Effort (issue 18) is not part of the key either: ``run`` and ``group`` entries store the effort
+they were reviewed at, and a lookup accepts an entry of the requested effort or a higher one
+(:data:`EFFORTS` order), so a ``git ocr review`` (medium) answers the pre-commit hook (low) on
+the same snapshot; a lower-effort entry never answers a higher-effort request.
 
 Writes are atomic (``atomicfile.write_bytes``), so two concurrent runs each leave complete
 entries (last rename wins); a reader that races a prune simply misses. Entries are pruned to
@@ -42,12 +47,13 @@ from .config import Config
 from .diff import FileDiff
 from .findings import Finding, Severity
 from .llm.types import Endpoint
+from .results import RunWarning
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1  # bump when the entry layout or key recipe changes
+CACHE_FORMAT = 2  # bump when the entry layout or key recipe changes (2: effort in entries)
+EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
 KINDS = ("run", "group", "grouping")
-STALE_TEMP_S = 3600.0  # a writer's temporary file older than this is a crash leftover
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write (issue 10 acceptance 4). Never set it otherwise.
 TEST_WRITE_PAUSE_ENV = "OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S"
@@ -95,12 +101,16 @@ def _read_optional(path: str) -> str:
 
 
 def result_settings(
-    cfg: Config, endpoint: Endpoint, effort: str, background: str, version: str
+    cfg: Config, endpoint: Endpoint, background: str, version: str,
+    tool_defs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every setting besides content and rules that can change a review's findings.
+    """Every setting besides content, rules and effort that can change a review's findings
+    (effort is stored in the entries, see the module doc).
 
-    Reads the built-in prompt templates and tool definitions (package data) and the user's
-    ``tools.file``; their texts enter as SHA-256 digests.
+    Reads the built-in prompt templates and tool definitions (package data); their texts
+    enter as SHA-256 digests, and so do ``tool_defs`` (the definitions after ``tools.file``,
+    as the run uses them: a repository's tools file comes from HEAD, never from disk) or,
+    without them, the text of ``tools.file`` on disk.
     """
     templates = {
         name: hashlib.sha256(resources.read_text(f"templates/{name}").encode()).hexdigest()
@@ -110,7 +120,8 @@ def result_settings(
     tools = {
         "builtin": hashlib.sha256(resources.read_text("tools.json").encode()).hexdigest(),
         "file": cfg.tools.file,
-        "file_text": hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
+        "file_text": digest(repr(sorted(tool_defs.items()))) if tool_defs is not None
+        else hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
         "mcp": cfg.mcp.servers,
     }
     return {
@@ -123,12 +134,13 @@ def result_settings(
         "base_url": endpoint.url,
         "extra_body": [list(kv) for kv in endpoint.extra_body],
         "max_output_tokens": endpoint.max_output_tokens,
-        "effort": effort,
         "filter": cfg.review.filter,
         "language": cfg.review.language,
         "max_tool_rounds": cfg.review.max_tool_rounds,
         "context_tokens": cfg.llm.context_tokens,
         "background": hashlib.sha256(background.encode("utf-8", "replace")).hexdigest(),
+        # what the model sees of a secret: only named when on, so other keys do not change
+        **({"detect_secrets": True} if cfg.security.detect_secrets else {}),
     }
 
 
@@ -194,6 +206,7 @@ class FindingEntry(_Model):
     anchor: str
     ambiguous: bool = False
     source: str = "llm"
+    code: str = ""  # the anchored lines' text (absent in entries written before it existed)
 
 
 class GroupEntry(_Model):
@@ -201,22 +214,29 @@ class GroupEntry(_Model):
     files: list[str]
 
 
-class WarningEntry(_Model):
-    type: str
-    file: str
-    message: str
+Effort = Literal["low", "medium", "high"]
 
 
 class RunData(_Model):
     findings: list[FindingEntry]
     groups: list[GroupEntry]
-    warnings: list[WarningEntry] = []
+    effort: Effort
+    warnings: list[RunWarning] = []
 
 
 class GroupData(_Model):
     findings: list[FindingEntry]
+    effort: Effort
     stop_reason: str = ""
-    warnings: list[WarningEntry] = []
+    warnings: list[RunWarning] = []
+
+
+def effort_covers(stored: str, requested: str) -> bool:
+    """Whether an entry reviewed at effort ``stored`` answers a request at ``requested``: the
+    same effort or a higher one (an unknown effort answers nothing)."""
+    if stored not in EFFORTS or requested not in EFFORTS:
+        return False
+    return EFFORTS.index(stored) >= EFFORTS.index(requested)
 
 
 class GroupingData(_Model):
@@ -224,7 +244,7 @@ class GroupingData(_Model):
 
 
 class _Envelope(_Model):
-    format: Literal[1]
+    format: Literal[2]
     kind: Literal["run", "group", "grouping"]
     key: str
     created: float
@@ -238,8 +258,12 @@ def finding_to_entry(f: Finding) -> dict[str, Any]:
         "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
         "content": f.content, "existing_code": f.existing_code,
         "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
-        "source": f.source,
+        "source": f.source, "code": f.code,
     }
+
+
+def warning_to_entry(w: RunWarning) -> dict[str, str]:
+    return {"type": w.type, "file": w.file, "message": w.message}
 
 
 def entry_to_finding(e: FindingEntry) -> Finding:
@@ -247,7 +271,7 @@ def entry_to_finding(e: FindingEntry) -> Finding:
         id=e.id, path=e.path, side=e.side, start_line=e.start_line, end_line=e.end_line,
         severity=Severity[e.severity.upper()], category=e.category, content=e.content,
         existing_code=e.existing_code, suggestion_code=e.suggestion_code, anchor=e.anchor,
-        ambiguous=e.ambiguous, source=e.source,
+        ambiguous=e.ambiguous, source=e.source, code=e.code,
     )
 
 
@@ -305,9 +329,9 @@ class ResultCache:
         raw = atomicfile.read_bytes(path)
         if raw is None:
             return None
-        try:
-            env = _Envelope.model_validate_json(raw)
-        except ValidationError:
+        try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (canonical_json)
+            env = _Envelope.model_validate(json.loads(raw.decode("utf-8", "surrogatepass")))
+        except (ValidationError, ValueError):
             log.debug("cache: dropping malformed entry %s", path)
             self._unlink(path)
             return None
@@ -336,13 +360,16 @@ class ResultCache:
             self.hits += 1
 
     # run level
-    def get_run(self, key: str) -> RunData | None:
+    def get_run(self, key: str, effort: str) -> RunData | None:
+        """The run entry under ``key`` if it was reviewed at ``effort`` or higher."""
         data = self._get("run", key)
         if data is None:
             return None
         try:
             run = RunData.model_validate(data)
         except ValidationError:
+            return None
+        if not effort_covers(run.effort, effort):
             return None
         self._hit()
         return run
@@ -352,16 +379,20 @@ class ResultCache:
         key: str,
         findings: Sequence[Finding],
         groups: Sequence[tuple[str, list[str]]],
-        warnings: Sequence[tuple[str, str, str]] = (),
+        warnings: Sequence[RunWarning] = (),
+        *,
+        effort: str,
     ) -> None:
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
-            "warnings": [{"type": t, "file": p, "message": m} for t, p, m in warnings],
+            "warnings": [warning_to_entry(w) for w in warnings],
+            "effort": effort,
         })
 
     # group level
-    def get_group(self, key: str) -> GroupData | None:
+    def get_group(self, key: str, effort: str) -> GroupData | None:
+        """The group entry under ``key`` if it was reviewed at ``effort`` or higher."""
         data = self._get("group", key)
         if data is None:
             return None
@@ -369,15 +400,18 @@ class ResultCache:
             group = GroupData.model_validate(data)
         except ValidationError:
             return None
+        if not effort_covers(group.effort, effort):
+            return None
         self._hit()
         return group
 
     def put_group(self, key: str, findings: Sequence[Finding], stop_reason: str = "",
-                  warnings: Sequence[tuple[str, str, str]] = ()) -> None:
+                  warnings: Sequence[RunWarning] = (), *, effort: str) -> None:
         self._put("group", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "stop_reason": stop_reason,
-            "warnings": [{"type": t, "file": p, "message": m} for t, p, m in warnings],
+            "warnings": [warning_to_entry(w) for w in warnings],
+            "effort": effort,
         })
 
     # grouping answer
@@ -425,27 +459,18 @@ class ResultCache:
         return CacheStats(self.root, counts, sum(e.size for e in entries), self.max_bytes,
                           min(mtimes) if mtimes else None, max(mtimes) if mtimes else None)
 
+    def sweep_temps(self) -> int:
+        """Delete temporary files of writers that died (``atomicfile.sweep_stale_temps``: a
+        ``kill -9`` during a write); returns how many were removed."""
+        return sum(atomicfile.sweep_stale_temps(self.root / kind) for kind in KINDS)
+
     def prune(self, max_bytes: int | None = None) -> tuple[int, int]:
         """Delete least recently used entries until the total is ≤ ``max_bytes`` (default: the
-        configured cap), plus temporary files of crashed writers. Returns (files removed,
-        bytes freed)."""
+        configured cap), plus temporary files of writers that died (:meth:`sweep_temps`).
+        Returns (files removed, bytes freed)."""
         cap = self.max_bytes if max_bytes is None else max_bytes
-        removed = freed = 0
-        now = time.time()
-        for kind in KINDS:
-            try:
-                names = os.listdir(self.root / kind)
-            except OSError:
-                continue
-            for name in names:
-                if name.startswith(atomicfile.TEMP_PREFIX):
-                    p = self.root / kind / name
-                    try:
-                        if now - p.stat().st_mtime > STALE_TEMP_S:
-                            p.unlink()
-                            removed += 1
-                    except OSError:
-                        pass
+        removed = self.sweep_temps()
+        freed = 0
         entries = sorted(self._entries(), key=lambda e: (e.mtime, e.path.name))
         total = sum(e.size for e in entries)
         for e in entries:
@@ -458,7 +483,9 @@ class ResultCache:
         return removed, freed
 
     def clear(self) -> int:
-        """Delete every entry; returns how many were removed."""
+        """Delete every entry and every leftover temporary file; returns how many entries were
+        removed."""
+        self.sweep_temps()
         return sum(1 for e in self._entries() if self._unlink(e.path))
 
     @staticmethod

@@ -11,7 +11,7 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    a too-large file among them, before any of their content is read. The files left (the
    candidates) are bounded: files matching ``select.include`` first, then git's path order;
    after ``select.max_files`` of them the rest are ``over_max_files``.
-3. The patch that follows is walked section by section (``diff.PatchStream``): a candidate's
+3. The patch that follows is walked section by section (``patchstream.PatchStream``): a candidate's
    section is kept and parsed while the kept sections stay within ``select.max_total_bytes``
    (then that file and every later candidate are ``over_max_total_bytes``); the sections of
    excluded or over-bound files are parsed only for the secret scan, one at a time, and
@@ -35,18 +35,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import bigscan, gitio, secret_scan, selection
-from .diff import (
-    DiffParseError,
-    FileDiff,
-    PatchStream,
-    RawEntry,
-    fill_from_sections,
-    parse_raw_numstat_z,
-)
+from . import bigscan, gitio, hookinput, secret_scan, selection, textattr
+from .deleted_refs import mark_referenced
+from .diff import DiffParseError, FileDiff, RawEntry, parse_raw_numstat_z
 from .errors import GitError
 from .findings import Finding
-from .target import CONTEXT_LINES, GENERATED_SCAN_BYTES, Target, diff_command
+from .patchstream import PatchStream, fill_from_sections
+from .target import (
+    CONTEXT_LINES,
+    GENERATED_SCAN_BYTES,
+    Target,
+    diff_command,
+    read_objects,
+    rediff_as_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,7 @@ class ChangeSet:
     files: list[FileDiff]
     decisions: list[selection.Decision]
     findings: list[Finding] = field(default_factory=list)
+    unchanged_names: list[str] | None = None
 
 
 human_bytes = bigscan.human
@@ -147,24 +150,24 @@ def load_change_set(
     *,
     count_tokens: Callable[[str], int] | None = None,
     scan: ScanPolicy | None = None,
+    names: Sequence[str] | None = None,
     early_gates_min_paths: int = EARLY_GATES_MIN_PATHS,
 ) -> ChangeSet:
     """Changed files of ``target`` with their decisions (SPEC §3.1, §4), loading content only
     where a decision or the secret scan needs it, within the bounds of ``policy`` (see the
     module docstring). ``count_tokens`` as in ``selection.select``. ``scan`` None: no secret
-    scan (``--preview``). From ``early_gates_min_paths`` changed paths on, the path gates run
-    on a ``--raw``-only listing while git computes ``--numstat``. Raises GitError /
-    DiffParseError."""
+    scan (``--preview``). ``names``: the hook's file names (``hookinput.filter_paths``; None =
+    none given): other paths are left out of the change set. From ``early_gates_min_paths``
+    changed paths on, the path gates run on a ``--raw``-only listing while git computes
+    ``--numstat``. Files binary only by ``.gitattributes`` are re-diffed as text
+    (``textattr``, ``target.rediff_as_text``); a deleted file the snapshot still refers to is
+    reviewed (``deleted_refs``). Raises GitError / DiffParseError."""
     user_ex = selection.GlobList(policy.exclude) if policy.exclude else None
     user_in = selection.GlobList(policy.include) if policy.include else None
     args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")
     if policy.max_file_bytes > 0:
         args = ["-c", f"core.bigFileThreshold={policy.max_file_bytes}", *args]
-    scan_left = scan.max_bytes if scan is not None else 0
-    findings: list[Finding] = []
-    notes: dict[int, str] = {}  # index → secret scan statement
-    scanned: set[int] = set()
     with gitio.stream_git(repo, *args, timeout_s=300.0) as stream:
         # git spends most of its time on --numstat before it prints any record: meanwhile the
         # path gates are decided on the paths of a --raw-only run of the same diff
@@ -176,50 +179,116 @@ def load_change_set(
         known: list[str | None] = [None] * len(files)
         if [key for key, _ in early] == [(f.status, f.old_path, f.new_path) for f in files]:
             known = [r for _, r in early]
+        loader = _Loader(repo, target, policy, scan, files, (user_ex, user_in))
+        loader.decide_metadata(known, names)
+        loader.walk(PatchStream(chunks, rest))
+    loader.rediff_forced()
+    return loader.finish(count_tokens)
+
+
+DROPPED = "\0dropped"  # pre-reason of a path the hook's file names leave out
+
+
+class _Loader:
+    """The state of one :func:`load_change_set`: the files in git's order, their reason so far
+    (``pre``; "" = a candidate), the secret scan's findings, statements and budget."""
+
+    def __init__(self, repo: Path, target: Target, policy: selection.SelectionPolicy,
+                 scan: ScanPolicy | None, files: list[FileDiff],
+                 globs: tuple[selection.GlobList | None, selection.GlobList | None]) -> None:
+        self.repo, self.target, self.policy, self.scan = repo, target, policy, scan
+        self.files = files
+        self.globs = globs
+        self.pre: list[str] = []
+        self.candidates: list[int] = []
+        self.n_selected = 0
+        self.forced: dict[int, str] = {}  # index → the .gitattributes entry (textattr)
+        self.unchanged_names: list[str] | None = None
+        self.scan_left = scan.max_bytes if scan is not None else 0
+        self.findings: list[Finding] = []
+        self.notes: dict[int, str] = {}  # index → secret scan statement
+        self.scanned: set[int] = set()
+
+    def _reason(self, f: FileDiff, known: str | None = None) -> str:
+        return selection.metadata_reason(f, self.policy, *self.globs, known)
+
+    def decide_metadata(self, known: Sequence[str | None], names: Sequence[str] | None) -> None:
+        """Sizes of big blobs, the gates that need no content, the attribute-binary files
+        that hold text, deleted files still referred to, and the max_files bound."""
+        files, policy = self.files, self.policy
         if policy.max_file_bytes > 0:
-            sizes = blob_sizes(repo, [o for f in files if f.binary and not f.submodule
-                                      for o in (f.old_oid, f.new_oid)])
+            sizes = blob_sizes(self.repo, [o for f in files if f.binary and not f.submodule
+                                           for o in (f.old_oid, f.new_oid)])
             for f in files:
                 found = [sizes[o] for o in (f.old_oid, f.new_oid) if o in sizes]
                 if found and max(found) > policy.max_file_bytes:
                     f.size_bytes = max(found)
-        pre = [selection.metadata_reason(f, policy, user_ex, user_in, k)
-               for f, k in zip(files, known, strict=True)]
-        candidates = [i for i, r in enumerate(pre) if not r]
-        n_selected = len(candidates)
-        if policy.max_files > 0 and len(candidates) > policy.max_files:
-            # the most relevant first: files the user listed in select.include, then path order
+        shown = None
+        if names is not None:
+            kept, self.unchanged_names = hookinput.filter_paths(files, names)
+            shown = {id(f) for f in kept}
+        forced = {id(f): attr for f, attr in textattr.text_marked_binary(
+            self.repo, [f for f in files if f.size_bytes is None
+                        and (shown is None or id(f) in shown)], read_objects)}
+        self.pre = []
+        for i, (f, k) in enumerate(zip(files, known, strict=True)):
+            if shown is not None and id(f) not in shown:
+                self.pre.append(DROPPED)
+            elif id(f) in forced:  # decided as text; its content comes from a --text diff
+                self.forced[i] = forced[id(f)]
+                self.pre.append(self._reason(replace(f, binary=False, insertions=1)))
+            else:
+                self.pre.append(self._reason(f, k))
+        gone = [i for i, r in enumerate(self.pre) if r == "deleted"]
+        if gone and mark_referenced(self.repo, [(self.target.head, files[i]) for i in gone]):
+            for i in gone:  # issue 16: deleted but still used, so reviewed
+                if files[i].referenced_by:
+                    self.pre[i] = self._reason(files[i])
+        self._bound_files()
+
+    def _bound_files(self) -> None:
+        """``select.max_files``: files in select.include first, then path order."""
+        candidates = [i for i, r in enumerate(self.pre) if not r]
+        self.n_selected = len(candidates)
+        user_in, limit = self.globs[1], self.policy.max_files
+        if limit > 0 and len(candidates) > limit:
             ranked = sorted(candidates, key=lambda i: not (
-                user_in is not None and user_in.match_file(files[i].path)))
-            for i in ranked[policy.max_files:]:
-                pre[i] = "over_max_files"
-            candidates = sorted(ranked[: policy.max_files])
+                user_in is not None and user_in.match_file(self.files[i].path)))
+            for i in ranked[limit:]:
+                self.pre[i] = "over_max_files"
+            candidates = sorted(ranked[:limit])
+        self.candidates = candidates
 
-        def scan_wanted(i: int) -> bool:
-            f = files[i]
-            if scan is None or f.status == "deleted" or pre[i] == "too_large":
-                return False
-            if f.binary:
-                return False
-            return bool(f.insertions) or (pre[i] == "secret_path"
-                                          and f.status in ("renamed", "copied"))
+    def scan_wanted(self, i: int) -> bool:
+        """Whether file ``i``'s section is read for the secret scan when it is not kept."""
+        f, reason = self.files[i], self.pre[i]
+        if self.scan is None or f.status == "deleted" or reason in ("too_large", DROPPED):
+            return False
+        if f.binary:
+            return False
+        return bool(f.insertions) or (reason == "secret_path"
+                                      and f.status in ("renamed", "copied"))
 
-        last_needed = max([*candidates, *(i for i in range(len(files)) if scan_wanted(i))],
-                          default=-1)
-        last_candidate = max(candidates, default=-1)
-        wanted = set(candidates)
+    def walk(self, sections: PatchStream) -> None:
+        """Read the patch: keep candidates' sections within select.max_total_bytes, scan the
+        sections of the other files within the scan budget, stop once nothing is needed."""
+        files, policy, pre = self.files, self.policy, self.pre
+        last_needed = max([*self.candidates,
+                           *(i for i in range(len(files)) if self.scan_wanted(i))], default=-1)
+        last_candidate = max(self.candidates, default=-1)
+        wanted = set(self.candidates) - set(self.forced)
         kept_bytes = 0
         over_bytes = False
-        sections = PatchStream(chunks, rest)
         for i, f in enumerate(files):
-            if i > last_needed or (scan_left <= 0 and (over_bytes or i > last_candidate)):
+            if i > last_needed or (self.scan_left <= 0 and (over_bytes or i > last_candidate)):
                 break
             review_left = -1
             if i in wanted and not over_bytes:
                 review_left = (policy.max_total_bytes - kept_bytes
                                if policy.max_total_bytes > 0 else 1 << 62)
-            scan_this = scan_wanted(i) and scan_left > 0
-            got = _take_sections(sections, f, max(review_left, scan_left if scan_this else 0))
+            scan_this = self.scan_wanted(i) and self.scan_left > 0
+            got = _take_sections(sections, f,
+                                 max(review_left, self.scan_left if scan_this else 0))
             if got is None:
                 raise GitError(f"git diff: no patch section for {f.path!r}")
             parts, size = got
@@ -229,53 +298,81 @@ def load_change_set(
                     fill_from_sections(f, parts)
                     continue
                 over_bytes = True  # this diff would pass select.max_total_bytes
-                for j in candidates:
+                for j in self.candidates:
                     if j >= i:
                         pre[j] = "over_max_total_bytes"
-            if not scan_this:
+            if scan_this:
+                self._scan_section(i, parts, size)
+
+    def _scan_section(self, i: int, parts: Sequence[bytes] | None, size: int) -> None:
+        """The secret scan of a section that is not kept, within the budget."""
+        if parts is None or size > self.scan_left:
+            self.notes[i] = _not_scanned(self.scan, size)
+            self.scan_left = 0
+            return
+        self.scan_left -= size
+        self.findings.extend(_scan_unloaded(self.repo, self.files[i], parts, self.pre[i],
+                                            self.scan, self.policy))
+        self.scanned.add(i)
+
+    def rediff_forced(self) -> None:
+        """Files binary only by ``.gitattributes`` get their ``git diff --text`` entry (loaded,
+        so reviewed when selected and secret-scanned like any loaded file); one git still
+        calls binary stays ``binary``."""
+        if not self.forced:
+            return
+        idx = sorted(self.forced)
+        texts = rediff_as_text(self.repo, self.target, [self.files[i] for i in idx],
+                               [(self.files[i], self.forced[i]) for i in idx])
+        for i, text in zip(idx, texts, strict=True):
+            if text is self.files[i] or text.binary:
+                self.pre[i] = "binary"
                 continue
-            if parts is None or size > scan_left:
-                notes[i] = _not_scanned(scan, size)
-                scan_left = 0
+            self.files[i] = text
+
+    def finish(self, count_tokens: Callable[[str], int] | None) -> ChangeSet:
+        """Every gate for the kept files, the bounded scan of too-large blobs, the details."""
+        files, pre, scan, policy = self.files, self.pre, self.scan, self.policy
+        if scan is not None:
+            for i in range(len(files)):
+                if (self.scan_wanted(i) and i not in self.scanned and i not in self.notes
+                        and not files[i].loaded):
+                    self.notes[i] = _not_scanned(scan, None)
+        kept = [files[i] for i in self.candidates if pre[i] == ""]
+        _read_heads(self.repo, kept)
+        final = {id(d.file): d for d in selection.select(kept, policy, count_tokens)}
+        decisions: list[selection.Decision] = []
+        for i, f in enumerate(files):
+            d = final.get(id(f)) if f.loaded else None
+            decisions.append(d or selection.Decision(f, False, pre[i] or "no_content_change"))
+        self._scan_big()
+        out_files: list[FileDiff] = []
+        out: list[selection.Decision] = []
+        for i, d in enumerate(decisions):
+            if pre[i] == DROPPED:
                 continue
-            scan_left -= size
-            findings.extend(_scan_unloaded(repo, f, parts, pre[i], scan, policy))
-            scanned.add(i)
-    if scan is not None:
-        for i in range(len(files)):
-            if scan_wanted(i) and i not in scanned and i not in notes and not files[i].loaded:
-                notes[i] = _not_scanned(scan, None)
-    kept = [files[i] for i in candidates if pre[i] == ""]
-    _read_heads(repo, kept)
-    final = {id(d.file): d for d in selection.select(kept, policy, count_tokens)}
-    decisions: list[selection.Decision] = []
-    for i, f in enumerate(files):
-        d = final.get(id(f)) if f.loaded else None
-        if d is None:
-            reason = pre[i] or "no_content_change"
-            d = selection.Decision(f, False, reason)
-        decisions.append(d)
-    # secret scan of files too large to load: a bounded prefix of the blob each
-    big = [i for i, f in enumerate(files)
-           if scan is not None and f.status != "deleted" and not f.loaded
-           and f.size_bytes is not None and policy.max_file_bytes > 0
-           and f.size_bytes > policy.max_file_bytes and not f.submodule]
-    for n, i in enumerate(big):
-        f = files[i]
-        assert scan is not None
-        share = scan_left // (len(big) - n) if scan_left > 0 else 0
-        share = min(scan_left, max(share, MIN_SCAN_SHARE_BYTES))
-        result = bigscan.scan_blob(repo, f, scan.allow, share)
-        scan_left -= result.scanned_bytes
-        findings.extend(result.findings)
-        notes[i] = result.statement
-    out = []
-    for i, d in enumerate(decisions):
-        detail = _detail(d, policy, n_selected)
-        note = notes.get(i, "")
-        text = "; ".join(x for x in (detail, note) if x)
-        out.append(replace(d, detail=text) if text else d)
-    return ChangeSet(files, out, findings)
+            text = "; ".join(x for x in (_detail(d, policy, self.n_selected),
+                                         self.notes.get(i, "")) if x)
+            out_files.append(d.file)
+            out.append(replace(d, detail=text) if text else d)
+        return ChangeSet(out_files, out, self.findings, self.unchanged_names)
+
+    def _scan_big(self) -> None:
+        """The secret scan of files too large to load: a bounded prefix of the blob each."""
+        scan, policy = self.scan, self.policy
+        if scan is None or policy.max_file_bytes <= 0:
+            return
+        big = [i for i, f in enumerate(self.files)
+               if f.status != "deleted" and not f.loaded and self.pre[i] != DROPPED
+               and f.size_bytes is not None and f.size_bytes > policy.max_file_bytes
+               and not f.submodule]
+        for n, i in enumerate(big):
+            share = self.scan_left // (len(big) - n) if self.scan_left > 0 else 0
+            share = min(self.scan_left, max(share, MIN_SCAN_SHARE_BYTES))
+            result = bigscan.scan_blob(self.repo, self.files[i], scan.allow, share)
+            self.scan_left -= result.scanned_bytes
+            self.findings.extend(result.findings)
+            self.notes[i] = result.statement
 
 
 def _take_sections(
@@ -346,19 +443,6 @@ def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
         return f"secret scan: not scanned, {budget} was used up"
     return (f"secret scan: not scanned, its {human_bytes(size)} diff is more than what was left "
             f"of {budget}")
-
-
-def bound_text(bounded: Sequence[selection.Decision], policy: selection.SelectionPolicy) -> str:
-    """Why files were left out by a bound of the change set, in words with the settings."""
-    reasons = {d.reason for d in bounded}
-    parts = []
-    if "over_max_files" in reasons:
-        parts.append(f"the change has more files to review than select.max_files "
-                     f"({policy.max_files})")
-    if "over_max_total_bytes" in reasons:
-        parts.append(f"the diffs to review are larger than select.max_total_bytes "
-                     f"({human_bytes(policy.max_total_bytes)})")
-    return " and ".join(parts) + "; `git ocr review --preview` lists them"
 
 
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:

@@ -17,64 +17,64 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from typing import Generic, NamedTuple, TypeVar
+from dataclasses import replace
 
-from .anchor import anchor_comment, plausibly_in_diff, relocated_finding
+from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
 from .diff import FileDiff
 from .findings import Finding, RawComment
+from .results import RunWarning
 
 log = logging.getLogger(__name__)
 
-
-class CommentWarning(NamedTuple):
-    """A run warning raised while anchoring (``type`` e.g. ``comment_refiled``)."""
-
-    type: str
-    file: str
-    message: str
+Order = tuple[int, ...]  # where an entry belongs among the collector's entries (see Collector)
 
 
-W = TypeVar("W")
+class Collector:
+    """Thread-safe store of anchored findings and run warnings.
 
-
-class Collector(Generic[W]):
-    """Thread-safe store of anchored findings and run warnings (of the caller's warning type
-    ``W``), in arrival order. ``warnings`` is a copy, like ``snapshot()``."""
+    Each entry may carry an ``order`` key; ``snapshot``, ``for_path`` and ``warnings`` return
+    entries sorted by it, and entries with equal keys (e.g. none given) in arrival order. The
+    run orders by (group index, submission number), so what it reads does not depend on which
+    thread finished first. ``snapshot()`` and ``warnings`` are copies."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._findings: list[Finding] = []
-        self._warnings: list[W] = []
+        self._findings: list[tuple[Order, Finding]] = []
+        self._warnings: list[tuple[Order, RunWarning]] = []
 
-    def add(self, finding: Finding) -> None:
+    def add(self, finding: Finding, order: Order = ()) -> None:
         with self._lock:
-            self._findings.append(finding)
+            self._findings.append((order, finding))
 
-    def warn(self, warning: W) -> None:
+    def warn(self, warning: RunWarning, order: Order = ()) -> None:
         with self._lock:
-            self._warnings.append(warning)
+            self._warnings.append((order, warning))
+
+    def _sorted_findings(self) -> list[Finding]:
+        with self._lock:
+            entries = list(self._findings)
+        return [f for _o, f in sorted(entries, key=lambda e: e[0])]
 
     def for_path(self, path: str) -> list[Finding]:
         """Copies of the findings currently filed on ``path``."""
-        with self._lock:
-            return [f for f in self._findings if f.path == path]
+        return [f for f in self._sorted_findings() if f.path == path]
 
     def snapshot(self) -> list[Finding]:
         """A copy of every finding currently held."""
-        with self._lock:
-            return list(self._findings)
+        return self._sorted_findings()
 
     @property
-    def warnings(self) -> list[W]:
+    def warnings(self) -> list[RunWarning]:
         with self._lock:
-            return list(self._warnings)
+            entries = list(self._warnings)
+        return [w for _o, w in sorted(entries, key=lambda e: e[0])]
 
     def remove(self, ids: Collection[str]) -> list[Finding]:
         """Remove every finding whose id is in ``ids``; returns the removed findings."""
         wanted = set(ids)
         with self._lock:
-            removed = [f for f in self._findings if f.id in wanted]
-            self._findings = [f for f in self._findings if f.id not in wanted]
+            removed = [f for _o, f in self._findings if f.id in wanted]
+            self._findings = [(o, f) for o, f in self._findings if f.id not in wanted]
         return removed
 
     def __len__(self) -> int:
@@ -103,10 +103,19 @@ class CommentProcessor:
         self.refile_candidates = tuple(refile_candidates)
         self.relocate = relocate
 
-    def __call__(self, c: RawComment) -> tuple[Finding, list[CommentWarning]]:
+    def __call__(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
+        finding, warnings = self._anchor(c)
+        fd = self.files.get(finding.path)
+        if fd is None or finding.start_line == 0:
+            return finding, warnings
+        new_file = self.new_file_lines(fd.path) if finding.side == "new" else None
+        code = anchored_text(fd, finding.side, finding.start_line, finding.end_line, new_file)
+        return replace(finding, code=code), warnings
+
+    def _anchor(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
         finding, refiled = anchor_comment(c, self.files, self.new_file_lines,
                                           self.refile_candidates)
-        warnings = [CommentWarning("comment_refiled", c.path, refiled)] if refiled else []
+        warnings = [RunWarning("comment_refiled", c.path, refiled)] if refiled else []
         if finding.anchor != "none" or self.relocate is None:
             return finding, warnings
         fd = self.files.get(c.path)
@@ -120,32 +129,37 @@ class CommentProcessor:
         return finding, warnings
 
 
-class CommentPool(Generic[W]):
+class CommentPool:
     """Anchoring workers on ``executor`` (size = review concurrency) feeding ``collector``.
 
     ``submit`` never blocks; ``drain(key)`` waits for the comments submitted under ``key``
-    since the last drain and returns their findings in submission order. Anchoring warnings
-    reach the collector as ``make_warning(type, file, message)``. A processor crash is logged
-    and the comment is kept unanchored, never lost.
+    since the last drain and returns their findings in submission order. Findings and
+    anchoring warnings reach the collector ordered by (``rank`` of the submit, submission
+    number under its key). A processor crash is
+    logged and the comment is kept unanchored, never lost.
     """
 
     def __init__(self, executor: Executor,
-                 process: Callable[[RawComment], tuple[Finding, list[CommentWarning]]],
-                 collector: Collector[W],
-                 make_warning: Callable[[str, str, str], W]) -> None:
+                 process: Callable[[RawComment], tuple[Finding, list[RunWarning]]],
+                 collector: Collector) -> None:
         self._executor = executor
         self._process = process
         self.collector = collector
-        self._make_warning = make_warning
         self._lock = threading.Lock()
         self._pending: dict[str, list[Future[Finding]]] = {}
+        self._submitted: dict[str, int] = {}  # key -> comments submitted under it so far
 
-    def submit(self, comments: Sequence[RawComment], key: str) -> None:
-        futures = [self._executor.submit(self._run, c) for c in comments]
+    def submit(self, comments: Sequence[RawComment], key: str, rank: int = 0) -> None:
+        """Queue ``comments`` for anchoring under ``key``; ``rank`` orders them in the
+        collector before the comments of higher ranks (the run passes the group's index)."""
         with self._lock:
+            first = self._submitted.get(key, 0)
+            self._submitted[key] = first + len(comments)
+            futures = [self._executor.submit(self._run, c, (rank, first + i))
+                       for i, c in enumerate(comments)]
             self._pending.setdefault(key, []).extend(futures)
 
-    def _run(self, c: RawComment) -> Finding:
+    def _run(self, c: RawComment, order: Order) -> Finding:
         try:
             finding, warnings = self._process(c)
         except Exception:  # noqa: BLE001 - an anchoring bug must not lose the comment
@@ -153,9 +167,9 @@ class CommentPool(Generic[W]):
             from .anchor import make_finding
 
             finding, warnings = make_finding(c, None, c.path), []
-        for w in warnings:
-            self.collector.warn(self._make_warning(w.type, w.file, w.message))
-        self.collector.add(finding)
+        for i, w in enumerate(warnings):
+            self.collector.warn(w, (*order, i))
+        self.collector.add(finding, order)
         return finding
 
     def drain(self, key: str) -> list[Finding]:

@@ -9,146 +9,41 @@ allowed values. Nothing here reads files or the environment: callers pass them i
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from . import resources
+from .config_endpoint import azure_url, presets, resolve_endpoint
+from .config_models import (
+    FLAG_KEYS,
+    LIST_KEYS,
+    REPO_FILE,
+    SECTIONS,
+    CacheConfig,
+    Config,
+    GateConfig,
+    LlmConfig,
+    McpConfig,
+    ReviewConfig,
+    RulesConfig,
+    SecurityConfig,
+    SelectConfig,
+    ToolsConfig,
+    all_keys,
+    field_of,
+)
 from .errors import ConfigError
-from .llm.types import Endpoint
 
-REPO_FILE = ".ocr-hook.toml"
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LlmConfig(_Section):
-    provider: str = ""
-    base_url: str = ""
-    api_key: str = Field(default="", repr=False)
-    api_key_cmd: str = ""
-    model: str = ""
-    protocol: Literal["openai", "anthropic", ""] = ""
-    timeout_s: float = Field(default=120.0, gt=0)
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    max_retries: int = Field(default=3, ge=0, le=10)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    max_output_tokens: int = Field(default=16384, ge=1)
-    output_tokens_field: Literal["max_completion_tokens", "max_tokens", ""] = ""
-    context_tokens: int = Field(default=200_000, ge=1000)
-    anthropic_version: str = "2023-06-01"
-    api_version: str = ""
-
-
-class ReviewConfig(_Section):
-    effort: Literal["low", "medium", "high", ""] = ""
-    concurrency: int = Field(default=8, ge=1, le=64)
-    max_tool_rounds: int = Field(default=100, ge=1)
-    timeout_s: float = Field(default=300.0, gt=0)
-    max_tokens_budget: int | None = Field(default=None, ge=0)
-    language: str = "English"
-    filter: bool = True
-    background: str = ""
-    background_file: str = ""
-
-
-class SelectConfig(_Section):
-    """SPEC §4. The bounds of a large change set (issue 20; 0 = no bound): ``max_file_bytes``
-    per blob (a larger file is ``too_large`` from its size, never read), ``max_files`` files
-    and ``max_total_bytes`` of diff text reviewed per run (the rest is not reviewed, with the
-    reason)."""
-
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
-    review_tests: bool = False
-    max_file_bytes: int = Field(default=1_048_576, ge=0)
-    max_files: int = Field(default=1000, ge=0)
-    max_total_bytes: int = Field(default=2_097_152, ge=0)
-
-
-class RulesConfig(_Section):
-    file: str = ""
-
-
-class GateConfig(_Section):
-    mode: Literal["blocking", "advisory"] = "blocking"
-    fail_on: Literal["critical", "high", "medium", "low"] = "high"
-    on_error: Literal["allow", "block"] = "allow"
-
-
-class CacheConfig(_Section):
-    enabled: bool = True
-    max_mb: int = Field(default=64, ge=1)
-
-
-class ToolsConfig(_Section):
-    file: str = ""
-
-
-class SecurityConfig(_Section):
-    """SPEC §14 (issue 10). ``allow_secrets``: values that are not secrets, each a literal value
-    or a regular expression matched against the whole value (``redact.find_secrets``'s
-    ``allow``); they are neither flagged nor redacted."""
-
-    allow_secrets: list[str] = Field(default_factory=list)
-    # issue 20: bytes the secret scan reads from files that are not reviewed (excluded, too
-    # large: a bounded prefix of the blob, over a bound); reviewed files are always scanned
-    max_scan_bytes: int = Field(default=1_048_576, ge=0)
-
-
-class McpConfig(_Section):
-    servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-
-class Config(_Section):
-    """The whole validated configuration."""
-
-    llm: LlmConfig = Field(default_factory=LlmConfig)
-    review: ReviewConfig = Field(default_factory=ReviewConfig)
-    select: SelectConfig = Field(default_factory=SelectConfig)
-    rules: RulesConfig = Field(default_factory=RulesConfig)
-    gate: GateConfig = Field(default_factory=GateConfig)
-    cache: CacheConfig = Field(default_factory=CacheConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    security: SecurityConfig = Field(default_factory=SecurityConfig)
-
-
-SECTIONS: dict[str, type[BaseModel]] = {
-    name: field.annotation  # type: ignore[misc]
-    for name, field in Config.model_fields.items()
-}
-
-# CLI flag / short env names → config keys (SPEC §1: every flag has a key and an OCR_HOOK_* var)
-FLAG_KEYS: dict[str, str] = {
-    "effort": "review.effort",
-    "concurrency": "review.concurrency",
-    "timeout": "review.timeout_s",
-    "max_tokens_budget": "review.max_tokens_budget",
-    "max_tools": "review.max_tool_rounds",
-    "no_filter": "review.filter",
-    "background": "review.background",
-    "background_file": "review.background_file",
-    "exclude": "select.exclude",
-    "rule": "rules.file",
-    "tools": "tools.file",
-    "provider": "llm.provider",
-    "model": "llm.model",
-    "mode": "gate.mode",
-    "fail_on": "gate.fail_on",
-    "on_error": "gate.on_error",
-    "no_cache": "cache.enabled",
-    "language": "review.language",
-}
-
-LIST_KEYS = {"select.include", "select.exclude", "security.allow_secrets"}
+__all__ = [
+    "FLAG_KEYS", "LIST_KEYS", "REPO_FILE", "SECRET_KEYS", "SECTIONS", "CacheConfig", "Config",
+    "GateConfig", "Layer", "LlmConfig", "McpConfig", "ReviewConfig", "RulesConfig",
+    "SecurityConfig", "SelectConfig", "ToolsConfig", "all_keys", "azure_url", "build",
+    "check_repo_layer", "env_layer", "field_of", "flag_layer", "merge", "parse_toml",
+    "parse_value", "preset_env_layer", "presets", "resolve_endpoint",
+]
 
 
 @dataclass(frozen=True)
@@ -289,21 +184,21 @@ def build(layers: Sequence[Layer]) -> Config:
         key = ".".join(loc[:2])
         model = SECTIONS.get(loc[0])
         value = _get(data, key)
+        if key in SECRET_KEYS and isinstance(value, str):
+            value = "(hidden)"  # an error line must not print a key
         src = origin.get(key, "configuration")
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(model.model_fields) if model else ""
             raise ConfigError(f"unknown key {key} in {src}; allowed keys: {allowed}") from None
         allowed = _allowed(model, loc[1]) if model and len(loc) > 1 else ""
+        msg = err["msg"]
+        if err["type"] == "value_error":  # our own validators: their message says it all
+            msg, allowed = msg.removeprefix("Value error, "), ""
         raise ConfigError(
-            f"invalid {key} = {value!r} in {src}: {err['msg']}"
+            f"invalid {key} = {value!r} in {src}: {msg}"
             + (f"; allowed: {allowed}" if allowed else "")
         ) from None
 
-
-def presets() -> dict[str, dict[str, Any]]:
-    """Provider presets from ``config/providers.json`` (SPEC §2): name → {protocol, base_url,
-    key_env, base_url_env?, keyless?, output_tokens_field?, auth_header?, azure?, extra_body?}."""
-    return dict(resources.load_json("providers.json")["providers"])
 
 
 def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Layer:
@@ -342,124 +237,6 @@ def check_repo_layer(layer: Layer) -> Layer:
             )
     return layer
 
-
-def _is_local(url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    try:
-        host = (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return False
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def azure_url(base: str, deployment: str, api_version: str) -> str:
-    """Azure OpenAI URL (ecosystem.md §3.4). A resource endpoint
-    (``https://R.openai.azure.com``) becomes the classic deployment URL
-    ``…/openai/deployments/<deployment>?api-version=V`` when ``api_version`` is set, else the v1
-    API base ``…/openai/v1`` (no api-version; the deployment goes in ``model``). A URL that
-    already has an ``/openai/`` path is kept, with ``api-version`` added when given and
-    missing."""
-    path, _, query = base.partition("?")
-    path = path.rstrip("/")
-    if "/openai/" not in path + "/":
-        if api_version:
-            path = f"{path}/openai/deployments/{deployment}"
-        else:
-            return f"{path}/openai/v1" + (f"?{query}" if query else "")
-    if api_version and "api-version=" not in query:
-        query = f"{query}&api-version={api_version}" if query else f"api-version={api_version}"
-    return path + (f"?{query}" if query else "")
-
-
-def resolve_endpoint(
-    cfg: LlmConfig, environ: Mapping[str, str], api_key_from_cmd: str = ""
-) -> tuple[Endpoint | None, str]:
-    """The endpoint triple (url, key-or-keyless-local, model), never guessed (SPEC §2).
-
-    Key order: ``llm.api_key`` (any layer), then ``api_key_from_cmd`` (the caller ran
-    ``llm.api_key_cmd``), then the preset's key variable. The output-token field is
-    ``llm.output_tokens_field``, else the preset's, else ``max_tokens`` for a loopback server
-    (llama.cpp, llama-cpp-python, Ollama and vLLM honour it; llama-cpp-python 0.3.36 and Ollama
-    silently ignore ``max_completion_tokens``: measured with bench/real_llm_smoke.py, 4,030
-    tokens generated under a 512 limit), else ``max_completion_tokens`` (OpenAI's o-series and
-    GPT-5 reject ``max_tokens``). Returns (endpoint, "") or (None, why
-    not, naming what is missing). Raises ConfigError for an unknown provider.
-    """
-    table = presets()
-    name = cfg.provider or ""
-    preset: dict[str, Any] = {}
-    if name and name != "custom":
-        if name not in table:
-            raise ConfigError(
-                f"invalid llm.provider = {name!r}; allowed: custom, {', '.join(table)}"
-            )
-        preset = table[name]
-    env_url = environ.get(preset["base_url_env"], "").strip() if preset.get("base_url_env") else ""
-    url = cfg.base_url or env_url or preset.get("base_url", "")
-    key = cfg.api_key or api_key_from_cmd
-    if not key and preset.get("key_env"):
-        key = environ.get(preset["key_env"], "").strip()
-    protocol = cfg.protocol or preset.get("protocol", "openai")
-    if preset.get("azure") and url and cfg.model:
-        api_version = cfg.api_version
-        if not api_version and preset.get("api_version_env"):
-            api_version = environ.get(preset["api_version_env"], "").strip()
-        url = azure_url(url, cfg.model, api_version)
-    missing = [n for n, v in (("url", url), ("model", cfg.model)) if not v]
-    keyless = bool(preset.get("keyless")) or (bool(url) and _is_local(url))
-    if not key and not keyless:
-        missing.append("api key")
-    if missing:
-        hint = "set OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider and llm.model"
-        if preset:
-            need = [str(preset[k]) for k in ("key_env", "base_url_env") if preset.get(k)]
-            hint = (f"set llm.model{' and ' + ' / '.join(need) if need else ''} for provider"
-                    f" {name}")
-        return None, (f"no LLM endpoint configured (missing {', '.join(missing)}); {hint}"
-                      " (`git ocr config set KEY VALUE`)")
-    return (
-        Endpoint(
-            url=url,
-            model=cfg.model,
-            protocol=protocol,
-            api_key=key,
-            provider=name or "custom",
-            timeout_s=cfg.timeout_s,
-            connect_timeout_s=cfg.connect_timeout_s,
-            max_retries=cfg.max_retries,
-            max_output_tokens=cfg.max_output_tokens,
-            output_tokens_field=cfg.output_tokens_field or preset.get("output_tokens_field")
-            or ("max_tokens" if _is_local(url) else "max_completion_tokens"),
-            anthropic_version=cfg.anthropic_version,
-            extra_headers=tuple({**preset.get("extra_headers", {}),
-                                 **cfg.extra_headers}.items()),
-            extra_body=tuple({**preset.get("extra_body", {}), **cfg.extra_body}.items()),
-            auth_header=preset.get("auth_header", ""),
-            tool_choice=preset.get("tool_choice", ""),
-        ),
-        "",
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# `git ocr config` support: key lookup, value parsing, TOML writing (all pure: text in, text out)
-
-
-def field_of(key: str) -> tuple[str, str, Any]:
-    """(section, name, pydantic FieldInfo) of a dotted ``section.name`` key. Raises ConfigError
-    listing the allowed keys when unknown."""
-    section, _, name = key.partition(".")
-    model = SECTIONS.get(section)
-    if model is None or name not in model.model_fields:
-        raise ConfigError(f"unknown configuration key {key!r}; allowed keys: "
-                          + ", ".join(all_keys()))
-    return section, name, model.model_fields[name]
-
-
-def all_keys() -> list[str]:
-    """Every ``section.name`` key, in model order."""
-    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in m.model_fields]
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -512,154 +289,43 @@ def _toml_value(text: str, key: str) -> Any:
         raise ConfigError(f"invalid {key} = {text!r}: not a TOML value ({e})") from None
 
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+# command-line flag (argparse dest) → config key; boolean switches are handled below
+_FLAG_LAYER_KEYS = {
+    "effort": "review.effort",
+    "concurrency": "review.concurrency",
+    "timeout": "review.timeout_s",
+    "max_tokens_budget": "review.max_tokens_budget",
+    "max_tools": "review.max_tool_rounds",
+    "tools": "tools.file",
+    "background": "review.background",
+    "background_file": "review.background_file",
+    "provider": "llm.provider",
+    "model": "llm.model",
+    "mode": "gate.mode",
+    "fail_on": "gate.fail_on",
+}
 
 
-def _toml_key(k: str) -> str:
-    return k if _BARE_KEY.match(k) else _toml_str(k)
+def flag_layer(flags: Mapping[str, Any]) -> Layer:
+    """The command-line layer from parsed flag values (argparse dest → value; None means not
+    given): ``--exclude`` items are split on commas, ``--no-cache``/``--no-filter`` turn
+    ``cache.enabled``/``review.filter`` off. Pure."""
+    data: dict[str, dict[str, object]] = {}
 
+    def put(key: str, value: object) -> None:
+        section, name = key.split(".")
+        data.setdefault(section, {})[name] = value
 
-def _toml_str(s: str) -> str:
-    """A TOML basic string (toml.io v1.0.0 §String): backslash, quote and control characters
-    escaped."""
-    out = []
-    for ch in s:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def toml_literal(value: Any) -> str:
-    """One TOML value: string, boolean, integer, float, array or inline table."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if value != value:
-            return "nan"
-        if value in (float("inf"), float("-inf")):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return _toml_str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_toml_key(str(k))} = {toml_literal(v)}"
-                               for k, v in value.items()) + "}"
-    raise ConfigError(f"cannot write {type(value).__name__} to TOML")
-
-
-def dump_toml(data: Mapping[str, Any]) -> str:
-    """Nested dict → TOML text: top-level scalars first, then one ``[table]`` per dict (nested
-    dicts as ``[a.b]`` sub-tables), arrays and scalars as literals. Enough for our config files;
-    round-trips through ``tomllib``."""
-    lines: list[str] = []
-
-    def table(d: Mapping[str, Any], path: list[str]) -> None:
-        scalars = [(k, v) for k, v in d.items() if not isinstance(v, Mapping)]
-        subs = [(k, v) for k, v in d.items() if isinstance(v, Mapping)]
-        if path and (scalars or not subs):
-            if lines:
-                lines.append("")
-            lines.append("[" + ".".join(_toml_key(p) for p in path) + "]")
-        for k, v in scalars:
-            lines.append(f"{_toml_key(str(k))} = {toml_literal(v)}")
-        for k, v in subs:
-            table(v, [*path, str(k)])
-
-    table(data, [])
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def _section_span(lines: list[str], section: str) -> tuple[int, int] | None:
-    """(header index, end index) of ``[section]`` in ``lines``, or None."""
-    header = re.compile(r"^\s*\[\s*" + re.escape(section) + r"\s*\]\s*(#.*)?$")
-    any_header = re.compile(r"^\s*\[")
-    for i, line in enumerate(lines):
-        if header.match(line):
-            j = i + 1
-            while j < len(lines) and not any_header.match(lines[j]):
-                j += 1
-            return i, j
-    return None
-
-
-def _edit_lines(text: str, key: str, literal: str | None) -> str:
-    """Set (``literal``) or remove (None) ``name = …`` inside ``[section]``, leaving every other
-    line, comment included, as it was."""
-    section, _, name = key.partition(".")
-    lines = text.splitlines()
-    line_re = re.compile(r"^\s*(" + re.escape(name) + "|" + re.escape(_toml_str(name))
-                         + r")\s*=")
-    span = _section_span(lines, section)
-    new_line = f"{_toml_key(name)} = {literal}" if literal is not None else None
-    if span is None:
-        if new_line is not None:
-            if lines and lines[-1].strip():
-                lines.append("")
-            lines += [f"[{section}]", new_line]
-    else:
-        start, end = span
-        hit = next((i for i in range(start + 1, end) if line_re.match(lines[i])), None)
-        if hit is not None:
-            if new_line is None:
-                del lines[hit]
-                end -= 1
-                if not any(lines[i].strip() for i in range(start + 1, end)):
-                    del lines[start:end]  # the table is empty now: drop its header too
-                    # no blank line left at the top, at the end, or doubled where it was
-                    while start < len(lines) and not lines[start].strip() and (
-                            start == 0 or not lines[start - 1].strip()):
-                        del lines[start]
-                    while lines and not lines[-1].strip():
-                        lines.pop()
-            else:
-                lines[hit] = new_line
-        elif new_line is not None:
-            last = max((i for i in range(start, end) if lines[i].strip()), default=start)
-            lines.insert(last + 1, new_line)
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def edit_toml(text: str, key: str, value: Any | None, source: str) -> str:
-    """The user file's text with ``key`` (``section.name``) set to ``value`` (None: removed).
-    Edits the one line in place so comments and layout survive; when that cannot give the
-    intended data (multi-line values, dotted keys, inline tables), rewrites the whole file with
-    :func:`dump_toml`. Raises ConfigError when ``text`` is not valid TOML."""
-    data = parse_toml(text, source) if text.strip() else {}
-    want = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
-    section, _, name = key.partition(".")
-    sect = want.get(section)
-    if value is None:
-        if isinstance(sect, dict):
-            sect.pop(name, None)
-            if not sect:  # no empty [section] left behind
-                del want[section]
-    else:
-        if not isinstance(sect, dict):
-            sect = want[section] = {}
-        sect[name] = value
-    try:
-        edited = _edit_lines(text, key, None if value is None else toml_literal(value))
-        got = parse_toml(edited, source)
-        if value is None:  # a table left with only comments keeps its (empty) header
-            got = {k: v for k, v in got.items() if v != {} or k in want}
-        if got == want:
-            return edited
-    except ConfigError:
-        pass
-    return dump_toml(want)
+    for attr, key in _FLAG_LAYER_KEYS.items():
+        v = flags.get(attr)
+        if v is not None:
+            put(key, v)
+    if flags.get("exclude"):
+        put("select.exclude",
+            [g.strip() for item in flags["exclude"] for g in item.split(",") if g.strip()])
+    if flags.get("no_cache"):
+        put("cache.enabled", False)
+    if flags.get("no_filter"):
+        put("review.filter", False)
+    return Layer("command line", data)

@@ -20,15 +20,15 @@ of a hunk (old side ends without newline, new side continues). Line numbers are 
 Content is decoded per file: UTF-8 when the whole section is valid UTF-8, else UTF-8 with
 U+FFFD replacements (``FileDiff.decoding == "replaced"``; e.g. GBK files): never the locale.
 Decoding never changes the number of lines, so line numbers stay exact. ``\r`` of CRLF files
-stays in ``Line.text``. :class:`PatchStream` walks the patch one file section at a time, so
-only the sections somebody keeps are held and parsed (``fill_from_sections``).
+stays in ``Line.text``. ``patchstream.PatchStream`` walks the patch one file section at a
+time, so only the sections somebody keeps are held and parsed.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -114,6 +114,10 @@ class FileDiff:
     ``head_text`` holds the first bytes of the new blob, decoded, when ``target.load_diff``
     had to read them (generated-file markers outside the hunks, SPEC §4 gate 8), else None.
     ``notes`` are human-readable remarks (e.g. undecodable bytes replaced).
+    ``binary_attribute`` names the ``.gitattributes`` entry (``-diff``, ``binary``…) that made
+    git call this text file binary; it was diffed with ``--text`` (``target.load_diff``).
+    ``referenced_by`` holds, for a deleted file, the snapshot lines that still refer to it
+    (``<path>:<line>: <text>``, set by ``deleted_refs``); such a file is reviewed.
     ``size_bytes`` is the size of the larger of the two blobs of a file git would not diff
     because of it (above ``select.max_file_bytes``, ``changeset``), else None. ``loaded`` is False
     when the file's patch was not kept (excluded, too large, over a bound: ``changeset``):
@@ -138,6 +142,8 @@ class FileDiff:
     decoding: str = "utf-8"  # utf-8 | replaced
     head_text: str | None = None
     notes: list[str] = field(default_factory=list)
+    binary_attribute: str = ""
+    referenced_by: tuple[str, ...] = ()
     size_bytes: int | None = None
     loaded: bool = True
 
@@ -250,104 +256,6 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
     return [RawEntry(*r, ins, dels) for r, (ins, dels) in zip(records, counts, strict=True)]
 
 
-SECTION_MARK = b"\ndiff --git "  # start of every file section after the first
-
-
-class PatchStream:
-    r"""Walks the file sections of a ``git diff -p`` byte stream one at a time, holding at most
-    one read chunk plus the section being kept: sections nobody keeps are passed over without
-    being stored or parsed.
-
-    A section starts at a line beginning with ``diff --git ``. Such a line can never be file
-    content: every hunk line starts with its marker (`` ``, ``+``, ``-``, ``\``; git prints
-    context lines with their space as ``diff.suppressBlankEmpty`` is pinned off) and names in
-    header lines are C-quoted when they hold a newline. Text before the first section is
-    dropped. ``chunks`` yields the stream's bytes in pieces of any size; ``head`` is what was
-    already read of it.
-    """
-
-    def __init__(self, chunks: Iterable[bytes], head: bytes = b"") -> None:
-        self._chunks = iter(chunks)
-        self._buf = bytearray(head)
-        self._pos = 0
-        self._eof = False
-        self._started = False
-
-    def _fill(self) -> bool:
-        """Append the next chunk (dropping consumed bytes first); False at the end."""
-        if self._eof:
-            return False
-        chunk = next(self._chunks, b"")
-        if not chunk:
-            self._eof = True
-            return False
-        if self._pos:
-            del self._buf[: self._pos]
-            self._pos = 0
-        self._buf += chunk
-        return True
-
-    def _start(self) -> bool:
-        """Move to the first section start; False when the stream holds no section."""
-        if self._started:
-            return self._pos < len(self._buf) or self._fill()
-        while True:
-            if self._buf.startswith(SECTION_MARK[1:]):
-                self._started = True
-                return True
-            at = self._buf.find(SECTION_MARK)
-            if at >= 0:
-                self._pos = at + 1
-                self._started = True
-                return True
-            keep = self._buf[-len(SECTION_MARK):]
-            self._buf = bytearray(keep)
-            self._pos = 0
-            if not self._fill():
-                return False
-
-    def peek_header(self) -> bytes | None:
-        """The first line of the next section (``diff --git a/… b/…``), or None at the end."""
-        if not self._start():
-            return None
-        while True:
-            nl = self._buf.find(b"\n", self._pos)
-            if nl >= 0:
-                return bytes(self._buf[self._pos : nl])
-            if not self._fill():
-                return bytes(self._buf[self._pos :]) if self._pos < len(self._buf) else None
-
-    def next_section(self, keep_max: int) -> tuple[bytes | None, int] | None:
-        """Consume the next section: (its bytes, or None when it is larger than ``keep_max``
-        bytes — then it was read past without being stored; its size in bytes). None when no
-        section is left."""
-        if not self._start():
-            return None
-        mark = len(SECTION_MARK)
-        dropped = 0  # bytes of this section already thrown away (not kept)
-        search_from = self._pos + 1
-        while True:
-            end = self._buf.find(SECTION_MARK, search_from)
-            if end >= 0:
-                stop = end + 1
-                break
-            search_from = max(self._pos + 1, len(self._buf) - mark + 1)
-            held = len(self._buf) - self._pos
-            if dropped + held - (mark - 1) > keep_max and held >= mark:  # not kept: a tail stays
-                cut = len(self._buf) - (mark - 1)  # where a split section start may begin
-                dropped += cut - self._pos
-                self._pos = search_from = cut
-            shift = self._pos
-            if not self._fill():
-                stop = len(self._buf)
-                break
-            search_from -= shift
-        size = dropped + stop - self._pos
-        data = bytes(self._buf[self._pos : stop]) if size <= keep_max and not dropped else None
-        self._pos = stop
-        return data, size
-
-
 def split_raw_and_patch(out: bytes) -> tuple[bytes, bytes]:
     r"""Split the output of one ``git diff --raw --numstat -p -z`` call into the NUL-delimited
     records and the patch text. git ends the last numstat record with ``\0`` and then writes
@@ -438,11 +346,11 @@ def parse_hunks(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str]:
     content line holds a NUL byte (text forced by a ``diff`` attribute; SPEC §4 gate 1).
     Raises DiffParseError when a hunk has fewer lines than its header counts.
     """
-    hunks, binary, text, _ = _parse_section(section)
+    hunks, binary, text, _ = parse_section(section)
     return hunks, binary, text
 
 
-def _parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str, str]:
+def parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str, str]:
     """:func:`parse_hunks` plus the section's decoding label (``utf-8`` | ``replaced``)."""
     errors, decoding = _decoder(section)
     hunks: list[Hunk] = []
@@ -503,8 +411,13 @@ def _parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, st
     return tuple(hunks), binary, "\n".join(kept), decoding
 
 
-def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff]:
+def build_file_diffs(
+    entries: Sequence[RawEntry], patch: bytes, *, as_text: bool = False
+) -> list[FileDiff]:
     """Attach the patch sections to the raw entries, in order (same diff, same options).
+
+    ``as_text``: the diff was made with ``--text``; numstat still prints ``-`` for files an
+    attribute marks binary, so only a NUL byte in the content marks a file binary.
 
     A type change may be printed as two sections for one path (old content deleted, new
     content added, same ``diff --git`` header); both are attached to its entry. Insertions and
@@ -533,12 +446,12 @@ def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff
             old_oid=e.old_oid,
             new_oid=e.new_oid,
             similarity=e.similarity,
-            binary=e.insertions is None,
+            binary=e.insertions is None and not as_text,
         )
         all_hunks: list[Hunk] = []
         texts: list[str] = []
         for sec in sections[si : si + take]:
-            hunks, binary, text, decoding = _parse_section(sec)
+            hunks, binary, text, decoding = parse_section(sec)
             all_hunks.extend(hunks)
             texts.append(text)
             fd.binary = fd.binary or binary
@@ -560,30 +473,6 @@ def build_file_diffs(entries: Sequence[RawEntry], patch: bytes) -> list[FileDiff
             f"git diff: {len(sections)} patch sections for {len(entries)} changed paths"
         )
     return files
-
-
-def fill_from_sections(f: FileDiff, parts: Sequence[bytes]) -> None:
-    """Parse the patch section(s) of one file (bytes from ``diff --git`` on, as
-    :class:`PatchStream` yields them) into ``f``: hunks, patch text, binary, decoding and
-    counts, as :func:`build_file_diffs` does; sets ``f.loaded``. Raises DiffParseError."""
-    hunks: list[Hunk] = []
-    texts: list[str] = []
-    for raw in parts:
-        for sec in split_patch_sections(raw):
-            h, binary, text, decoding = _parse_section(sec)
-            hunks.extend(h)
-            texts.append(text)
-            f.binary = f.binary or binary
-            if decoding == "replaced":
-                f.decoding = "replaced"
-    f.hunks = tuple(hunks)
-    f.patch = "\n".join(texts)
-    f.extra_sections = len(texts) - 1
-    f.insertions = sum(1 for h in f.hunks for ln in h.lines if ln.kind == "+")
-    f.deletions = sum(1 for h in f.hunks for ln in h.lines if ln.kind == "-")
-    if f.decoding == "replaced":
-        f.notes.append("content is not valid UTF-8; undecodable bytes shown as U+FFFD")
-    f.loaded = True
 
 
 def render_numbered(fd: FileDiff) -> str:

@@ -7,19 +7,13 @@ findings, 2 usage/configuration error, 3 incomplete with ``on_error = block``.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .exitcodes import Exit
 from .findings import Finding, Severity
 
-
-class Exit(enum.IntEnum):
-    OK = 0
-    FINDINGS = 1
-    USAGE = 2
-    INCOMPLETE = 3
-    INTERRUPTED = 130
+__all__ = ["Exit", "GateDecision", "GateOptions", "decide"]
 
 
 @dataclass(frozen=True, slots=True)

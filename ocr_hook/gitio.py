@@ -311,8 +311,11 @@ def run_command(
     ``(returncode, stdout, stderr)`` bytes; the caller judges the exit code.
 
     A string is a shell command line run by ``/bin/sh -c`` (the user wrote it for a shell:
-    ``pass show openai``, ``op read …``); a sequence is an argv run directly. ``env`` replaces
-    the inherited environment (None = inherit). stdin is empty. Raises OcrError("<first word>:
+    ``pass show openai``, ``op read …``); a sequence is an argv run directly. The environment
+    is ``env`` (None = ``os.environ``) minus the repo-local git variables (:data:`LOCAL_ENV_VARS`,
+    githooks(5)): inside a hook ``GIT_DIR``/``GIT_INDEX_FILE`` name the user's repository and
+    the index being committed, and a helper that runs git elsewhere must not write there.
+    stdin is empty. Raises OcrError("<first word>:
     timed out after Ns" / "cannot run: …") — its text never includes the command's output,
     which may be a secret.
     """
@@ -326,7 +329,8 @@ def run_command(
     shown = words[0]
     try:
         proc = subprocess.run(argv, input=b"", capture_output=True, timeout=timeout_s,
-                              env=None if env is None else dict(env), cwd=cwd, check=False)
+                              env=foreign_env(os.environ if env is None else env), cwd=cwd,
+                              check=False)
     except subprocess.TimeoutExpired as e:
         raise OcrError(f"{shown}: timed out after {timeout_s:g}s") from e
     except OSError as e:

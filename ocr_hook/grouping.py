@@ -1,9 +1,9 @@
 """Reviewable files → review groups (SPEC §6.1 step 2) and the plan-phase threshold (step 4).
 
-Pure: no LLM call, no git, no clock. ``review`` decides between the deterministic strategies
-here and one grouping LLM call (``agent.tasks.grouping_call``), whose answer is parsed and
-validated by :func:`parse_grouping_answer`. Every result then passes :func:`cap_group_size` and
-:func:`split_over_budget`.
+Pure: no LLM call, no git, no clock. :func:`build_groups` decides between the deterministic
+strategies here and one grouping LLM call it is given (``agent.tasks.grouping_call``), whose
+answer is parsed and validated by :func:`parse_grouping_answer`. Every result then passes
+:func:`cap_group_size` and :func:`split_over_budget`.
 
 Thresholds are the reference project's (OCR ``task_template.json``): changed lines =
 insertions + deletions.
@@ -12,11 +12,15 @@ insertions + deletions.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .diff import FileDiff
+from .errors import OcrError
+
+log = logging.getLogger(__name__)
 
 GROUPING_MIN_FILES = 4  # SPEC §6.1 (OCR GROUPING_MIN_FILES): below → no grouping LLM call
 GROUPING_BUNDLE_LINE_THRESHOLD = 200  # SPEC §6.1 (OCR): fewer changed lines → one bundle
@@ -193,3 +197,31 @@ def plan_required(files: Sequence[FileDiff]) -> bool:
     if max(f.changed_lines for f in files) >= PLAN_MODE_LINE_THRESHOLD:
         return True
     return len(files) >= 2 and total_changed(files) >= PLAN_MODE_GROUP_LINE_THRESHOLD
+
+
+def build_groups(
+    files: Sequence[FileDiff],
+    *,
+    ask_model: Callable[[Sequence[FileDiff]], list[Group]] | None,
+    group_too_large: Callable[[Sequence[FileDiff]], bool],
+    on_failure: Callable[[str], None],
+) -> list[Group]:
+    """SPEC §6.1 step 2. ≤ 1 file, or < 4 files: deterministic (bundle under 200 changed
+    lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping call on metadata
+    only; None = no endpoint) — any failure (OcrError) falls back to one group per file and
+    passes its one-line message to ``on_failure`` (the run's ``grouping_failed`` warning).
+    Then groups above 10 files are split in order and groups whose diffs are
+    ``group_too_large`` split into single files."""
+    groups = deterministic_groups(files)
+    if groups is None:
+        if ask_model is None:
+            groups = per_file(files)
+        else:
+            try:
+                groups = ask_model(files)
+            except OcrError as e:  # LlmError, an unusable answer, budget or deadline
+                log.info("LLM grouping failed (%s); reviewing one group per file", e)
+                on_failure(f"{e}; reviewing one group per file")
+                groups = per_file(files)
+    groups = cap_group_size(groups)
+    return split_over_budget(groups, group_too_large)

@@ -1,4 +1,5 @@
-"""Renderers: text, JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given.
+"""Renderers: JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given, and the
+display helpers the text output (``output_text``) and the HTML page (``html_report``) share.
 
 stdout carries only the result; progress and warnings go to stderr through logging.
 ``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
@@ -12,20 +13,19 @@ git would not diff because of it.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import __version__
+from .dismiss import DismissedFinding
 from .findings import CATEGORIES, Finding, Severity
-
-if TYPE_CHECKING:  # output sits below review in the layer order (STYLE §2)
-    from .review import FileOutcome, ReviewResult
+from .pathtext import has_raw_bytes, path_bytes_b64, shown
+from .results import ReviewResult
 
 SCHEMA_VERSION = "1"
 _COLORS = {
@@ -118,22 +118,32 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         "warnings": [
             {"type": w.type, "file": w.file, "message": w.message} for w in result.warnings
         ],
+        "dismissed": [_dismissed_json(d) for d in result.dismissed],
         "session_id": result.session_id,
     }
 
 
+def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:
+    """One entry of the JSON ``dismissed[]`` list (issue 19): the finding's place and claim,
+    ``by`` (inline | shared | personal) and the reason."""
+    f = d.finding
+    return {"id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+            "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+            "content": f.content, "by": d.by, "reason": d.reason}
+
+
 def write_json(result: ReviewResult, stream: TextIO) -> None:
-    """One JSON object, UTF-8 text. A path git gave as non-UTF-8 bytes (decoded with
-    surrogateescape) keeps its escapes as ``\\udcXX``, so the output stays valid UTF-8 and
-    ``json.loads`` gives back the exact path."""
-    data = to_json(result)
+    """One JSON object, strict UTF-8 text (no lone surrogates, so every JSON parser accepts
+    it). A path git gave as non-UTF-8 bytes is written with each such byte as ``\\xNN``
+    (:func:`ocr_hook.pathtext.shown`), and its exact bytes follow in ``path_bytes_b64`` /
+    ``old_path_bytes_b64`` (base64); see :func:`utf8_safe`."""
+    data = utf8_safe(to_json(result), b64_keys=True)
     files = data["files"]
     if files:  # the same text as json.dumps(indent=2), without its slow Python encoder
         data["files"] = _FILES_SENTINEL
     text = json.dumps(data, indent=2, ensure_ascii=False)
     if files:
         text = text.replace(json.dumps(_FILES_SENTINEL), _files_block(files), 1)
-    text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     stream.write(text)
     stream.write("\n")
 
@@ -168,17 +178,23 @@ def _files_block(files: Sequence[Mapping[str, object]]) -> str:
     return "[\n" + ",\n".join(entries) + "\n  ]"
 
 
-def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
-    if not suggestion.strip():
-        return []
-    a = existing.splitlines()
-    b = suggestion.splitlines()
-    out = []
-    for line in difflib.unified_diff(a, b, lineterm="", n=len(a) + len(b)):
-        if line.startswith(("---", "+++", "@@")):
-            continue
-        out.append(line)
-    return out
+def utf8_safe(value: Any, *, b64_keys: bool = False) -> Any:
+    """A JSON-able ``value`` (dicts, lists, scalars) whose every string encodes as UTF-8:
+    non-UTF-8 path bytes (surrogateescape) as ``\\xNN``, any other lone surrogate (e.g. from
+    a model's ``\\ud800`` escape) as U+FFFD. With ``b64_keys``, a ``path``/``old_path``
+    string that had such bytes gains a ``<key>_bytes_b64`` sibling holding its exact bytes."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", shown(value))
+    if isinstance(value, list):
+        return [utf8_safe(v, b64_keys=b64_keys) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k] = utf8_safe(v, b64_keys=b64_keys)
+            if b64_keys and k in ("path", "old_path") and isinstance(v, str) and has_raw_bytes(v):
+                out[f"{k}_bytes_b64"] = path_bytes_b64(v)
+        return out
+    return value
 
 
 def _escape_char(ch: str) -> str:
@@ -214,131 +230,6 @@ def display_text(text: str, keep: str = "") -> str:
     return "".join(ch if ch.isprintable() or ch in keep else _escape_char(ch) for ch in text)
 
 
-COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always lists every path
-
-
-def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
-    """The text output's account of the changed paths that were not reviewed (SPEC §8.3): one
-    line each, ``not reviewed: <path> (<reason>)`` for selected files left unreviewed, then
-    ``excluded: <path> (<reason>)`` for files selection kept out; at most COVERAGE_LINES_MAX of
-    each, the rest counted by reason (``--preview`` and JSON list them all). [] when every
-    changed path was reviewed."""
-    out: list[str] = []
-    for label, picked in (
-        ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
-        ("excluded", [o for o in files if not o.will_review]),
-    ):
-        for o in picked[:COVERAGE_LINES_MAX]:
-            path = display_path(o.path)
-            if o.old_path != o.path:
-                path = f"{display_path(o.old_path)} → {path}"
-            why = o.reason or "unknown"
-            if o.detail:
-                why += f": {display_text(o.detail)}"
-            out.append(f"{label}: {path} ({why})")
-        rest = picked[COVERAGE_LINES_MAX:]
-        if rest:
-            counts: dict[str, int] = {}
-            for o in rest:
-                counts[o.reason] = counts.get(o.reason, 0) + 1
-            out.append(f"{label}: {len(rest)} more ("
-                       + ", ".join(f"{n} {r}" for r, n in counts.items())
-                       + "; `git ocr review --preview` lists every path)")
-    return out
-
-
-def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
-    """``--preview`` as text (SPEC §4): path (``old → new`` for renames), status, +/-, and
-    ``yes`` or ``no (reason)``; then a count line."""
-    rows = []
-    for o in result.files:
-        path = display_path(o.path)
-        if o.old_path != o.path:
-            path = f"{display_path(o.old_path)} → {path}"
-        review = "yes" if o.will_review and not o.reason else f"no ({o.reason})"
-        if o.detail and review != "yes":
-            review = f"{review[:-1]}: {display_text(o.detail)})"
-        rows.append((path, o.status, f"+{o.insertions}/-{o.deletions}", review))
-    header = ("path", "status", "+/-", "review")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
-    for r in [header, *rows]:
-        stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
-    n = sum(1 for o in result.files if o.will_review and not o.reason)
-    stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
-
-
-def write_text(
-    result: ReviewResult, stream: TextIO, environ: Mapping[str, str] = os.environ
-) -> None:
-    """Human-readable findings, summary line and gate verdict."""
-    color = use_color(stream, environ)
-
-    def paint(code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if color else text
-
-    w = stream.write
-    if result.preview:
-        write_preview_table(result, stream)
-        return
-    for f in result.findings:
-        path = display_path(f.path)
-        loc = (
-            f"{path}:{f.start_line}-{f.end_line}"
-            if f.start_line
-            else f"{path} (location unknown)"
-        )
-        notes = ["old side"] if f.side == "old" else []  # SPEC §8.1: never shown as new side
-        if f.anchor not in ("hunk_new", "hunk_old", "none"):
-            notes.append(f"anchor: {f.anchor}")  # file, loose, relocated, refiled
-        if f.ambiguous:
-            notes.append("ambiguous")
-        if notes:
-            loc += f" ({', '.join(notes)})"
-        badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
-        w(f"\n{paint(_DIM, loc) if color else loc} {badge}\n")
-        for line in display_text(f.content, keep="\n\t").split("\n"):
-            w(f"  {line}\n")
-        for line in _suggestion_diff(display_text(f.existing_code, keep="\n\t"),
-                                     display_text(f.suggestion_code, keep="\n\t")):
-            w(f"    {line}\n")
-    if not result.findings and result.status in ("complete", "skipped"):
-        w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
-    coverage = coverage_lines(result.files)
-    if coverage:
-        w("\n")
-        for line in coverage:
-            w(f"{line}\n")
-    for reason in result.incomplete_reasons:
-        w(f"{display_text(reason)}\n")
-    by_sev = ", ".join(
-        f"{n} {s.label}"
-        for s in sorted(Severity, reverse=True)
-        if (n := sum(1 for f in result.findings if f.severity == s))
-    )
-    reviewed = sum(1 for o in result.files if o.reviewed)
-    excluded = sum(1 for o in result.files if not o.will_review)
-    incomplete = sum(1 for o in result.files if o.will_review and not o.reviewed)
-    u = result.usage
-    failed = result.llm_attempts - result.llm_calls  # each answered call is one attempt
-    failed_attempts = (f" ({failed} failed attempt{'s' if failed != 1 else ''})"
-                       if failed > 0 else "")
-    w(
-        f"\nocr-hook: {reviewed} reviewed, {excluded} excluded, {incomplete} incomplete;"
-        f" {len(result.findings)} finding(s){f' ({by_sev})' if by_sev else ''};"
-        f" tokens in/out {u.input_tokens + u.cache_read_tokens + u.cache_write_tokens}/"
-        f"{u.output_tokens}; {result.llm_calls} LLM call(s){failed_attempts};"
-        f" {result.cache_hits} cache hit(s);"
-        f" {result.elapsed_ms / 1000:.1f}s\n"
-    )
-    if result.cache_hits and not result.llm_calls and result.status == "complete":
-        w("(cached result: this snapshot was reviewed before with the same settings)\n")
-    verdict = result.decision.verdict.upper()
-    if result.decision.blocked:
-        w(f"verdict: {verdict} (blocking, fail_on={result.gate.fail_on})\n")
-    else:
-        w(f"verdict: {verdict} ({result.gate.mode})\n")
-
-
 # ---- SARIF 2.1.0 ------------------------------------------------------------------------------
 
 SARIF_VERSION = "2.1.0"
@@ -367,17 +258,44 @@ _CATEGORY_TEXT = {
 def _sarif_location(f: Finding) -> dict[str, Any]:
     """Physical location: region lines only for anchored new-side findings (the lines exist in
     the reviewed version); old-side and unanchored findings are file-level (SPEC §11)."""
-    loc: dict[str, Any] = {"artifactLocation": {"uri": quote(f.path), "uriBaseId": "%SRCROOT%"}}
+    uri = quote(os.fsencode(f.path))  # RFC 3986 percent-encoding of the path's exact bytes
+    loc: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.side == "new" and f.start_line > 0:
         loc["region"] = {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
     return {"physicalLocation": loc}
 
 
+def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
+    """One SARIF result for ``f`` (message with the side note and the suggestion)."""
+    text = f.content
+    if f.side == "old" and f.start_line > 0:
+        text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
+    elif f.start_line == 0:
+        text += "\n\n(Location in the file unknown.)"
+    if f.suggestion_code.strip():
+        text += "\n\nSuggestion:\n" + f.suggestion_code
+    return {
+        "ruleId": f.category,
+        "ruleIndex": rule_index,
+        "level": SARIF_LEVELS[f.severity],
+        "message": {"text": text},
+        "locations": [_sarif_location(f)],
+        "partialFingerprints": {"ocrHookFindingId/v1": f.id},
+        "properties": {
+            "severity": f.severity.label,
+            "side": f.side,
+            "anchor": f.anchor,
+            "ambiguous": f.ambiguous,
+        },
+    }
+
+
 def to_sarif(result: ReviewResult) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: one rule per category used (id = category), one result
     per finding (level from severity), incomplete files and warnings as tool notifications."""
-    used = [c for c in CATEGORIES if any(f.category == c for f in result.findings)]
-    used += sorted({f.category for f in result.findings} - set(used))
+    every = [*result.findings, *(d.finding for d in result.dismissed)]
+    used = [c for c in CATEGORIES if any(f.category == c for f in every)]
+    used += sorted({f.category for f in every} - set(used))
     index = {c: i for i, c in enumerate(used)}
     rules = [
         {
@@ -388,29 +306,15 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
         }
         for c in used
     ]
-    results = []
-    for f in result.findings:
-        text = f.content
-        if f.side == "old" and f.start_line > 0:
-            text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
-        elif f.start_line == 0:
-            text += "\n\n(Location in the file unknown.)"
-        if f.suggestion_code.strip():
-            text += "\n\nSuggestion:\n" + f.suggestion_code
-        results.append({
-            "ruleId": f.category,
-            "ruleIndex": index[f.category],
-            "level": SARIF_LEVELS[f.severity],
-            "message": {"text": text},
-            "locations": [_sarif_location(f)],
-            "partialFingerprints": {"ocrHookFindingId/v1": f.id},
-            "properties": {
-                "severity": f.severity.label,
-                "side": f.side,
-                "anchor": f.anchor,
-                "ambiguous": f.ambiguous,
-            },
-        })
+    results = [_sarif_result(f, index[f.category]) for f in result.findings]
+    for d in result.dismissed:  # SARIF §3.35 suppressions: shown as dismissed by viewers
+        entry = _sarif_result(d.finding, index[d.finding.category])
+        entry["suppressions"] = [{
+            "kind": "inSource" if d.by == "inline" else "external",
+            "status": "accepted",
+            **({"justification": d.reason} if d.reason else {}),
+        }]
+        results.append(entry)
     notes = [
         {"level": "warning", "message": {"text": f"not reviewed: {o.path} ({o.reason})"},
          "descriptor": {"id": "not_reviewed"}}
@@ -445,11 +349,14 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
                 "verdict": result.decision.verdict,
                 "session_id": result.session_id,
                 "cache_hits": result.cache_hits,
+                "input": dict(result.input),  # what was reviewed: base, head, pushed ranges
             },
         }],
     }
 
 
 def write_sarif(result: ReviewResult, stream: TextIO) -> None:
-    json.dump(to_sarif(result), stream, indent=2, ensure_ascii=False)
+    """The SARIF log as strict UTF-8 JSON: artifact URIs percent-encode a path's exact bytes,
+    other text shows non-UTF-8 bytes as ``\\xNN`` (:func:`utf8_safe`)."""
+    json.dump(utf8_safe(to_sarif(result)), stream, indent=2, ensure_ascii=False)
     stream.write("\n")

@@ -19,7 +19,8 @@ Reasons, in gate order (OCR names where OCR has one):
 8. ``default_path`` – tests (unless ``select.review_tests``), fixtures, snapshots, generated
    and lock files, and files whose first lines carry ``@generated`` or ``Code generated …
    DO NOT EDIT``;
-9. ``deleted`` – kept in the "other changed files" list, never reviewed;
+9. ``deleted`` – kept in the "other changed files" list, not reviewed unless the snapshot
+   still refers to it (``FileDiff.referenced_by``, found by ``deleted_refs``; issue 16);
    then three reasons for paths whose content did not change, so an LLM call would have
    nothing to look at (SPEC §3.5: listed, no LLM call): ``rename_only`` (a rename without
    hunks), ``mode_only`` (only the file mode changed), ``no_content_change`` (anything else
@@ -174,6 +175,8 @@ class _Builtin:
         self.generated = GlobList(
             [p.lower() for p in defaults["generated"] + defaults["lock_files"]]
         )
+        self.generated_only = GlobList([p.lower() for p in defaults["generated"]])
+        self.lock_files = GlobList([p.lower() for p in defaults["lock_files"]])
         self.extensions = frozenset(e.lower() for e in types["extensions"])
         self.file_names = frozenset(types["file_names"])
         self.prefixes = tuple(types["file_name_prefixes"])
@@ -267,7 +270,8 @@ def path_reason(
 ) -> str:
     """Gates 3–9 and the no-content reasons of :func:`exclusion_reason` from status, modes and
     paths alone, as if the file had no hunks and no content (``metadata_reason`` refines it)."""
-    probe = FileDiff(fd.status, fd.old_path, fd.new_path, fd.old_mode, fd.new_mode)
+    probe = FileDiff(fd.status, fd.old_path, fd.new_path, fd.old_mode, fd.new_mode,
+                     referenced_by=getattr(fd, "referenced_by", ()))
     return exclusion_reason(probe, policy, user_ex, user_in, content=False)
 
 
@@ -344,7 +348,7 @@ def exclusion_reason(
             head = first_lines(fd)
             if head is not None and looks_generated(head):
                 return "default_path"
-    if fd.status == "deleted":
+    if fd.status == "deleted" and not fd.referenced_by:
         return "deleted"
     if not fd.hunks:
         if fd.status == "renamed":
@@ -353,3 +357,56 @@ def exclusion_reason(
             return "mode_only"
         return "no_content_change"
     return ""
+
+
+# What an exclusion or not-reviewed reason means, for people (issue 19): the text output never
+# shows codes such as ``unsupported_ext``. Reasons that depend on the path are worked out below.
+REASON_WORDS = {
+    "binary": "binary",
+    "submodule": "submodule",
+    "symlink_outside": "symlink pointing outside the repository",
+    "secret_path": "may hold secrets",
+    "user_exclude": "excluded by select.exclude / --exclude",
+    "unsupported_ext": "not a source file type",
+    "deleted": "deleted",
+    "rename_only": "renamed, content unchanged",
+    "mode_only": "mode change only",
+    "no_content_change": "no content change",
+    "too_large": "too large for the model's context",
+    "over_max_files": "over select.max_files",
+    "over_max_total_bytes": "over select.max_total_bytes",
+    "no_endpoint": "no LLM endpoint configured",
+}
+_VENDORED = ("vendor", "node_modules", "bower_components", "venv", ".venv", "site-packages",
+             "pods", "carthage", "oh_modules")
+_EDITOR = (".idea", ".vscode", ".svn")
+_TEST_DATA = ("__snapshots__", "testdata", "fixtures", ".ipynb_checkpoints")
+
+
+def reason_words(path: str, reason: str) -> str:
+    """``reason`` (a selection reason or an incomplete reason) of ``path`` in human words:
+    ``lock file``, ``generated/minified``, ``vendored``, ``test file``, ``binary``… A path that
+    is a lock file, a generated/minified file or test data is called that whichever gate
+    caught it first (``yarn.lock`` is ``unsupported_ext``, ``dist/app.min.js``
+    ``provider_directory``). Unknown reasons are returned as they are."""
+    if reason not in ("provider_directory", "unsupported_ext", "default_path"):
+        return REASON_WORDS.get(reason, reason)
+    b = _builtin()
+    low = path.lower()
+    parts = low.split("/")
+    if b.lock_files.match_file(low):
+        return "lock file"
+    if any(p in _TEST_DATA for p in parts[:-1]) or low.endswith(".snap"):
+        return "test data"
+    if b.generated_only.match_file(low) or reason == "default_path" and not b.tests.match_file(
+            low):
+        return "generated/minified"
+    if reason == "default_path":
+        return "test file"
+    if reason == "unsupported_ext":
+        return REASON_WORDS[reason]
+    if any(p in _VENDORED for p in parts[:-1]):
+        return "vendored"
+    if any(p in _EDITOR for p in parts[:-1]):
+        return "editor settings"
+    return "build output"

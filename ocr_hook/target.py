@@ -9,6 +9,7 @@ runs git through :mod:`gitio`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from . import gitio
+from . import gitio, textattr
 from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
 from .errors import GitError, UsageError
 
@@ -61,16 +62,21 @@ class Target:
     staged mode, a commit id otherwise; ``base`` may be the empty tree). ``base_label`` and
     ``head_label`` are what the user would recognise (a commit id, ``(index)``,
     ``(empty tree)``). ``refs`` are the remote refs a pushed range updates (push mode; several
-    when identical ranges were merged).
+    when identical ranges were merged). Push mode also counts ``commits`` (in base..head) and,
+    when the range was cut to its newest commits (``push_scope``), ``skipped_commits`` older
+    ones from ``skipped_base_label`` up to ``base`` that are not reviewed.
     """
 
-    mode: str  # staged | commit | range | push
+    mode: str  # staged | merge | commit | range | push
     base: str
     head: str
     base_label: str
     head_label: str
     snapshot_tree: str = ""
     refs: tuple[str, ...] = ()
+    commits: int = 0
+    skipped_commits: int = 0
+    skipped_base_label: str = ""
 
 
 class PushLine(NamedTuple):
@@ -109,9 +115,14 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
     ``git write-tree`` on the copy, so the user's index is never rewritten. Intent-to-add
     entries are left out by ``write-tree``, as ``git commit`` leaves them out. The base is
     ``HEAD^{tree}``, or the empty tree of the repository's object format when HEAD is unborn.
-    Raises UsageError on unresolved merge conflicts, GitError when git fails.
+    Raises UsageError on unresolved merge conflicts or a ``$GIT_INDEX_FILE`` that names no file,
+    GitError when git fails.
     """
     index = _effective_index(repo, environ)
+    if environ.get("GIT_INDEX_FILE") and not index.is_file():
+        # git names an index that is not there: reviewing "nothing staged" would pass a commit
+        # no one reviewed (issue 17); only the repository's own index may be absent (fresh repo)
+        raise UsageError(f"GIT_INDEX_FILE={environ['GIT_INDEX_FILE']!r}: no such index file")
     head_commit = _rev_parse(repo, "HEAD^{commit}")
     base = _rev_parse(repo, f"{head_commit}^{{tree}}") if head_commit else empty_tree(repo)
     fd, tmp_name = tempfile.mkstemp(prefix="ocr-hook-index-")
@@ -142,6 +153,23 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         head_label="(index)",
         snapshot_tree=tree,
     )
+
+
+def merge_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
+    """The staged snapshot of a merge about to be committed (git's ``pre-merge-commit`` hook):
+    the index holds the merge result and HEAD is the first parent, so HEAD..snapshot is what
+    the merge brings into the first parent. Mode ``merge``; the head label names the merged
+    commits: MERGE_HEAD, or, since git (2.39) writes MERGE_HEAD only after this hook, the
+    names in ``GIT_REFLOG_ACTION=merge <name>…`` that ``git merge`` exports to its hooks
+    (plain ``(index)`` when neither resolves). Raises as :func:`staged_snapshot`."""
+    snap = staged_snapshot(repo, environ)
+    merged = [m for m in [_rev_parse(repo, "MERGE_HEAD^{commit}")] if m]
+    action = environ.get("GIT_REFLOG_ACTION", "").split()
+    if not merged and action[:1] == ["merge"]:
+        merged = [m for name in action[1:] if not name.startswith("-")
+                  and (m := _rev_parse(repo, f"{name}^{{commit}}"))]
+    label = f"(merge of {', '.join(merged)})" if merged else snap.head_label
+    return dataclasses.replace(snap, mode="merge", head_label=label)
 
 
 def _rev_parse(repo: Path, spec: str) -> str:
@@ -271,10 +299,8 @@ def dedupe_targets(targets: Sequence[Target]) -> list[Target]:
         key = (t.base, t.head)
         if key in merged:
             old = merged[key]
-            merged[key] = Target(
-                old.mode, old.base, old.head, old.base_label, old.head_label,
-                old.snapshot_tree, old.refs + tuple(r for r in t.refs if r not in old.refs),
-            )
+            merged[key] = dataclasses.replace(
+                old, refs=old.refs + tuple(r for r in t.refs if r not in old.refs))
         else:
             merged[key] = t
     return list(merged.values())
@@ -334,7 +360,8 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     records) and the patch (one diffcore run, so both agree on renames and order). For files
     whose first hunk starts below line 1, the first bytes of the new blob are read (one
     ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be seen
-    (SPEC §4 gate 8). Raises GitError / DiffParseError.
+    (SPEC §4 gate 8). Files git called binary only because of ``.gitattributes`` are diffed
+    again as text (:mod:`textattr`). Raises GitError / DiffParseError.
     """
     args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")
@@ -343,6 +370,9 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
         return []
     raw, patch = split_raw_and_patch(out)
     files = build_file_diffs(parse_raw_numstat_z(raw), patch)
+    forced = textattr.text_marked_binary(repo, files, read_objects)
+    if forced:
+        files = rediff_as_text(repo, target, files, forced)
     need = [
         f
         for f in files
@@ -357,6 +387,33 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
             if blob is not None and blob[0] == "blob":
                 f.head_text = gitio.decode_text(blob[1][:GENERATED_SCAN_BYTES])
     return files
+
+
+def rediff_as_text(
+    repo: Path, target: Target, files: Sequence[FileDiff],
+    forced: Sequence[tuple[FileDiff, str]],
+) -> list[FileDiff]:
+    """``files`` with each forced file (binary by attribute, text by content) replaced by its
+    ``git diff --text`` entry (``changeset`` passes only the forced files), the attribute in
+    ``FileDiff.binary_attribute``. Both paths of a rename are passed (literal pathspecs), so
+    git pairs them as before; an entry git lists differently, or still binary, is kept as it
+    was."""
+    paths = sorted({p for f, _a in forced for p in (f.old_path, f.new_path) if p})
+    args = diff_command(target, "--text", "--raw", "--numstat", "-p", "-z", "--no-abbrev",
+                        f"-U{CONTEXT_LINES}")
+    raw, patch = split_raw_and_patch(gitio.run_git(repo, "--literal-pathspecs", *args, *paths))
+    redone = {(f.status, f.old_path, f.new_path): f
+              for f in build_file_diffs(parse_raw_numstat_z(raw), patch, as_text=True)}
+    wanted = {id(f): attr for f, attr in forced}
+    out: list[FileDiff] = []
+    for f in files:
+        text = redone.get((f.status, f.old_path, f.new_path)) if id(f) in wanted else None
+        if text is None or text.binary:
+            out.append(f)
+            continue
+        text.binary_attribute = wanted[id(f)]
+        out.append(text)
+    return out
 
 
 def read_objects(

@@ -113,7 +113,7 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     llm.reply(openai_text(json.dumps(answer)), match="[0] ADDED mod0.py")
     llm.reply(openai_tool_calls(("code_comment", div_comment("mod3.py")),
                                 ("task_done", {"state": "DONE"})),
-              match='<file path=\\"mod3.py\\">')
+              match='<file path=\\"mod3.py\\"')
     monkeypatch.chdir(repo.path)
     args = ["review", "--format", "json", "--effort", "low"]
     _, first, _ = run_json(args, llm.env(), capsys)
@@ -126,7 +126,7 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     _, second, _ = run_json(args, llm.env(), capsys)
     assert len(llm.requests) == before + 1  # no grouping call: its answer is cached too
     [again] = main_requests(llm, before)
-    assert '<file path="mod7.py">' in user_text(again)
+    assert '<file path="mod7.py"' in user_text(again)
     assert second["summary"]["cache_hits"] == 10  # the grouping answer and nine groups
     assert second["groups"] == first["groups"]
     assert second["comments"] == first["comments"]  # mod3's finding comes from the cache
@@ -265,6 +265,35 @@ def test_malformed_entry_is_a_miss_and_is_removed(tmp_path: Path) -> None:
     key = "ab" * 32
     (cache.root / "run").mkdir(parents=True)
     (cache.root / "run" / f"{key}.json").write_text('{"format": 1, "kind": "run"', "utf-8")
-    assert cache.get_run(key) is None
+    assert cache.get_run(key, "low") is None
     assert not (cache.root / "run" / f"{key}.json").exists()
     assert cache.hits == 0
+
+
+def test_a_higher_effort_result_answers_the_hook_and_a_lower_one_does_not_answer_review(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 18: `git ocr review` (medium) before `git commit` must not pay twice; a hook
+    result (low) must not answer a later `git ocr review` (medium)."""
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.stage({"calc.py": BUGGY})
+    llm.tool_calls(("code_comment", div_comment("calc.py")), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    _, review, _ = run_json(["review", "--format", "json"], llm.env(), capsys)  # medium
+    assert len(main_requests(llm)) == 2  # round 2 finds nothing new
+    _, hook, _ = run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys)  # low
+    assert len(llm.requests) == 2  # the hook made no request
+    assert (hook["summary"]["cache_hits"], hook["summary"]["llm_calls"]) == (1, 0)
+    assert hook["comments"] == review["comments"] and hook["verdict"] == "findings"
+    # the other way round: a low-effort result does not answer a medium-effort review
+    repo.stage({"calc.py": BUGGY + "\n\ndef mul(a, b):\n    return a * b\n"})
+    run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys)
+    assert len(llm.requests) == 3
+    _, again, _ = run_json(["review", "--format", "json"], llm.env(), capsys)
+    assert len(llm.requests) == 4  # round 1 finds nothing: no round 2
+    assert (again["summary"]["cache_hits"], again["summary"]["llm_calls"]) == (0, 1)
+    # ... and now the medium result answers both
+    run_json(["review", "--format", "json"], llm.env(), capsys)
+    run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys)
+    assert len(llm.requests) == 4

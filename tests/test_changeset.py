@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from ocr_hook import bigscan, changeset, cli, gitio, selection, target
-from ocr_hook.diff import PatchStream, split_patch_sections
+from ocr_hook.diff import split_patch_sections
 from ocr_hook.errors import GitError
 from ocr_hook.output import _files_block
+from ocr_hook.patchstream import PatchStream
 from ocr_hook.tools.context import SnapshotView, file_read, file_read_diff
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -128,7 +129,7 @@ def test_text_output_lists_too_large_files_with_size_reason_and_scan_result(
     repo.stage({"web/bundle.js": "var a=[" + "1," * 100_000 + "];"})
     rc, out, err = run(repo, monkeypatch, capsys, ["hook", "pre-commit"], LIMITS)
     assert rc == 0, err
-    assert ("excluded: web/bundle.js (too_large: 195.3 KiB, larger than select.max_file_bytes "
+    assert ("excluded: web/bundle.js (too large: 195.3 KiB, larger than select.max_file_bytes "
             "(97.7 KiB): content not read; secret scan: first 64.0 KiB of 195.3 KiB scanned, "
             "no secret found)") in out.splitlines()
 
@@ -198,9 +199,9 @@ def test_preview_marks_files_past_max_files_in_path_order(
         "path          status    +/-  review",
         "src/mod_0.py  added   +2/-0  yes",
         "src/mod_1.py  added   +2/-0  yes",
-        f"src/mod_2.py  added   +2/-0  no (over_max_files: {detail})",
-        f"src/mod_3.py  added   +2/-0  no (over_max_files: {detail})",
-        f"src/mod_4.py  added   +2/-0  no (over_max_files: {detail})",
+        f"src/mod_2.py  added   +2/-0  no (over select.max_files: {detail})",
+        f"src/mod_3.py  added   +2/-0  no (over select.max_files: {detail})",
+        f"src/mod_4.py  added   +2/-0  no (over select.max_files: {detail})",
         "",
         "5 changed file(s), 2 to review",
     ]

@@ -13,10 +13,11 @@ import pytest
 
 from ocr_hook.agent.comment_tasks import first_code_block, relocate_snippet
 from ocr_hook.agent.meter import Meter
-from ocr_hook.comments import Collector, CommentPool, CommentProcessor, CommentWarning
+from ocr_hook.comments import Collector, CommentPool, CommentProcessor
 from ocr_hook.findings import Finding, RawComment, Severity, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint
+from ocr_hook.results import RunWarning
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_anchor import APP, GUARD, staged
@@ -40,7 +41,7 @@ def executor() -> Iterator[ThreadPoolExecutor]:
 
 
 def test_collector_is_safe_under_concurrent_adds_and_removes() -> None:
-    c: Collector[CommentWarning] = Collector()
+    c: Collector = Collector()
 
     def work(t: int) -> None:
         for n in range(200):
@@ -57,16 +58,16 @@ def test_collector_is_safe_under_concurrent_adds_and_removes() -> None:
 
 
 def test_collector_snapshot_and_warnings_are_copies_and_remove_is_by_id() -> None:
-    c: Collector[CommentWarning] = Collector()
+    c: Collector = Collector()
     a, b = found("a.py", 1), found("b.py", 2)
     c.add(a)
     c.add(b)
-    c.warn(CommentWarning("comment_refiled", "a.py", "moved"))
+    c.warn(RunWarning("comment_refiled", "a.py", "moved"))
     snap = c.snapshot()
     snap.clear()
     c.warnings.clear()
     assert c.snapshot() == [a, b]
-    assert c.warnings == [CommentWarning("comment_refiled", "a.py", "moved")]
+    assert c.warnings == [RunWarning("comment_refiled", "a.py", "moved")]
     assert c.for_path("b.py") == [b]
     assert c.remove([a.id, "no-such-id"]) == [a]
     assert c.snapshot() == [b]
@@ -77,13 +78,13 @@ def test_submit_returns_before_anchoring_finishes(executor: ThreadPoolExecutor) 
     release = threading.Event()
     started = threading.Event()
 
-    def slow(c: RawComment) -> tuple[Finding, list[CommentWarning]]:
+    def slow(c: RawComment) -> tuple[Finding, list[RunWarning]]:
         started.set()
         assert release.wait(10)
-        return found(c.path, 7), [CommentWarning("comment_refiled", c.path, "w")]
+        return found(c.path, 7), [RunWarning("comment_refiled", c.path, "w")]
 
-    collector: Collector[CommentWarning] = Collector()
-    pool = CommentPool(executor, slow, collector, CommentWarning)
+    collector: Collector = Collector()
+    pool = CommentPool(executor, slow, collector)
     pool.submit([raw("a.py"), raw("b.py")], "g1")  # must not wait for `slow`
     assert started.wait(10)
     assert len(collector) == 0 and not release.is_set()
@@ -98,12 +99,12 @@ def test_submit_returns_before_anchoring_finishes(executor: ThreadPoolExecutor) 
 def test_drain_waits_only_for_its_own_key(executor: ThreadPoolExecutor) -> None:
     release = threading.Event()
 
-    def process(c: RawComment) -> tuple[Finding, list[CommentWarning]]:
+    def process(c: RawComment) -> tuple[Finding, list[RunWarning]]:
         if c.group == "slow":
             assert release.wait(10)
         return found(c.path, 1), []
 
-    pool = CommentPool(executor, process, Collector(), CommentWarning)
+    pool = CommentPool(executor, process, Collector())
     pool.submit([raw("s.py", group="slow")], "slow")
     pool.submit([raw("q.py", group="quick")], "quick")
     assert [f.path for f in pool.drain("quick")] == ["q.py"]
@@ -112,11 +113,11 @@ def test_drain_waits_only_for_its_own_key(executor: ThreadPoolExecutor) -> None:
 
 
 def test_a_crashing_anchor_keeps_the_comment_unanchored(executor: ThreadPoolExecutor) -> None:
-    def broken(c: RawComment) -> tuple[Finding, list[CommentWarning]]:
+    def broken(c: RawComment) -> tuple[Finding, list[RunWarning]]:
         raise RuntimeError("bug")
 
-    collector: Collector[CommentWarning] = Collector()
-    pool = CommentPool(executor, broken, collector, CommentWarning)
+    collector: Collector = Collector()
+    pool = CommentPool(executor, broken, collector)
     pool.submit([raw("a.py")], "k")
     [f] = pool.drain("k")
     assert (f.path, f.start_line, f.end_line, f.anchor) == ("a.py", 0, 0, "none")
@@ -265,9 +266,9 @@ def test_review_relocates_refiles_and_reports_old_side_in_every_format(
     relocations = [r for r in llm.requests if "<quoted_code>" in r["messages"][1]["content"]]
     assert len(relocations) == 3  # one per run: only the paraphrased quote needed it
     text = outputs["text"]
-    assert "app.py:13-13 (anchor: relocated) [high · bug]" in text
-    assert "app.py:18-18 (old side) [low · other]" in text
-    assert "util.py:2-2 (anchor: refiled) [medium · bug]" in text
+    assert "BLOCKING app.py:13 (anchor: relocated) [high · bug] id " in text
+    assert "\napp.py:18 (old side) [low · other] id " in text
+    assert "\nutil.py:2 (anchor: refiled) [medium · bug] id " in text
     sarif = json.loads(outputs["sarif"])
     props = sorted((r["properties"]["side"], r["properties"]["anchor"])
                    for r in sarif["runs"][0]["results"])

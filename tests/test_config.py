@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from ocr_hook import cli, config
-from ocr_hook.config import Layer, azure_url, build, dump_toml, edit_toml, parse_toml
-from ocr_hook.config_cli import config_layers, resolve_llm_endpoint
+from ocr_hook.config import Layer, azure_url, build, parse_toml
+from ocr_hook.config_endpoint import resolve_llm_endpoint
+from ocr_hook.config_load import config_layers
+from ocr_hook.config_toml import dump_toml, edit_toml
 from ocr_hook.errors import ConfigError
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -342,6 +344,44 @@ def test_config_set_refuses_an_empty_value(
     assert err == (f"ocr-hook: {where} for {args[0]}; nothing written (to remove the key: git"
                    f" ocr config unset {args[0]})\n")
     assert path.read_text() == '[llm]\napi_key = "sk-old-key-0000000000"\nmodel = "m"\n'
+
+
+def test_config_set_keeps_comments_and_key_order_of_the_user_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """tomlkit edits the user's file in place: the changed key keeps its position and its
+    end-of-line comment, a new key goes after the table's last key, a table value stays inline,
+    a new table goes at the end, and every other line is byte-identical."""
+    monkeypatch.chdir(tmp_path)
+    path = write_user('# my ocr-hook settings\n'
+                      '[llm]\n'
+                      'provider = "deepseek"  # work account\n'
+                      '# the cheap one\n'
+                      'model = "deepseek-v4-flash"\n'
+                      'timeout_s = 90\n'
+                      '\n'
+                      '[gate]\n'
+                      '# never block my commits\n'
+                      'mode = "advisory"\n')
+    assert run(["config", "set", "llm.provider", "openai"], capsys) == (0, "", "")
+    assert run(["config", "set", "llm.extra_headers", '{"X-Team": "core"}'], capsys)[0] == 0
+    assert run(["config", "set", "cache.enabled", "false"], capsys)[0] == 0
+    assert path.read_text() == ('# my ocr-hook settings\n'
+                                '[llm]\n'
+                                'provider = "openai"  # work account\n'
+                                '# the cheap one\n'
+                                'model = "deepseek-v4-flash"\n'
+                                'timeout_s = 90\n'
+                                'extra_headers = {X-Team = "core"}\n'
+                                '\n'
+                                '[gate]\n'
+                                '# never block my commits\n'
+                                'mode = "advisory"\n'
+                                '\n'
+                                '[cache]\n'
+                                'enabled = false\n')
+    assert run(["config", "unset", "llm.timeout_s"], capsys)[0] == 0
+    assert 'model = "deepseek-v4-flash"\nextra_headers' in path.read_text()
 
 
 def test_config_unset_removes_a_table_left_empty(

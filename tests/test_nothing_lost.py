@@ -209,7 +209,7 @@ def test_pre_commit_hook_with_a_temporary_index_changes_nothing(
         **os.environ, **llm.env(), "GIT_INDEX_FILE": str(commit_index),
         "OCR_HOOK_REVIEW_FILTER": "false"})
     assert rc == 1, capsys.readouterr().err
-    assert '<file path="calc.py">' in llm.requests[0]["messages"][1]["content"]
+    assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
     assert commit_index.read_bytes() == index_bytes
     assert repo.state() == before
 
@@ -233,7 +233,7 @@ def test_pre_push_hook_changes_nothing(
     proc = spawn(repo, llm, tmpdir, "hook", "pre-push", "origin", str(remote))
     _, err = proc.communicate(f"refs/heads/main {new} refs/heads/main {old}\n", timeout=60)
     assert proc.returncode == 1, err
-    assert '<file path="calc.py">' in llm.requests[0]["messages"][1]["content"]
+    assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
     assert "other.py" not in json.dumps(llm.requests)
     assert repo.state() == before
     _no_leftovers(repo, tmpdir)

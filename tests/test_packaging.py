@@ -7,21 +7,41 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+
+import pytest
 
 from tests.support.gitrepo import GitRepo
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_wheel_ships_config_data_and_runs_from_a_subdirectory(tmp_path: Path, repo: GitRepo) -> None:
-    wheels = tmp_path / "wheels"
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wheels = tmp_path_factory.mktemp("wheels")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
          "-w", str(wheels), str(ROOT)],
         check=True, capture_output=True,
     )
-    [wheel] = list(wheels.glob("ocr_hook-*.whl"))
+    [built] = list(wheels.glob("ocr_hook-*.whl"))
+    return built
+
+
+def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
+    tmp_path: Path, repo: GitRepo, wheel: Path,
+) -> None:
+    with zipfile.ZipFile(wheel) as zf:  # `pip install .` pulls no MCP/HTTP-server stack
+        meta = zf.read(next(n for n in zf.namelist() if n.endswith("/METADATA"))).decode()
+    requires = [ln.split(":", 1)[1].strip() for ln in meta.splitlines()
+                if ln.startswith("Requires-Dist:")]
+    assert [r for r in requires if r.startswith("mcp")] == [
+        'mcp>=2.0; extra == "mcp"', 'mcp>=2.0; extra == "test"']
+    assert [r for r in requires if r.startswith("detect-secrets")] == [  # opt-in (issue 17)
+        'detect-secrets<2,>=1.5; extra == "detect-secrets"', 'detect-secrets<2,>=1.5; extra == "test"']
+    assert not [r for r in requires if "extra" not in r and r.split(">")[0].split(";")[0]
+                in ("mcp", "starlette", "uvicorn", "httpx", "anyio")]
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
@@ -58,3 +78,34 @@ def test_readme_test_command_prints_pytest_summary_line(tmp_path: Path) -> None:
     )
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.splitlines()[-1].startswith("1 passed in ")
+
+
+def test_everyday_install_puts_git_ocr_on_path_for_every_repository(
+    tmp_path: Path, repo: GitRepo, wheel: Path,
+) -> None:
+    """README "Install for everyday use": a user-level install (the layout of ``pip install
+    --user``: ``<base>/bin`` scripts, ``<base>/lib`` packages) is found by git as ``git ocr``
+    in an unrelated repository, with nothing of this clone on PATH."""
+    readme = (ROOT / "README.md").read_text()
+    for command in ("pipx install ./ocr-hook", "uv tool install ./ocr-hook",
+                    "python3 -m pip install --user ./ocr-hook"):
+        assert command in readme
+    base = tmp_path / "userbase"
+    # --ignore-installed: never uninstall the developer's editable install of ocr-hook
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--ignore-installed", "--prefix", str(base), str(wheel)],
+                   check=True, capture_output=True)
+    assert sorted(p.name for p in (base / "bin").iterdir()) == ["git-ocr", "ocr-hook"]
+    [site] = list(base.glob("lib/python3*/site-packages"))
+    env = {**repo.env, "PATH": f"{base / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+           "PYTHONPATH": os.pathsep.join([str(site), *sys.path[1:]])}
+    env.pop("VIRTUAL_ENV", None)
+    repo.stage({"app.py": "X = 1\n"})
+    p = subprocess.run(["git", "ocr", "review", "--preview", "--format", "json"],
+                       cwd=repo.path, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert [(f["path"], f["will_review"]) for f in json.loads(p.stdout)["files"]] == [
+        ("app.py", True)]
+    p = subprocess.run(["git", "ocr", "-h"], cwd=repo.path, env=env, capture_output=True,
+                       text=True)
+    assert (p.returncode, p.stdout.split()[:3]) == (0, ["usage:", "git", "ocr"])

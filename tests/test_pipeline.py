@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.review import not_reviewed_cause, not_reviewed_line
+from ocr_hook.results import not_reviewed_cause, not_reviewed_line
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -105,7 +105,7 @@ def test_three_small_files_are_one_bundle_without_grouping_or_plan(
     assert groups_of(data) == [("small change set", ["a.py", "b.py", "c.py"])]
     assert kinds(llm) == ["main"]  # 90 changed lines: under both plan thresholds
     user = llm.requests[0]["messages"][1]["content"]
-    assert all(f'<file path="{p}">' in user for p in ("a.py", "b.py", "c.py"))
+    assert all(f'<file path="{p}" lines="30">' in user for p in ("a.py", "b.py", "c.py"))
 
 
 def test_a_bundle_of_100_changed_lines_is_planned_first(
@@ -119,12 +119,16 @@ def test_a_bundle_of_100_changed_lines_is_planned_first(
     assert rc == 0
     assert kinds(llm) == ["plan", "main"]  # round 1 adds nothing: no round 2
     plan_req, main_req = llm.requests
-    assert "tools" not in plan_req  # plan-phase tools are described as text instead
+    assert "tools" not in plan_req  # the reviewer's tools are described as text instead
     plan_system = plan_req["messages"][0]["content"]
-    for tool in ("code_search", "file_read_diff", "file_find"):
-        assert f"- {tool}: " in plan_system
-    assert "- file_read:" not in plan_system and "- code_comment:" not in plan_system
-    assert '<file path="a.py">' in plan_req["messages"][1]["content"]
+    # every tool the reviewer will have, one line each (issue 15: file_read included)
+    listed = [ln.split(" ", 2)[1] for ln in plan_system.splitlines() if ln.startswith("- ")
+              and " {" in ln]
+    assert listed == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find",
+                      "code_search"]
+    assert "- file_read {file_path, start_line?, end_line?}: Read a file" in plan_system
+    assert "none is callable in this request" in plan_system
+    assert '<file path="a.py"' in plan_req["messages"][1]["content"]
     main_user = main_req["messages"][1]["content"]
     assert "<review_plan>" in main_user and plan_text in main_user
     assert session_records(repo, "group_done")[0]["planned"] is True
@@ -312,12 +316,17 @@ def test_grace_round_after_the_tool_cap_still_files_comments(
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(comment("2"))
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
-    assert rc == 1 and data["status"] == "complete"
+    rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
+    # the grace round's comment is kept, but without task_done (issue 15) and with the round
+    # cap hit (issue 17) the group is incomplete: not a PASS, and not cached
+    assert rc == 1 and (data["status"], data["verdict"]) == ("failed", "findings")
+    assert reasons(data) == {"app.py": (False, "max_rounds")}
+    assert "NOT REVIEWED: the model reached the tool-round limit without finishing" in err
     assert [c["start_line"] for c in data["comments"]] == [3]
     grace_tools = sorted(t["function"]["name"] for t in llm.requests[2]["tools"])
     assert grace_tools == ["code_comment", "task_done"]
     assert session_records(repo, "group_done")[0]["stop_reason"] == "max_rounds"
+    assert reasons(data) == {"app.py": (False, "max_rounds")}
 
 
 # --- compression (SPEC §6.3) -----------------------------------------------------------------
@@ -365,23 +374,31 @@ def test_a_prompt_over_80_percent_of_the_context_skips_the_group(
 # --- budget, deadline, isolation (SPEC §6.1 step 3, §6.4) --------------------------------------
 
 
+def costly(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` reporting 100,000 tokens (99,980 in, 20 out): the budget is used up by the
+    answers, not by the reservations of the requests (issue 16, ``agent.budget``)."""
+    return {**body, "usage": {"prompt_tokens": 99_980, "completion_tokens": 20,
+                              "total_tokens": 100_000}}
+
+
 def test_budget_exhausted_mid_run_starts_no_further_call(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo.stage({"a.py": pyfile("a", 70), "b.py": pyfile("b", 70), "c.py": pyfile("c", 70)})
     llm.default = None
-    llm.reply(openai_text("Summary: x.\nNo risky spots."), match=PLAN)
+    llm.reply(costly(openai_text("Summary: x.\nNo risky spots.")), match=PLAN)
     for _ in range(5):
-        llm.tool_calls(("file_find", {"query_name": "a"}))
+        llm.reply(costly(openai_tool_calls(("file_find", {"query_name": "a"}))))
     rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--concurrency", "1",
-                           "--max-tokens-budget", "300", OCR_HOOK_GATE_ON_ERROR="block")
-    # 120 tokens per answer: plan a (120), main a (240), main a (360 ≥ 300) — then nothing
+                           "--max-tokens-budget", "250000", OCR_HOOK_GATE_ON_ERROR="block")
+    # 100,000 tokens per answer (far more than a request's own reservation): plan a (100k),
+    # main a (200k), main a (300k ≥ 250k) — then nothing
     assert kinds(llm) == ["plan", "main", "main"]
-    assert data["summary"]["llm_calls"] == 3 and data["summary"]["input_tokens"] == 300
+    assert data["summary"]["llm_calls"] == 3 and data["summary"]["input_tokens"] == 299_940
     assert reasons(data) == {p: (False, "budget") for p in ("a.py", "b.py", "c.py")}
     assert (rc, data["status"], data["verdict"]) == (3, "failed", "incomplete")
-    assert "token budget of 300 used up" in err
+    assert "token budget of 250000 used up" in err
 
 
 def test_no_retry_starts_after_another_group_used_up_the_budget(
@@ -389,13 +406,14 @@ def test_no_retry_starts_after_another_group_used_up_the_budget(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     names = twelve_files(repo, 4)
-    llm.reply(openai_text(json.dumps([{"label": n, "files": [n]} for n in names])), match=GROUPING)
+    llm.reply(costly(openai_text(json.dumps([{"label": n, "files": [n]} for n in names]))),
+              match=GROUPING)
     llm.reply({"error": {"message": "busy"}}, status=503, headers={"retry-after-ms": "400"},
               match="value_m0_")
-    llm.reply(openai_tool_calls(DONE), match="value_m1_")
+    llm.reply(costly(openai_tool_calls(DONE)), match="value_m1_")
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--concurrency", "2",
-                         "--max-tokens-budget", "200")
-    # grouping (120) + m01 (240 ≥ 200): m00's retry, m02 and m03 never start
+                         "--max-tokens-budget", "200000")
+    # grouping (100k) + m01 (200k ≥ 200k): m00's retry, m02 and m03 never start
     assert sorted(kinds(llm)) == ["grouping", "main", "main"]
     assert reasons(data) == {names[0]: (False, "budget"), names[1]: (True, ""),
                              names[2]: (False, "budget"), names[3]: (False, "budget")}

@@ -4,6 +4,7 @@ layering, selection, output. Nothing is faked (no LLM is configured at all)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -202,6 +203,7 @@ def test_preview_json_lists_every_case_with_exact_status_counts_and_reason(
         "files": EXPECTED_FILES,
         "groups": [],
         "warnings": [],
+        "dismissed": [],
         "session_id": "",
     }
     assert repo.state() == before
@@ -218,8 +220,8 @@ def test_preview_text_table_shows_path_status_counts_and_reason(
     assert out.splitlines() == [
         "path             status      +/-  review",
         "keep.py          modified  +2/-1  yes",
-        "old.py → new.py  renamed   +0/-0  no (rename_only)",
-        "notes.txt        added     +1/-0  no (unsupported_ext)",
+        "old.py → new.py  renamed   +0/-0  no (renamed, content unchanged)",
+        "notes.txt        added     +1/-0  no (not a source file type)",
         "",
         "3 changed file(s), 1 to review",
     ]
@@ -266,9 +268,10 @@ def test_preview_json_keeps_a_non_utf8_file_name_exact(
     repo.git("add", "-A")
     rc, out, err = run_preview(repo, monkeypatch, capsys, "--format", "json")
     assert rc == 0, err
-    out.encode("utf-8")  # valid UTF-8 text
+    out.encode("utf-8")  # valid UTF-8 text, no lone surrogate
     [f] = json.loads(out)["files"]
-    assert os.fsencode(f["path"]) == b"caf\xe9.py" and f["will_review"] is True
+    assert (f["path"], f["will_review"]) == ("caf\\xe9.py", True)  # issue 16: \xNN form
+    assert base64.b64decode(f["path_bytes_b64"]) == b"caf\xe9.py"  # and the exact bytes
     rc, out, err = run_preview(repo, monkeypatch, capsys)
     assert out.splitlines()[1] == "caf\\xe9.py  added   +1/-0  yes"
 

@@ -201,33 +201,31 @@ def test_review_drops_exactly_the_reported_comment(
 C = (QUOTES["loop"], "items may be None here; iterating it raises TypeError.")
 
 
-def test_each_round_filters_only_its_new_comments(
+def test_one_filter_call_per_group_sees_the_comments_of_every_round(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Issue 18: the filter runs once per group, after its rounds, on all of its comments."""
     a_id, b_id, c_id = (finding_id("app.py", "new", *x) for x in (A, B, C))
     llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
-    llm.tool_calls((APPROVE_TOOL, {}), match=REPORT_TOOL)
     llm.tool_calls(("code_comment", {"comments": [comment(*B), comment(*C)]}),
                    ("task_done", {"state": "DONE"}))
     llm.tool_calls((REPORT_TOOL, {"comment_ids": [b_id]}), match=REPORT_TOOL)
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
     assert rc == 1
     assert sorted(c["id"] for c in data["comments"]) == sorted([a_id, c_id])
-    # round 1, its filter, round 2, its filter, round 3 (default reply: task_done, no comment)
-    assert len(llm.requests) == 5
+    # round 1, round 2, round 3 (default reply: task_done, no comment), then one filter call
+    assert len(llm.requests) == 4 and data["summary"]["llm_calls"] == 4
     kinds = ["filter" if len(r["tools"]) == 2 else "main" for r in llm.requests]
-    assert kinds == ["main", "filter", "main", "filter", "main"]
-    first, second = (llm.requests[i]["messages"][1]["content"] for i in (1, 3))
-    assert a_id in first and b_id not in first and c_id not in first
-    assert a_id not in second and b_id in second and c_id in second
-    # round 3 is told what is confirmed: A and C, never the removed B
-    user3 = llm.requests[4]["messages"][1]["content"]
+    assert kinds == ["main", "main", "main", "filter"]
+    offered = llm.requests[3]["messages"][1]["content"]
+    assert a_id in offered and b_id in offered and c_id in offered
+    # rounds 2 and 3 are told what was found so far (before the filter)
+    user3 = llm.requests[2]["messages"][1]["content"]
     assert "Zero prices are accepted" in user3 and "may be None" in user3
-    assert "never caught" not in user3
 
 
-def test_a_round_whose_comments_are_all_removed_adds_nothing(
+def test_a_group_whose_comments_are_all_removed_passes(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -236,7 +234,16 @@ def test_a_round_whose_comments_are_all_removed_adds_nothing(
     llm.tool_calls((REPORT_TOOL, {"comment_ids": [b_id]}), match=REPORT_TOOL)
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
     assert (rc, data["comments"], data["verdict"]) == (0, [], "pass")
-    assert len(llm.requests) == 2  # round 1 and its filter; the early stop skips rounds 2-3
+    assert len(llm.requests) == 3  # rounds 1 and 2 (adds nothing: early stop), the filter
+
+
+def test_group_without_comments_makes_no_filter_call(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
+    assert (rc, data["status"], len(llm.requests)) == (0, "complete", 1)
 
 
 def test_no_filter_flag_and_config_skip_the_call(
@@ -274,3 +281,23 @@ def test_failing_filter_keeps_every_comment(
     [w] = [w for w in data["warnings"] if w["type"] == "review_filter_failed"]
     assert w["file"] == "app.py"
     assert "review filter failed" in err
+
+
+def test_hook_review_of_one_file_with_one_finding_makes_two_sequential_requests(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 18's best case on the hook path (effort low): the model files its comment and
+    finishes in one reply, so one main request, then one filter call; no plan, no grouping."""
+    a_id = finding_id("app.py", "new", *A)
+    repo.commit({"app.py": APP}, "init")
+    repo.stage({"app.py": GUARD})
+    llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
+    llm.tool_calls((APPROVE_TOOL, {}), match=REPORT_TOOL)
+    monkeypatch.chdir(repo.path)
+    rc = cli.main(["hook", "pre-commit", "--format", "json", "--no-cache"],
+                  environ={**os.environ, **llm.env()})
+    data = json.loads(capsys.readouterr().out)
+    assert (rc, [c["id"] for c in data["comments"]]) == (1, [a_id])
+    kinds = ["filter" if len(r["tools"]) == 2 else "main" for r in llm.requests]
+    assert kinds == ["main", "filter"] and data["summary"]["llm_calls"] == 2

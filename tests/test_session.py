@@ -79,7 +79,7 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
     assert read["result"].startswith("File: calc.py (Total lines: 2)\n")
     first = next(r for r in recs if r["type"] == "llm_request")
     assert [m["role"] for m in first["prompt"]] == ["system", "user"]
-    assert '<file path="calc.py">' in first["prompt"][1]["content"]
+    assert '<file path="calc.py"' in first["prompt"][1]["content"]
     second = [r for r in recs if r["type"] == "llm_request"][1]
     assert "prompt" not in second  # the prompt is kept once; later turns are in the records
     calls = [r for r in recs if r["type"] == "llm_response"][1]["calls"]

@@ -28,8 +28,8 @@ from ..diff import FileDiff, render_numbered
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError
 from ..findings import Finding, RawComment
 from ..llm.types import ChatClient, Message, ToolSpec, Turn
-from .loop import strip_think, text_tool_calls
 from .meter import Meter
+from .textcalls import strip_think, text_tool_calls
 
 log = logging.getLogger(__name__)
 

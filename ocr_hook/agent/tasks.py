@@ -9,7 +9,6 @@ BudgetExhausted or DeadlineExceeded; callers decide the fallback. No git, no HTT
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,12 +16,15 @@ from typing import Any
 from .. import grouping, prompts
 from ..diff import FileDiff
 from ..errors import LlmError
-from ..llm.types import ChatClient, Message, ToolSpec
+from ..llm.types import ChatClient, Message, ToolSpec, Turn
 from .meter import Meter
+from .stops import cut_by_output_limit
 
 Record = Callable[[str, dict[str, Any]], None]
 
 GROUPING_LABEL = "__grouping__"  # session pseudo-path of the grouping call (as OCR records it)
+PLAN_CUT_NOTE = ("(The plan stopped at the output limit: hypotheses after this point are missing;"
+                 " review every file yourself.)")
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
 _FENCED = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
 
@@ -34,7 +36,7 @@ def clean_answer(text: str) -> str:
     return (m.group(1) if m else text).strip()
 
 
-def ask(
+def ask_turn(
     client: ChatClient,
     messages: list[Message],
     *,
@@ -43,8 +45,8 @@ def ask(
     task: str,
     label: str,
     max_output_tokens: int | None = None,
-) -> str:
-    """One request without tools; returns the cleaned answer text (may be empty).
+) -> Turn:
+    """One request without tools; returns the model's Turn.
 
     Raises BudgetExhausted / DeadlineExceeded before any request when the run may not start
     another call, LlmError when the call fails after the client's retries."""
@@ -58,6 +60,22 @@ def ask(
                                       "cache_read": u.cache_read_tokens,
                                       "cache_write": u.cache_write_tokens},
                             "finish_reason": turn.finish_reason})
+    return turn
+
+
+def ask(
+    client: ChatClient,
+    messages: list[Message],
+    *,
+    meter: Meter,
+    record: Record,
+    task: str,
+    label: str,
+    max_output_tokens: int | None = None,
+) -> str:
+    """:func:`ask_turn`, returning the cleaned answer text (may be empty). Raises as it."""
+    turn = ask_turn(client, messages, meter=meter, record=record, task=task, label=label,
+                    max_output_tokens=max_output_tokens)
     return clean_answer(turn.message.content)
 
 
@@ -78,14 +96,20 @@ def grouping_call(
         raise LlmError(str(e), kind="protocol") from e
 
 
+def _signature(parameters: dict[str, object]) -> str:
+    """``{a, b?}`` from a JSON Schema object: property names, optional ones marked ``?``."""
+    props = parameters.get("properties")
+    required = parameters.get("required")
+    names = list(props) if isinstance(props, dict) else []
+    need = set(required) if isinstance(required, list) else set()
+    return "{" + ", ".join(n if n in need else f"{n}?" for n in names) + "}"
+
+
 def plan_tools_text(specs: Sequence[ToolSpec]) -> str:
-    """Plan-phase tool definitions as reference text for the plan prompt (the plan request
-    has no ``tools`` field): ``- name: description`` and a compact JSON of the parameters."""
-    out = []
-    for s in specs:
-        desc = " ".join(s.description.split())
-        params = json.dumps(s.parameters, ensure_ascii=False, separators=(",", ":"))
-        out.append(f"- {s.name}: {desc}\n  parameters: {params}")
+    """The reviewer's tools as one line each for the plan prompt (the plan request has no
+    ``tools`` field): ``- name {arg, optional?}: description``."""
+    out = [f"- {s.name} {_signature(s.parameters)}: {' '.join(s.description.split())}"
+           for s in specs]
     return "\n".join(out) if out else "(none)"
 
 
@@ -101,16 +125,22 @@ def plan_call(
     label: str,
 ) -> str:
     """The plan of SPEC §6.1 step 4: a short prioritised checklist of hypotheses for round 1.
+    ``plan_tools``: every tool the reviewer will have (listed as text, none callable now);
     ``user_fields`` are the main task's fields (date, other_files, diffs, rules, background).
-    Raises LlmError (also for an empty answer), BudgetExhausted or DeadlineExceeded."""
-    system = prompts.render(
-        "plan_system", {"plan_tools": plan_tools_text(plan_tools), "language": language}
-    )
+    A plan cut at the output limit ends with PLAN_CUT_NOTE, so the reviewer knows the rest
+    is missing. Raises LlmError (also for an empty answer), BudgetExhausted or
+    DeadlineExceeded."""
+    system = prompts.render("plan_system", {"plan_tools": plan_tools_text(plan_tools),
+                                            "severity": prompts.render("severity", {}),
+                                            "language": language or "English"})
     user = redact(prompts.render("plan_user", user_fields))
-    answer = ask(client, [Message("system", system), Message("user", user)], meter=meter,
-                 record=record, task="plan", label=label)
+    turn = ask_turn(client, [Message("system", system), Message("user", user)], meter=meter,
+                    record=record, task="plan", label=label)
+    answer = clean_answer(turn.message.content)
     if not answer:
         raise LlmError("the plan answer was empty", kind="protocol")
+    if cut_by_output_limit(turn):
+        answer += "\n" + PLAN_CUT_NOTE
     return answer
 
 

@@ -11,6 +11,9 @@ context-length error (the same payload would fail again). An error object inside
 an error, classified by its own code. The loop is ours rather than urllib3's ``Retry`` because
 the decision depends on the response body (``insufficient_quota``) and every attempt must pass
 the run's budget/deadline check (``before_attempt``).
+
+Bodies are streamed and read up to RESPONSE_MAX_BYTES; a larger reply is a final error
+(``kind`` ``too_large``), never parsed (issue 17).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from ..errors import DeadlineExceeded, LlmError
 log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER_S = 120.0  # SPEC §13 (the SDKs' limit)
+# Largest response body read (issue 17: a 50 MB reply took 2.8 GB and 171 s). A reply of
+# llm.max_output_tokens (16,384) tokens with reasoning is well under 1 MiB of JSON; the body is
+# streamed and reading stops past this size, so memory stays bounded whatever the server sends.
+RESPONSE_MAX_BYTES = 8 * 1024 * 1024
+READ_CHUNK_BYTES = 64 * 1024
 BACKOFF_BASE_S = 0.5  # openai-python / anthropic-sdk-python _base_client INITIAL_RETRY_DELAY
 BACKOFF_MAX_S = 8.0  # … MAX_RETRY_DELAY
 
@@ -257,63 +265,125 @@ def post_json(
         if cap_s is not None:
             timeouts = (min(connect_timeout_s, cap_s), min(read_timeout_s, cap_s))
             stop_at = time.monotonic() + cap_s
-        should_retry: str = ""
-        err: LlmError
-        try:
-            resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts)
-        except requests.exceptions.Timeout as e:
-            read = isinstance(e, requests.exceptions.ReadTimeout)
-            if (timeouts[1] < read_timeout_s) if read else (timeouts[0] < connect_timeout_s):
-                # this attempt's timeout was the run's remaining time: the review's deadline
-                # ended it (SPEC §6.4), not llm.timeout_s / llm.connect_timeout_s
-                raise DeadlineExceeded("review deadline reached while waiting for the LLM"
-                                       ) from e
-            err = _transport_error(e, url, timeouts[1])
-        except requests.exceptions.RequestException as e:
-            err = _transport_error(e, url, timeouts[1])
-        else:
-            try:
-                payload: Any = resp.json()
-            except ValueError:
-                payload = None
-            status = resp.status_code
-            inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
-            if status == 200 and isinstance(payload, dict) and not inner:
-                return payload, attempt + 1
-            if isinstance(inner, LlmError):  # a 200 reply without an answer, described as such
-                err = inner
-            elif status == 200 and not isinstance(payload, dict):
-                err = LlmError(f"LLM returned a 200 body that is not a JSON object:"
-                               f" {shorten(repr(resp.text))}",
-                               kind="protocol", status=200, retryable=True)
-            elif status == 200:
-                # an error object inside a 200 body: classify by its own numeric code when any
-                code = inner.get("code") if isinstance(inner, dict) else None
-                if not isinstance(code, int):
-                    code = inner.get("status") if isinstance(inner, dict) else None
-                err = classify(code if isinstance(code, int) and code >= 400 else 500,
-                               {"error": inner})
-            else:
-                err = classify(status, payload if payload is not None else resp.text)
-            err.retry_after_s = retry_after_s(resp.headers)
-            should_retry = resp.headers.get("x-should-retry", "").strip().lower()
-        if should_retry == "true" and err.kind not in ("context_length", "quota"):
-            err.retryable = True
-        elif should_retry == "false":
-            err.retryable = False
-        err.attempts = attempt + 1
-        wait = err.retry_after_s
-        if not err.retryable or attempt >= max_retries or (
-            wait is not None and wait > MAX_RETRY_AFTER_S
-        ):
-            if attempt:
-                err.args = (f"{err.args[0]} (after {attempt + 1} attempts)",)
-            raise err
-        if wait is None:
-            wait = backoff_s(attempt)
-        if stop_at is not None:  # never sleep past the run's deadline
-            wait = min(wait, max(0.0, stop_at - time.monotonic()))
+        payload, err = _attempt(session, url, data, headers, timeouts,
+                                (connect_timeout_s, read_timeout_s), body_error)
+        if payload is not None:
+            return payload, attempt + 1
+        assert err is not None
+        wait = _retry_wait(err, attempt, max_retries, stop_at)
         log.info("LLM call failed (%s); retry %d/%d in %.2fs", err.kind, attempt + 1,
                  max_retries, wait)
         sleep(wait)
         attempt += 1
+
+
+def _attempt(
+    session: requests.Session,
+    url: str,
+    data: bytes,
+    headers: Mapping[str, str],
+    timeouts: tuple[float, float],
+    configured: tuple[float, float],
+    body_error: Callable[[dict[str, Any]], Any],
+) -> tuple[dict[str, Any] | None, LlmError | None]:
+    """One POST: (answer payload, None) or (None, the LlmError describing the failure).
+    ``timeouts`` are this attempt's (connect, read) seconds, ``configured`` the options';
+    a timeout shorter than configured was the run's remaining time, so hitting it raises
+    DeadlineExceeded."""
+    try:
+        resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts,
+                            stream=True)
+        raw = read_capped(resp, RESPONSE_MAX_BYTES)
+    except LlmError as e:  # too large: final, like any error of the reply itself
+        return None, e
+    except requests.exceptions.Timeout as e:
+        read = isinstance(e, requests.exceptions.ReadTimeout)
+        if (timeouts[1] < configured[1]) if read else (timeouts[0] < configured[0]):
+            # this attempt's timeout was the run's remaining time: the review's deadline
+            # ended it (SPEC §6.4), not llm.timeout_s / llm.connect_timeout_s
+            raise DeadlineExceeded("review deadline reached while waiting for the LLM"
+                                   ) from e
+        return None, _transport_error(e, url, timeouts[1])
+    except requests.exceptions.RequestException as e:
+        return None, _transport_error(e, url, timeouts[1])
+    text = raw.decode("utf-8", "replace")
+    try:
+        payload: Any = json.loads(text)
+    except ValueError:
+        payload = None
+    status = resp.status_code
+    inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
+    if status == 200 and isinstance(payload, dict) and not inner:
+        return payload, None
+    err = _reply_error(text, status, payload, inner)
+    err.retry_after_s = retry_after_s(resp.headers)
+    should_retry = resp.headers.get("x-should-retry", "").strip().lower()
+    if should_retry == "true" and err.kind not in ("context_length", "quota"):
+        err.retryable = True
+    elif should_retry == "false":
+        err.retryable = False
+    return None, err
+
+
+def _reply_error(text: str, status: int, payload: Any, inner: Any) -> LlmError:
+    """The LlmError for an HTTP reply that is not an answer: ``text`` is the body, ``payload``
+    the decoded JSON body (None when not JSON), ``inner`` what ``body_error`` found in a 200
+    JSON object."""
+    if isinstance(inner, LlmError):  # a 200 reply without an answer, described as such
+        return inner
+    if status == 200 and not isinstance(payload, dict):
+        return LlmError(f"LLM returned a 200 body that is not a JSON object:"
+                        f" {shorten(repr(text))}",
+                        kind="protocol", status=200, retryable=True)
+    if status == 200:
+        # an error object inside a 200 body: classify by its own numeric code when any
+        code = inner.get("code") if isinstance(inner, dict) else None
+        if not isinstance(code, int):
+            code = inner.get("status") if isinstance(inner, dict) else None
+        return classify(code if isinstance(code, int) and code >= 400 else 500,
+                        {"error": inner})
+    return classify(status, payload if payload is not None else text)
+
+
+def read_capped(resp: requests.Response, max_bytes: int) -> bytes:
+    """The body of a streamed response (``stream=True``), read in chunks; stops as soon as it
+    grows past ``max_bytes`` (or its Content-Length says it will) and raises a non-retryable
+    LlmError("LLM response larger than N MiB", kind ``too_large``): the same request would get
+    the same answer. Read failures raise requests' exceptions (the caller translates them)."""
+    mib = max_bytes / (1024 * 1024)
+    too_large = LlmError(f"LLM response larger than {mib:g} MiB; not read (a reply of"
+                         " llm.max_output_tokens is far smaller)", kind="too_large",
+                         status=resp.status_code)
+    declared = resp.headers.get("content-length", "")
+    buf = bytearray()
+    try:
+        if declared.strip().isdigit() and int(declared) > max_bytes:
+            raise too_large
+        for chunk in resp.iter_content(READ_CHUNK_BYTES):
+            buf += chunk
+            if len(buf) > max_bytes:
+                raise too_large
+    except BaseException:
+        resp.close()  # the rest is never read: drop the connection instead of reusing it
+        raise
+    return bytes(buf)  # fully read: urllib3 has put the connection back into the pool
+
+
+def _retry_wait(err: LlmError, attempt: int, max_retries: int, stop_at: float | None) -> float:
+    """Seconds to wait before retrying after attempt ``attempt`` (0-based) failed with
+    ``err``; sets ``err.attempts`` and raises ``err`` when the failure is final (not
+    retryable, retries used up, or a Retry-After above MAX_RETRY_AFTER_S). The wait is the
+    server's Retry-After or the backoff, never past ``stop_at`` (monotonic clock)."""
+    err.attempts = attempt + 1
+    wait = err.retry_after_s
+    if not err.retryable or attempt >= max_retries or (
+        wait is not None and wait > MAX_RETRY_AFTER_S
+    ):
+        if attempt:
+            err.args = (f"{err.args[0]} (after {attempt + 1} attempts)",)
+        raise err
+    if wait is None:
+        wait = backoff_s(attempt)
+    if stop_at is not None:  # never sleep past the run's deadline
+        wait = min(wait, max(0.0, stop_at - time.monotonic()))
+    return wait

@@ -250,6 +250,7 @@ class Endpoint:
     connect_timeout_s: float = 10.0
     max_retries: int = 3
     max_output_tokens: int = 16384
+    max_output_tokens_cap: int = 0  # 0 = twice max_output_tokens (agent.stops.output_cap)
     output_tokens_field: str = "max_completion_tokens"
     anthropic_version: str = "2023-06-01"
     extra_headers: tuple[tuple[str, str], ...] = ()

@@ -1,22 +1,23 @@
 """MCP servers as review tools (SPEC §7.3): the only async code in ocr-hook.
 
-Configuration: ``mcp.servers.<name>`` is ``{type = "stdio", command, args, env, tools?,
-setup?}`` or ``{type = "http", url, headers, tools?}`` (``type`` may be left out when
-``command`` or ``url`` says it); :func:`parse_servers` validates it once at start-up. ``tools``
-is an allow-list of tool names; ``setup`` is one command (an argv list, no shell) run in the
-repository top before the server starts, e.g. ``["npm", "ci"]``. ``${NAME}`` in ``env`` and
-``headers`` values is replaced by the variable from the review's environment (so secrets stay
-out of the repository file).
+Configuration (``mcp.servers``: models, validation, ``${NAME}`` expansion) lives in
+:mod:`.mcp_config`; its public names are re-exported here.
 
 Runtime: :class:`McpBridge` runs one anyio event loop in a daemon thread (``ocr-mcp``) with a
 ``BlockingPortal``; every server lives in one task of that loop (set-up command ≤ 5 min, then
 transport start-up and MCP handshake ≤ 30 s, as OCR), and the review's worker threads call
 ``call_tool`` synchronously through the portal, sharing one session per server. A server that
-fails is a warning and its tools are absent. A stdio server's stderr goes to a private
+fails is a warning and its tools are absent. Stdio output is decoded with ``replace``: a line
+that is not JSON-RPC (invalid UTF-8 included) is ignored with one warning, never the end of the
+session. A call that finds the session closed marks the server dead: one warning names it, its
+tools report ``alive() == False`` (the registry withdraws them) and later calls fail at once.
+A stdio server's stderr goes to a private
 temporary file, never to the hook's output; its last line is quoted when start-up fails. The
 child environment is the SDK's minimal one (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus
 ``env``. ``mcp``, ``anyio`` and ``httpx2`` are imported only inside the functions that run
-servers, so a review without MCP servers never loads them (tests/test_startup.py).
+servers, so a review without MCP servers never loads them (tests/test_startup.py). The SDK
+is the optional extra ``ocr-hook[mcp]``: without it, configured servers are one warning naming
+the install command (:data:`INSTALL_HINT`) and the review goes on without their tools.
 
 Tool results are converted to text for the model (:func:`result_text`): text blocks verbatim,
 embedded text resources with their URI, images/audio/binary resources as a one-line
@@ -26,22 +27,41 @@ placeholder, ``structured_content`` as JSON when there is no other content; at m
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import logging
 import math
-import re
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from ..errors import ConfigError
 from ..llm.types import ToolSpec
+from .mcp_config import (
+    HttpServer,
+    McpServer,
+    StdioServer,
+    argv_text,
+    describe_server,
+    expand_vars,
+    parse_servers,
+)
+from .mcp_text import (
+    RESULT_MAX_CHARS,
+    ServerFailed,
+    bad_line,
+    describe,
+    result_text,
+    session_closed,
+    stderr_tail,
+)
 from .registry import ExternalTool, ToolResult
+
+__all__ = [
+    "CALL_TIMEOUT_S", "INSTALL_HINT", "RESULT_MAX_CHARS", "HttpServer", "McpBridge", "McpServer",
+    "StdioServer",
+    "describe_server", "expand_vars", "parse_servers", "result_text", "sdk_missing",
+]
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -52,151 +72,19 @@ SETUP_TIMEOUT_S = 300.0  # SPEC §7.3: set-up commands time out after 5 minutes 
 STARTUP_TIMEOUT_S = 30.0  # SPEC §7.3: transport start-up + handshake (OCR)
 CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
 CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
-RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
 MAX_LIST_PAGES = 50  # tools/list pagination bound
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+INSTALL_HINT = "pip install 'ocr-hook[mcp]'"  # the extra that brings the MCP SDK (pyproject)
 
 
-class _Server(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tools: list[str] | None = None
-
-
-class StdioServer(_Server):
-    """A server started as a subprocess speaking MCP over stdin/stdout."""
-
-    type: Literal["stdio"] = "stdio"
-    command: str = Field(min_length=1)
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    setup: list[str] | None = None
-
-    @field_validator("setup")
-    @classmethod
-    def _setup_argv(cls, v: list[str] | None) -> list[str] | None:
-        if v is not None and (not v or not v[0].strip()):
-            raise ValueError("setup must be a non-empty argv list, e.g. [\"npm\", \"ci\"]")
-        return v
-
-
-class HttpServer(_Server):
-    """A server reached over MCP streamable HTTP at ``url``."""
-
-    type: Literal["http"] = "http"
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, v: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", v):
-            raise ValueError("url must start with http:// or https://")
-        return v
-
-
-McpServer = Annotated[StdioServer | HttpServer, Field(discriminator="type")]
-
-
-class _Servers(BaseModel):
-    servers: dict[str, McpServer]
-
-
-def parse_servers(
-    raw: Mapping[str, Any], source: str = "configuration"
-) -> dict[str, StdioServer | HttpServer]:
-    """Validate ``mcp.servers`` (name → table). Raises ConfigError("invalid
-    mcp.servers.<name>.<field> in <source>: <why>") for the first problem."""
-    data: dict[str, Any] = {}
-    for name, entry in raw.items():
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"invalid mcp.servers.{name} in {source}: must be a table")
-        if "type" not in entry:
-            kind = "stdio" if "command" in entry else "http" if "url" in entry else None
-            entry = {**entry, "type": kind} if kind else entry
-        data[name] = entry
-    try:
-        return dict(_Servers.model_validate({"servers": data}).servers)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = [str(x) for x in err["loc"][1:] if str(x) not in ("stdio", "http")]
-        key = ".".join(["mcp.servers", *loc])
-        msg = err["msg"]
-        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            msg = "type must be stdio (with command) or http (with url)"
-        raise ConfigError(f"invalid {key} in {source}: {msg}") from None
-
-
-def describe_server(name: str, spec: StdioServer | HttpServer) -> str:
-    """One line for people (``git ocr config allow-mcp``): what runs or is contacted."""
-    if isinstance(spec, HttpServer):
-        return f"{name}: http {spec.url}"
-    line = f"{name}: {_argv_text([spec.command, *spec.args])}"
-    if spec.env:
-        line += f" (env: {', '.join(f'{k}={v}' for k, v in sorted(spec.env.items()))})"
-    if spec.setup:
-        line += f" (set-up: {_argv_text(spec.setup)})"
-    return line
-
-
-def _argv_text(argv: Sequence[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-def expand_vars(value: str, environ: Mapping[str, str]) -> str:
-    """Replace ``${NAME}`` by ``environ[NAME]`` (empty when unset)."""
-    return _VAR.sub(lambda m: environ.get(m.group(1), ""), value)
-
-
-def result_text(result: Any) -> tuple[str, bool]:
-    """An MCP ``CallToolResult`` → (text for the model, is_error). Text blocks verbatim;
-    embedded text resources as ``[resource <uri>]`` + text; images, audio, binary resources
-    and resource links as a one-line placeholder; ``structured_content`` as compact JSON when
-    no block gave text; ``(no output)`` when empty. Cut at 128 KiB with a note."""
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind} content ({getattr(block, 'mime_type', '')}) omitted]")
-        elif kind == "resource_link":
-            parts.append(f"[resource link: {getattr(block, 'name', '')} {block.uri}]")
-        elif kind == "resource":
-            res = block.resource
-            text = getattr(res, "text", None)
-            if isinstance(text, str):
-                parts.append(f"[resource {res.uri}]\n{text}")
-            else:
-                mime = getattr(res, "mime_type", "")
-                parts.append(f"[binary resource {res.uri} ({mime}) omitted]")
-        else:
-            parts.append(f"[{kind or 'unknown'} content omitted]")
-    structured = getattr(result, "structured_content", None)
-    if not any(p.strip() for p in parts) and structured is not None:
-        parts = [json.dumps(structured, ensure_ascii=False, separators=(",", ":"))]
-    text = "\n".join(parts) if parts else "(no output)"
-    if len(text) > RESULT_MAX_CHARS:
-        text = text[:RESULT_MAX_CHARS] + f"\nNote: result truncated to {RESULT_MAX_CHARS} chars."
-    return text, bool(getattr(result, "is_error", False))
-
-
-class _ServerFailed(Exception):
-    """A server start-up failure whose message is already the whole explanation."""
-
-
-def _describe(e: BaseException) -> str:
-    """One line for a failure, unwrapping exception groups to their first leaf."""
-    if isinstance(e, _ServerFailed):
-        return str(e)
-    while isinstance(getattr(e, "exceptions", None), (list, tuple)) and e.exceptions:  # type: ignore[attr-defined]
-        e = e.exceptions[0]  # type: ignore[attr-defined]
-    if isinstance(e, FileNotFoundError):
-        return f"command not found: {e.filename or e}"
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+def sdk_missing() -> str:
+    """The name of the first MCP SDK package (``mcp``, ``mcp_types``, ``anyio``) that cannot be
+    imported, or "" when the SDK is installed. Imports them: call it only with servers."""
+    for name in ("mcp", "mcp_types", "anyio"):
+        try:
+            __import__(name)
+        except ImportError:
+            return name
+    return ""
 
 
 @dataclass
@@ -206,6 +94,7 @@ class _Live:
     client: Any
     stop: Any
     tools: list[Any]
+    errlog: IO[bytes] | None = None
 
 
 class McpBridge:
@@ -239,10 +128,13 @@ class McpBridge:
         self.call_timeout_s = call_timeout_s
         self.warnings: list[tuple[str, str]] = []
         self._live: dict[str, _Live] = {}
+        self._dead: dict[str, str] = {}  # server -> why its session ended during the review
+        self._bad_lines: set[str] = set()  # servers that wrote a line that is not JSON-RPC
         self._tasks: list[concurrent.futures.Future[None]] = []
         self._portal: BlockingPortal | None = None
         self._thread: threading.Thread | None = None
         self._started = False
+        self._lock = threading.Lock()
 
     # -- life cycle (sync side) -------------------------------------------------------------
 
@@ -256,6 +148,11 @@ class McpBridge:
         for server, message in self.notes:
             self._warn(server, message)
         if not self.servers:
+            return self
+        missing = sdk_missing()
+        if missing:
+            self._warn("", f"MCP servers not started: {', '.join(self.servers)}; the MCP SDK is"
+                           f" not installed (no module {missing!r}): {INSTALL_HINT}")
             return self
         mcp_log = logging.getLogger("mcp")
         if not mcp_log.handlers:  # keep SDK log records off stderr (no last-resort handler)
@@ -271,7 +168,7 @@ class McpBridge:
             try:
                 self._live[name] = fut.result(timeout=bound)
             except BaseException as e:  # noqa: BLE001 - a failed server is a warning
-                self._warn(name, f"MCP server {name!r} not started: {_describe(e)}")
+                self._warn(name, f"MCP server {name!r} not started: {describe(e)}")
         return self
 
     def _start_loop(self) -> BlockingPortal:
@@ -345,8 +242,15 @@ class McpBridge:
                 schema = dict(t.input_schema or {})
                 schema.setdefault("type", "object")
                 spec = ToolSpec(t.name, t.description or t.title or t.name, schema)
-                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}"))
+                out.append(ExternalTool(spec, self._handler(name, t.name), f"mcp:{name}",
+                                        self._alive(name)))
         return out
+
+    def _alive(self, server: str) -> Any:
+        def alive() -> bool:
+            return server not in self._dead
+
+        return alive
 
     def _handler(self, server: str, tool: str) -> Any:
         def handle(args: dict[str, Any]) -> ToolResult:
@@ -357,9 +261,13 @@ class McpBridge:
     def call_tool(self, server: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call ``name`` on ``server`` from any thread; failures (timeout after
         CALL_TIMEOUT_S, a dead server, protocol errors, ``is_error`` results) come back as
-        ``Error: …`` results."""
+        ``Error: …`` results. A call that finds the session closed (the server exited or
+        closed its stdout) marks the server dead: a warning names it, its tools leave later
+        tool lists (``ExternalTool.alive``), and later calls fail at once."""
         live = self._live.get(server)
         portal = self._portal
+        if server in self._dead:
+            return ToolResult.error(f"Error: {self._dead_text(server)}")
         if live is None or portal is None:
             return ToolResult.error(f"Error: MCP server {server!r} is not running")
         try:
@@ -367,11 +275,40 @@ class McpBridge:
         except BaseException as e:  # noqa: BLE001 - a tool failure is a result for the model
             if isinstance(e, KeyboardInterrupt):
                 raise
-            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {_describe(e)}")
+            if session_closed(e):
+                self._mark_dead(server, live, describe(e))
+                return ToolResult.error(f"Error: MCP tool {name}: {self._dead_text(server)}")
+            return ToolResult.error(f"Error: MCP tool {name} ({server}) failed: {describe(e)}")
         text, is_error = result_text(result)
         return ToolResult.error(text) if is_error else ToolResult(text)
 
+    def _dead_text(self, server: str) -> str:
+        return (f"MCP server {server!r} stopped during this review ({self._dead[server]});"
+                " its tools were withdrawn")
+
+    def _mark_dead(self, server: str, live: _Live, why: str) -> None:
+        with self._lock:
+            if server in self._dead:
+                return
+            self._dead[server] = why + stderr_tail(live.errlog) if live.errlog else why
+        self._warn(server, self._dead_text(server))
+
     # -- async side (runs on the loop thread) -----------------------------------------------
+
+    def _message_handler(self, server: str) -> Any:
+        """The session's handler for notifications and transport faults: a line that is not
+        JSON-RPC (invalid UTF-8 shows as U+FFFD, so it is also just a bad line) is ignored,
+        with one warning per server."""
+        import anyio
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, Exception) and server not in self._bad_lines:
+                self._bad_lines.add(server)
+                self._warn(server, f"MCP server {server!r} wrote a line that is not JSON-RPC"
+                                   f" (ignored): {bad_line(message)}")
+            await anyio.lowlevel.checkpoint()
+
+        return handle
 
     async def _call(self, client: Any, name: str, arguments: dict[str, Any]) -> Any:
         import anyio
@@ -403,23 +340,24 @@ class McpBridge:
                     await self._run_setup(spec.setup, spec, errlog)
                 phase, limit = "start-up", self.startup_timeout_s
                 scope.deadline = anyio.current_time() + limit
-                await self._connect_and_wait(spec, errlog, scope, started, stop)
+                await self._connect_and_wait(name, spec, errlog, scope, started, stop)
             if scope.cancelled_caught and not started.done():
                 started.set_exception(
-                    _ServerFailed(f"{phase} timed out after {limit:g}s{_tail(errlog)}")
+                    ServerFailed(f"{phase} timed out after {limit:g}s{stderr_tail(errlog)}")
                 )
         except Exception as e:  # noqa: BLE001 - reported through `started`
             if not started.done():
-                started.set_exception(_ServerFailed(f"{_describe(e)}{_tail(errlog)}"))
+                started.set_exception(ServerFailed(f"{describe(e)}{stderr_tail(errlog)}"))
             else:
                 log.debug("MCP server %s ended with an error", name, exc_info=True)
         finally:
             errlog.close()
             if not started.done():
-                started.set_exception(_ServerFailed("stopped before it was ready"))
+                started.set_exception(ServerFailed("stopped before it was ready"))
 
     async def _connect_and_wait(
         self,
+        name: str,
         spec: StdioServer | HttpServer,
         errlog: IO[bytes],
         scope: Any,
@@ -442,6 +380,7 @@ class McpBridge:
                     args=list(spec.args),
                     env={k: expand_vars(v, self.environ) for k, v in spec.env.items()} or None,
                     cwd=str(self.cwd),
+                    encoding_error_handler="replace",  # a bad byte is one bad line, no crash
                 )
                 transport: Any = stdio_client(params, errlog=errlog)  # type: ignore[arg-type]
             else:
@@ -459,6 +398,7 @@ class McpBridge:
                     transport,
                     cache=None,
                     client_info=Implementation(name="ocr-hook", version=__version__),
+                    message_handler=self._message_handler(name),
                 )
             )
             tools: list[Any] = []
@@ -470,7 +410,7 @@ class McpBridge:
                 if not cursor:
                     break
             scope.deadline = math.inf
-            started.set_result(_Live(client, stop, tools))
+            started.set_result(_Live(client, stop, tools, errlog))
             await stop.wait()
 
     async def _run_setup(
@@ -492,18 +432,6 @@ class McpBridge:
                 stderr=errlog, check=False,
             )
         if proc.returncode != 0:
-            raise _ServerFailed(
-                f"set-up command {_argv_text(argv)} failed (exit {proc.returncode})"
+            raise ServerFailed(
+                f"set-up command {argv_text(argv)} failed (exit {proc.returncode})"
             )
-
-
-def _tail(errlog: IO[bytes]) -> str:
-    """``; stderr: <last non-empty line>`` of a server's captured stderr, or ""."""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [ln.strip() for ln in errlog.read()[-4096:].decode("utf-8", "replace").splitlines()]
-    except (OSError, ValueError):
-        return ""
-    last = next((ln for ln in reversed(lines) if ln), "")
-    return f"; stderr: {last[:300]}" if last else ""

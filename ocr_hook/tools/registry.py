@@ -66,13 +66,16 @@ class ToolDef:
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A registered tool: its definition, phases and handler (arguments dict → ToolResult).
-    ``source`` is ``builtin`` or ``mcp:<server>``."""
+    ``source`` is ``builtin`` or ``mcp:<server>``. ``alive`` (None = always) says whether the
+    tool can still run; a dead one is withdrawn from later ``specs`` (an MCP server that
+    stopped during the review)."""
 
     spec: ToolSpec
     handler: Handler
     plan: bool = False
     main: bool = True
     source: str = "builtin"
+    alive: Callable[[], bool] | None = None
 
 
 class _Definition(BaseModel):
@@ -217,10 +220,11 @@ class Registry:
         return self._tools.get(name)
 
     def specs(self, phase: str = "main", only: tuple[str, ...] = ()) -> list[ToolSpec]:
-        """Definitions offered in ``phase`` (plan | main), optionally limited to ``only``."""
+        """Definitions offered in ``phase`` (plan | main), optionally limited to ``only``;
+        tools whose ``alive()`` is False are left out."""
         out = []
         for t in self._tools.values():
-            if only and t.spec.name not in only:
+            if (only and t.spec.name not in only) or (t.alive is not None and not t.alive()):
                 continue
             if (phase == "plan" and t.plan) or (phase == "main" and t.main):
                 out.append(t.spec)
@@ -266,11 +270,13 @@ class Registry:
 
 @dataclass(frozen=True, slots=True)
 class ExternalTool:
-    """A tool offered by an MCP server: ``source`` names it (``mcp:<server>``)."""
+    """A tool offered by an MCP server: ``source`` names it (``mcp:<server>``); ``alive`` is
+    False once its server has stopped (see :class:`Tool`)."""
 
     spec: ToolSpec
     handler: Handler
     source: str
+    alive: Callable[[], bool] | None = None
 
 
 def _unavailable(name: str) -> Handler:
@@ -312,5 +318,5 @@ def build_registry(
                 f" {first.source if first else 'another server'}"
             )
         else:
-            reg.add(Tool(ext.spec, ext.handler, True, True, ext.source))
+            reg.add(Tool(ext.spec, ext.handler, True, True, ext.source, ext.alive))
     return reg.freeze()

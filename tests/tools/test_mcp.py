@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -361,3 +362,35 @@ def test_allow_mcp_without_repository_servers_is_an_error(
     assert run(["config", "allow-mcp"]) == 2
     assert capsys.readouterr().err == (
         "ocr-hook: .ocr-hook.toml (HEAD) defines no mcp.servers; nothing to allow\n")
+
+
+WITHOUT_SDK = """\
+import sys
+sys.modules["mcp"] = None  # as if ocr-hook were installed without the [mcp] extra
+from ocr_hook import cli
+rc = cli.main(sys.argv[1:])
+sys.stderr.write("MCP_LOADED=" + str(sys.modules.get("mcp") is not None) + "\\n")
+sys.exit(rc)
+"""
+
+
+def test_configured_server_without_the_mcp_extra_is_one_warning_and_the_review_goes_on(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    write_user_config(toml_servers({"tracker": {"command": PY, "args": [SCRIPT, "tracker"]}}))
+    repo.stage({"app.py": "x = 1\n"})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    env = {**os.environ, **llm.env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run([PY, "-c", WITHOUT_SDK, "review", "--format", "json", "--effort", "low"],
+                       cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
+                       check=False)
+    message = ("MCP servers not started: tracker; the MCP SDK is not installed (no module"
+               " 'mcp'): pip install 'ocr-hook[mcp]'")
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    assert (result["status"], result["files"][0]["reviewed"]) == ("complete", True)
+    assert [w for w in result["warnings"] if w["type"] == "mcp"] == [
+        {"type": "mcp", "file": "", "message": message}]
+    assert [ln for ln in p.stderr.splitlines() if "MCP" in ln] == [
+        f"ocr-hook: {message}", "MCP_LOADED=False"]
+    assert tool_names(llm.requests[0]) == BUILTIN and len(llm.requests) == 1

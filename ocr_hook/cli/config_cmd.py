@@ -1,0 +1,160 @@
+"""``git ocr config list|get|set|unset|path`` and the consent commands ``config allow-mcp`` and
+``config allow-endpoint`` (SPEC §1, §2, §7.3, §14).
+
+``set``/``unset`` change the user file (``config_load.user_config_path``) through
+``config_toml.edit_toml`` (tomlkit: comments and layout stay) and write it atomically with mode
+0600 (``config_load.write_private``): it may hold an API key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, OcrError
+from ..exitcodes import Exit
+from .common import repo_or_none, say
+
+log = logging.getLogger("ocr_hook.cli")
+
+
+def run_config_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Run ``config <action>``; returns the exit code. Raises OcrError for usage errors."""
+    from ..config_load import user_config_path
+
+    action = getattr(args, "config_cmd", None)
+    if action == "path":
+        say(user_config_path(environ))
+        return Exit.OK
+    if action in ("list", "get"):
+        return _list_or_get(args, environ)
+    if action in ("set", "unset"):
+        return _set_or_unset(args, environ)
+    if action == "allow-mcp":
+        return allow_mcp(environ)
+    if action == "allow-endpoint":
+        return allow_endpoint(environ)
+    raise OcrError("usage: git ocr config list|get KEY|set KEY VALUE|unset KEY|path")
+
+
+def _display(key: str, value: Any, raw: bool) -> str:
+    """A value as ``get``/``list`` show it: a TOML literal, ``llm.api_key`` masked unless
+    ``raw``; ``raw`` strings bare."""
+    from ..config_toml import toml_literal
+
+    if key == "llm.api_key" and value and not raw:
+        from ..llm.types import mask_key
+
+        return toml_literal(mask_key(str(value)))
+    if raw and isinstance(value, str):
+        return value
+    return toml_literal(value)
+
+
+def _list_or_get(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``config list [--show-origin]`` (every key) or ``config get KEY`` (exit 1 when unset)."""
+    from .. import config
+    from ..config_load import config_layers
+
+    action = args.config_cmd
+    layers = config_layers(repo_or_none(), environ)
+    cfg = config.build(layers)
+    _, origin = config.merge(layers)
+    keys = config.all_keys() if action == "list" else [args.key]
+    if action == "get":
+        config.field_of(args.key)
+    for key in keys:
+        section, name = key.split(".", 1)
+        value = getattr(getattr(cfg, section), name)
+        if action == "get":
+            if value is None or value == "":
+                return Exit.NOT_SET  # as `git config --get` reports it
+            if key == "llm.api_key" and not args.show_secret:
+                say(_display(key, value, raw=False))  # masked, as `list` shows it
+            else:
+                say(_display(key, value, raw=True))
+            return Exit.OK
+        shown = "(unset)" if value is None else _display(key, value, raw=False)
+        where = origin.get(key, "default")
+        say(f"{key} = {shown}" + (f"\t# {where}" if args.show_origin else ""))
+    return Exit.OK
+
+
+def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``config set KEY VALUE`` (``-``: one line from stdin) or ``config unset KEY`` on the
+    user file. The value and then the whole edited file are validated before anything is
+    written. Raises ConfigError naming the command line or the file."""
+    from .. import config
+    from ..config_load import read_user_file, user_config_path, write_private
+    from ..config_toml import edit_toml
+
+    path = user_config_path(environ)
+    config.field_of(args.key)
+    text = read_user_file(path)
+    new_value: Any = None
+    if args.config_cmd == "set":
+        raw = sys.stdin.readline().rstrip("\r\n") if args.value == "-" else args.value
+        if not raw.strip():
+            where = "no value on stdin" if args.value == "-" else "empty value"
+            raise ConfigError(f"{where} for {args.key}; nothing written (to remove the key:"
+                              f" git ocr config unset {args.key})")
+        new_value = config.parse_value(args.key, raw)
+        section, _, name = args.key.partition(".")
+        # the value itself first: its error names the command line, not the file
+        config.build([config.Layer("command line", {section: {name: new_value}})])
+    new_text = edit_toml(text, args.key, new_value, str(path))
+    # then what the file will hold, naming the file in the error
+    config.build([config.Layer(str(path), config.parse_toml(new_text, str(path)))])
+    if args.config_cmd == "unset" and new_text == text:
+        log.info("%s is not set in %s", args.key, path)
+        return Exit.OK
+    write_private(path, new_text)
+    return Exit.OK
+
+
+def allow_mcp(environ: Mapping[str, str]) -> int:
+    """``git ocr config allow-mcp``: show the MCP servers of ``.ocr-hook.toml`` at HEAD and
+    record the user's consent for exactly that list (ocr_hook/consent.py)."""
+    from .. import consent, gitio
+    from ..config_load import REPO_SOURCE, repo_mcp_servers
+    from ..tools.mcp_bridge import describe_server, parse_servers
+
+    repo = gitio.find_toplevel(Path.cwd())
+    src = REPO_SOURCE
+    servers = parse_servers(repo_mcp_servers(repo), src)
+    if not servers:
+        raise OcrError(f"{src} defines no mcp.servers; nothing to allow")
+    lines = [describe_server(n, s) for n, s in servers.items()]
+    fp = consent.fingerprint({n: s.model_dump() for n, s in servers.items()})
+    path = consent.record(environ, repo, fp, lines)
+    print(f"Allowed the MCP servers of {src} in {repo} to run during reviews:")
+    for line in lines:
+        print(f"  {line}")
+    print(f"Recorded in {path}; any change to this list needs a new `git ocr config allow-mcp`.")
+    return Exit.OK
+
+
+def allow_endpoint(environ: Mapping[str, str]) -> int:
+    """``git ocr config allow-endpoint``: trust the endpoint settings of ``.ocr-hook.toml`` at
+    HEAD for this repository (recorded with the MCP consents, ocr_hook/consent.py)."""
+    from .. import config, consent, gitio
+    from ..config_load import REPO_SOURCE, read_repo_file, repo_endpoint_settings
+
+    repo = gitio.find_toplevel(Path.cwd())
+    src = REPO_SOURCE
+    data = read_repo_file(repo) or {}
+    settings = repo_endpoint_settings(config.Layer(src, data))
+    if not settings:
+        raise OcrError(f"{src} sets no endpoint setting (llm.provider, llm.protocol,"
+                       " llm.base_url, llm.extra_headers, llm.extra_body); nothing to allow")
+    lines = [f"llm.{k} = {settings[k]!r}" for k in settings]
+    path = consent.record(environ, repo, consent.fingerprint({"endpoint": settings}), lines)
+    print(f"Trusting the endpoint settings of {src} in {repo}:")
+    for line in lines:
+        print(f"  {line}")
+    print(f"Recorded in {path}; any change to them needs a new `git ocr config allow-endpoint`.")
+    return Exit.OK

@@ -1,0 +1,139 @@
+"""``git ocr llm providers`` (the built-in presets) and ``git ocr llm test`` (one review-shaped
+request to the configured endpoint; SPEC §13). Exit codes of ``llm test``: 0 tools work,
+1 the model does not call tools, 2 no endpoint, 3 the request failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConfigError, LlmError, OcrError
+from ..exitcodes import Exit
+from .common import repo_or_none, say
+
+PROBE_SYSTEM = (
+    "You are the code reviewer of ocr-hook. This request checks that the model can call the"
+    " review tools. Reply only by calling a tool."
+)
+PROBE_USER = (
+    'Connectivity check: there is nothing to review. Call the task_done tool with {"state":'
+    ' "DONE"} now. Do not answer with text.'
+)
+
+
+def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Run ``llm providers|test``; returns the exit code. Raises OcrError for usage errors."""
+    from .. import config
+
+    action = getattr(args, "llm_cmd", None)
+    if action == "providers":
+        table = config.presets()
+        if args.json:
+            say(json.dumps(table, indent=2, ensure_ascii=False))
+            return Exit.OK
+        rows = [("NAME", "PROTOCOL", "BASE URL", "KEY VARIABLE", "NOTES")]
+        for name, p in table.items():
+            key_env = p.get("key_env") or ("(none)" if p.get("keyless") else "")
+            if p.get("keyless") and p.get("key_env"):
+                key_env += " (optional)"
+            rows.append((name, p.get("protocol", "openai"),
+                         p.get("base_url") or f"${p.get('base_url_env', '')}", key_env,
+                         p.get("note", "")))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            say("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
+        say("\nUse: git ocr config set llm.provider NAME; git ocr config set llm.model MODEL")
+        return Exit.OK
+    if action == "test":
+        return _llm_test(args, environ)
+    raise OcrError("usage: git ocr llm test|providers")
+
+
+def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Send the review's request shape (system + user message, every main tool) once; report
+    latency, whether the model called a tool, and the resolved endpoint with the key masked."""
+    from .. import config, tokens
+    from ..agent.loop import text_tool_calls
+    from ..config_endpoint import resolve_llm_endpoint
+    from ..config_load import config_layers
+    from ..llm import make_client
+    from ..llm.anthropic import messages_url
+    from ..llm.openai import chat_url
+    from ..llm.types import Message, mask_key
+    from ..tools.registry import load_tool_specs
+
+    flags: dict[str, Any] = {}
+    if args.provider:
+        flags["provider"] = args.provider
+    if args.model:
+        flags["model"] = args.model
+    layers = config_layers(repo_or_none(), environ,
+                           config.Layer("command line", {"llm": flags} if flags else {}))
+    cfg = config.build(layers)
+    endpoint, why = resolve_llm_endpoint(cfg, environ)
+    if endpoint is None:
+        raise ConfigError(why)
+    url = messages_url(endpoint.url) if endpoint.protocol == "anthropic" else chat_url(
+        endpoint.url)
+    report: dict[str, Any] = {
+        "provider": endpoint.provider, "protocol": endpoint.protocol, "model": endpoint.model,
+        "url": url, "api_key": mask_key(endpoint.api_key) or "(none)",
+    }
+    tools = [spec for spec, _plan, main in load_tool_specs().values() if main]
+    client = make_client(endpoint, count_tokens=lambda s: tokens.count_tokens(s, endpoint.model))
+    messages = [Message("system", PROBE_SYSTEM), Message("user", PROBE_USER)]
+    t0 = time.monotonic()
+    try:
+        turn = client.complete(messages, tools)
+    except LlmError as e:
+        report.update(ok=False, outcome="request_failed", error=str(e), error_kind=e.kind,
+                      requests=e.attempts, latency_s=round(time.monotonic() - t0, 3))
+        return _report(args, report, Exit.LLM_FAILED)
+    calls = list(turn.message.tool_calls)
+    outcome, code = "tool_call", Exit.OK
+    if not calls:
+        calls = text_tool_calls(turn.message.content, {t.name for t in tools})
+        outcome, code = ("tool_call_as_text", Exit.OK) if calls else ("no_tool_call",
+                                                                       Exit.NO_TOOLS)
+    u = turn.usage
+    report.update(
+        ok=code == Exit.OK, outcome=outcome, tool_calls=[c.name for c in calls],
+        latency_s=round(turn.latency_s, 3), requests=turn.attempts,
+        finish_reason=turn.finish_reason, server_model=turn.model,
+        usage={"input": u.input_tokens, "output": u.output_tokens,
+               "cache_read": u.cache_read_tokens, "cache_write": u.cache_write_tokens,
+               "estimated": u.estimated},
+        reply_text=turn.message.text[:200],
+    )
+    return _report(args, report, code)
+
+
+def _report(args: argparse.Namespace, report: Mapping[str, Any], code: int) -> int:
+    """Print the ``llm test`` report (JSON with ``--json``); returns ``code``."""
+    if args.json:
+        say(json.dumps(report, ensure_ascii=False))
+        return code
+    say(f"provider: {report['provider']}  protocol: {report['protocol']}  model:"
+        f" {report['model']}")
+    say(f"url:      {report['url']}")
+    say(f"api key:  {report['api_key']}")
+    say(f"latency:  {report['latency_s']:.2f}s over {report['requests']} request(s)")
+    outcome = report["outcome"]
+    if outcome == "request_failed":
+        say(f"FAILED:   {report['error']}")
+    elif outcome == "no_tool_call":
+        say("FAILED:   model does not call tools: it answered with text instead of a tool call"
+            f" ({report['reply_text']!r}); reviews need a model and server with tool calling"
+            " (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice)")
+    else:
+        how = "as text in the reply (parsed by the fallback)" if outcome == "tool_call_as_text" \
+            else "natively"
+        u = report["usage"]
+        say(f"OK:       model called {', '.join(report['tool_calls'])} {how}; tokens in/out"
+            f" {u['input'] + u['cache_read'] + u['cache_write']}/{u['output']}"
+            + (" (counted locally)" if u["estimated"] else ""))
+    return code

@@ -1,0 +1,313 @@
+"""``git ocr review`` and the hook modes ``git ocr hook pre-commit|pre-push`` (SPEC §1, §3):
+flags and environment → a ``request.ReviewRequest``, the run with its services
+(``runservices``), the result rendered by ``output`` to stdout or ``--output FILE``, and the
+gate's exit code (SPEC §9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import OcrError, UsageError
+from ..exitcodes import Exit
+from .common import hook_words, one_line
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..request import ReviewRequest
+    from ..results import ReviewResult
+    from ..rulesources import RuleLayers
+
+log = logging.getLogger("ocr_hook")
+
+
+def _review_mode(args: argparse.Namespace) -> str:
+    """``staged``, ``commit`` or ``range`` from ``--commit``/``--from``/``--to``. Raises
+    UsageError for a combination that names no single target."""
+    if getattr(args, "commit", None):
+        if getattr(args, "from_ref", None) or getattr(args, "to_ref", None):
+            raise UsageError("--commit cannot be combined with --from/--to: review one commit"
+                             " (--commit REF) or one range (--from A --to B)")
+        return "commit"
+    if getattr(args, "from_ref", None) or getattr(args, "to_ref", None):
+        if not (args.from_ref and args.to_ref):
+            raise UsageError("--from and --to must be given together")
+        return "range"
+    return "staged"
+
+
+def _hook_input(stage: str, environ: Mapping[str, str]) -> tuple[str, str, str]:
+    """(mode, from, to) of a pre-commit/pre-merge-commit hook run. The pre-commit framework
+    sets ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF`` only for a range (``pre-commit run
+    --from-ref X --to-ref Y``, in any stage): that range is reviewed (FROM...TO, as
+    ``--from/--to``). Otherwise the staged snapshot, as a merge in ``pre-merge-commit``."""
+    from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
+    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+    if from_ref and to_ref:
+        return "range", from_ref, to_ref
+    return ("merge" if stage == "pre-merge-commit" else "staged"), "", ""
+
+
+def _with_rule_globs(cfg: Config, layers: RuleLayers) -> Config:
+    """``cfg`` with the include/exclude globs of the rule layers added to ``[select]``."""
+    from ..rulesources import selection_globs
+
+    inc, exc = selection_globs(layers)
+    if not (inc or exc):
+        return cfg
+    return cfg.model_copy(update={"select": cfg.select.model_copy(update={
+        "include": [*cfg.select.include, *inc], "exclude": [*cfg.select.exclude, *exc]})})
+
+
+def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
+    """``review.background``, or the text of ``review.background_file`` when set: from HEAD
+    when the repository file named it (``from_repo``), else from disk. Raises OcrError when
+    the file cannot be read."""
+    if not cfg.review.background_file:
+        return cfg.review.background
+    if "review.background_file" in from_repo:
+        from ..config_load import REPO_SOURCE
+        from ..config_repo import read_repo_path
+
+        return read_repo_path(repo, "review.background_file", cfg.review.background_file,
+                              REPO_SOURCE)
+    try:
+        return Path(cfg.review.background_file).read_text(encoding="utf-8")
+    except OSError as e:
+        raise OcrError(f"cannot read background file {cfg.review.background_file}: {e}") from e
+
+
+def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
+                   stage: str) -> tuple[ReviewRequest, RuleLayers]:
+    """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
+    (UsageError, ConfigError) for bad flags, configuration or refs."""
+    from .. import config_endpoint, gitio, request, runservices
+    from ..config_load import load_settings
+
+    mode = _review_mode(args)
+    from_ref = getattr(args, "from_ref", None) or ""
+    to_ref = getattr(args, "to_ref", None) or ""
+    repo = gitio.find_toplevel(Path.cwd())
+    cfg, from_repo = load_settings(repo, vars(args), environ)
+    targets: tuple[Any, ...] = ()
+    if stage == "pre-push":
+        mode = "push"
+        targets = tuple(_pushed_ranges(repo, args, environ, cfg.review.max_push_commits))
+    elif stage in ("pre-commit", "pre-merge-commit"):
+        mode, from_ref, to_ref = _hook_input(stage, environ)
+    files = getattr(args, "files", None)
+    layers = rule_layers(repo, cfg, args, environ)
+    cfg = _with_rule_globs(cfg, layers)
+    # llm.api_key_cmd runs only when the review is about to call the LLM (review.run)
+    endpoint, why, key_cmd = config_endpoint.resolve_llm_endpoint_deferred(cfg, environ)
+    background = _read_background(cfg, repo, from_repo)
+    preview = bool(getattr(args, "preview", False))
+    req = request.ReviewRequest(
+        repo=repo,
+        config=cfg,
+        environ=environ,
+        mode=mode,
+        stage=stage,
+        commit=getattr(args, "commit", None) or "",
+        from_ref=from_ref,
+        to_ref=to_ref,
+        targets=targets,
+        path_filter=tuple(files) if files else None,
+        endpoint=endpoint,
+        endpoint_error=why,
+        api_key_cmd=key_cmd,
+        preview=preview,
+        use_cache=cfg.cache.enabled,
+        background=background,
+        protected_paths=layers.protected_paths,
+        tool_defs=runservices.tool_defs(cfg, repo, from_repo),
+        mcp=None if preview else runservices.mcp_bridge(repo, cfg, environ),
+    )
+    return req, layers
+
+
+def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
+                  environ: Mapping[str, str]) -> None:
+    """Render ``result`` as text, JSON or SARIF to stdout, or atomically to ``out_path``."""
+    from .. import output
+
+    stream: Any = io.StringIO() if out_path is not None else sys.stdout
+    if fmt == "json":
+        output.write_json(result, stream)
+    elif fmt == "sarif":
+        output.write_sarif(result, stream)
+    elif fmt == "html":
+        from ..html_report import render
+        from ..output_text import verdict_line
+
+        stream.write(render(output.to_json(result), review_diffs(result), verdict_line(result)))
+    else:
+        from ..output_text import write_text
+
+        write_text(result, stream, environ)
+    if out_path is not None:
+        _write_output(out_path, stream.getvalue())
+
+
+def review_diffs(result: ReviewResult) -> list[Any]:
+    """The diffs of the reviewed files (each path once, in group order): the review page's
+    diffs."""
+    seen: dict[str, Any] = {}
+    for g in result.groups:
+        for f in g.files:
+            seen.setdefault(f.path, f)
+    return list(seen.values())
+
+
+def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
+    """``git ocr review`` (stage ``review``) or a hook (``pre-commit``/``pre-push``): review,
+    write the result, warn on stderr about incomplete files and blocking findings; returns the
+    gate's exit code (``Exit.OK`` for ``--preview``). Raises OcrError for bad input."""
+    from .. import output, runservices
+
+    out_path = _check_output_path(args.output) if args.output else None
+    req, layers = _build_request(args, environ, stage)
+    try:
+        result = runservices.run_with_services(req, layers.text_for)
+    finally:
+        if req.mcp is not None:
+            req.mcp.close()
+    fmt = args.format or "text"
+    for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
+        if w.type in STDERR_WARNINGS:
+            log.warning("%s", output.display_text(w.message))
+    _write_result(result, fmt, out_path, environ)
+    for reason in result.incomplete_reasons:
+        if fmt != "text" or args.output:
+            log.warning("%s", output.display_text(reason))
+    if result.decision.blocked:
+        log.warning("%s", _bypass_message(stage, result.decision.verdict,
+                                          result.decision.blocking_findings, result.gate.fail_on))
+        for line in dismiss_hints(result):
+            log.warning("%s", line)
+    return int(result.decision.exit_code) if not req.preview else int(Exit.OK)
+
+
+# Run warnings that are also printed on stderr in every format: the user must see them even
+# when the hook passes (issue 16).
+STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed")
+OUTPUT_FILE_MODE = 0o644  # --output: a report for other tools (CI uploads), not a secret
+
+
+def _check_output_path(name: str) -> Path:
+    """``--output FILE`` checked before the review starts: an existing directory, a missing
+    parent directory, or a parent that is not a writable directory is a UsageError (exit 2), so
+    a long review never ends in a result that cannot be written."""
+    path = Path(name)
+    shown = one_line(name)
+    if path.is_dir():
+        raise UsageError(f"--output {shown}: is a directory; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise UsageError(f"--output {shown}: directory {one_line(str(parent))} {what}")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path,
+                                                                                      os.W_OK)):
+        raise UsageError(f"--output {shown}: permission denied")
+    return path
+
+
+def _write_output(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (``atomicfile``: a reader, e.g. a CI step,
+    never sees half a report). Raises UsageError when the write fails."""
+    from ..atomicfile import write_bytes
+
+    try:
+        write_bytes(path, text.encode("utf-8", "replace"), mode=OUTPUT_FILE_MODE)
+    except OSError as e:
+        raise UsageError(f"--output {one_line(str(path))}: cannot write:"
+                         f" {e.strerror or e}") from e
+
+
+def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
+                   max_commits: int) -> list[Any]:
+    """Ranges of a pre-push run (SPEC §3.4). Native hook: ``REMOTE URL`` arguments and every
+    stdin line. pre-commit framework (no arguments; it passes no stdin lines either):
+    ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``, absent on the push of a root history.
+    Each range is bounded to its newest ``max_commits`` commits (``push_scope``). Raises
+    UsageError when neither applies or a line/ref cannot be resolved."""
+    from .. import push_scope, target
+
+    if args.remote:
+        data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        lines = target.parse_push_lines(data.decode("utf-8", "surrogateescape"))
+        found = target.push_targets(repo, args.remote, lines)
+    elif any(environ.get(k) for k in ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
+                                       "PRE_COMMIT_REMOTE_NAME", "PRE_COMMIT")):
+        found = target.pre_commit_push_targets(repo, environ)
+    else:
+        found = None
+    if found is not None:
+        return [push_scope.bound(repo, t, max_commits) for t in found]
+    raise UsageError("git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines"
+                     " on stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit framework)")
+
+
+def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
+                environ: Mapping[str, str]) -> RuleLayers:
+    """Rule layers of SPEC §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
+    from .. import rulesources
+
+    return rulesources.load(
+        repo,
+        cli_rule=getattr(args, "rule", None) or "",
+        repo_rule_file=getattr(getattr(cfg, "rules", None), "file", "") or "",
+        environ=environ,
+    )
+
+
+DISMISS_HINTS_MAX = 10  # blocking findings named with their dismiss command on stderr
+
+
+def dismiss_hints(result: ReviewResult) -> list[str]:
+    """For a result blocked by findings: the exact command that dismisses each blocking finding
+    (issue 19), or how to allow a secret (secrets keep their own allow rules); at most
+    DISMISS_HINTS_MAX, then a count."""
+    from ..dismiss import IGNORE_MARKER, can_dismiss
+    from ..findings import Severity
+    from ..output_text import location
+
+    if result.decision.verdict != "findings":
+        return []
+    threshold = Severity[result.gate.fail_on.upper()]
+    blocking = [f for f in result.findings if f.severity >= threshold]
+    lines = [f"not a problem? dismiss it (or put `{IGNORE_MARKER} <reason>` on its line):"]
+    for f in blocking[:DISMISS_HINTS_MAX]:
+        where = f"{location(f)} [{f.severity.label} · {f.category}]"
+        if can_dismiss(f):
+            lines.append(f"  git ocr dismiss {f.id} --reason '…'    # {where}")
+        else:
+            lines.append(f"  {where}: a secret; mark its line `ocr-hook: allow-secret` or list"
+                         " the value in security.allow_secrets")
+    if len(blocking) > DISMISS_HINTS_MAX:
+        lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`git ocr review`"
+                     " lists every id)")
+    return lines
+
+
+def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:
+    """How to proceed when the gate blocks (SPEC §9), worded for the stage. ``git ocr review``
+    run by hand or in CI blocks no commit: it states why the exit code is non-zero, without
+    commit hints."""
+    if stage == "review":
+        if verdict == "findings":
+            return f"blocking findings: {findings} at or above {fail_on}"
+        return "review incomplete and gate.on_error = block"
+    what, hook_id = hook_words(stage)
+    why = (f"{findings} finding(s) at or above {fail_on}" if verdict == "findings"
+           else "the review is incomplete and gate.on_error = block")
+    return (f"{what} blocked: {why}. Fix and retry, or bypass once with "
+            f"`git {what} --no-verify` (native hook), `SKIP={hook_id} git {what}` (pre-commit "
+            f"framework) or `OCR_HOOK_GATE_MODE=advisory git {what}`.")

@@ -1,0 +1,112 @@
+"""Deleted files that the reviewed snapshot still refers to (issue 16).
+
+A deleted file is normally listed and not reviewed (SPEC §4 gate 9), but deleting a module that
+other code still imports breaks those users. :func:`find_users` looks for the names by which
+code refers to each deleted file (:func:`reference_names`) in the snapshot with one ``git grep``
+and keeps the lines that read like a reference (:data:`REFERENCE_WORDS`: ``import``,
+``require``, ``#include``, ``use`` …). A deleted file with users is reviewed: its diff, with
+the users quoted in the prompt (``group_prompts``).
+
+I/O: one ``git grep -z -n -w -F -I`` over the snapshot tree through :mod:`gitio`.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import gitio
+from .diff import FileDiff
+
+USERS_MAX = 5  # user lines quoted per deleted file
+USER_LINE_CHARS = 200  # a quoted user line is cut here
+MIN_NAME_CHARS = 3  # shorter names ("a", "io") would match too much to mean anything
+# Words that start a reference to another file in common languages: Python/JS/TS/Go/Java/
+# Kotlin/Scala import, Python from, JS/Ruby/Lua require(_relative), C/C++ #include, Rust
+# mod/use, PHP use/include/require_once, C# using, shell source, CSS/Sass @import/@use.
+REFERENCE_WORDS = re.compile(
+    r"\b(?:import|from|require|require_relative|require_once|include|include_once|use|using"
+    r"|mod|source|load|extends)\b"
+)
+# Base names that stand for their folder (Python packages, JS/TS index files, Rust modules).
+FOLDER_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
+
+
+def reference_names(path: str) -> tuple[str, ...]:
+    """Names other code uses for the file at ``path`` (a repository path with ``/``): the base
+    name without its extension (``pkg/util/helpers.py`` → ``helpers``), or the folder's name
+    for ``__init__``/``index``/``mod``/``main``/``lib`` files (``pkg/util/__init__.py`` →
+    ``util``). Names shorter than MIN_NAME_CHARS are dropped. Pure."""
+    stem = posixpath.basename(path).split(".", 1)[0]
+    if stem in FOLDER_STEMS:
+        stem = posixpath.basename(posixpath.dirname(path))
+    return (stem,) if len(stem) >= MIN_NAME_CHARS else ()
+
+
+def find_users(
+    repo: Path, tree: str, deleted: Sequence[FileDiff]
+) -> dict[str, tuple[str, ...]]:
+    """Deleted path → up to USERS_MAX lines of the snapshot ``tree`` that refer to it, each as
+    ``<path>:<line>: <text>`` (text stripped, cut at USER_LINE_CHARS), the best evidence first
+    (:func:`_strong`), then git's order. A line refers to a deleted file when it holds one of
+    its :func:`reference_names` as a whole word and a REFERENCE_WORDS word. Deleted paths
+    without such lines are absent. Raises GitError."""
+    names: dict[str, list[str]] = {}
+    for f in deleted:
+        for name in reference_names(f.path):
+            names.setdefault(name, []).append(f.path)
+    if not names:
+        return {}
+    args = ["-c", "grep.column=false", "grep", "-z", "-n", "-w", "-F", "-I", "--no-color",
+            "--full-name"]
+    for name in sorted(names):
+        args += ["-e", name]
+    _rc, out, _ = gitio.run_git_full(repo, *args, tree, "--", ok_codes=(0, 1))
+    found: dict[str, tuple[list[str], list[str]]] = {}  # owner -> (strong, weak) lines
+    prefix = (tree + ":").encode()
+    gone = {f.path for f in deleted}
+    for record in out.split(b"\n"):
+        parts = record.split(b"\0", 2)
+        if len(parts) != 3 or not parts[0].startswith(prefix):
+            continue
+        path = os.fsdecode(parts[0][len(prefix):])
+        text = gitio.decode_text(parts[2]).strip()
+        if path in gone or not REFERENCE_WORDS.search(text):
+            continue
+        for name, owners in names.items():
+            if name not in text or not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+                continue
+            for owner in owners:
+                strong, weak = found.setdefault(owner, ([], []))
+                kept = strong if _strong(owner, path, text) else weak
+                if len(kept) < USERS_MAX:
+                    kept.append(f"{path}:{parts[1].decode()}: {text[:USER_LINE_CHARS]}")
+    return {k: tuple([*strong, *weak][:USERS_MAX]) for k, (strong, weak) in found.items()}
+
+
+def _strong(deleted: str, user: str, text: str) -> bool:
+    """Whether a reference line is good evidence: the user sits in the deleted file's folder
+    (``from . import x``, ``./x``, ``mod x;``), or the line also names that folder
+    (``from pkg.util import helpers``, ``../util/helpers``). Weaker matches (a file of the same
+    name elsewhere) are kept but listed after these."""
+    folder = posixpath.dirname(deleted)
+    if posixpath.dirname(user) == folder:
+        return True
+    parent = posixpath.basename(folder)
+    return bool(parent) and re.search(rf"(?<!\w){re.escape(parent)}(?!\w)", text) is not None
+
+
+def mark_referenced(repo: Path, deleted: Sequence[tuple[str, FileDiff]]) -> bool:
+    """Set ``FileDiff.referenced_by`` on each deleted file (paired with the snapshot tree of
+    its range) from :func:`find_users`; True when any file has users. Raises GitError."""
+    marked = False
+    for tree in dict.fromkeys(t for t, _f in deleted):
+        files = [f for t, f in deleted if t == tree]
+        users = find_users(repo, tree, files)
+        for f in files:
+            f.referenced_by = users.get(f.path, ())
+            marked = marked or bool(f.referenced_by)
+    return marked
