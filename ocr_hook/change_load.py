@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from . import changeset, hookinput, selection
+from .diff import FileDiff
 from .target import Target
 
 if TYPE_CHECKING:
@@ -25,8 +26,9 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
     hook's file names (``req.path_filter``) as a filter. ``count`` counts tokens for the
     context gate. Raises GitError / DiffParseError."""
     security = req.config.security
-    scan = None if req.preview else changeset.ScanPolicy(
-        tuple(security.allow_secrets), security.max_scan_bytes)
+    scan = None if req.preview else changeset.ScanPolicy(  # detect-secrets: scanned by the
+        tuple(security.allow_secrets), security.max_scan_bytes,  # caller (change_scan)
+        defer=security.detect_secrets)
     whole = changeset.ChangeSet([], [])
     unchanged: list[str] | None = None
     for t in targets:
@@ -35,12 +37,23 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
         whole.files += cs.files
         whole.decisions += cs.decisions
         whole.findings += cs.findings
+        whole.probes += cs.probes
         if cs.unchanged_names is not None:  # a name is unchanged when no range changes it
             unchanged = (list(cs.unchanged_names) if unchanged is None
                          else [n for n in unchanged if n in cs.unchanged_names])
     notice = hookinput.changes_only_notice(unchanged or [], len(whole.files), req.environ,
                                            req.mode)
     return whole, notice
+
+
+def scan_inputs(cs: changeset.ChangeSet
+                ) -> tuple[list[selection.Decision], list[FileDiff]]:
+    """What the caller's secret scan (``change_scan.change_findings``) reads: the decisions
+    of the loaded files and the probes (files parsed only for the scan), and every changed
+    file for the protected-path check, a probe in place of its unloaded file."""
+    probed = {(p.file.status, p.file.old_path, p.file.new_path): p.file for p in cs.probes}
+    listed = [probed.get((f.status, f.old_path, f.new_path), f) for f in cs.files]
+    return [*(d for d in cs.decisions if d.file.loaded), *cs.probes], listed
 
 
 def bound_text(bounded: Sequence[selection.Decision], policy: selection.SelectionPolicy) -> str:

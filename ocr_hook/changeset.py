@@ -60,10 +60,14 @@ MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this 
 @dataclass(frozen=True, slots=True)
 class ScanPolicy:
     """The secret scan of files that are not reviewed: ``allow`` as in
-    ``redact.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan)."""
+    ``redact.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan).
+    ``defer``: the sections read for the scan are parsed and handed to the caller
+    (``ChangeSet.probes``) instead of scanned here, so the caller's scan (with the optional
+    detect-secrets pass, ``change_scan``) sees them like loaded files."""
 
     allow: tuple[str, ...] = ()
     max_bytes: int = 0
+    defer: bool = False
 
 
 @dataclass
@@ -72,12 +76,16 @@ class ChangeSet:
 
     ``decisions[i].file`` is ``files[i]``. Only files with ``loaded`` True hold hunks.
     ``findings`` are the secrets found in files that were not loaded (excluded, too large,
-    over a bound); loaded files are for the caller to scan."""
+    over a bound); loaded files are for the caller to scan. ``unchanged_names``: the file
+    names given (``names``) that are not changed paths here (``hookinput.filter_paths``), or
+    None. ``probes``: with ``ScanPolicy.defer``, the files not loaded whose sections were
+    parsed for the caller's secret scan (copies: ``files`` keeps them unloaded)."""
 
     files: list[FileDiff]
     decisions: list[selection.Decision]
     findings: list[Finding] = field(default_factory=list)
     unchanged_names: list[str] | None = None
+    probes: list[selection.Decision] = field(default_factory=list)
 
 
 human_bytes = bigscan.human
@@ -208,6 +216,7 @@ class _Loader:
         self.findings: list[Finding] = []
         self.notes: dict[int, str] = {}  # index → secret scan statement
         self.scanned: set[int] = set()
+        self.probes: list[selection.Decision] = []
 
     def _reason(self, f: FileDiff, known: str | None = None) -> str:
         return selection.metadata_reason(f, self.policy, *self.globs, known)
@@ -311,9 +320,15 @@ class _Loader:
             self.scan_left = 0
             return
         self.scan_left -= size
-        self.findings.extend(_scan_unloaded(self.repo, self.files[i], parts, self.pre[i],
-                                            self.scan, self.policy))
         self.scanned.add(i)
+        f = self.files[i]
+        if self.scan is not None and self.scan.defer:
+            probe = replace(f, notes=[])
+            fill_from_sections(probe, parts)
+            self.probes.append(selection.Decision(probe, False, self.pre[i]))
+            return
+        self.findings.extend(_scan_unloaded(self.repo, f, parts, self.pre[i], self.scan,
+                                            self.policy))
 
     def rediff_forced(self) -> None:
         """Files binary only by ``.gitattributes`` get their ``git diff --text`` entry (loaded,
@@ -355,7 +370,7 @@ class _Loader:
                                          self.notes.get(i, "")) if x)
             out_files.append(d.file)
             out.append(replace(d, detail=text) if text else d)
-        return ChangeSet(out_files, out, self.findings, self.unchanged_names)
+        return ChangeSet(out_files, out, self.findings, self.unchanged_names, self.probes)
 
     def _scan_big(self) -> None:
         """The secret scan of files too large to load: a bounded prefix of the blob each."""

@@ -27,7 +27,7 @@ from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
 from . import grouping, runlock, secret_scan, selection, target
-from .change_load import bound_text, load_targets
+from .change_load import bound_text, load_targets, scan_inputs
 from .change_scan import change_findings
 from .comments import Collector, CommentPool, CommentProcessor
 from .diff import FileDiff
@@ -159,11 +159,12 @@ class _RunState:
         self.reviewable = [d.file for d in decisions if d.reviewed]
         self.bounded = [d for d in decisions if d.reason in selection.BOUND_REASONS]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
-        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20)
-        scanned = change_findings(req.repo, [d for d in decisions if d.file.loaded],
-                                  req.protected_paths, self.cfg.security.allow_secrets,
-                                  scan=not req.preview,
-                                  detect_secrets=self.cfg.security.detect_secrets)
+        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
+        # come back parsed (cs.probes) for the detect-secrets pass
+        to_scan, listed = scan_inputs(cs)
+        scanned = change_findings(req.repo, to_scan, req.protected_paths,
+                                  self.cfg.security.allow_secrets, scan=not req.preview,
+                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
         self.config_findings = [*scanned.findings, *cs.findings]
         self.secret_literals = scanned.literals  # detect-secrets values, redacted like ours
         self.head = targets[0]

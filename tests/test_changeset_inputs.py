@@ -5,10 +5,15 @@ repositories; ``changeset.load_change_set`` called directly, nothing faked."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 
-from ocr_hook import changeset, selection, target
+import pytest
+
+from ocr_hook import changeset, cli, selection, target
 from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
 
 APP = "def div(a, b):\n    return a / b\n"
 ALLOW = changeset.ScanPolicy((), 1 << 20)
@@ -74,3 +79,27 @@ def test_non_utf8_path_is_read_from_the_stream_within_the_byte_bound(repo: GitRe
     cs = load(repo, selection.SelectionPolicy(max_total_bytes=400))
     assert [(d.file.path, d.reason, d.file.loaded, d.file.insertions) for d in cs.decisions] == [
         (name, "", True, 2), ("zeta.py", "over_max_total_bytes", False, 80)]
+
+
+def test_detect_secrets_pass_reads_the_sections_of_files_that_are_not_loaded(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hexval = hashlib.sha256(b"ocr-hook changeset fixture").hexdigest()[:40]
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"vendor/lib.py": f'import os\nCHECKSUM = "{hexval}"\n',
+                "app.py": f'X = 1\nY = "{hexval}"\n'})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                  environ={**os.environ, **llm.env(OCR_HOOK_SECURITY_DETECT_SECRETS="true")})
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert rc == 1, err
+    assert [(f["path"], f["reviewed"], f["reason"]) for f in data["files"]] == [
+        ("app.py", True, ""), ("vendor/lib.py", False, "provider_directory")]
+    spots = [(c["path"], c["start_line"], c["content"].split("(", 1)[1].split(")")[0])
+             for c in data["comments"] if c["content"].startswith("Hard-coded secret (")]
+    assert spots == [("app.py", 2, "detect-secrets:hex-high-entropy-string"),
+                     ("vendor/lib.py", 2, "detect-secrets:hex-high-entropy-string")]
+    assert len(llm.requests) == 1 and hexval not in json.dumps(llm.requests)
