@@ -26,9 +26,8 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
     hook's file names (``req.path_filter``) as a filter. ``count`` counts tokens for the
     context gate. Raises GitError / DiffParseError."""
     security = req.config.security
-    scan = None if req.preview else changeset.ScanPolicy(  # detect-secrets: scanned by the
-        tuple(security.allow_secrets), security.max_scan_bytes,  # caller (change_scan)
-        defer=security.detect_secrets)
+    scan = None if req.preview else changeset.ScanPolicy(
+        tuple(security.allow_secrets), security.max_scan_bytes)
     whole = changeset.ChangeSet([], [])
     unchanged: list[str] | None = None
     for t in targets:

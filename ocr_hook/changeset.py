@@ -14,8 +14,9 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
 3. The patch that follows is walked section by section (``patchstream.PatchStream``): a candidate's
    section is kept and parsed while the kept sections stay within ``select.max_total_bytes``
    (then that file and every later candidate are ``over_max_total_bytes``); the sections of
-   excluded or over-bound files are parsed only for the secret scan, one at a time, and
-   dropped (``FileDiff.loaded`` False), while the scan budget lasts; every other section is
+   excluded or over-bound files are parsed only for the caller's secret scan, as copies
+   (``ChangeSet.probes``; the files stay ``FileDiff.loaded`` False), while the scan budget
+   lasts; every other section is
    passed over unread. Once no later section can be needed the process is stopped.
 4. Kept files go through every gate (``selection.select``: content gates and the token gate).
 5. The secret scan of each file too large to load reads a bounded prefix of its blob
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import bigscan, gitio, hookinput, secret_scan, selection, textattr
+from . import bigscan, gitio, hookinput, selection, textattr
 from .deleted_refs import mark_referenced
 from .diff import DiffParseError, FileDiff, RawEntry, parse_raw_numstat_z
 from .errors import GitError
@@ -61,13 +62,12 @@ MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this 
 class ScanPolicy:
     """The secret scan of files that are not reviewed: ``allow`` as in
     ``redact.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan).
-    ``defer``: the sections read for the scan are parsed and handed to the caller
-    (``ChangeSet.probes``) instead of scanned here, so the caller's scan (with the optional
-    detect-secrets pass, ``change_scan``) sees them like loaded files."""
+    The sections read for the scan are parsed and handed to the caller (``ChangeSet.probes``),
+    so the caller's scan (``change_scan``, with the optional detect-secrets pass and the
+    protected-path check) sees them like loaded files."""
 
     allow: tuple[str, ...] = ()
     max_bytes: int = 0
-    defer: bool = False
 
 
 @dataclass
@@ -75,11 +75,11 @@ class ChangeSet:
     """Every changed path of a target with its decision, in git's order.
 
     ``decisions[i].file`` is ``files[i]``. Only files with ``loaded`` True hold hunks.
-    ``findings`` are the secrets found in files that were not loaded (excluded, too large,
-    over a bound); loaded files are for the caller to scan. ``unchanged_names``: the file
+    ``findings`` are the secrets found in the bounded scan of files too large to load;
+    loaded files and ``probes`` are for the caller to scan. ``unchanged_names``: the file
     names given (``names``) that are not changed paths here (``hookinput.filter_paths``), or
-    None. ``probes``: with ``ScanPolicy.defer``, the files not loaded whose sections were
-    parsed for the caller's secret scan (copies: ``files`` keeps them unloaded)."""
+    None. ``probes``: the files not loaded whose sections were parsed for the caller's secret
+    scan, with their reasons (copies: ``files`` keeps them unloaded)."""
 
     files: list[FileDiff]
     decisions: list[selection.Decision]
@@ -321,14 +321,9 @@ class _Loader:
             return
         self.scan_left -= size
         self.scanned.add(i)
-        f = self.files[i]
-        if self.scan is not None and self.scan.defer:
-            probe = replace(f, notes=[])
-            fill_from_sections(probe, parts)
-            self.probes.append(selection.Decision(probe, False, self.pre[i]))
-            return
-        self.findings.extend(_scan_unloaded(self.repo, f, parts, self.pre[i], self.scan,
-                                            self.policy))
+        probe = replace(self.files[i], notes=[])
+        fill_from_sections(probe, parts)
+        self.probes.append(selection.Decision(probe, False, self.pre[i]))
 
     def rediff_forced(self) -> None:
         """Files binary only by ``.gitattributes`` get their ``git diff --text`` entry (loaded,
@@ -427,26 +422,6 @@ def _header_matches(header: bytes, f: FileDiff) -> bool:
         return True
     want = f"diff --git a/{f.old_path} b/{f.new_path}"
     return header == os.fsencode(want)
-
-
-def _scan_unloaded(
-    repo: Path, f: FileDiff, parts: Sequence[bytes], reason: str, scan: ScanPolicy | None,
-    policy: selection.SelectionPolicy,
-) -> list[Finding]:
-    """Secret findings of a file that is not reviewed, from its section(s) parsed for this
-    scan only (``f`` itself is left without hunks). A rename or copy away from a secret path is
-    scanned whole (``secret_scan.secret_findings``' ``full_texts``), from a bounded read."""
-    if scan is None:
-        return []
-    probe = replace(f, notes=[])
-    fill_from_sections(probe, parts)
-    full: dict[str, str] = {}
-    if reason == "secret_path" and f.status in ("renamed", "copied") and f.new_oid:
-        limit = policy.max_file_bytes if policy.max_file_bytes > 0 else 1 << 62
-        data = bigscan.read_prefix(repo, f.new_oid, limit)
-        if data is not None and b"\0" not in data[:8000]:
-            full[f.path] = gitio.decode_text(data)
-    return secret_scan.secret_findings([probe], scan.allow, full)
 
 
 def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
