@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ocr_hook import changeset, cli, selection, target
+from ocr_hook import changeset, cli, html_report, selection, target
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -103,3 +103,15 @@ def test_detect_secrets_pass_reads_the_sections_of_files_that_are_not_loaded(
     assert spots == [("app.py", 2, "detect-secrets:hex-high-entropy-string"),
                      ("vendor/lib.py", 2, "detect-secrets:hex-high-entropy-string")]
     assert len(llm.requests) == 1 and hexval not in json.dumps(llm.requests)
+
+
+def test_review_page_lists_bound_files_as_not_reviewed_with_their_detail() -> None:
+    detail = "5 files to review, more than select.max_files (2)"
+    data = {"status": "partial", "gate": {"mode": "blocking", "fail_on": "high"},
+            "comments": [], "warnings": [], "files": [
+                {"path": "a.py", "status": "added", "reviewed": True, "reason": ""},
+                {"path": "b.py", "status": "added", "reviewed": False,
+                 "reason": "over_max_files", "detail": detail}]}
+    page = html_report.render(data, [], "PASS")
+    assert ('<td>b.py</td><td>added</td><td class="miss">not reviewed: over select.max_files: '
+            f"{detail}</td>") in page
