@@ -1,110 +1,140 @@
-"""Configuration models (SPEC §2): one frozen pydantic model per ``[section]`` of the TOML
-files, the key tables shared by the environment and the flags, and key lookup for
-``git ocr config``. Pure: no files, no environment. ``config`` re-exports every name here.
+"""Configuration models (SPEC §2): one frozen dataclass per ``[section]`` of the TOML files,
+the key tables shared by the environment and the flags, and key lookup for ``git ocr config``.
+Pure: no files, no environment. ``config`` re-exports every name here.
+
+The dataclasses are the one schema. ``config.build`` accepts data that already has their exact
+shape with ``shapes.check`` (no pydantic import: issue 18, start-up), and validates everything
+else (conversions such as ``"4"`` → 4 from the environment, and every error message) with
+pydantic at the edge, which reads the same annotations (``shapes.Bound`` constraints and
+``__pydantic_config__``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
 from .errors import ConfigError
+from .shapes import Bound, field_types
 
 REPO_FILE = ".ocr-hook.toml"
+_FORBID = {"extra": "forbid"}  # pydantic's config of a stdlib dataclass: unknown keys refused
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class LlmConfig:
+    __pydantic_config__ = _FORBID
 
-
-class LlmConfig(_Section):
     provider: str = ""
     base_url: str = ""
-    api_key: str = Field(default="", repr=False)
+    api_key: str = field(default="", repr=False)
     api_key_cmd: str = ""
     model: str = ""
     protocol: Literal["openai", "anthropic", ""] = ""
-    timeout_s: float = Field(default=120.0, gt=0)
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    max_retries: int = Field(default=3, ge=0, le=10)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    max_output_tokens: int = Field(default=16384, ge=1)
-    max_output_tokens_cap: int | None = Field(default=None, ge=1)
+    timeout_s: Annotated[float, Bound(gt=0)] = 120.0
+    connect_timeout_s: Annotated[float, Bound(gt=0)] = 10.0
+    max_retries: Annotated[int, Bound(ge=0, le=10)] = 3
+    extra_headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    max_output_tokens: Annotated[int, Bound(ge=1)] = 16384
+    max_output_tokens_cap: Annotated[int, Bound(ge=1)] | None = None
     output_tokens_field: Literal["max_completion_tokens", "max_tokens", ""] = ""
-    context_tokens: int = Field(default=200_000, ge=1000)
+    context_tokens: Annotated[int, Bound(ge=1000)] = 200_000
     anthropic_version: str = "2023-06-01"
     api_version: str = ""
 
 
-class ReviewConfig(_Section):
+@dataclass(frozen=True)
+class ReviewConfig:
+    __pydantic_config__ = _FORBID
+
     effort: Literal["low", "medium", "high", ""] = ""
-    concurrency: int = Field(default=8, ge=1, le=64)
-    max_tool_rounds: int = Field(default=100, ge=1)
-    timeout_s: float = Field(default=300.0, gt=0)
-    max_tokens_budget: int | None = Field(default=None, ge=0)
+    concurrency: Annotated[int, Bound(ge=1, le=64)] = 8
+    max_tool_rounds: Annotated[int, Bound(ge=1)] = 100
+    timeout_s: Annotated[float, Bound(gt=0)] = 300.0
+    max_tokens_budget: Annotated[int, Bound(ge=0)] | None = None
     language: str = "English"
     filter: bool = True
     background: str = ""
     background_file: str = ""
 
 
-class SelectConfig(_Section):
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
+@dataclass(frozen=True)
+class SelectConfig:
+    __pydantic_config__ = _FORBID
+
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
     review_tests: bool = False
 
 
-class RulesConfig(_Section):
+@dataclass(frozen=True)
+class RulesConfig:
+    __pydantic_config__ = _FORBID
+
     file: str = ""
 
 
-class GateConfig(_Section):
+@dataclass(frozen=True)
+class GateConfig:
+    __pydantic_config__ = _FORBID
+
     mode: Literal["blocking", "advisory"] = "blocking"
     fail_on: Literal["critical", "high", "medium", "low"] = "high"
     on_error: Literal["allow", "block"] = "allow"
 
 
-class CacheConfig(_Section):
+@dataclass(frozen=True)
+class CacheConfig:
+    __pydantic_config__ = _FORBID
+
     enabled: bool = True
-    max_mb: int = Field(default=64, ge=1)
+    max_mb: Annotated[int, Bound(ge=1)] = 64
 
 
-class ToolsConfig(_Section):
+@dataclass(frozen=True)
+class ToolsConfig:
+    __pydantic_config__ = _FORBID
+
     file: str = ""
 
 
-class SecurityConfig(_Section):
+@dataclass(frozen=True)
+class SecurityConfig:
     """SPEC §14 (issue 10). ``allow_secrets``: values that are not secrets, each a literal value
     or a regular expression matched against the whole value (``redact.find_secrets``'s
     ``allow``); they are neither flagged nor redacted."""
 
-    allow_secrets: list[str] = Field(default_factory=list)
+    __pydantic_config__ = _FORBID
+
+    allow_secrets: list[str] = field(default_factory=list)
 
 
-class McpConfig(_Section):
-    servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+@dataclass(frozen=True)
+class McpConfig:
+    __pydantic_config__ = _FORBID
+
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-class Config(_Section):
+@dataclass(frozen=True)
+class Config:
     """The whole validated configuration."""
 
-    llm: LlmConfig = Field(default_factory=LlmConfig)
-    review: ReviewConfig = Field(default_factory=ReviewConfig)
-    select: SelectConfig = Field(default_factory=SelectConfig)
-    rules: RulesConfig = Field(default_factory=RulesConfig)
-    gate: GateConfig = Field(default_factory=GateConfig)
-    cache: CacheConfig = Field(default_factory=CacheConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    security: SecurityConfig = Field(default_factory=SecurityConfig)
+    __pydantic_config__ = _FORBID
+
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    rules: RulesConfig = field(default_factory=RulesConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
-SECTIONS: dict[str, type[BaseModel]] = {
-    name: field.annotation  # type: ignore[misc]
-    for name, field in Config.model_fields.items()
-}
+SECTIONS: dict[str, type] = dict(field_types(Config))
 
 # CLI flag / short env names → config keys (SPEC §1: every flag has a key and an OCR_HOOK_* var)
 FLAG_KEYS: dict[str, str] = {
@@ -133,17 +163,23 @@ LIST_KEYS = {"select.include", "select.exclude", "security.allow_secrets"}
 
 
 def field_of(key: str) -> tuple[str, str, Any]:
-    """(section, name, pydantic FieldInfo) of a dotted ``section.name`` key. Raises ConfigError
-    listing the allowed keys when unknown."""
+    """(section, name, annotation) of a dotted ``section.name`` key (the annotation as written,
+    e.g. ``Annotated[int, Bound(ge=0)] | None``). Raises ConfigError listing the allowed keys
+    when unknown."""
     section, _, name = key.partition(".")
     model = SECTIONS.get(section)
-    if model is None or name not in model.model_fields:
+    if model is None or name not in field_types(model):
         raise ConfigError(f"unknown configuration key {key!r}; allowed keys: "
                           + ", ".join(all_keys()))
-    return section, name, model.model_fields[name]
+    return section, name, field_types(model)[name]
+
+
+def field_names(section: type) -> list[str]:
+    """The keys of a section class, in declaration order."""
+    return list(field_types(section))
 
 
 def all_keys() -> list[str]:
     """Every ``section.name`` key, in model order."""
-    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in m.model_fields]
+    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in field_types(m)]
 

@@ -1,0 +1,167 @@
+"""Exact shape checks of JSON-like data against typed dataclasses, without pydantic.
+
+pydantic validates configuration and stored files at the edge, but importing it costs more than
+the whole run of a cache hit or a preview (issue 18). :func:`check` accepts data only when it
+already has exactly the annotated shape (no coercion) and builds the frozen dataclass; anything
+else returns None, and the caller either falls back to pydantic (configuration: conversions
+such as ``"4"`` → 4 and the error message) or treats it as absent (a cache entry).
+
+Supported annotations: ``str``, ``bool``, ``int``, ``float`` (an ``int`` is converted, as
+pydantic does), ``None``, ``Any``, ``X | Y``, ``Literal[...]``, ``list[X]``, ``tuple[X, ...]``,
+``dict[str, X]``, nested dataclasses, and ``Annotated[X, Bound(...)]``. :class:`Bound` is the
+numeric/length constraint both sides understand: this module checks it, and pydantic applies
+it through ``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic import, and
+not ``annotated_types`` either: ~30 ms). Unknown keys are mismatches when the class's
+``__pydantic_config__`` says ``extra="forbid"`` and ignored otherwise (pydantic's default);
+missing keys without a default are mismatches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_MISMATCH = object()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bound:
+    """Bounds of a number (``gt``/``ge``/``lt``/``le``) or of a length (``min_length``/
+    ``max_length``) for ``Annotated[X, Bound(...)]`` fields."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        """pydantic's hook: the schema of ``source`` with these bounds as core constraints."""
+        schema = dict(handler(source))
+        schema.update({k: v for k, v in dataclasses.asdict(self).items() if v is not None})
+        return schema
+
+
+def plain_type(tp: Any) -> Any:
+    """``tp`` without ``Annotated`` wrappers and without ``None`` in a union (``int`` for
+    ``Annotated[int, Bound(ge=0)] | None``)."""
+    if typing.get_origin(tp) is typing.Annotated:
+        return plain_type(typing.get_args(tp)[0])
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        arms = [plain_type(a) for a in typing.get_args(tp) if a is not type(None)]
+        return arms[0] if len(arms) == 1 else tp
+    return tp
+
+
+class Mismatch(Exception):
+    """Internal: the data does not have the annotated shape."""
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """The resolved annotations of dataclass ``cls`` (``Annotated`` kept), by field name."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def check(cls: type[T], data: Any) -> T | None:
+    """``cls(**data)`` when ``data`` has exactly the shape of dataclass ``cls`` (recursively),
+    else None. Never raises for bad data."""
+    try:
+        value = _value(cls, data)
+    except Mismatch:
+        return None
+    return typing.cast(T, value)
+
+
+def _dataclass(cls: type, data: Any) -> Any:
+    if not isinstance(data, Mapping):
+        raise Mismatch
+    hints = field_types(cls)
+    forbid = getattr(cls, "__pydantic_config__", {}).get("extra") == "forbid"
+    if any(type(k) is not str or (forbid and k not in hints) for k in data):
+        raise Mismatch
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _value(hints[f.name], data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise Mismatch
+    return cls(**kwargs)
+
+
+def _bounded(value: Any, meta: Any) -> None:
+    if not isinstance(meta, Bound):
+        raise Mismatch  # a constraint this module does not know
+    size = len(value) if meta.min_length is not None or meta.max_length is not None else 0
+    if ((meta.gt is not None and not value > meta.gt)
+            or (meta.ge is not None and not value >= meta.ge)
+            or (meta.lt is not None and not value < meta.lt)
+            or (meta.le is not None and not value <= meta.le)
+            or (meta.min_length is not None and size < meta.min_length)
+            or (meta.max_length is not None and size > meta.max_length)):
+        raise Mismatch
+
+
+def _value(tp: Any, data: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        base, *metas = typing.get_args(tp)
+        value = _value(base, data)
+        for meta in metas:
+            _bounded(value, meta)
+        return value
+    if tp is Any:
+        return data
+    if tp is None or tp is type(None):
+        if data is not None:
+            raise Mismatch
+        return None
+    if origin is typing.Union or origin is types.UnionType:
+        for arm in typing.get_args(tp):
+            try:
+                return _value(arm, data)
+            except Mismatch:
+                continue
+        raise Mismatch
+    if origin is typing.Literal:
+        if not any(type(data) is type(c) and data == c for c in typing.get_args(tp)):
+            raise Mismatch
+        return data
+    if origin is list or origin is tuple:
+        if not isinstance(data, list | tuple):
+            raise Mismatch
+        arg = typing.get_args(tp)[0]
+        items = [_value(arg, x) for x in data]
+        return items if origin is list else tuple(items)
+    if origin is dict:
+        key_tp, val_tp = typing.get_args(tp)
+        if not isinstance(data, Mapping) or any(type(k) is not str for k in data):
+            raise Mismatch
+        return {k: _value(val_tp, v) for k, v in data.items()}
+    if tp is bool:
+        if type(data) is not bool:
+            raise Mismatch
+        return data
+    if tp is int:
+        if type(data) is not int:
+            raise Mismatch
+        return data
+    if tp is float:
+        if type(data) not in (int, float):
+            raise Mismatch
+        return float(data)
+    if tp is str:
+        if type(data) is not str:
+            raise Mismatch
+        return data
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass(tp, data)
+    raise Mismatch  # an annotation this module does not know: let the caller decide
