@@ -108,6 +108,7 @@ def measure(label: str, cmd: list[str], cwd: Path, env: dict[str, str], runs: in
             check: Callable[[dict], str] | None = None) -> Row:
     """Medians of ``runs`` runs of ``cmd``: (label, wall, model, own, cpu, rss, calls)."""
     wall, wait, cpu, rss, calls = [], [], [], [], []
+    run_child(cmd, cwd, env)  # warm-up: bytecode and page cache, as on a machine in use
     for _ in range(runs):
         r = run_child(cmd, cwd, env)
         data = r.json() if "json" in cmd else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import gitio, secret_scan
+from . import gitio
 from .diff import FileDiff
 from .findings import Finding, Severity, finding_id
 from .selection import Decision
@@ -36,6 +36,10 @@ def scan_findings(
     notes.txt`` has no hunks), and prompt-injection phrases in the files sent to the LLM.
     Raises GitError when ``git cat-file`` times out, cannot run or fails other than with
     exit code 128 (object missing: the file is then scanned by its hunks only)."""
+    if not decisions:
+        return []
+    from . import secret_scan  # its patterns are compiled on import: only with files to scan
+
     full: dict[str, str] = {}
     for d in decisions:
         f = d.file

@@ -9,7 +9,6 @@ counts HTTP attempts started, so failed requests and retries show up.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -128,6 +127,8 @@ def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
     a = existing.splitlines()
     b = suggestion.splitlines()
     out = []
+    import difflib  # only for a finding with a suggestion
+
     for line in difflib.unified_diff(a, b, lineterm="", n=len(a) + len(b)):
         if line.startswith(("---", "+++", "@@")):
             continue

@@ -26,9 +26,8 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-from . import grouping, secret_scan, selection, target
+from . import grouping, selection, target
 from .change_scan import change_findings
-from .comments import Collector, CommentPool, CommentProcessor
 from .deleted_refs import mark_referenced
 from .diff import FileDiff
 from .errors import OcrError
@@ -219,6 +218,7 @@ class _RunState:
         and anchoring all see placeholders; other files' diffs reach the model only through
         file_read_diff, whose output the view redacts); the client redacts every request again.
         Returns the run's redactor."""
+        from . import secret_scan
         from .agent.redaction import Redactor
 
         redactor = Redactor(self.cfg.security.allow_secrets)
@@ -262,6 +262,7 @@ class _GroupRunner:
     def __init__(self, state: _RunState, endpoint: Endpoint, redactor: Redactor) -> None:
         from .agent.meter import Meter
         from .agent.redaction import RedactingClient
+        from .comments import Collector, CommentPool, CommentProcessor
         from .llm import make_client
         from .tools.context import SnapshotView, builtin_handlers
         from .tools.registry import build_registry, parse_tools_json

@@ -36,8 +36,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import pathspec
-
 from . import resources
 from .diff import FileDiff
 
@@ -95,6 +93,8 @@ class GlobList:
     _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
     def __init__(self, lines: Sequence[str]) -> None:
+        import pathspec  # imported with the first glob list: a run without files needs none
+
         self.spec = pathspec.GitIgnoreSpec.from_lines(list(lines))
         parts = [
             self._GROUP_NAME.sub("(?:", regex.pattern)

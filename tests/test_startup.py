@@ -1,5 +1,7 @@
-"""Start-up cost (SPEC §15): heavy modules load only on the paths that need them. Each check
-runs in a fresh interpreter, because this test process has long imported everything.
+"""Start-up cost (SPEC §15, issue 18): heavy modules load only on the paths that need them:
+no pydantic (validation of data that needs converting), requests (HTTP), tiktoken (token
+tables) or pathspec (globs) on a run that never reaches them. Each check runs in a fresh
+interpreter, because this test process has long imported everything.
 
 Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback model.
 """
@@ -16,7 +18,7 @@ from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "httpx2", "requests")
+HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "httpx2", "requests", "pydantic", "pathspec")
 
 PROBE = """\
 import json, sys
@@ -57,3 +59,38 @@ def test_review_without_mcp_servers_does_not_import_mcp(repo: GitRepo, llm: Scri
     assert "mcp" not in loaded and "mcp_types" not in loaded and "anyio" not in loaded
     assert "httpx2" not in loaded
     assert "requests" in loaded  # the probe sees what a review imports
+    assert "pydantic" not in loaded and "tiktoken" not in loaded  # small diff: no exact count
+
+
+def test_nothing_to_review_imports_no_heavy_module(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({"app.py": "x = 1\n"}, "init")
+    rc, loaded, out = probe(["review", "--format", "json"], repo.path, llm.env())
+    assert (rc, json.loads(out)["files"], len(llm.requests)) == (0, [], 0)
+    assert loaded == []
+
+
+def test_preview_and_cache_hit_import_neither_pydantic_nor_requests(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    repo.stage({"app.py": "x = 1\n"})
+    rc, loaded, out = probe(["review", "--preview", "--format", "json"], repo.path, llm.env())
+    assert (rc, json.loads(out)["files"][0]["will_review"], len(llm.requests)) == (0, True, 0)
+    assert loaded == ["pathspec"]  # the built-in path lists
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    probe(["review", "--format", "json"], repo.path, llm.env())
+    assert len(llm.requests) == 1
+    rc, loaded, out = probe(["review", "--format", "json"], repo.path, llm.env())
+    assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 1)
+    assert loaded == ["pathspec"]
+
+
+def test_settings_that_need_converting_are_validated_by_pydantic(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """An environment value such as OCR_HOOK_REVIEW_CONCURRENCY=4 is text: pydantic converts
+    it (and names a bad one); exact TOML values never need it."""
+    repo.commit({"app.py": "x = 1\n"}, "init")
+    rc, loaded, _ = probe(["review"], repo.path, llm.env(OCR_HOOK_REVIEW_CONCURRENCY="4"))
+    assert (rc, loaded) == (0, ["pydantic"])
+    rc, loaded, _ = probe(["review"], repo.path, llm.env(OCR_HOOK_REVIEW_CONCURRENCY="x"))
+    assert (rc, loaded) == (2, ["pydantic"])
