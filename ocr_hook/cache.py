@@ -41,24 +41,17 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import atomicfile, resources
-from .cache_entries import (
-    GroupData,
-    GroupingData,
-    RunData,
-    effort_covers,
-    finding_to_entry,
-    parse_envelope,
-    warning_to_entry,
-)
 from .config import Config
 from .diff import FileDiff
 from .findings import Finding
 from .llm.types import Endpoint
 from .results import RunWarning
-from .shapes import check
+
+if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or written
+    from .cache_entries import GroupData, RunData
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +237,8 @@ class ResultCache:
         raw = atomicfile.read_bytes(path)
         if raw is None:
             return None
+        from .cache_entries import parse_envelope
+
         env = parse_envelope(raw)
         if env is None:
             log.debug("cache: dropping malformed entry %s", path)
@@ -279,6 +274,9 @@ class ResultCache:
         data = self._get("run", key)
         if data is None:
             return None
+        from .cache_entries import RunData, effort_covers
+        from .shapes import check
+
         run = check(RunData, data)
         if run is None:
             return None
@@ -296,6 +294,8 @@ class ResultCache:
         *,
         effort: str,
     ) -> None:
+        from .cache_entries import finding_to_entry, warning_to_entry
+
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
@@ -309,6 +309,9 @@ class ResultCache:
         data = self._get("group", key)
         if data is None:
             return None
+        from .cache_entries import GroupData, effort_covers
+        from .shapes import check
+
         group = check(GroupData, data)
         if group is None:
             return None
@@ -319,6 +322,8 @@ class ResultCache:
 
     def put_group(self, key: str, findings: Sequence[Finding], stop_reason: str = "",
                   warnings: Sequence[RunWarning] = (), *, effort: str) -> None:
+        from .cache_entries import finding_to_entry, warning_to_entry
+
         self._put("group", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "stop_reason": stop_reason,
@@ -331,6 +336,9 @@ class ResultCache:
         data = self._get("grouping", key)
         if data is None:
             return None
+        from .cache_entries import GroupingData
+        from .shapes import check
+
         grouping = check(GroupingData, data)
         if grouping is None:
             return None
