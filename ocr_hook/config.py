@@ -6,10 +6,11 @@ Each layer is a nested dict plus the name of its source; :func:`build` merges th
 once, and turns the first invalid value into a one-line ConfigError naming key, source and
 allowed values. Nothing here reads files or the environment: callers pass them in.
 
-Validation (issue 18): data that already has the exact shape of the section dataclasses is
-accepted by ``shapes.check`` without importing pydantic (~0.15 s of every run); anything else
-(values to convert, such as ``OCR_HOOK_REVIEW_CONCURRENCY=4``, and every invalid value) goes
-through pydantic, which is imported then and builds its validator once.
+Validation (issue 18): data that already has the exact shape of the section dataclasses (with
+the plain text forms of numbers and booleans the environment carries, ``OCR_HOOK_REVIEW_
+CONCURRENCY=4``) is accepted by ``shapes.check`` without importing pydantic (~0.15 s of every
+run); anything else (other conversions, and every invalid value) goes through pydantic, which
+is imported then and builds its validator once.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def build(layers: Sequence[Layer]) -> Config:
         if not isinstance(value, Mapping):
             where = origin.get(section, "configuration")
             raise ConfigError(f"[{section}] in {where} must be a table")
-    fast = check(Config, data)
+    fast = check(Config, data, text_scalars=True)
     if fast is not None:
         return fast
     from pydantic import ValidationError

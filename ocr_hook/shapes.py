@@ -14,12 +14,18 @@ it through ``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic
 not ``annotated_types`` either: ~30 ms). Unknown keys are mismatches when the class's
 ``__pydantic_config__`` says ``extra="forbid"`` and ignored otherwise (pydantic's default);
 missing keys without a default are mismatches.
+
+``text_scalars=True`` also accepts the unambiguous text forms of scalars that environment
+variables carry (``"true"``/``"0"``/``"yes"`` for ``bool``, ``"4"``/``"-1"`` for ``int``,
+``"0.5"``/``"1e3"`` for ``float``), converted as pydantic converts them; any other text is
+still a mismatch and left to pydantic.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -27,7 +33,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_MISMATCH = object()
+_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False,
+              "on": True, "off": False, "t": True, "f": False, "y": True, "n": False}
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -71,17 +80,18 @@ def field_types(cls: type) -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
-def check(cls: type[T], data: Any) -> T | None:
-    """``cls(**data)`` when ``data`` has exactly the shape of dataclass ``cls`` (recursively),
-    else None. Never raises for bad data."""
+def check(cls: type[T], data: Any, *, text_scalars: bool = False) -> T | None:
+    """``cls(**data)`` when ``data`` has exactly the shape of dataclass ``cls`` (recursively;
+    with ``text_scalars``, scalars may also be text, see the module doc), else None. Never
+    raises for bad data."""
     try:
-        value = _value(cls, data)
+        value = _value(cls, data, text_scalars)
     except Mismatch:
         return None
     return typing.cast(T, value)
 
 
-def _dataclass(cls: type, data: Any) -> Any:
+def _dataclass(cls: type, data: Any, text: bool) -> Any:
     if not isinstance(data, Mapping):
         raise Mismatch
     hints = field_types(cls)
@@ -91,7 +101,7 @@ def _dataclass(cls: type, data: Any) -> Any:
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name in data:
-            kwargs[f.name] = _value(hints[f.name], data[f.name])
+            kwargs[f.name] = _value(hints[f.name], data[f.name], text)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise Mismatch
     return cls(**kwargs)
@@ -110,11 +120,29 @@ def _bounded(value: Any, meta: Any) -> None:
         raise Mismatch
 
 
-def _value(tp: Any, data: Any) -> Any:
+def _scalar(tp: Any, data: Any, text: bool) -> Any:
+    """``data`` as a ``bool``, ``int`` or ``float`` (``tp``): the exact type, an ``int`` for a
+    ``float``, or (``text``) one of the unambiguous text forms."""
+    if type(data) is str and text:
+        if tp is bool and data.lower() in _BOOL_TEXT:
+            return _BOOL_TEXT[data.lower()]
+        if tp is int and _INT_TEXT.fullmatch(data):
+            return int(data)
+        if tp is float and _FLOAT_TEXT.fullmatch(data):
+            return float(data)
+        raise Mismatch
+    if type(data) is tp:
+        return data
+    if tp is float and type(data) is int:
+        return float(data)
+    raise Mismatch
+
+
+def _value(tp: Any, data: Any, text: bool = False) -> Any:
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         base, *metas = typing.get_args(tp)
-        value = _value(base, data)
+        value = _value(base, data, text)
         for meta in metas:
             _bounded(value, meta)
         return value
@@ -127,7 +155,7 @@ def _value(tp: Any, data: Any) -> Any:
     if origin is typing.Union or origin is types.UnionType:
         for arm in typing.get_args(tp):
             try:
-                return _value(arm, data)
+                return _value(arm, data, text)
             except Mismatch:
                 continue
         raise Mismatch
@@ -139,29 +167,19 @@ def _value(tp: Any, data: Any) -> Any:
         if not isinstance(data, list | tuple):
             raise Mismatch
         arg = typing.get_args(tp)[0]
-        items = [_value(arg, x) for x in data]
+        items = [_value(arg, x, text) for x in data]
         return items if origin is list else tuple(items)
     if origin is dict:
         key_tp, val_tp = typing.get_args(tp)
         if not isinstance(data, Mapping) or any(type(k) is not str for k in data):
             raise Mismatch
-        return {k: _value(val_tp, v) for k, v in data.items()}
-    if tp is bool:
-        if type(data) is not bool:
-            raise Mismatch
-        return data
-    if tp is int:
-        if type(data) is not int:
-            raise Mismatch
-        return data
-    if tp is float:
-        if type(data) not in (int, float):
-            raise Mismatch
-        return float(data)
+        return {k: _value(val_tp, v, text) for k, v in data.items()}
+    if tp is bool or tp is int or tp is float:
+        return _scalar(tp, data, text)
     if tp is str:
         if type(data) is not str:
             raise Mismatch
         return data
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _dataclass(tp, data)
+        return _dataclass(tp, data, text)
     raise Mismatch  # an annotation this module does not know: let the caller decide

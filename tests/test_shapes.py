@@ -63,6 +63,28 @@ def test_check_accepts_exact_shapes_only(data: Any, expected: Outer | None) -> N
     assert check(Outer, data) == expected
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ({"n": "4", "x": "0.5", "opt": "7"}, Inner(4, 0.5, 7)),
+    ({"n": "+4", "x": "1e3"}, Inner(4, 1000.0)),
+    ({"n": "4.0"}, None), ({"n": " 4"}, None), ({"n": "11"}, None), ({"x": "0"}, None),
+])
+def test_text_scalars_accept_plain_number_forms_only(text: dict[str, str],
+                                                     expected: Inner | None) -> None:
+    assert check(Inner, text, text_scalars=True) == expected
+    assert check(Inner, text) is None
+
+
+@dataclass(frozen=True)
+class Flags:
+    on: bool = False
+
+
+@pytest.mark.parametrize("text", ["true", "TRUE", "1", "yes", "on", "t", "y"])
+def test_text_scalars_accept_the_boolean_words_pydantic_accepts(text: str) -> None:
+    assert check(Flags, {"on": text}, text_scalars=True) == Flags(True)
+    assert TypeAdapter(Flags).validate_python({"on": text}) == Flags(True)
+
+
 def test_unknown_keys_are_ignored_without_extra_forbid_and_bounds_reach_pydantic() -> None:
     assert check(Loose, {"name": "a", "zzz": 1}) == Loose("a")
     with pytest.raises(ValidationError) as e:
@@ -73,7 +95,8 @@ def test_unknown_keys_are_ignored_without_extra_forbid_and_bounds_reach_pydantic
 
 VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-5, 300_000), st.floats(-5, 1e6, allow_nan=False),
-    st.sampled_from(["", "low", "high", "openai", "blocking", "4", "true", "x"]),
+    st.sampled_from(["", "low", "high", "openai", "blocking", "4", "true", "x", "yes", "0",
+                     "1.5", "+3", "-1", " 4", "1e3", "T", "off", "4.0", "1_0", "nan"]),
     st.lists(st.sampled_from(["a", "*.py", 3]), max_size=3),
     st.dictionaries(st.sampled_from(["k", "X-Team"]), st.sampled_from(["v", 1, {"a": 1}]),
                     max_size=2),
@@ -96,7 +119,7 @@ CONFIG = TypeAdapter(Config)
 @settings(max_examples=200, deadline=None)
 @given(config_data())
 def test_fast_path_agrees_with_pydantic_on_every_configuration(data: dict[str, Any]) -> None:
-    fast = check(Config, data)
+    fast = check(Config, data, text_scalars=True)
     try:
         slow: Config | None = CONFIG.validate_python(data)
     except ValidationError:

@@ -87,10 +87,19 @@ def test_preview_and_cache_hit_import_neither_pydantic_nor_requests(
 def test_settings_that_need_converting_are_validated_by_pydantic(
     repo: GitRepo, llm: ScriptedLLM,
 ) -> None:
-    """An environment value such as OCR_HOOK_REVIEW_CONCURRENCY=4 is text: pydantic converts
-    it (and names a bad one); exact TOML values never need it."""
+    """Plain environment text (OCR_HOOK_REVIEW_CONCURRENCY=4, OCR_HOOK_REVIEW_FILTER=false) is
+    converted without pydantic; anything else is left to pydantic, which names the problem."""
     repo.commit({"app.py": "x = 1\n"}, "init")
-    rc, loaded, _ = probe(["review"], repo.path, llm.env(OCR_HOOK_REVIEW_CONCURRENCY="4"))
-    assert (rc, loaded) == (0, ["pydantic"])
+    env = llm.env(OCR_HOOK_REVIEW_CONCURRENCY="4", OCR_HOOK_REVIEW_FILTER="false")
+    rc, loaded, _ = probe(["review"], repo.path, env)
+    assert (rc, loaded) == (0, [])
+    rc, loaded, _ = probe(["review"], repo.path, llm.env(OCR_HOOK_REVIEW_CONCURRENCY="4.0"))
+    assert (rc, loaded) == (0, ["pydantic"])  # pydantic's own conversion
     rc, loaded, _ = probe(["review"], repo.path, llm.env(OCR_HOOK_REVIEW_CONCURRENCY="x"))
     assert (rc, loaded) == (2, ["pydantic"])
+
+
+def test_skipped_hook_imports_no_heavy_module(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.stage({"app.py": "x = 1\n"})
+    rc, loaded, _ = probe(["hook", "pre-commit"], repo.path, llm.env(OCR_HOOK_SKIP="1"))
+    assert (rc, loaded, len(llm.requests)) == (0, [], 0)
