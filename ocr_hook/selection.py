@@ -35,6 +35,7 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from . import resources
 from .diff import FileDiff
@@ -88,25 +89,62 @@ class GlobList:
     alternation: a path that matches none of them cannot match the list, and only the rare
     path that matches some pattern is decided by pathspec itself. Same answers, one regex
     search per path in the common case.
+
+    Compiling the ~150 built-in patterns costs more than a whole 1-file review (issue 18), so
+    it waits for the first path that contains one of the patterns' literal parts
+    (:func:`glob_needles`): every character of a pattern outside its wildcards must be in a
+    path it matches, so a path without any of them is no match, decided without a regex.
     """
 
     _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
     def __init__(self, lines: Sequence[str]) -> None:
-        import pathspec  # imported with the first glob list: a run without files needs none
+        self.lines = list(lines)
+        self.needles = glob_needles(self.lines)
+        self._compiled: tuple[Any, re.Pattern[str] | None] | None = None
 
-        self.spec = pathspec.GitIgnoreSpec.from_lines(list(lines))
+    def _compile(self) -> tuple[Any, re.Pattern[str] | None]:
+        import pathspec  # imported with the first glob list compiled
+
+        spec = pathspec.GitIgnoreSpec.from_lines(self.lines)
         parts = [
             self._GROUP_NAME.sub("(?:", regex.pattern)
-            for p in self.spec.patterns
+            for p in spec.patterns
             if p.include is not None and (regex := getattr(p, "regex", None)) is not None
         ]
-        self._any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+        joined = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+        self._compiled = (spec, joined)
+        return self._compiled
 
     def match_file(self, path: str) -> bool:
-        if self._any is None or self._any.search(path) is None:
+        if self.needles is not None and not any(n in path for n in self.needles):
             return False
-        return bool(self.spec.match_file(path))
+        spec, joined = self._compiled or self._compile()
+        if joined is None or joined.search(path) is None:
+            return False
+        return bool(spec.match_file(path))
+
+
+_WILDCARDS = re.compile(r"\[[^\]]*\]?|[*?/]")
+
+
+def glob_needles(lines: Sequence[str]) -> tuple[str, ...] | None:
+    """One literal part of each including gitignore pattern (its longest run of characters
+    between wildcards, brackets and slashes), or None when some including pattern has none
+    (``*``) or uses an escape: then every path must go to the compiled patterns. Comments,
+    blank lines and ``!`` patterns add nothing (a negation only removes matches)."""
+    needles: list[str] = []
+    for line in lines:
+        pattern = line.rstrip()
+        if not pattern or pattern.startswith(("#", "!")):
+            continue
+        if "\\" in pattern:
+            return None
+        runs = [r for r in _WILDCARDS.split(pattern) if r]
+        if not runs:
+            return None
+        needles.append(max(runs, key=len))
+    return tuple(dict.fromkeys(needles))
 
 
 class _Builtin:
