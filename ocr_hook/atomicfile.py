@@ -4,18 +4,21 @@ A write goes to a uniquely named temporary file in the destination's directory (
 ``os.replace`` is a same-filesystem rename, atomic on POSIX and Windows), is flushed and
 fsynced, then renamed over the destination. A reader therefore sees either the old file or the
 new one, never a torn write, and two writers of the same path leave one complete file (the last
-rename wins). Temporary names start with ``.tmp-`` so pruning can recognise leftovers of a
-crashed writer.
+rename wins). Temporary names are ``.tmp-<pid>-<random>.part``: pruning recognises them by the
+prefix and removes those whose writer process is gone (:func:`is_stale_temp`), so a ``kill -9``
+in the middle of a write leaves nothing behind after the next run.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 TEMP_PREFIX = ".tmp-"
+STALE_TEMP_S = 3600.0  # a temporary file older than this is a leftover even if its pid lives
 
 
 def write_bytes(
@@ -30,7 +33,8 @@ def write_bytes(
     between the complete temporary file and the rename (tests use it to stop a writer there).
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".part", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".part",
+                               dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -55,3 +59,54 @@ def read_bytes(path: Path) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
+
+
+def _pid_alive(pid: int) -> bool:
+    """True when a process ``pid`` exists (it may belong to another user)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def is_stale_temp(name: str, mtime: float, now: float) -> bool:
+    """True when ``name`` (a file name, no directory) is a temporary file of :func:`write_bytes`
+    that no writer will finish: its writer's pid (``.tmp-<pid>-…``) is not running, or it is
+    older than STALE_TEMP_S (the pid was reused, or the name has no pid: older versions).
+    ``mtime`` and ``now`` are ``time.time()`` seconds. Pure but for the pid check."""
+    if not name.startswith(TEMP_PREFIX):
+        return False
+    if now - mtime > STALE_TEMP_S:
+        return True
+    pid_text = name[len(TEMP_PREFIX):].split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    return pid != os.getpid() and not _pid_alive(pid)
+
+
+def sweep_stale_temps(directory: Path) -> int:
+    """Delete the stale temporary files (:func:`is_stale_temp`) in ``directory``; returns how
+    many were removed. A missing directory, or a file that goes away meanwhile, is fine."""
+    removed = 0
+    now = time.time()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(TEMP_PREFIX):
+            continue
+        p = directory / name
+        try:
+            if is_stale_temp(name, p.stat().st_mtime, now):
+                p.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed

@@ -57,7 +57,6 @@ log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 2  # bump when the entry layout or key recipe changes (2: effort in entries)
 KINDS = ("run", "group", "grouping")
-STALE_TEMP_S = 3600.0  # a writer's temporary file older than this is a crash leftover
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write (issue 10 acceptance 4). Never set it otherwise.
 TEST_WRITE_PAUSE_ENV = "OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S"
@@ -139,6 +138,8 @@ def result_settings(
         "max_tool_rounds": cfg.review.max_tool_rounds,
         "context_tokens": cfg.llm.context_tokens,
         "background": hashlib.sha256(background.encode("utf-8", "replace")).hexdigest(),
+        # what the model sees of a secret: only named when on, so other keys do not change
+        **({"detect_secrets": True} if cfg.security.detect_secrets else {}),
     }
 
 
@@ -378,27 +379,18 @@ class ResultCache:
         return CacheStats(self.root, counts, sum(e.size for e in entries), self.max_bytes,
                           min(mtimes) if mtimes else None, max(mtimes) if mtimes else None)
 
+    def sweep_temps(self) -> int:
+        """Delete temporary files of writers that died (``atomicfile.sweep_stale_temps``: a
+        ``kill -9`` during a write); returns how many were removed."""
+        return sum(atomicfile.sweep_stale_temps(self.root / kind) for kind in KINDS)
+
     def prune(self, max_bytes: int | None = None) -> tuple[int, int]:
         """Delete least recently used entries until the total is ≤ ``max_bytes`` (default: the
-        configured cap), plus temporary files of crashed writers. Returns (files removed,
-        bytes freed)."""
+        configured cap), plus temporary files of writers that died (:meth:`sweep_temps`).
+        Returns (files removed, bytes freed)."""
         cap = self.max_bytes if max_bytes is None else max_bytes
-        removed = freed = 0
-        now = time.time()
-        for kind in KINDS:
-            try:
-                names = os.listdir(self.root / kind)
-            except OSError:
-                continue
-            for name in names:
-                if name.startswith(atomicfile.TEMP_PREFIX):
-                    p = self.root / kind / name
-                    try:
-                        if now - p.stat().st_mtime > STALE_TEMP_S:
-                            p.unlink()
-                            removed += 1
-                    except OSError:
-                        pass
+        removed = self.sweep_temps()
+        freed = 0
         entries = sorted(self._entries(), key=lambda e: (e.mtime, e.path.name))
         total = sum(e.size for e in entries)
         for e in entries:
@@ -411,7 +403,9 @@ class ResultCache:
         return removed, freed
 
     def clear(self) -> int:
-        """Delete every entry; returns how many were removed."""
+        """Delete every entry and every leftover temporary file; returns how many entries were
+        removed."""
+        self.sweep_temps()
         return sum(1 for e in self._entries() if self._unlink(e.path))
 
     @staticmethod

@@ -2,12 +2,15 @@
 endpoint or a reviewable file: secrets and prompt-injection phrases (SPEC §14, through
 ``secret_scan``) and edits to review-configuration files (SPEC §5).
 
-The only I/O is ``git cat-file`` of a renamed or copied secret file (``gitio``).
+The only I/O is ``git cat-file`` of a renamed or copied secret file (``gitio``). With
+``security.detect_secrets`` on, detect-secrets also scans the lines our secret scan reports on
+(``detect_secrets_scan``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gitio
@@ -18,26 +21,45 @@ from .selection import Decision
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
 
 
+@dataclass
+class ChangeScan:
+    """The deterministic part of a run: ``findings``; ``literals``, values found by the
+    optional detect-secrets pass → placeholder type, for the run's ``Redactor`` (empty when
+    the pass is off); ``warnings``, one line each for people (the pass is on but detect-secrets
+    is not installed)."""
+
+    findings: list[Finding]
+    literals: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
 def change_findings(
     repo: Path, decisions: Sequence[Decision], protected: Sequence[str], allow: Sequence[str],
-    *, scan: bool = True,
-) -> list[Finding]:
+    *, scan: bool = True, detect_secrets: bool = False,
+) -> ChangeScan:
     """Every deterministic finding of the change: ``protected_path_findings`` of all changed
     files, then (when ``scan``; a preview does not scan) ``scan_findings``."""
     found = protected_path_findings([d.file for d in decisions], protected)
-    return [*found, *scan_findings(repo, decisions, allow)] if scan else found
+    if not scan:
+        return ChangeScan(found)
+    scanned = scan_findings(repo, decisions, allow, detect_secrets=detect_secrets)
+    return ChangeScan([*found, *scanned.findings], scanned.literals, scanned.warnings)
 
 
 def scan_findings(
-    repo: Path, decisions: Sequence[Decision], allow: Sequence[str]
-) -> list[Finding]:
+    repo: Path, decisions: Sequence[Decision], allow: Sequence[str], *,
+    detect_secrets: bool = False,
+) -> ChangeScan:
     """Deterministic security findings of the change (``secret_scan``): secrets added to any
     changed file, scanned whole for a rename or copy away from a secret path (``git mv .env
-    notes.txt`` has no hunks), and prompt-injection phrases in the files sent to the LLM.
-    Raises GitError when ``git cat-file`` times out, cannot run or fails other than with
-    exit code 128 (object missing: the file is then scanned by its hunks only)."""
+    notes.txt`` has no hunks), and prompt-injection phrases in the files sent to the LLM. With
+    ``detect_secrets``, the detect-secrets pass runs over the same lines
+    (``detect_secrets_scan``): its findings follow ours, and without the package the result
+    carries a warning instead. Raises GitError when ``git cat-file`` times out, cannot run or
+    fails other than with exit code 128 (object missing: the file is then scanned by its hunks
+    only)."""
     if not decisions:
-        return []
+        return ChangeScan([])
     from . import secret_scan  # its patterns are compiled on import: only with files to scan
 
     full: dict[str, str] = {}
@@ -48,8 +70,26 @@ def scan_findings(
             if rc == 0 and b"\0" not in out[:BINARY_SNIFF_BYTES]:
                 full[f.path] = gitio.decode_text(out)
     files = [d.file for d in decisions]
-    return [*secret_scan.secret_findings(files, allow, full),
-            *secret_scan.injection_findings([d.file for d in decisions if d.reviewed])]
+    library = _library_pass(files, full, allow) if detect_secrets else ChangeScan([])
+    return ChangeScan(
+        [*secret_scan.secret_findings(files, allow, full, library.literals), *library.findings,
+         *secret_scan.injection_findings([d.file for d in decisions if d.reviewed])],
+        library.literals, library.warnings)
+
+
+def _library_pass(files: Sequence[FileDiff], full: dict[str, str], allow: Sequence[str]
+                  ) -> ChangeScan:
+    """The detect-secrets pass over the lines our scan reports on; a warning when the package
+    is missing (imported here, only when the setting is on)."""
+    from . import detect_secrets_scan, secret_scan
+
+    rows = secret_scan.added_rows(files, full)
+    try:
+        hits = detect_secrets_scan.scan(rows)
+    except ImportError:
+        return ChangeScan([], warnings=[detect_secrets_scan.NOT_INSTALLED])
+    found, literals = detect_secrets_scan.library_findings(hits, rows, allow)
+    return ChangeScan(found, literals)
 
 
 def protected_path_findings(

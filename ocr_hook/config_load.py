@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ def read_user_file(path: Path) -> str:
 def config_layers(repo: Path | None, environ: Mapping[str, str],
                   flags: Any | None = None) -> list[Any]:
     """The layers of SPEC §2, lowest first: user file, repository file ``.ocr-hook.toml`` read
-    from HEAD (when ``repo`` is given; secrets refused there), the selected preset's standard
+    from HEAD (when ``repo`` is given; secrets refused, paths confined to the repository,
+    endpoint settings behind consent: ``config_repo``), the selected preset's standard
     variables (``OPENAI_API_KEY``…), ``OCR_HOOK_*``/``OCR_LLM_*``, and ``flags`` (a Layer)."""
     from . import config
 
@@ -50,52 +51,55 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
     text = read_user_file(user)
     if text:
         layers.append(config.Layer(str(user), config.parse_toml(text, str(user))))
+    env = config.env_layer(environ)
+    upper = [env] + ([flags] if flags is not None else [])
     if repo is not None:
         data = read_repo_file(repo)
         if data is not None:
-            layer = config.check_repo_layer(config.Layer(REPO_SOURCE, data))
-            layers.append(guard_repo_endpoint(layer, repo, environ))
-    env = config.env_layer(environ)
-    upper = [env] + ([flags] if flags is not None else [])
+            from .config_repo import check_repo_paths
+
+            layer = check_repo_paths(config.check_repo_layer(config.Layer(REPO_SOURCE, data)))
+            layers.append(guard_repo_endpoint(layer, repo, environ, list(layers), upper))
     layers.append(config.preset_env_layer([*layers, *upper], environ))
     layers.extend(upper)
     return layers
 
 
-ENDPOINT_KEYS = ("base_url", "extra_headers")  # where a request (and the user's key) is sent
-
-
 def repo_endpoint_settings(layer: Any) -> dict[str, Any]:
-    """The repository file's settings that decide where requests go (``llm.base_url``,
-    ``llm.extra_headers``)."""
-    llm = layer.data.get("llm") if isinstance(layer.data, Mapping) else None
-    if not isinstance(llm, Mapping):
-        return {}
-    return {k: llm[k] for k in ENDPOINT_KEYS if k in llm}
+    """The repository file's settings that decide where requests go (``llm.provider``,
+    ``llm.protocol``, ``llm.base_url``, ``llm.extra_headers``, ``llm.extra_body``)."""
+    from .config_repo import endpoint_settings
+
+    return endpoint_settings(layer.data)
 
 
-def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str]) -> Any:
-    """Drop ``llm.base_url``/``llm.extra_headers`` from the committed repository file unless the
-    user allowed exactly those values with ``git ocr config allow-endpoint`` (SPEC §14: a
-    repository must not be able to send the user's API key to a server of its choosing).
-    Returns the layer, possibly without those keys; a warning says what was ignored."""
+def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
+                        below: Sequence[Any] = (), above: Sequence[Any] = ()) -> Any:
+    """Drop the committed repository file's endpoint settings that need consent
+    (``config_repo.needs_endpoint_consent``: ``llm.base_url``, ``llm.extra_headers``,
+    ``llm.extra_body``, and a ``llm.provider``/``llm.protocol`` that changes what the user's
+    own layers ``below``/``above`` select) unless the user allowed exactly these settings with
+    ``git ocr config allow-endpoint`` (SPEC §14: a repository must not be able to send the
+    user's API key to a server of its choosing). Returns the layer, possibly without those
+    keys; a warning says what was ignored."""
     from . import config, consent
+    from .config_repo import needs_endpoint_consent
 
     settings = repo_endpoint_settings(layer)
-    if not settings:
+    needed = needs_endpoint_consent(settings, below, above)
+    if not needed:
         return layer
     fp = consent.fingerprint({"endpoint": settings})
     if consent.is_allowed(environ, repo, fp):
         return layer
-    llm = {k: v for k, v in layer.data["llm"].items() if k not in ENDPOINT_KEYS}
+    llm = {k: v for k, v in layer.data["llm"].items() if k not in needed}
     data = {**layer.data, "llm": llm}
     log.warning(
         "ignoring %s from %s: a repository may not choose where your API key is sent; review"
         " it and run `git ocr config allow-endpoint` to trust it",
-        ", ".join(f"llm.{k}" for k in settings), layer.source,
+        ", ".join(f"llm.{k}" for k in needed), layer.source,
     )
     return config.Layer(layer.source, data)
-
 
 
 def read_repo_file(repo: Path) -> dict[str, Any] | None:
@@ -123,6 +127,17 @@ def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]
     ``OCR_HOOK_*``/``OCR_LLM_*`` and the flags (``config.flag_layer``), then validate (SPEC §2).
     Raises ConfigError for the first invalid value."""
     return config.build(config_layers(repo, environ, config.flag_layer(flags)))
+
+
+def load_settings(repo: Path, flags: Mapping[str, Any],
+                  environ: Mapping[str, str]) -> tuple[config.Config, frozenset[str]]:
+    """:func:`load_config`, plus the path keys (``config_repo.REPO_PATH_KEYS``) whose value
+    came from the repository file: their files are read from HEAD (``config_repo.read_repo_path``),
+    never from disk. Raises ConfigError."""
+    from .config_repo import repo_path_keys
+
+    layers = config_layers(repo, environ, config.flag_layer(flags))
+    return config.build(layers), repo_path_keys(layers, REPO_SOURCE)
 
 
 def write_private(path: Path, text: str) -> None:

@@ -2,40 +2,96 @@
 the key tables shared by the environment and the flags, and key lookup for ``git ocr config``.
 Pure: no files, no environment. ``config`` re-exports every name here.
 
-The dataclasses are the one schema. ``config.build`` accepts data that already has their exact
-shape with ``shapes.check`` (no pydantic import: issue 18, start-up), and validates everything
-else (conversions such as ``"4"`` → 4 from the environment, and every error message) with
-pydantic at the edge, which reads the same annotations (``shapes.Bound`` constraints and
-``__pydantic_config__``).
+The dataclasses are the one schema. ``config.build`` accepts data that already has their shape
+with ``shapes.check`` (no pydantic import: issue 18, start-up), and validates everything else
+(other conversions, and every error message) with pydantic at the edge, which reads the same
+annotations: ``shapes.Bound`` constraints, ``shapes.Check`` validators and
+``__pydantic_config__`` (unknown keys refused, no ``inf``/``nan``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from .errors import ConfigError
-from .shapes import Bound, field_types
+from .shapes import Bound, Check, field_types
 
 REPO_FILE = ".ocr-hook.toml"
-_FORBID = {"extra": "forbid"}  # pydantic's config of a stdlib dataclass: unknown keys refused
+
+# Upper bounds of the time settings: a value past them is a typo (or ``inf``), and Python's
+# waits reject timeouts beyond ~2^31 s with OverflowError in the middle of a run.
+LLM_TIMEOUT_MAX_S = 86_400.0  # one request: a day
+REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
+# Request fields the client itself writes; llm.extra_body may not replace them (issue 17: an
+# extra_body ``messages`` made a review silently review nothing).
+RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
+# pydantic's config of each stdlib dataclass below (``shapes.check`` reads ``extra`` too):
+# unknown keys refused; ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
+_STRICT = {"extra": "forbid", "allow_inf_nan": False}
+
+
+def check_http_url(value: str) -> str:
+    """``value`` when it is "" or an ``http://``/``https://`` URL with a host; raises ValueError
+    otherwise (``not a url``, ``ftp://…``, ``http://`` alone). Pure."""
+    from urllib.parse import urlsplit
+
+    if not value:
+        return value
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as e:
+        raise ValueError(f"not a valid URL ({e})") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    return value.strip()
+
+
+def check_extra_body(v: dict[str, Any]) -> dict[str, Any]:
+    """``llm.extra_body`` without the request's own fields (RESERVED_BODY_FIELDS); raises
+    ValueError naming them."""
+    taken = [k for k in v if k in RESERVED_BODY_FIELDS]
+    if taken:
+        raise ValueError(f"may not set {', '.join(taken)}: the request's own fields"
+                         f" ({', '.join(RESERVED_BODY_FIELDS)}) cannot be replaced")
+    return v
+
+
+def check_allow_patterns(entries: list[str]) -> list[str]:
+    """``security.allow_secrets`` entries that compile and match none of ``_ALLOW_PROBES``;
+    raises ValueError for the first that does not (it would silence every secret)."""
+    for entry in entries:
+        try:
+            rx = re.compile(entry)
+        except re.error as e:
+            raise ValueError(f"{entry!r} is not a valid regular expression ({e}); escape "
+                             "special characters of a literal value") from None
+        if any(rx.fullmatch(probe) for probe in _ALLOW_PROBES):
+            raise ValueError(f"{entry!r} matches arbitrary values, so it would allow every "
+                             "secret (of a kind); list exact values or narrow patterns")
+    return entries
 
 
 @dataclass(frozen=True)
 class LlmConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     provider: str = ""
-    base_url: str = ""
+    base_url: Annotated[str, Check(check_http_url)] = ""
     api_key: str = field(default="", repr=False)
     api_key_cmd: str = ""
     model: str = ""
     protocol: Literal["openai", "anthropic", ""] = ""
-    timeout_s: Annotated[float, Bound(gt=0)] = 120.0
-    connect_timeout_s: Annotated[float, Bound(gt=0)] = 10.0
+    timeout_s: Annotated[float, Bound(gt=0, le=LLM_TIMEOUT_MAX_S)] = 120.0
+    connect_timeout_s: Annotated[float, Bound(gt=0, le=LLM_TIMEOUT_MAX_S)] = 10.0
     max_retries: Annotated[int, Bound(ge=0, le=10)] = 3
     extra_headers: dict[str, str] = field(default_factory=dict)
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: Annotated[dict[str, Any], Check(check_extra_body)] = field(default_factory=dict)
     max_output_tokens: Annotated[int, Bound(ge=1)] = 16384
     max_output_tokens_cap: Annotated[int, Bound(ge=1)] | None = None
     output_tokens_field: Literal["max_completion_tokens", "max_tokens", ""] = ""
@@ -46,13 +102,14 @@ class LlmConfig:
 
 @dataclass(frozen=True)
 class ReviewConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     effort: Literal["low", "medium", "high", ""] = ""
     concurrency: Annotated[int, Bound(ge=1, le=64)] = 8
     max_tool_rounds: Annotated[int, Bound(ge=1)] = 100
-    timeout_s: Annotated[float, Bound(gt=0)] = 300.0
+    timeout_s: Annotated[float, Bound(gt=0, le=REVIEW_TIMEOUT_MAX_S)] = 300.0
     max_tokens_budget: Annotated[int, Bound(ge=0)] | None = None
+    max_group_tokens: Annotated[int, Bound(ge=0)] | None = None  # None: 10 × llm.context_tokens
     language: str = "English"
     filter: bool = True
     background: str = ""
@@ -61,7 +118,7 @@ class ReviewConfig:
 
 @dataclass(frozen=True)
 class SelectConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
@@ -70,14 +127,14 @@ class SelectConfig:
 
 @dataclass(frozen=True)
 class RulesConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     file: str = ""
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     mode: Literal["blocking", "advisory"] = "blocking"
     fail_on: Literal["critical", "high", "medium", "low"] = "high"
@@ -86,7 +143,7 @@ class GateConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     enabled: bool = True
     max_mb: Annotated[int, Bound(ge=1)] = 64
@@ -94,25 +151,47 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class ToolsConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     file: str = ""
 
 
 @dataclass(frozen=True)
 class SecurityConfig:
-    """SPEC §14 (issue 10). ``allow_secrets``: values that are not secrets, each a literal value
-    or a regular expression matched against the whole value (``redact.find_secrets``'s
-    ``allow``); they are neither flagged nor redacted."""
+    """SPEC §14 (issues 10, 17). ``allow_secrets``: values that are not findings, each a literal
+    value or a regular expression matched against the whole value (``redact.find_secrets``'s
+    ``allow``); they are still redacted before anything is sent to the model. Each entry must
+    compile, and an entry that matches arbitrary text (any of ``_ALLOW_PROBES``: ``.*``,
+    ``\\w+``, ``[A-Za-z0-9]{40}``...) is refused: it would silence every secret.
+    ``detect_secrets``: also run detect-secrets over the added lines (``detect_secrets_scan``;
+    the optional extra ``ocr-hook[detect-secrets]``)."""
 
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
-    allow_secrets: list[str] = field(default_factory=list)
+    allow_secrets: Annotated[list[str], Check(check_allow_patterns)] = field(
+        default_factory=list)
+    detect_secrets: bool = False
+
+
+# Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run, and
+# random values in the alphabets of tokens (base64, hex, URL-safe, AWS key ids, GitHub tokens).
+# Random parts are derived from sha256 so no literal token is in the source.
+_PROBE_SEED = hashlib.sha256(b"ocr-hook allow_secrets probe").hexdigest()
+_ALLOW_PROBES: tuple[str, ...] = (
+    "", "a", "x" * 40, "0" * 16, "password", "hunter2!", "Zq8Lm3Np5Rt7Vw9Y",
+    _PROBE_SEED[:32], _PROBE_SEED.upper()[:40],
+    base64.b64encode(hashlib.sha256(_PROBE_SEED.encode()).digest()).decode()[:40],
+    base64.urlsafe_b64encode(hashlib.sha512(_PROBE_SEED.encode()).digest()).decode()[:64],
+    "AKIA" + base64.b32encode(hashlib.sha256(b"aws").digest()).decode()[:16],
+    "gh" + "p_" + base64.b64encode(hashlib.sha256(b"gh").digest()).decode()[:36].replace(
+        "+", "a").replace("/", "b"),
+    "random text, with spaces: and punctuation!",
+)
 
 
 @dataclass(frozen=True)
 class McpConfig:
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     servers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -121,7 +200,7 @@ class McpConfig:
 class Config:
     """The whole validated configuration."""
 
-    __pydantic_config__ = _FORBID
+    __pydantic_config__ = _STRICT
 
     llm: LlmConfig = field(default_factory=LlmConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)

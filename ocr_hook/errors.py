@@ -38,7 +38,7 @@ class LlmError(OcrError):
     """A failed LLM request after retries.
 
     ``kind`` is one of: auth, quota, rate_limit, overloaded, context_length, bad_request,
-    server, timeout, connection, protocol. ``retryable`` tells the HTTP layer whether
+    server, timeout, connection, protocol, too_large. ``retryable`` tells the HTTP layer whether
     another attempt may succeed (SPEC §13).
     """
 

@@ -38,9 +38,14 @@ from .group_prompts import (
 )
 from .grouping import Group
 from .llm.types import ChatClient
-from .results import INCOMPLETE_STOPS, GroupOutcome, GroupReport, RunWarning
+from .results import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport, RunWarning
 from .tools.comment import code_comment_handler
 from .tools.registry import Handler, Registry
+
+# Default tokens per group, in context windows (issue 17: a model looping on tools spent 715 K
+# tokens on one group). A thorough review of a large group fills the context a few times
+# (compression keeps each request under 80 % of it); ten fills is far past that.
+GROUP_TOKENS_CONTEXTS = 10
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,13 @@ class GroupDeps:
     @property
     def language(self) -> str:
         return self.cfg.review.language or "English"
+
+    @property
+    def group_tokens_cap(self) -> int:
+        """Input + output tokens one group's tool loops may use, 0 = no cap
+        (``review.max_group_tokens``; unset: GROUP_TOKENS_CONTEXTS × ``llm.context_tokens``)."""
+        cap = self.cfg.review.max_group_tokens
+        return GROUP_TOKENS_CONTEXTS * self.cfg.llm.context_tokens if cap is None else cap
 
     @property
     def summary_tokens(self) -> int:
@@ -176,6 +188,7 @@ class _GroupRun:
         plan, stop, err = self.plan(fields)
         if stop:
             return stop, err
+        cap, used = d.group_tokens_cap, 0
         for rnd in range(1, d.rounds_total + 1):
             with self.raw_lock:
                 before = len(self.raw)
@@ -184,9 +197,13 @@ class _GroupRun:
                                   plan=plan if rnd == 1 else "", confirmed=confirmed)
             res = run_loop(d.client, d.registry, msgs, local=local, meter=d.meter,
                            max_rounds=d.cfg.review.max_tool_rounds, redact=d.redact,
-                           record=d.record, label=group.label, context=self.context_policy())
+                           record=d.record, label=group.label, context=self.context_policy(),
+                           max_tokens=max(cap - used, 1) if cap else 0)
+            used += res.usage.total
             self.report.stop_reasons.append(res.stop_reason)
             self.report.compressions += res.compressions
+            if res.stop_reason in CAP_STOPS:  # a cap hit in any round: incomplete (issue 17)
+                return res.stop_reason, res.error or res.stop_reason
             if res.stop_reason in INCOMPLETE_STOPS:
                 if rnd == 1:
                     return res.stop_reason, res.error or res.stop_reason

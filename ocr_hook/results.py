@@ -21,11 +21,15 @@ from .selection import Decision
 
 # Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
 # (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
-# A group without a final answer (``max_rounds``: the round limit's grace turn ended without
-# task_done) or with a reply cut at the output limit (``output_limit``) is unreviewed too.
+# A group without a final answer (``max_rounds``: the round limit was reached; the grace
+# turn's comments are kept) or with a reply cut at the output limit (``output_limit``) is
+# unreviewed too, and so is one that hit another cap (tokens per group, tool calls per reply,
+# argument size; issue 17): neither passed nor cached.
+CAP_STOPS = frozenset({"max_rounds", "group_tokens", "too_many_tool_calls",
+                       "tool_args_too_large"})
 INCOMPLETE_STOPS = frozenset({
     "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
-    "empty_rounds", "token_threshold_exceeded", "error", "max_rounds", "output_limit",
+    "empty_rounds", "token_threshold_exceeded", "error", "output_limit", *CAP_STOPS,
 })
 CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answer is cached
 
@@ -188,6 +192,9 @@ STOP_REASON_TEXT = {
                   " (review.max_tool_rounds, --max-tools)",
     "output_limit": "the model's reply stopped at the output limit (llm.max_output_tokens)",
     "error": "internal error",
+    "group_tokens": "the group used up its token cap (review.max_group_tokens)",
+    "too_many_tool_calls": "the model asked for too many tool calls in one reply",
+    "tool_args_too_large": "the model sent oversized tool-call arguments",
 }
 MAX_CAUSES_SHOWN = 3  # distinct reasons on the NOT REVIEWED line; the rest are in the warnings
 
@@ -201,7 +208,7 @@ def not_reviewed_cause(stop: str, err: str, *, timeout_s: float, budget_tokens: 
     if stop == "budget":
         return (f"token budget of {budget_tokens} used up (review.max_tokens_budget,"
                 " --max-tokens-budget)")
-    if stop in ("llm_error", "error", "token_threshold_exceeded") and err:
+    if stop in ("llm_error", "error", "token_threshold_exceeded", *CAP_STOPS) and err:
         return err
     return STOP_REASON_TEXT.get(stop, err or stop)
 

@@ -151,9 +151,11 @@ class _RunState:
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         # SPEC §14: deterministic, so also without an endpoint or reviewable file
-        self.config_findings = change_findings(req.repo, decisions, req.protected_paths,
-                                               self.cfg.security.allow_secrets,
-                                               scan=not req.preview)
+        scanned = change_findings(req.repo, decisions, req.protected_paths,
+                                  self.cfg.security.allow_secrets, scan=not req.preview,
+                                  detect_secrets=self.cfg.security.detect_secrets)
+        self.config_findings = scanned.findings
+        self.secret_literals = scanned.literals  # detect-secrets values, redacted like ours
         self.head = targets[0]
         self.result = ReviewResult.start(
             gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
@@ -162,6 +164,9 @@ class _RunState:
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
+        for msg in scanned.warnings:
+            log.warning("%s", msg)
+            self.result.warnings.append(RunWarning("detect_secrets", "", msg))
         for f in self.files:
             if f.referenced_by:
                 msg = (f"{f.path}: deleted but still referenced by {len(f.referenced_by)} line(s)"
@@ -221,7 +226,8 @@ class _RunState:
         from . import secret_scan
         from .agent.redaction import Redactor
 
-        redactor = Redactor(self.cfg.security.allow_secrets)
+        # no allow-list: allowed values are redacted too (issue 17)
+        redactor = Redactor(self.secret_literals)
         for f in self.reviewable:
             secret_scan.redact_file_diff(f, redactor)
         return redactor
@@ -264,8 +270,9 @@ class _GroupRunner:
         from .agent.redaction import RedactingClient
         from .comments import Collector, CommentPool, CommentProcessor
         from .llm import make_client
-        from .tools.context import SnapshotView, builtin_handlers
+        from .tools.context import builtin_handlers
         from .tools.registry import build_registry, parse_tools_json
+        from .tools.snapshot import SnapshotView
 
         self.st = state
         self.req = req = state.req

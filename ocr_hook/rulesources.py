@@ -90,13 +90,16 @@ def load(
     cwd: Path | None = None,
 ) -> RuleLayers:
     """Read every layer. ``repo_rule_file`` is ``rules.file`` from the configuration: a
-    repository path read from HEAD (an absolute path is read from disk as a user-level file).
-    Raises ConfigError for unreadable or invalid rule files."""
+    repository path read from HEAD; an absolute or ``~`` path (only the user file, the
+    environment or a flag may set one: ``config_repo.check_repo_paths``) is read from disk as
+    a user-level file. Raises ConfigError for unreadable or invalid rule files."""
     sources: list[rules.RuleSource] = []
     protected = [REPO_CONFIG_FILE, OCR_RULE_FILE]
     if cli_rule:
         sources.append(_cli_layer(cli_rule, cwd or Path.cwd()))
     head = _head_reader(repo)
+    if repo_rule_file.startswith("~"):
+        repo_rule_file = os.path.expanduser(repo_rule_file)
     if repo_rule_file and os.path.isabs(repo_rule_file):
         sources.append(_cli_layer(repo_rule_file, repo)._replace(layer="user"))
     elif repo_rule_file:

@@ -74,15 +74,23 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     return result
 
 
-def tool_defs(cfg: Config) -> Any:
+def tool_defs(cfg: Config, repo: Path | None = None,
+              from_repo: frozenset[str] = frozenset()) -> Any:
     """Built-in tool definitions narrowed by ``tools.file`` / ``--tools`` (SPEC §7.2), or None
-    for the shipped ones. Raises ConfigError at start-up for an unreadable or invalid file."""
+    for the shipped ones. A ``tools.file`` of the repository file (``"tools.file" in
+    from_repo``) is read from HEAD of ``repo``, any other from disk. Raises ConfigError at
+    start-up for an unreadable or invalid file."""
     if not cfg.tools.file:
         return None
     from .tools.registry import apply_tools_file, parse_tools_json
 
+    if "tools.file" in from_repo and repo is not None:
+        from .config_repo import read_repo_path
+
+        text = read_repo_path(repo, "tools.file", cfg.tools.file, REPO_SOURCE)
+        return apply_tools_file(parse_tools_json(), text, f"{cfg.tools.file} (HEAD)")
     try:
-        text = Path(cfg.tools.file).read_text(encoding="utf-8")
+        text = Path(cfg.tools.file).expanduser().read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read tools file {cfg.tools.file}: {e}") from e
     return apply_tools_file(parse_tools_json(), text, cfg.tools.file)

@@ -12,7 +12,9 @@ added rows it spans (anchor ``hunk_new``). Files whose whole content is new to a
 — a rename or copy away from a secret path (``git mv .env notes.txt``: no hunks at all) — are
 scanned whole, with ``full_texts``; lines outside the hunks are anchored ``file``.
 
-A finding never carries the secret: ``existing_code`` is the redacted line text.
+A finding never carries the secret: ``existing_code`` is the redacted line text, in which
+allow-listed values are replaced too (issue 17: allow-listing removes a finding, never the
+redaction).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ SECRET_CONTENT = (
     "Hard-coded secret ({type}) in the change: once committed it is readable by everyone with "
     "the repository and stays in its history. Remove it, rotate it, and load it at run time "
     "(environment variable or secret store). If the value is not a secret, add "
-    f"`{ALLOW_MARKER}` to the line or list the value in security.allow_secrets."
+    f"`{ALLOW_MARKER}` to the line or list the value in security.allow_secrets (it is still "
+    "redacted before anything is sent to the model)."
 )
 
 # Text that addresses the reviewer rather than the program: "ignore (all) previous instructions"
@@ -74,38 +77,94 @@ def secret_findings(
     files: Sequence[FileDiff],
     allow: Sequence[str] = (),
     full_texts: Mapping[str, str] | None = None,
+    literals: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Critical security findings for the secrets added by ``files`` (see the module
     docstring). ``full_texts``: path → whole new-file text for files to scan whole instead of
-    by hunks. Ordered by path, then line."""
+    by hunks; ``literals``: other values to redact in the quoted lines (``redact.redact``).
+    Ordered by path, then line."""
     full = full_texts or {}
     out: list[Finding] = []
     for fd in files:
         text = full.get(fd.path)
         if text is not None:
-            out.extend(_whole_file_findings(fd, text, allow))
+            out.extend(_whole_file_findings(fd, text, allow, literals))
             continue
         for h in fd.hunks:
             if not any(ln.kind == "+" for ln in h.lines):
                 continue  # a pure deletion adds no secret
             rows = [_Row(ln, ln.new_line) for ln in h.lines]
-            out.extend(_hits_to_findings(fd.path, hunk_text(h), rows, allow, whole=False))
+            out.extend(_hits_to_findings(fd.path, hunk_text(h), rows, allow, literals,
+                                         whole=False))
     return out
 
 
-def _whole_file_findings(fd: FileDiff, text: str, allow: Sequence[str]) -> list[Finding]:
+@dataclass(frozen=True)
+class AddedRow:
+    """One line the scan treats as added: its new-side line number, its text (no diff marker,
+    a ``\r`` kept), whether it is in a hunk (else a line of a file scanned whole), and where it
+    was scanned: row ``index`` of ``context``, its hunk as ``hunk_text`` (``marked``: rows
+    start with their diff marker) or the whole file. The context string is shared by its rows,
+    not copied."""
+
+    new_line: int
+    text: str
+    in_hunk: bool
+    context: str
+    index: int
+    marked: bool
+
+    def redacted(self, memo: dict[int, list[str]]) -> str:
+        """The row after ``redact.redact`` of its whole context (so a PEM body line is already
+        a placeholder), without a diff marker. ``memo``: the caller's redacted contexts by
+        ``id(context)``, filled here (one redaction per hunk or file)."""
+        rows = memo.get(id(self.context))
+        if rows is None:
+            rows = memo[id(self.context)] = redact(self.context)[0].split("\n")
+        return _unmark(rows[self.index], "+") if self.marked else rows[self.index]
+
+
+def added_rows(files: Sequence[FileDiff], full_texts: Mapping[str, str] | None = None
+               ) -> dict[str, list[AddedRow]]:
+    """path → the lines ``secret_findings`` can report, in order: the added lines of each
+    hunk, or every line of a file in ``full_texts``. Files without such lines are left out.
+    Nothing is redacted until ``AddedRow.redacted`` is asked."""
+    full = full_texts or {}
+    out: dict[str, list[AddedRow]] = {}
+    for fd in files:
+        text = full.get(fd.path)
+        rows: list[AddedRow] = []
+        if text is not None:
+            added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
+            rows = [AddedRow(n, t, n in added, text, n - 1, False)
+                    for n, t in enumerate(text.split("\n"), 1)]
+        for h in fd.hunks if text is None else ():
+            if not any(ln.kind == "+" for ln in h.lines):
+                continue
+            context = hunk_text(h)
+            rows.extend(AddedRow(ln.new_line, ln.text, True, context, i, True)
+                        for i, ln in enumerate(h.lines)
+                        if ln.kind == "+" and ln.new_line is not None)
+        if rows:
+            out[fd.path] = rows
+    return out
+
+
+def _whole_file_findings(fd: FileDiff, text: str, allow: Sequence[str],
+                         literals: Mapping[str, str] | None) -> list[Finding]:
     added = {ln.new_line: ln for h in fd.hunks for ln in h.lines if ln.kind == "+"}
     rows = [_Row(added.get(n), n) for n in range(1, text.count("\n") + 2)]
-    return _hits_to_findings(fd.path, text, rows, allow, whole=True)
+    return _hits_to_findings(fd.path, text, rows, allow, literals, whole=True)
 
 
 def _hits_to_findings(
-    path: str, text: str, rows: Sequence[_Row], allow: Sequence[str], *, whole: bool
+    path: str, text: str, rows: Sequence[_Row], allow: Sequence[str],
+    literals: Mapping[str, str] | None, *, whole: bool,
 ) -> list[Finding]:
     hits = find_secrets(text, allow)
     if not hits:
         return []
-    redacted = redact(text, allow)[0].split("\n")
+    redacted = redact(text, literals)[0].split("\n")
     out: list[Finding] = []
     for hit in hits:
         span = range(hit.line - 1, min(hit.line + hit.value.count("\n"), len(rows)))

@@ -8,12 +8,13 @@ such as ``"4"`` → 4 and the error message) or treats it as absent (a cache ent
 
 Supported annotations: ``str``, ``bool``, ``int``, ``float`` (an ``int`` is converted, as
 pydantic does), ``None``, ``Any``, ``X | Y``, ``Literal[...]``, ``list[X]``, ``tuple[X, ...]``,
-``dict[str, X]``, nested dataclasses, and ``Annotated[X, Bound(...)]``. :class:`Bound` is the
-numeric/length constraint both sides understand: this module checks it, and pydantic applies
-it through ``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic import, and
-not ``annotated_types`` either: ~30 ms). Unknown keys are mismatches when the class's
-``__pydantic_config__`` says ``extra="forbid"`` and ignored otherwise (pydantic's default);
-missing keys without a default are mismatches.
+``dict[str, X]``, nested dataclasses, and ``Annotated[X, Bound(...) | Check(...)]``.
+:class:`Bound` (numeric/length constraints) and :class:`Check` (a validating function) are
+understood by both sides: this module applies them, and pydantic through
+``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic import, and not
+``annotated_types`` either: ~30 ms). A float that is not finite is a mismatch. Unknown keys are
+mismatches when the class's ``__pydantic_config__`` says ``extra="forbid"`` and ignored
+otherwise (pydantic's default); missing keys without a default are mismatches.
 
 ``text_scalars=True`` also accepts the unambiguous text forms of scalars that environment
 variables carry (``"true"``/``"0"``/``"yes"`` for ``bool``, ``"4"``/``"-1"`` for ``int``,
@@ -25,10 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -56,6 +58,22 @@ class Bound:
         schema = dict(handler(source))
         schema.update({k: v for k, v in dataclasses.asdict(self).items() if v is not None})
         return schema
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Check:
+    """A validating function for ``Annotated[X, Check(fn)]``: ``fn(value)`` returns the value
+    (possibly normalised) or raises ValueError with a message for people. :func:`check` treats
+    the ValueError as a mismatch (left to pydantic); pydantic runs ``fn`` as an after-validator
+    and reports the message."""
+
+    fn: Callable[[Any], Any]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        """pydantic's hook: the schema of ``source`` followed by ``fn``."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(self.fn, handler(source))
 
 
 def plain_type(tp: Any) -> Any:
@@ -128,13 +146,15 @@ def _scalar(tp: Any, data: Any, text: bool) -> Any:
             return _BOOL_TEXT[data.lower()]
         if tp is int and _INT_TEXT.fullmatch(data):
             return int(data)
-        if tp is float and _FLOAT_TEXT.fullmatch(data):
+        if tp is float and _FLOAT_TEXT.fullmatch(data) and math.isfinite(float(data)):
             return float(data)
         raise Mismatch
+    if tp is float and type(data) in (int, float):
+        if not math.isfinite(data):
+            raise Mismatch
+        return float(data)
     if type(data) is tp:
         return data
-    if tp is float and type(data) is int:
-        return float(data)
     raise Mismatch
 
 
@@ -144,7 +164,13 @@ def _value(tp: Any, data: Any, text: bool = False) -> Any:
         base, *metas = typing.get_args(tp)
         value = _value(base, data, text)
         for meta in metas:
-            _bounded(value, meta)
+            if isinstance(meta, Check):
+                try:
+                    value = meta.fn(value)
+                except ValueError:
+                    raise Mismatch from None
+            else:
+                _bounded(value, meta)
         return value
     if tp is Any:
         return data

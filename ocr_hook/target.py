@@ -109,9 +109,14 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
     ``git write-tree`` on the copy, so the user's index is never rewritten. Intent-to-add
     entries are left out by ``write-tree``, as ``git commit`` leaves them out. The base is
     ``HEAD^{tree}``, or the empty tree of the repository's object format when HEAD is unborn.
-    Raises UsageError on unresolved merge conflicts, GitError when git fails.
+    Raises UsageError on unresolved merge conflicts or a ``$GIT_INDEX_FILE`` that names no file,
+    GitError when git fails.
     """
     index = _effective_index(repo, environ)
+    if environ.get("GIT_INDEX_FILE") and not index.is_file():
+        # git names an index that is not there: reviewing "nothing staged" would pass a commit
+        # no one reviewed (issue 17); only the repository's own index may be absent (fresh repo)
+        raise UsageError(f"GIT_INDEX_FILE={environ['GIT_INDEX_FILE']!r}: no such index file")
     head_commit = _rev_parse(repo, "HEAD^{commit}")
     base = _rev_parse(repo, f"{head_commit}^{{tree}}") if head_commit else empty_tree(repo)
     fd, tmp_name = tempfile.mkstemp(prefix="ocr-hook-index-")

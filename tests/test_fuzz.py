@@ -20,8 +20,9 @@ from ocr_hook import cli, config, diff, target
 from ocr_hook.errors import ConfigError, OcrError
 from ocr_hook.llm.types import ToolCall, decode_arguments
 from ocr_hook.tools.comment import code_comment_handler, parse_task_done
-from ocr_hook.tools.context import SnapshotView, builtin_handlers
+from ocr_hook.tools.context import builtin_handlers
 from ocr_hook.tools.registry import build_registry, parse_tools_json
+from ocr_hook.tools.snapshot import SnapshotView
 from tests.support.gitrepo import GitRepo
 
 EXAMPLES = int(os.environ.get("OCR_HOOK_TEST_EXAMPLES", "60"))

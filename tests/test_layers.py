@@ -57,6 +57,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.tools": 3,
     "ocr_hook.tools.registry": 3,
     "ocr_hook.tools.context": 3,
+    "ocr_hook.tools.snapshot": 3,  # the snapshot the tools read, redacted in file context
     "ocr_hook.tools.comment": 3,
     "ocr_hook.tools.mcp_bridge": 3,
     "ocr_hook.tools.mcp_config": 3,
@@ -71,12 +72,15 @@ TIERS: dict[str, int] = {
     "ocr_hook.rulesources": 3,  # the I/O edge of rules: reads rule layers (files, HEAD)
     "ocr_hook.target": 3,
     "ocr_hook.redact": 3,
+    "ocr_hook.secret_values": 3,  # is a matched value a secret: placeholder, code, entropy
+    "ocr_hook.secret_chunks": 3,  # secret scan of a text given in pieces
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,
     "ocr_hook.group_prompts": 3,  # one group's main-task prompt
-    "ocr_hook.change_scan": 3,
-    "ocr_hook.textattr": 3,
-    "ocr_hook.deleted_refs": 3,  # deleted files the snapshot still refers to (git grep)  # files binary only by .gitattributes: sniffed, named  # findings made without the LLM (secrets, injection, protected paths)
+    "ocr_hook.change_scan": 3,  # findings made without the LLM (secrets, injection, protected paths)
+    "ocr_hook.detect_secrets_scan": 3,  # optional detect-secrets pass over the added lines
+    "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named
+    "ocr_hook.deleted_refs": 3,  # deleted files the snapshot still refers to (git grep)
     # 4  parsing, process, tokens, templates, resource and settings files
     "ocr_hook.diff": 4,
     "ocr_hook.gitio": 4,
@@ -88,6 +92,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.shapes": 5,  # exact shape checks of data against typed dataclasses
     "ocr_hook.config_endpoint": 4,  # provider presets, endpoint resolution, api_key_cmd
     "ocr_hook.config_load": 4,  # user file, .ocr-hook.toml at HEAD, env, flags -> layers
+    "ocr_hook.config_repo": 4,  # what .ocr-hook.toml may name: paths at HEAD, endpoint consent
     "ocr_hook.config_toml": 4,  # TOML display and tomlkit editing
     "ocr_hook.consent": 4,  # the user's MCP consent records (a settings file outside the repo)
     # 5  leaves: plain data, errors, atomic writes, the package's version

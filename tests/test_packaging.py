@@ -38,6 +38,8 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
                 if ln.startswith("Requires-Dist:")]
     assert [r for r in requires if r.startswith("mcp")] == [
         'mcp>=2.0; extra == "mcp"', 'mcp>=2.0; extra == "test"']
+    assert [r for r in requires if r.startswith("detect-secrets")] == [  # opt-in (issue 17)
+        'detect-secrets<2,>=1.5; extra == "detect-secrets"', 'detect-secrets<2,>=1.5; extra == "test"']
     assert not [r for r in requires if "extra" not in r and r.split(">")[0].split(";")[0]
                 in ("mcp", "starlette", "uvicorn", "httpx", "anyio")]
     site = tmp_path / "site"

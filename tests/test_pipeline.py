@@ -316,9 +316,12 @@ def test_grace_round_after_the_tool_cap_still_files_comments(
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(comment("2"))
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
-    # the comment is kept; without task_done the group has no final answer (issue 15)
-    assert rc == 1 and data["status"] == "failed"
+    rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
+    # the grace round's comment is kept, but without task_done (issue 15) and with the round
+    # cap hit (issue 17) the group is incomplete: not a PASS, and not cached
+    assert rc == 1 and (data["status"], data["verdict"]) == ("failed", "findings")
+    assert reasons(data) == {"app.py": (False, "max_rounds")}
+    assert "NOT REVIEWED: the model reached the tool-round limit without finishing" in err
     assert [c["start_line"] for c in data["comments"]] == [3]
     grace_tools = sorted(t["function"]["name"] for t in llm.requests[2]["tools"])
     assert grace_tools == ["code_comment", "task_done"]

@@ -18,7 +18,8 @@ from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "httpx2", "requests", "pydantic", "pathspec")
+HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "httpx2", "requests", "detect_secrets",
+         "pydantic", "pathspec")
 
 PROBE = """\
 import json, sys
@@ -57,7 +58,7 @@ def test_review_without_mcp_servers_does_not_import_mcp(repo: GitRepo, llm: Scri
     rc, loaded, out = probe(["review", "--format", "json", "--no-cache"], repo.path, llm.env())
     assert (rc, json.loads(out)["status"], len(llm.requests)) == (0, "complete", 2)
     assert "mcp" not in loaded and "mcp_types" not in loaded and "anyio" not in loaded
-    assert "httpx2" not in loaded
+    assert "httpx2" not in loaded and "detect_secrets" not in loaded  # security.detect_secrets off
     assert "requests" in loaded  # the probe sees what a review imports
     assert "pydantic" not in loaded and "tiktoken" not in loaded  # small diff: no exact count
 
@@ -103,3 +104,15 @@ def test_skipped_hook_imports_no_heavy_module(repo: GitRepo, llm: ScriptedLLM) -
     repo.stage({"app.py": "x = 1\n"})
     rc, loaded, _ = probe(["hook", "pre-commit"], repo.path, llm.env(OCR_HOOK_SKIP="1"))
     assert (rc, loaded, len(llm.requests)) == (0, [], 0)
+
+
+def test_detect_secrets_loads_only_when_on_and_never_for_a_preview(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    repo.stage({"app.py": "x = 1\n"})
+    on = {**llm.env(), "OCR_HOOK_SECURITY_DETECT_SECRETS": "true"}
+    rc, loaded, _ = probe(["review", "--preview"], repo.path, on)
+    assert (rc, "detect_secrets" in loaded, llm.requests) == (0, False, [])
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, loaded, out = probe(["review", "--format", "json", "--no-cache"], repo.path, on)
+    assert (rc, json.loads(out)["status"], "detect_secrets" in loaded) == (0, "complete", True)

@@ -3,8 +3,9 @@
 The loop calls the model with the main tools until ``task_done``, the round cap (then one grace
 round offering only ``code_comment`` + ``task_done``), three consecutive empty rounds (no tool
 call, or only error results), a compression that cannot get under 80 % of the context, budget
-exhaustion, the run deadline, cancellation, or a reply cut twice at the output limit (none of a
-cut reply's tool calls is run; see :mod:`.stops`). No HTTP or git here: the client, the registry,
+exhaustion, the group's token cap, a reply past the tool-call caps, the run deadline,
+cancellation, or a reply cut twice at the output limit (none of a cut reply's tool calls is run;
+see :mod:`.stops`). No HTTP or git here: the client, the registry,
 the token counter, the summariser and the background runner are passed in.
 
 Context compression (SPEC §6.3) lives in :mod:`.compress` and the parser of tool calls written
@@ -54,9 +55,16 @@ log = logging.getLogger(__name__)
 
 MAX_EMPTY_ROUNDS = 3  # SPEC §6.2 (OCR maxConsecutiveEmptyRounds)
 GRACE_TOOLS = ("code_comment", "task_done")
+# Caps on what one model reply may ask for (issue 17: 1,000 tool calls in one reply were all
+# run; 10 MB of arguments became a 10-million-token next request). A reply past a cap ends the
+# group as incomplete before any of its calls runs. A real reply reads a handful of files and
+# files a few comments: a code_comment with a 200-line suggestion is ~10 KB of JSON.
+TOOL_CALLS_PER_TURN_MAX = 50
+TOOL_ARGS_MAX_CHARS = 64 * 1024  # one call's arguments as sent (JSON text)
 STOP_REASONS = (
     "task_done", "task_failed", "max_rounds", "no_tool_calls", "empty_rounds",
     "compression_failed", "budget", "timeout", "cancelled", "llm_error", OUTPUT_LIMIT_STOP,
+    "too_many_tool_calls", "tool_args_too_large", "group_tokens",
 )
 Record = Callable[[str, dict[str, Any]], None]
 
@@ -118,12 +126,16 @@ def run_loop(
     record: Record = lambda kind, data: None,
     label: str = "",
     context: ContextPolicy | None = None,
+    max_tokens: int = 0,
 ) -> LoopResult:
     """Run the main tool loop on ``messages`` (system + user); returns the LoopResult.
 
     Tool errors are results for the model; every tool call id gets exactly one result before
     the next request. ``local`` supplies this group's ``code_comment``/``task_done`` handlers.
-    ``context`` enables compression (SPEC §6.3). Never raises for LLM, budget or deadline
+    ``context`` enables compression (SPEC §6.3). ``max_tokens``: input + output tokens this
+    loop may use (0 = no cap); once used up the loop stops with ``group_tokens``. A reply with
+    more than TOOL_CALLS_PER_TURN_MAX calls, or a call with more than TOOL_ARGS_MAX_CHARS of
+    arguments, stops it before any call runs. Never raises for LLM, budget or deadline
     failures: they end the loop with their stop reason.
     """
     msgs = list(messages)
@@ -132,6 +144,9 @@ def run_loop(
     while True:
         tools = registry.specs("main")  # per request: a stopped MCP server's tools are withdrawn
         known = {t.name for t in tools}
+        if max_tokens and st.usage.total >= max_tokens:
+            return st.done("group_tokens", f"the group used {st.usage.total} tokens, over its"
+                           f" cap of {max_tokens} (review.max_group_tokens)")
         allowed: tuple[str, ...] = GRACE_TOOLS if st.grace else ()
         offered = [t for t in tools if not st.grace or t.name in GRACE_TOOLS]
         try:
@@ -151,6 +166,9 @@ def run_loop(
                 return st.done(OUTPUT_LIMIT_STOP, error)
             continue
         reply, calls = _reply_calls(turn.message, known)
+        capped = _over_cap(calls)
+        if capped is not None:
+            return st.done(*capped)
         if not calls:
             stop = _no_calls(st, reply)
         else:
@@ -158,11 +176,25 @@ def run_loop(
             usable, done_state = _run_calls(calls, registry, local, allowed, redact, record,
                                             label, st.msgs)
             stop = _after_calls(st, usable, done_state)
+        if stop == "task_done" and st.grace:
+            stop = "max_rounds"  # finished only in the grace round: the round cap was hit
         if stop is not None:
             return st.done(stop)
         if calls and st.rounds >= max_rounds:
             st.grace = True
             st.msgs.append(Message("user", prompts.render("grace", {})))
+
+
+def _over_cap(calls: Sequence[ToolCall]) -> tuple[str, str] | None:
+    """(stop reason, error) when a reply's tool calls pass a cap, else None."""
+    if len(calls) > TOOL_CALLS_PER_TURN_MAX:
+        return ("too_many_tool_calls", f"the model asked for {len(calls)} tool calls in one"
+                f" reply (at most {TOOL_CALLS_PER_TURN_MAX}); none was run")
+    big = next((c for c in calls if len(c.arguments_raw) > TOOL_ARGS_MAX_CHARS), None)
+    if big is not None:
+        return ("tool_args_too_large", f"the model sent {len(big.arguments_raw)} characters of"
+                f" arguments to {big.name[:60]!r} (at most {TOOL_ARGS_MAX_CHARS}); not run")
+    return None
 
 
 def _no_calls(st: _State, reply: Message) -> str | None:
@@ -234,11 +266,12 @@ def _request(
 def _record_response(record: Record, label: str, rounds: int, turn: Turn) -> None:
     reply = turn.message
     record("llm_response", {"group": label, "task": "main", "round": rounds,
-                            "tool_calls": [c.name for c in reply.tool_calls],
+                            "tool_calls": [c.name for c in
+                                           reply.tool_calls[:TOOL_CALLS_PER_TURN_MAX]],
                             "content": reply.content,
                             "calls": [{"id": c.id, "name": c.name,
-                                       "arguments": c.arguments_raw}
-                                      for c in reply.tool_calls],
+                                       "arguments": c.arguments_raw[:TOOL_ARGS_MAX_CHARS]}
+                                      for c in reply.tool_calls[:TOOL_CALLS_PER_TURN_MAX]],
                             "usage": _usage_dict(turn.usage),
                             "latency_s": round(turn.latency_s, 3),
                             "finish_reason": turn.finish_reason})

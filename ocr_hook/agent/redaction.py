@@ -7,9 +7,10 @@ results (built-in and MCP), earlier assistant turns and their tool-call argument
 descriptions. Anthropic ``native`` blocks (thinking signatures) are resent unchanged: they are
 the model's own output, produced from redacted input.
 
-:class:`Redactor` is the text function behind it (``redact.redact`` with the run's allow-list),
-also used where text is prepared before the request (the diffs are redacted in place before
-anything is rendered, tool results before they are logged), so the session log holds the same
+:class:`Redactor` is the text function behind it (``redact.redact``: every detected value,
+allow-listed ones included, since an allow-list only removes findings), also used where text is
+prepared before the request (the diffs are redacted in place before anything is rendered, tool
+results before they are logged), so the session log holds the same
 redacted text the model saw. Its results are memoised per text: a conversation resends its
 earlier messages on every round, and an already redacted text maps to itself.
 """
@@ -18,23 +19,27 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn
 from ..redact import redact
 
 MEMO_MAX_ENTRIES = 4096  # memoised texts kept per run before the memo is cleared (ours)
+MEMO_MAX_CHARS = 64 * 1024 * 1024  # and their total size: tools redact whole files (ours)
 
 
 class Redactor:
-    """Callable ``text → redacted text`` for one run; thread-safe. ``allow``: literal values or
-    whole-value regexes that are not secrets (``security.allow_secrets``). ``replaced`` counts
-    the secret values replaced so far (each distinct text counted once)."""
+    """Callable ``text → redacted text`` for one run; thread-safe. It takes no allow-list:
+    ``security.allow_secrets`` and the inline marker make a value "not a finding", never "send
+    it" (issue 17). ``literals``: values found outside the rules (the optional detect-secrets
+    pass, ``change_scan``) → placeholder type; every occurrence is replaced too. ``replaced``
+    counts the secret values replaced so far (each distinct text counted once)."""
 
-    def __init__(self, allow: Sequence[str] = ()) -> None:
-        self.allow = tuple(allow)
+    def __init__(self, literals: Mapping[str, str] | None = None) -> None:
+        self.literals = dict(literals or {})
         self.replaced = 0
         self._memo: dict[str, str] = {}
+        self._memo_chars = 0
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> str:
@@ -44,12 +49,14 @@ class Redactor:
             hit = self._memo.get(text)
         if hit is not None:
             return hit
-        out, n = redact(text, self.allow)
+        out, n = redact(text, self.literals)
         with self._lock:
-            if len(self._memo) >= MEMO_MAX_ENTRIES:
+            if len(self._memo) >= MEMO_MAX_ENTRIES or self._memo_chars >= MEMO_MAX_CHARS:
                 self._memo.clear()
+                self._memo_chars = 0
             self._memo[text] = out
             self._memo[out] = out
+            self._memo_chars += len(text) + len(out)
             self.replaced += n
         return out
 

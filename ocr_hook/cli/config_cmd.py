@@ -149,7 +149,8 @@ def allow_endpoint(environ: Mapping[str, str]) -> int:
     data = read_repo_file(repo) or {}
     settings = repo_endpoint_settings(config.Layer(src, data))
     if not settings:
-        raise OcrError(f"{src} sets neither llm.base_url nor llm.extra_headers; nothing to allow")
+        raise OcrError(f"{src} sets no endpoint setting (llm.provider, llm.protocol,"
+                       " llm.base_url, llm.extra_headers, llm.extra_body); nothing to allow")
     lines = [f"llm.{k} = {settings[k]!r}" for k in settings]
     path = consent.record(environ, repo, consent.fingerprint({"endpoint": settings}), lines)
     print(f"Trusting the endpoint settings of {src} in {repo}:")

@@ -125,7 +125,8 @@ def _add_config_commands(sub: Any) -> None:
     cs = co.add_subparsers(dest="config_cmd", metavar="ACTION", parser_class=Parser)
     cs.add_parser("allow-mcp", help="allow the MCP servers of .ocr-hook.toml (at HEAD) to run")
     cs.add_parser("allow-endpoint",
-                  help="trust llm.base_url/extra_headers of .ocr-hook.toml (at HEAD)")
+                  help="trust the endpoint settings (llm.provider/protocol/base_url/extra_*) of"
+                       " .ocr-hook.toml (at HEAD)")
     cl = cs.add_parser("list", help="every key with its effective value")
     cl.add_argument("--show-origin", action="store_true", help="also show where it comes from")
     cg = cs.add_parser("get", help="the effective value of KEY (exit 1 when unset)")

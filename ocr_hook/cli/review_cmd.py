@@ -56,11 +56,18 @@ def _with_rule_globs(cfg: Config, layers: RuleLayers) -> Config:
     return dataclasses.replace(cfg, select=select)
 
 
-def _read_background(cfg: Config) -> str:
-    """``review.background``, or the text of ``review.background_file`` when set. Raises
-    OcrError when the file cannot be read."""
+def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
+    """``review.background``, or the text of ``review.background_file`` when set: from HEAD
+    when the repository file named it (``from_repo``), else from disk. Raises OcrError when
+    the file cannot be read."""
     if not cfg.review.background_file:
         return cfg.review.background
+    if "review.background_file" in from_repo:
+        from ..config_load import REPO_SOURCE
+        from ..config_repo import read_repo_path
+
+        return read_repo_path(repo, "review.background_file", cfg.review.background_file,
+                              REPO_SOURCE)
     try:
         return Path(cfg.review.background_file).read_text(encoding="utf-8")
     except OSError as e:
@@ -72,11 +79,11 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
     (UsageError, ConfigError) for bad flags, configuration or refs."""
     from .. import config_endpoint, gitio, request, runservices
-    from ..config_load import load_config
+    from ..config_load import load_settings
 
     mode = _review_mode(args)
     repo = gitio.find_toplevel(Path.cwd())
-    cfg = load_config(repo, vars(args), environ)
+    cfg, from_repo = load_settings(repo, vars(args), environ)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
         mode = "push"
@@ -85,7 +92,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     cfg = _with_rule_globs(cfg, layers)
     # llm.api_key_cmd runs only when the review is about to call the LLM (review.run)
     endpoint, why, key_cmd = config_endpoint.resolve_llm_endpoint_deferred(cfg, environ)
-    background = _read_background(cfg)
+    background = _read_background(cfg, repo, from_repo)
     preview = bool(getattr(args, "preview", False))
     req = request.ReviewRequest(
         repo=repo,
@@ -104,7 +111,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         use_cache=cfg.cache.enabled,
         background=background,
         protected_paths=layers.protected_paths,
-        tool_defs=runservices.tool_defs(cfg),
+        tool_defs=runservices.tool_defs(cfg, repo, from_repo),
         mcp=None if preview else runservices.mcp_bridge(repo, cfg, environ),
     )
     return req, layers

@@ -210,8 +210,8 @@ class AnthropicClient:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
-        body.update(dict(ep.extra_body))
-        return body
+        # llm.extra_body adds fields; it never replaces the request's own (issue 17)
+        return {**dict(ep.extra_body), **body}
 
     def complete(
         self,

@@ -11,6 +11,9 @@ context-length error (the same payload would fail again). An error object inside
 an error, classified by its own code. The loop is ours rather than urllib3's ``Retry`` because
 the decision depends on the response body (``insufficient_quota``) and every attempt must pass
 the run's budget/deadline check (``before_attempt``).
+
+Bodies are streamed and read up to RESPONSE_MAX_BYTES; a larger reply is a final error
+(``kind`` ``too_large``), never parsed (issue 17).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from ..errors import DeadlineExceeded, LlmError
 log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER_S = 120.0  # SPEC §13 (the SDKs' limit)
+# Largest response body read (issue 17: a 50 MB reply took 2.8 GB and 171 s). A reply of
+# llm.max_output_tokens (16,384) tokens with reasoning is well under 1 MiB of JSON; the body is
+# streamed and reading stops past this size, so memory stays bounded whatever the server sends.
+RESPONSE_MAX_BYTES = 8 * 1024 * 1024
+READ_CHUNK_BYTES = 64 * 1024
 BACKOFF_BASE_S = 0.5  # openai-python / anthropic-sdk-python _base_client INITIAL_RETRY_DELAY
 BACKOFF_MAX_S = 8.0  # … MAX_RETRY_DELAY
 
@@ -283,7 +291,11 @@ def _attempt(
     a timeout shorter than configured was the run's remaining time, so hitting it raises
     DeadlineExceeded."""
     try:
-        resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts)
+        resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts,
+                            stream=True)
+        raw = read_capped(resp, RESPONSE_MAX_BYTES)
+    except LlmError as e:  # too large: final, like any error of the reply itself
+        return None, e
     except requests.exceptions.Timeout as e:
         read = isinstance(e, requests.exceptions.ReadTimeout)
         if (timeouts[1] < configured[1]) if read else (timeouts[0] < configured[0]):
@@ -294,15 +306,16 @@ def _attempt(
         return None, _transport_error(e, url, timeouts[1])
     except requests.exceptions.RequestException as e:
         return None, _transport_error(e, url, timeouts[1])
+    text = raw.decode("utf-8", "replace")
     try:
-        payload: Any = resp.json()
+        payload: Any = json.loads(text)
     except ValueError:
         payload = None
     status = resp.status_code
     inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
     if status == 200 and isinstance(payload, dict) and not inner:
         return payload, None
-    err = _reply_error(resp, status, payload, inner)
+    err = _reply_error(text, status, payload, inner)
     err.retry_after_s = retry_after_s(resp.headers)
     should_retry = resp.headers.get("x-should-retry", "").strip().lower()
     if should_retry == "true" and err.kind not in ("context_length", "quota"):
@@ -312,14 +325,15 @@ def _attempt(
     return None, err
 
 
-def _reply_error(resp: requests.Response, status: int, payload: Any, inner: Any) -> LlmError:
-    """The LlmError for an HTTP reply that is not an answer: ``payload`` is the decoded JSON
-    body (None when not JSON), ``inner`` what ``body_error`` found in a 200 JSON object."""
+def _reply_error(text: str, status: int, payload: Any, inner: Any) -> LlmError:
+    """The LlmError for an HTTP reply that is not an answer: ``text`` is the body, ``payload``
+    the decoded JSON body (None when not JSON), ``inner`` what ``body_error`` found in a 200
+    JSON object."""
     if isinstance(inner, LlmError):  # a 200 reply without an answer, described as such
         return inner
     if status == 200 and not isinstance(payload, dict):
         return LlmError(f"LLM returned a 200 body that is not a JSON object:"
-                        f" {shorten(repr(resp.text))}",
+                        f" {shorten(repr(text))}",
                         kind="protocol", status=200, retryable=True)
     if status == 200:
         # an error object inside a 200 body: classify by its own numeric code when any
@@ -328,7 +342,31 @@ def _reply_error(resp: requests.Response, status: int, payload: Any, inner: Any)
             code = inner.get("status") if isinstance(inner, dict) else None
         return classify(code if isinstance(code, int) and code >= 400 else 500,
                         {"error": inner})
-    return classify(status, payload if payload is not None else resp.text)
+    return classify(status, payload if payload is not None else text)
+
+
+def read_capped(resp: requests.Response, max_bytes: int) -> bytes:
+    """The body of a streamed response (``stream=True``), read in chunks; stops as soon as it
+    grows past ``max_bytes`` (or its Content-Length says it will) and raises a non-retryable
+    LlmError("LLM response larger than N MiB", kind ``too_large``): the same request would get
+    the same answer. Read failures raise requests' exceptions (the caller translates them)."""
+    mib = max_bytes / (1024 * 1024)
+    too_large = LlmError(f"LLM response larger than {mib:g} MiB; not read (a reply of"
+                         " llm.max_output_tokens is far smaller)", kind="too_large",
+                         status=resp.status_code)
+    declared = resp.headers.get("content-length", "")
+    buf = bytearray()
+    try:
+        if declared.strip().isdigit() and int(declared) > max_bytes:
+            raise too_large
+        for chunk in resp.iter_content(READ_CHUNK_BYTES):
+            buf += chunk
+            if len(buf) > max_bytes:
+                raise too_large
+    except BaseException:
+        resp.close()  # the rest is never read: drop the connection instead of reusing it
+        raise
+    return bytes(buf)  # fully read: urllib3 has put the connection back into the pool
 
 
 def _retry_wait(err: LlmError, attempt: int, max_retries: int, stop_at: float | None) -> float:

@@ -244,8 +244,8 @@ class OpenAIClient:
             body["tools"] = [tool_to_wire(t) for t in tools]
             if ep.tool_choice:  # only with tools: OpenAI rejects tool_choice without them
                 body["tool_choice"] = ep.tool_choice
-        body.update(dict(ep.extra_body))
-        return body
+        # llm.extra_body adds fields; it never replaces the request's own (issue 17)
+        return {**dict(ep.extra_body), **body}
 
     def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         ep = self.endpoint

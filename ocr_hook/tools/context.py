@@ -1,13 +1,13 @@
 """Read-only context tools on the reviewed snapshot (SPEC §7.1): file_read, file_read_diff,
 file_find, code_search.
 
-They read ``<head>:<path>`` through git (``head`` is the staged snapshot tree, or the reviewed
-commit), never the work tree, and are confined to the repository: paths with ``..``, absolute
-paths and drive letters are refused before git runs, and git's own ``<tree>:<path>`` lookup
-never follows a symlink, so a symlink reads as its link text and nothing behind it (a path
-through a symlinked directory is "not found"). Files on the secret-path list of SPEC §4
-(``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are never returned, since they are
-excluded from the review for exactly that reason.
+They read ``<head>:<path>`` through git (``snapshot.SnapshotView``; ``head`` is the staged
+snapshot tree, or the reviewed commit), never the work tree, and are confined to the
+repository: paths with ``..``, absolute paths and drive letters are refused before git runs,
+and git's own ``<tree>:<path>`` lookup never follows a symlink, so a symlink reads as its link
+text and nothing behind it (a path through a symlinked directory is "not found"). Files on the
+secret-path list of SPEC §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are never
+returned, since they are excluded from the review for exactly that reason.
 
 Output formats and strings follow SPEC §7.1 (which takes OCR's, ocr-internals.md §11):
 
@@ -27,18 +27,15 @@ arguments or git failures (timeouts included).
 
 from __future__ import annotations
 
-import functools
 import posixpath
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+import re
+from collections.abc import Callable
 from typing import Any
 
-from .. import gitio, resources
-from ..diff import FileDiff
+from .. import gitio
 from ..errors import GitError
 from .registry import Handler, ToolResult
+from .snapshot import GREP_TIMEOUT_S, SnapshotView, confine, is_secret_path
 
 FILE_READ_MAX_LINES = 500  # SPEC §7.1 (OCR file_read)
 FILE_READ_MAX_BYTES = 128 * 1024  # total file_read output cap (ours; OCR's search response cap)
@@ -49,40 +46,23 @@ FILE_FIND_MAX = 100  # SPEC §7.1 (OCR file_find)
 SEARCH_MAX_PER_FILE = 100  # SPEC §7.1 (OCR code_search)
 SEARCH_OUTPUT_MAX_BYTES = 128 * 1024  # total code_search output cap (OCR newest: 128 KiB)
 SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here (ours)
-GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
-READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
 BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
+# Secrets are redacted in their file context before lines are numbered (issue 17, see
+# ``snapshot``). file_read: SnapshotView.redacted_rows defaults. code_search: windows of
+# SEARCH_REDACT_WINDOW_LINES lines around each matching line that may be part of such a value
+# (_MULTI_LINE_PART), for at most SEARCH_CONTEXT_MAX_BYTES of files per call, read in one
+# `git cat-file --batch` (ours).
+SEARCH_REDACT_WINDOW_LINES = 64  # a 4096-bit RSA key's PEM block has 51 lines
+SEARCH_CONTEXT_MAX_BYTES = 16 * 1024 * 1024
+# A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
+# a JSON value under its key), or that ends in a token-like literal (a first piece).
+_MULTI_LINE_PART = re.compile(
+    r"""^[ \t+\-.&|(\[{,]*(?:["'`][^"'`]*["'`]|[A-Za-z0-9+/=_\-]{16,})[ \t)\]},;\\]*$"""
+    r"""|["'`][A-Za-z0-9+/=_\-]{8,}["'`][ \t]*[+.&\\(]?[ \t]*$""")
 
 NOT_FOUND_FILE = "// The file was not found"  # SPEC §7.1
 NO_MATCHES = "No matches found"  # SPEC §7.1
 LINE_CUT = " … [line truncated]"
-
-
-def confine(path: object) -> str | None:
-    """Normalise a model-supplied repository path (``\\`` → ``/``, leading ``./`` dropped,
-    duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
-    contains a ``..`` segment anywhere."""
-    if not isinstance(path, str):
-        return None
-    p = path.strip().replace("\\", "/")
-    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":") or "\0" in p:
-        return None
-    parts = [s for s in p.split("/") if s not in ("", ".")]
-    if not parts or ".." in parts:
-        return None
-    return "/".join(parts)
-
-
-@functools.cache
-def _secret_spec() -> Any:
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(resources.load_json("path_lists.json")["secret_paths"])
-
-
-def is_secret_path(path: str) -> bool:
-    """True for paths on the secret-path list of SPEC §4 gate 3 (``config/path_lists.json``)."""
-    return bool(_secret_spec().match_file(path))
 
 
 def _secret_error(path: str) -> ToolResult:
@@ -122,85 +102,6 @@ def _int(v: Any, name: str) -> int | None:
 
 def _cut(line: str, limit: int) -> str:
     return line if len(line) <= limit else line[:limit] + LINE_CUT
-
-
-@dataclass
-class SnapshotView:
-    """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
-
-    ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
-    every file text a tool returns (the secret redaction choke point of SPEC §14). Shared by
-    the worker threads; the path list is loaded once, under a lock.
-    """
-
-    repo: Path
-    head: str
-    files: Sequence[FileDiff]
-    redact: Callable[[str], str] = lambda s: s
-    _by_path: dict[str, FileDiff] = field(init=False, repr=False)
-    _tree: list[str] | None = field(init=False, repr=False, default=None)
-    _lines: dict[str, list[str] | None] = field(init=False, repr=False, default_factory=dict)
-    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        self._by_path = {}
-        for f in self.files:
-            self._by_path.setdefault(f.new_path, f)
-            self._by_path.setdefault(f.old_path, f)
-
-    def is_secret(self, path: str) -> bool:
-        """Whether ``path``'s content must never be shared: a secret path (SPEC §4 gate 3), or a
-        changed file renamed or copied from one (``git mv .env notes.txt``)."""
-        if is_secret_path(path):
-            return True
-        fd = self._by_path.get(path)
-        return fd is not None and (is_secret_path(fd.old_path) or is_secret_path(fd.new_path))
-
-    def diff_for(self, path: str) -> FileDiff | None:
-        """The diff of changed path ``path`` (new or old name), None when unchanged."""
-        return self._by_path.get(path)
-
-    @property
-    def changed(self) -> Mapping[str, FileDiff]:
-        """Every changed file by its new and its old path (the first file wins a path)."""
-        return self._by_path
-
-    def new_file_lines(self, path: str) -> list[str] | None:
-        """The redacted lines (split on ``\\n``) of changed path ``path`` in ``head``, read once
-        per view; None when the file is unchanged, deleted or unreadable. Raises GitError as
-        :meth:`read` does."""
-        with self._lock:
-            if path in self._lines:
-                return self._lines[path]
-        fd = self._by_path.get(path)
-        data = None
-        if fd is not None and fd.status != "deleted":
-            data = self.read(fd.new_path)
-        lines = None if data is None else self.redact(gitio.decode_text(data)).split("\n")
-        with self._lock:
-            self._lines[path] = lines
-        return lines
-
-    def read(self, path: str) -> bytes | None:
-        """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a
-        directory, a submodule). Raises GitError on a timeout (30 s) or when git cannot run."""
-        rc, out, _ = gitio.run_git_full(
-            self.repo, "cat-file", "blob", f"{self.head}:{path}", timeout_s=READ_TIMEOUT_S,
-            ok_codes=(0, 128),
-        )
-        return out if rc == 0 else None
-
-    def tree_paths(self) -> list[str]:
-        """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises
-        GitError on a timeout (10 s)."""
-        with self._lock:
-            if self._tree is None:
-                out = gitio.run_git(
-                    self.repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "-z",
-                    "--end-of-options", self.head, timeout_s=GREP_TIMEOUT_S,
-                )
-                self._tree = gitio.zsplit(out)
-            return self._tree
 
 
 def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
@@ -263,19 +164,7 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f"Note: Results truncated to {FILE_READ_MAX_LINES} lines. Please narrow your line"
             " range."
         )
-    body: list[str] = []
-    size = 0
-    for n in range(s, last + 1):
-        row = f"{n}|{_cut(lines[n - 1].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
-        size += len(row.encode("utf-8", "replace")) + 1
-        if size > FILE_READ_MAX_BYTES and body:
-            last = n - 1
-            note = (
-                f"Note: Results truncated to {FILE_READ_MAX_BYTES} bytes (through line {last})."
-                " Please narrow your line range."
-            )
-            break
-        body.append(row)
+    body, last, note = _numbered_rows(view, lines, s, last, note)
     out = (
         f"File: {path} (Total lines: {total})\nIS_TRUNCATED: {'true' if note else 'false'}\n"
         f"LINE_RANGE: {s}-{last}\n" + "\n".join(body)
@@ -283,6 +172,26 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     if note:
         out += "\n\n" + note
     return ToolResult(view.redact(out))
+
+
+def _numbered_rows(view: SnapshotView, lines: list[str], first: int, last: int, note: str
+                   ) -> tuple[list[str], int, str]:
+    """``<n>|<line>`` rows of lines ``first``..``last`` (1-based), redacted in their file
+    context, long lines cut, up to FILE_READ_MAX_BYTES: (rows, last line shown, note), where
+    the note is ``note`` or, when the byte cap cut the rows, the byte truncation note."""
+    redacted = view.redacted_rows(lines, range(first, last + 1))
+    body: list[str] = []
+    size = 0
+    for n in range(first, last + 1):
+        row = f"{n}|{_cut(redacted[n].removesuffix(chr(13)), FILE_READ_LINE_MAX_CHARS)}"
+        size += len(row.encode("utf-8", "replace")) + 1
+        if size > FILE_READ_MAX_BYTES and body:
+            return body, n - 1, (
+                f"Note: Results truncated to {FILE_READ_MAX_BYTES} bytes (through line {n - 1})."
+                " Please narrow your line range."
+            )
+        body.append(row)
+    return body, last, note
 
 
 def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
@@ -421,6 +330,7 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         per_file.setdefault(name, []).append(row)
     if not per_file:
         return ToolResult(NO_MATCHES)
+    per_file = _redact_in_context(view, per_file)
     blocks: list[str] = []
     size = 0
     for name, rows in per_file.items():
@@ -442,6 +352,36 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             f" {len(per_file)} matching files. Narrow file_patterns to see the rest.\n\n" + result
         )
     return ToolResult(view.redact(result))
+
+
+def _redact_in_context(view: SnapshotView, per_file: dict[str, list[str]]
+                       ) -> dict[str, list[str]]:
+    """``per_file`` (path → ``<n>|<text>`` rows of git grep) with each row that may be part of
+    a secret written over several lines (_MULTI_LINE_PART) redacted in the context of its file
+    (SnapshotView.redacted_rows, windows of SEARCH_REDACT_WINDOW_LINES). The files are read in
+    one batch, SEARCH_CONTEXT_MAX_BYTES at most; rows of files left unread stay as they are
+    (every row is still redacted on its own with the whole result)."""
+    suspects = {name: [int(r.split("|", 1)[0]) for r in rows[:SEARCH_MAX_PER_FILE]
+                       if _MULTI_LINE_PART.search(r.split("|", 1)[1])]
+                for name, rows in per_file.items()}
+    names = [name for name, numbers in suspects.items() if numbers]
+    if not names:
+        return per_file
+    try:
+        blobs = view.read_many(names, SEARCH_CONTEXT_MAX_BYTES)
+    except GitError:
+        return per_file
+    out = dict(per_file)
+    for name, data in blobs.items():
+        red = view.redacted_rows(gitio.decode_text(data).split("\n"), suspects[name],
+                                 SEARCH_REDACT_WINDOW_LINES)
+        rows = []
+        for row in per_file[name]:
+            n = int(row.split("|", 1)[0])
+            rows.append(f"{n}|{_cut(red[n].removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}"
+                        if n in red else row)
+        out[name] = rows
+    return out
 
 
 def builtin_handlers(view: SnapshotView) -> dict[str, Handler]:

@@ -122,7 +122,9 @@ class ScriptedLLM:
                     reply = owner._next(raw.decode("utf-8", "replace"))
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                data = json.dumps(reply.body).encode()
+                # bytes are sent as they are (a body no JSON encoder would write, or a huge one)
+                data = (reply.body if isinstance(reply.body, bytes)
+                        else json.dumps(reply.body).encode())
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

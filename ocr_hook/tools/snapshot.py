@@ -1,0 +1,214 @@
+"""The reviewed snapshot as the context tools read it (SPEC §7.1, §14): repository-confined
+paths, the secret-path list, blob reads through git, and file lines redacted in their file
+context.
+
+Reads go to ``<head>:<path>`` through git (``head`` is the staged snapshot tree, or the reviewed
+commit), never the work tree. ``confine`` refuses paths with ``..``, absolute paths and drive
+letters before git runs, and git's own ``<tree>:<path>`` lookup never follows a symlink. Files on
+the secret-path list of SPEC §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are
+``SnapshotView.is_secret``.
+
+Secrets are redacted in their file context before lines are numbered (issue 17: a PEM body, a
+key split over two string literals, a JSON value on the line after its key):
+``SnapshotView.redacted_rows`` redacts the whole file up to REDACT_WHOLE_FILE_MAX_CHARS, larger
+files (or a caller's narrower window) in windows of lines either side of the lines wanted.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import gitio, resources
+from ..diff import FileDiff
+
+GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
+READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
+REDACT_WHOLE_FILE_MAX_CHARS = 2 * 1024 * 1024  # redact a file whole up to this size (ours)
+REDACT_WINDOW_LINES = 200  # else lines either side of those shown (ours)
+
+
+def confine(path: object) -> str | None:
+    """Normalise a model-supplied repository path (``\\`` → ``/``, leading ``./`` dropped,
+    duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
+    contains a ``..`` segment anywhere."""
+    if not isinstance(path, str):
+        return None
+    p = path.strip().replace("\\", "/")
+    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":") or "\0" in p:
+        return None
+    parts = [s for s in p.split("/") if s not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+@functools.cache
+def _secret_spec() -> Any:
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(resources.load_json("path_lists.json")["secret_paths"])
+
+
+def is_secret_path(path: str) -> bool:
+    """True for paths on the secret-path list of SPEC §4 gate 3 (``config/path_lists.json``)."""
+    return bool(_secret_spec().match_file(path))
+
+
+@dataclass
+class SnapshotView:
+    """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
+
+    ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
+    every file text a tool returns (the secret redaction choke point of SPEC §14). Shared by
+    the worker threads; the path list is loaded once, under a lock.
+    """
+
+    repo: Path
+    head: str
+    files: Sequence[FileDiff]
+    redact: Callable[[str], str] = lambda s: s
+    _by_path: dict[str, FileDiff] = field(init=False, repr=False)
+    _tree: list[str] | None = field(init=False, repr=False, default=None)
+    _lines: dict[str, list[str] | None] = field(init=False, repr=False, default_factory=dict)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._by_path = {}
+        for f in self.files:
+            self._by_path.setdefault(f.new_path, f)
+            self._by_path.setdefault(f.old_path, f)
+
+    def is_secret(self, path: str) -> bool:
+        """Whether ``path``'s content must never be shared: a secret path (SPEC §4 gate 3), or a
+        changed file renamed or copied from one (``git mv .env notes.txt``)."""
+        if is_secret_path(path):
+            return True
+        fd = self._by_path.get(path)
+        return fd is not None and (is_secret_path(fd.old_path) or is_secret_path(fd.new_path))
+
+    def diff_for(self, path: str) -> FileDiff | None:
+        """The diff of changed path ``path`` (new or old name), None when unchanged."""
+        return self._by_path.get(path)
+
+    @property
+    def changed(self) -> Mapping[str, FileDiff]:
+        """Every changed file by its new and its old path (the first file wins a path)."""
+        return self._by_path
+
+    def new_file_lines(self, path: str) -> list[str] | None:
+        """The redacted lines (split on ``\\n``) of changed path ``path`` in ``head``, read once
+        per view; None when the file is unchanged, deleted or unreadable. Raises GitError as
+        :meth:`read` does."""
+        with self._lock:
+            if path in self._lines:
+                return self._lines[path]
+        fd = self._by_path.get(path)
+        data = None
+        if fd is not None and fd.status != "deleted":
+            data = self.read(fd.new_path)
+        lines = None if data is None else self.redact(gitio.decode_text(data)).split("\n")
+        with self._lock:
+            self._lines[path] = lines
+        return lines
+
+    def read(self, path: str) -> bytes | None:
+        """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a
+        directory, a submodule). Raises GitError on a timeout (30 s) or when git cannot run."""
+        rc, out, _ = gitio.run_git_full(
+            self.repo, "cat-file", "blob", f"{self.head}:{path}", timeout_s=READ_TIMEOUT_S,
+            ok_codes=(0, 128),
+        )
+        return out if rc == 0 else None
+
+    def read_many(self, paths: Sequence[str], max_bytes: int) -> dict[str, bytes]:
+        """Blob bytes of ``<head>:<path>`` for each of ``paths`` that names a blob, in order
+        until ``max_bytes`` would be passed, with two git processes: ``cat-file --batch-check``
+        for the sizes, then ``cat-file --batch`` (git-cat-file(1): per name ``<oid> <type>
+        <size>\\n`` and, with --batch, the content and ``\\n``; ``<name> missing\\n`` when
+        absent). Paths with a line break are left out (the input is one name per line).
+        Raises GitError on a timeout (30 s) or when git cannot run."""
+        names = [p for p in paths if "\n" not in p and "\r" not in p]
+        if not names:
+            return {}
+        query = "".join(f"{self.head}:{p}\n" for p in names).encode()
+        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch-check", stdin=query,
+                                       timeout_s=READ_TIMEOUT_S)
+        wanted: list[str] = []
+        total = 0
+        for name, line in zip(names, out.split(b"\n"), strict=False):
+            parts = line.split(b" ")
+            if len(parts) != 3 or parts[1] != b"blob" or not parts[2].isdigit():
+                continue  # missing, ambiguous, a tree or a submodule
+            total += int(parts[2])
+            if total > max_bytes:
+                break
+            wanted.append(name)
+        if not wanted:
+            return {}
+        query = "".join(f"{self.head}:{p}\n" for p in wanted).encode()
+        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch", stdin=query,
+                                       timeout_s=READ_TIMEOUT_S)
+        blobs: dict[str, bytes] = {}
+        pos = 0
+        for name in wanted:
+            end = out.find(b"\n", pos)
+            if end == -1:
+                break
+            parts = out[pos:end].split(b" ")
+            pos = end + 1
+            if len(parts) != 3 or not parts[2].isdigit():
+                continue  # changed since --batch-check: missing now
+            size = int(parts[2])
+            if parts[1] == b"blob":
+                blobs[name] = out[pos:pos + size]
+            pos += size + 1
+        return blobs
+
+    def redacted_rows(self, lines: Sequence[str], numbers: Iterable[int],
+                      window_lines: int | None = None) -> dict[int, str]:
+        """``{n: line n of the file, redacted}`` for each 1-based ``n`` in ``numbers`` (others
+        ignored), where ``lines`` are all the file's lines (``\\r`` kept). Each line is
+        redacted in its file context, so a secret written over several lines is replaced on
+        each of them: the whole file when it has at most REDACT_WHOLE_FILE_MAX_CHARS
+        characters and no ``window_lines`` is given, else a window of ``window_lines``
+        (default REDACT_WINDOW_LINES) lines either side of each run of wanted lines."""
+        nums = sorted({n for n in numbers if 1 <= n <= len(lines)})
+        if not nums:
+            return {}
+        width = REDACT_WINDOW_LINES if window_lines is None else window_lines
+        runs: list[list[int]] = []  # wanted lines, cut where they are two windows apart
+        for n in nums:
+            if runs and n - runs[-1][-1] <= 2 * width:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        if window_lines is None and sum(len(ln) + 1 for ln in lines) <= (
+                REDACT_WHOLE_FILE_MAX_CHARS):
+            windows = [(1, len(lines), nums)]
+        else:
+            windows = [(max(1, run[0] - width), min(len(lines), run[-1] + width), run)
+                       for run in runs]
+        out: dict[int, str] = {}
+        for first, last, wanted in windows:
+            red = self.redact("\n".join(lines[first - 1:last])).split("\n")
+            if len(red) != last - first + 1:  # never expected (redaction keeps line breaks)
+                red = ["[REDACTED:line]"] * (last - first + 1)  # fail closed
+            out.update((n, red[n - first]) for n in wanted)
+        return out
+
+    def tree_paths(self) -> list[str]:
+        """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises
+        GitError on a timeout (10 s)."""
+        with self._lock:
+            if self._tree is None:
+                out = gitio.run_git(
+                    self.repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "-z",
+                    "--end-of-options", self.head, timeout_s=GREP_TIMEOUT_S,
+                )
+                self._tree = gitio.zsplit(out)
+            return self._tree

@@ -1,0 +1,69 @@
+"""The context tools redact a secret written over several lines in its file context, before the
+lines are numbered (issue 17): file_read, code_search hits on a continuation line, the batch
+blob reader behind code_search, and the window limits. Real: git repositories, ``write-tree``
+snapshots, ``git grep``/``cat-file``, the rule file. Fake: the secrets (never issued)."""
+
+from __future__ import annotations
+
+import os
+
+from ocr_hook import target
+from ocr_hook.redact import redact
+from ocr_hook.tools.context import code_search, file_read
+from ocr_hook.tools.snapshot import SnapshotView
+from tests.support import secret_corpus as corpus
+from tests.support.gitrepo import GitRepo
+
+SPLIT = (f'KEY_ID = ("{corpus.AWS_SPLIT_ID[:10]}"\n'
+         f'          "{corpus.AWS_SPLIT_ID[10:]}")\n')
+
+
+def redacting_view(repo: GitRepo) -> SnapshotView:
+    t = target.staged_snapshot(repo.path, os.environ)
+    return SnapshotView(repo.path, t.head, target.load_diff(repo.path, t),
+                        lambda s: redact(s)[0])
+
+
+def test_file_read_redacts_each_piece_of_a_split_key_and_a_pem_body(repo: GitRepo) -> None:
+    repo.stage({"keys.py": SPLIT + f'PEM = """{corpus.RSA_PEM}"""\n'})
+    out = file_read(redacting_view(repo), {"file_path": "keys.py", "start_line": 2,
+                                           "end_line": 4}).text
+    assert out.splitlines()[3:] == [
+        '2|          "[REDACTED:aws-access-key]")',
+        '3|PEM = """-----BEGIN RSA PRIVATE KEY-----',
+        "4|[REDACTED:private-key]",
+    ]
+
+
+def test_code_search_on_a_continuation_line_shows_the_placeholder(repo: GitRepo) -> None:
+    body = "\n".join(f"line_{i} = {i}" for i in range(100))
+    repo.stage({"a.py": body + "\n" + SPLIT, "b.txt": f"{corpus.RSA_PEM}\n",
+                "c.json": '{\n  "password":\n    "' + corpus.JSON_PW + '"\n}\n'})
+    view = redacting_view(repo)
+    assert code_search(view, {"search_text": corpus.AWS_SPLIT_ID[12:16]}).text == (
+        'File: a.py\nMatch lines: 1\n102|          "[REDACTED:aws-access-key]")')
+    assert code_search(view, {"search_text": corpus.RSA_BODY[3][:10]}).text == (
+        "File: b.txt\nMatch lines: 1\n5|[REDACTED:private-key]")
+    assert code_search(view, {"search_text": corpus.JSON_PW[:5]}).text == (
+        'File: c.json\nMatch lines: 1\n3|    "[REDACTED:password]"')
+
+
+def test_read_many_reads_blobs_in_order_up_to_a_byte_budget(repo: GitRepo) -> None:
+    repo.stage({"a b.txt": "x" * 10, "d/c.txt": "y" * 20, "e.txt": "z" * 5})
+    view = redacting_view(repo)
+    assert view.read_many(["a b.txt", "missing.txt", "d", "d/c.txt", "e.txt"], 100) == {
+        "a b.txt": b"x" * 10, "d/c.txt": b"y" * 20, "e.txt": b"z" * 5}
+    assert view.read_many(["a b.txt", "d/c.txt", "e.txt"], 29) == {"a b.txt": b"x" * 10}
+    assert view.read_many(["bad\nname"], 100) == {}
+
+
+def test_windows_bound_the_context_a_line_is_redacted_in(repo: GitRepo) -> None:
+    lines = [f"x{i} = {i}" for i in range(300)] + corpus.RSA_PEM.split("\n")
+    view = redacting_view(repo)
+    body_line = 300 + 4  # the third body line, three lines under BEGIN
+    assert view.redacted_rows(lines, [body_line], window_lines=3) == {
+        body_line: "[REDACTED:private-key]"}
+    assert view.redacted_rows(lines, [body_line], window_lines=2) == {
+        body_line: corpus.RSA_BODY[2]}  # BEGIN is outside the window: the documented limit
+    assert view.redacted_rows(lines, [body_line, 1, 0, 9999]) == {
+        1: "x0 = 0", body_line: "[REDACTED:private-key]"}
