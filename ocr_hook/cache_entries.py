@@ -103,8 +103,8 @@ class Envelope:
 def parse_envelope(raw: bytes) -> Envelope | None:
     """The entry file ``raw`` (canonical JSON) as an envelope, or None when it is not valid
     JSON or not of this format."""
-    try:
-        value = json.loads(raw)
+    try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (canonical_json)
+        value = json.loads(raw.decode("utf-8", "surrogatepass"))
     except ValueError:
         return None
     return check(Envelope, value)

@@ -17,7 +17,8 @@ still in the redacted row) becomes a ``critical`` ``security`` finding on its li
 and a literal for the run's ``Redactor``: every occurrence of the value in anything sent to the
 model becomes ``[REDACTED:detect-secrets:<plugin type>]``. As for our rules, a value in
 ``security.allow_secrets`` or on a line carrying ``ocr-hook: allow-secret`` is no finding but is
-still redacted.
+still redacted. A line with detect-secrets' own ``pragma: allowlist secret`` is skipped by its
+default filter: it reports nothing there, so nothing there is redacted by this pass.
 
 Imported only when the setting is on; ``detect_secrets`` itself is imported inside :func:`scan`.
 """

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from . import __version__
 from .findings import CATEGORIES, Finding, Severity
+from .pathtext import has_raw_bytes, path_bytes_b64, shown
 from .results import FileOutcome, ReviewResult
 
 SCHEMA_VERSION = "1"
@@ -112,13 +113,32 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
 
 
 def write_json(result: ReviewResult, stream: TextIO) -> None:
-    """One JSON object, UTF-8 text. A path git gave as non-UTF-8 bytes (decoded with
-    surrogateescape) keeps its escapes as ``\\udcXX``, so the output stays valid UTF-8 and
-    ``json.loads`` gives back the exact path."""
-    text = json.dumps(to_json(result), indent=2, ensure_ascii=False)
-    text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """One JSON object, strict UTF-8 text (no lone surrogates, so every JSON parser accepts
+    it). A path git gave as non-UTF-8 bytes is written with each such byte as ``\\xNN``
+    (:func:`ocr_hook.pathtext.shown`), and its exact bytes follow in ``path_bytes_b64`` /
+    ``old_path_bytes_b64`` (base64); see :func:`utf8_safe`."""
+    text = json.dumps(utf8_safe(to_json(result), b64_keys=True), indent=2, ensure_ascii=False)
     stream.write(text)
     stream.write("\n")
+
+
+def utf8_safe(value: Any, *, b64_keys: bool = False) -> Any:
+    """A JSON-able ``value`` (dicts, lists, scalars) whose every string encodes as UTF-8:
+    non-UTF-8 path bytes (surrogateescape) as ``\\xNN``, any other lone surrogate (e.g. from
+    a model's ``\\ud800`` escape) as U+FFFD. With ``b64_keys``, a ``path``/``old_path``
+    string that had such bytes gains a ``<key>_bytes_b64`` sibling holding its exact bytes."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", shown(value))
+    if isinstance(value, list):
+        return [utf8_safe(v, b64_keys=b64_keys) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k] = utf8_safe(v, b64_keys=b64_keys)
+            if b64_keys and k in ("path", "old_path") and isinstance(v, str) and has_raw_bytes(v):
+                out[f"{k}_bytes_b64"] = path_bytes_b64(v)
+        return out
+    return value
 
 
 def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
@@ -317,7 +337,8 @@ _CATEGORY_TEXT = {
 def _sarif_location(f: Finding) -> dict[str, Any]:
     """Physical location: region lines only for anchored new-side findings (the lines exist in
     the reviewed version); old-side and unanchored findings are file-level (SPEC §11)."""
-    loc: dict[str, Any] = {"artifactLocation": {"uri": quote(f.path), "uriBaseId": "%SRCROOT%"}}
+    uri = quote(os.fsencode(f.path))  # RFC 3986 percent-encoding of the path's exact bytes
+    loc: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.side == "new" and f.start_line > 0:
         loc["region"] = {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
     return {"physicalLocation": loc}
@@ -401,5 +422,7 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
 
 
 def write_sarif(result: ReviewResult, stream: TextIO) -> None:
-    json.dump(to_sarif(result), stream, indent=2, ensure_ascii=False)
+    """The SARIF log as strict UTF-8 JSON: artifact URIs percent-encode a path's exact bytes,
+    other text shows non-UTF-8 bytes as ``\\xNN`` (:func:`utf8_safe`)."""
+    json.dump(utf8_safe(to_sarif(result)), stream, indent=2, ensure_ascii=False)
     stream.write("\n")

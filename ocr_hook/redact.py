@@ -59,6 +59,8 @@ from .secret_values import is_secret_value
 RULES_RESOURCE = "secret_patterns.json"  # built-in data, read through ocr_hook.resources
 ALLOW_MARKER = "ocr-hook: allow-secret"  # SPEC §14 / issue 10: inline opt-out for one line
 
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9:\-]+\]")  # what redaction writes
+
 # Redaction of a multi-line value.
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _LINE_PREFIX = re.compile(r"[+\- ]?[ \t]*")  # diff marker, then indentation
@@ -157,16 +159,20 @@ def redact(text: str, literals: Mapping[str, str] | None = None) -> tuple[str, i
 
 def _literal_spans(text: str, literals: Mapping[str, str]) -> list[_Span]:
     """A span for every occurrence of each non-empty value of `literals` (value → type), ranked
-    after every rule."""
+    after every rule; occurrences inside a placeholder already in `text` are skipped, so that
+    redacting a redacted text changes nothing."""
     rank = len(_rules())
+    taken = [m.span() for m in _PLACEHOLDER.finditer(text)] if "[REDACTED:" in text else []
     spans: list[_Span] = []
     for value, type_ in literals.items():
         if not value:
             continue
         at = text.find(value)
         while at != -1:
-            spans.append(_Span(at, at + len(value), rank, type_))
-            at = text.find(value, at + len(value))
+            end = at + len(value)
+            if not any(a < end and at < b for a, b in taken):
+                spans.append(_Span(at, end, rank, type_))
+            at = text.find(value, end)
     return spans
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .pathtext import shown
 
 KEEP_SESSIONS = 50  # SPEC §12
 _SENSITIVE = frozenset({
@@ -110,7 +111,7 @@ class Session:
         clean = _scrub(data, self._secrets)
         line = json.dumps({"type": kind, "ts": round(time.time(), 3), **clean},
                           ensure_ascii=False, default=str)
-        payload = (line + "\n").encode("utf-8", "replace")
+        payload = (shown(line) + "\n").encode("utf-8", "replace")  # path bytes as \xNN
         with self._lock:
             if self._fd is not None:
                 try:

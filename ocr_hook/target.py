@@ -366,27 +366,27 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
 
 
 def _rediff_as_text(
-    repo: Path, target: Target, files: Sequence[FileDiff], forced: Sequence[FileDiff]
+    repo: Path, target: Target, files: Sequence[FileDiff],
+    forced: Sequence[tuple[FileDiff, str]],
 ) -> list[FileDiff]:
-    """``files`` with each of ``forced`` (binary by attribute, text by content) replaced by
-    its ``git diff --text`` entry, its attribute in ``FileDiff.binary_attribute``. Both paths
-    of a rename are passed (literal pathspecs), so git pairs them as before; an entry git
-    lists differently, or still binary, is kept as it was."""
-    paths = sorted({p for f in forced for p in (f.old_path, f.new_path) if p})
+    """``files`` with each forced file (binary by attribute, text by content) replaced by its
+    ``git diff --text`` entry, the attribute in ``FileDiff.binary_attribute``. Both paths of a
+    rename are passed (literal pathspecs), so git pairs them as before; an entry git lists
+    differently, or still binary, is kept as it was."""
+    paths = sorted({p for f, _a in forced for p in (f.old_path, f.new_path) if p})
     args = diff_command(target, "--text", "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")
     raw, patch = split_raw_and_patch(gitio.run_git(repo, "--literal-pathspecs", *args, *paths))
     redone = {(f.status, f.old_path, f.new_path): f
               for f in build_file_diffs(parse_raw_numstat_z(raw), patch, as_text=True)}
-    attrs = textattr.binary_attributes(repo, [f.path for f in forced])
-    wanted = {id(f) for f in forced}
+    wanted = {id(f): attr for f, attr in forced}
     out: list[FileDiff] = []
     for f in files:
         text = redone.get((f.status, f.old_path, f.new_path)) if id(f) in wanted else None
         if text is None or text.binary:
             out.append(f)
             continue
-        text.binary_attribute = attrs.get(f.path) or "a .gitattributes entry"
+        text.binary_attribute = wanted[id(f)]
         out.append(text)
     return out
 

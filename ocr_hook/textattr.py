@@ -35,12 +35,18 @@ ObjectReader = Callable[[Path, Sequence[str]], list[tuple[str, bytes] | None]]
 
 def text_marked_binary(
     repo: Path, files: Sequence[FileDiff], read_objects: ObjectReader
-) -> list[FileDiff]:
-    """The files git reported binary (``FileDiff.binary``) whose every present blob is text:
-    no NUL byte in the first 8000 bytes, at most TEXT_SNIFF_MAX_BYTES. Submodules and
-    symlinks are never candidates. ``read_objects(repo, oids)`` returns ``(type, bytes)`` or
-    None per oid (``target.read_objects``). Keeps the order of ``files``. Raises GitError."""
+) -> list[tuple[FileDiff, str]]:
+    """(file, attribute) for each file git reported binary (``FileDiff.binary``) because of a
+    ``.gitattributes`` entry (:func:`binary_attributes`) whose every present blob is text: no
+    NUL byte in the first 8000 bytes, at most TEXT_SNIFF_MAX_BYTES. Files binary without an
+    attribute (git found a NUL), submodules and symlinks are never read. ``read_objects(repo,
+    oids)`` returns ``(type, bytes)`` or None per oid (``target.read_objects``). Keeps the
+    order of ``files``. Raises GitError."""
     cands = [f for f in files if f.binary and not f.submodule and not f.symlink]
+    if not cands:
+        return []
+    attrs = binary_attributes(repo, [f.path for f in cands])
+    cands = [f for f in cands if attrs.get(f.path)]
     oids = sorted({o for f in cands for o in (f.old_oid, f.new_oid) if _present(o)})
     if not oids:
         return []
@@ -50,7 +56,7 @@ def text_marked_binary(
         o for o, obj in zip(small, read_objects(repo, small), strict=True)
         if obj is not None and obj[0] == "blob" and b"\0" not in obj[1][:BINARY_SNIFF_BYTES]
     }
-    return [f for f in cands
+    return [(f, attrs[f.path]) for f in cands
             if all(o in text for o in (f.old_oid, f.new_oid) if _present(o))]
 
 
@@ -69,16 +75,24 @@ def _blob_sizes(repo: Path, oids: Sequence[str]) -> dict[str, int]:
 def binary_attributes(repo: Path, paths: Sequence[str]) -> dict[str, str]:
     """path → the attribute that makes git treat it as binary, as written in
     ``.gitattributes``: ``binary`` (the macro), ``-diff`` or ``diff=<driver>`` (a driver
-    with ``diff.<driver>.binary``); "" when none applies (an attribute git read elsewhere).
-    Reads the index's ``.gitattributes`` (``git check-attr --cached``), so a marking staged
-    in the same commit counts. ``git check-attr -z`` prints ``<path>\\0<attr>\\0<value>\\0``
-    triples. Raises GitError."""
+    with ``diff.<driver>.binary``); "" when none applies. The index's ``.gitattributes``
+    (``git check-attr --cached``: a marking staged in the same commit counts) is asked first,
+    then the work tree's (what ``git diff`` itself reads first). Raises GitError."""
     if not paths:
         return {}
+    found = _check_attr(repo, paths, cached=True)
+    missing = [p for p in paths if not found.get(p)]
+    if missing:
+        found.update(_check_attr(repo, missing, cached=False))
+    return found
+
+
+def _check_attr(repo: Path, paths: Sequence[str], *, cached: bool) -> dict[str, str]:
+    """One ``git check-attr -z --stdin [--cached] binary diff`` call, which prints
+    ``<path>\\0<attr>\\0<value>\\0`` triples, reduced to the marking per path ("" for none)."""
     data = b"".join(os.fsencode(p) + b"\0" for p in paths)
-    out = gitio.run_git(repo, "check-attr", "-z", "--stdin", "--cached", "binary", "diff",
-                        stdin=data)
-    fields = out.split(b"\0")
+    args = ["check-attr", "-z", "--stdin", *(["--cached"] if cached else []), "binary", "diff"]
+    fields = gitio.run_git(repo, *args, stdin=data).split(b"\0")
     values: dict[str, dict[str, str]] = {}
     for i in range(0, len(fields) - 2, 3):
         path = os.fsdecode(fields[i])

@@ -130,6 +130,10 @@ def test_literals_are_redacted_everywhere_and_a_rule_keeps_its_type() -> None:
     out, n = redact(text, {CHECKSUM: HEX_TYPE, GH_CLASSIC: "detect-secrets:github-token"})
     assert (out, n) == (f'a = "[REDACTED:{HEX_TYPE}]"\nb = {CHECKSUM[:8]}\n'
                         't = "[REDACTED:github-token]"', 2)
+    keyword = {"secret-scan": "detect-secrets:secret-keyword"}  # a short value it may report
+    once = redact('SOURCE = "secret-scan"', keyword)[0]
+    assert once == 'SOURCE = "[REDACTED:detect-secrets:secret-keyword]"'
+    assert redact(once, {**keyword, "secret": "detect-secrets:secret-keyword"}) == (once, 0)
     red = Redactor({CHECKSUM: HEX_TYPE})
     assert red(f"x{CHECKSUM}y {CHECKSUM}") == f"x[REDACTED:{HEX_TYPE}]y [REDACTED:{HEX_TYPE}]"
     assert red.replaced == 2

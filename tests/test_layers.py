@@ -99,6 +99,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.findings": 5,
     "ocr_hook.errors": 5,
     "ocr_hook.atomicfile": 5,
+    "ocr_hook.pathtext": 5,  # non-UTF-8 paths shown as \\xNN and mapped back
     "ocr_hook.exitcodes": 5,  # the one exit-code table
     "ocr_hook": 5,  # ocr_hook/__init__.py: __version__ only, imports nothing
 }

@@ -4,6 +4,7 @@ layering, selection, output. Nothing is faked (no LLM is configured at all)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -262,9 +263,10 @@ def test_preview_json_keeps_a_non_utf8_file_name_exact(
     repo.git("add", "-A")
     rc, out, err = run_preview(repo, monkeypatch, capsys, "--format", "json")
     assert rc == 0, err
-    out.encode("utf-8")  # valid UTF-8 text
+    out.encode("utf-8")  # valid UTF-8 text, no lone surrogate
     [f] = json.loads(out)["files"]
-    assert os.fsencode(f["path"]) == b"caf\xe9.py" and f["will_review"] is True
+    assert (f["path"], f["will_review"]) == ("caf\\xe9.py", True)  # issue 16: \xNN form
+    assert base64.b64decode(f["path_bytes_b64"]) == b"caf\xe9.py"  # and the exact bytes
     rc, out, err = run_preview(repo, monkeypatch, capsys)
     assert out.splitlines()[1] == "caf\\xe9.py  added   +1/-0  yes"
 

@@ -4,7 +4,9 @@
 agent code (tool loop, grouping, plan, review filter, re-location, compression summary), so no
 request can leave without its messages redacted: system and user prompts (the diffs), tool
 results (built-in and MCP), earlier assistant turns and their tool-call arguments, and tool
-descriptions. Anthropic ``native`` blocks (thinking signatures) are resent unchanged: they are
+descriptions. Text is also made encodable: a path byte that is not UTF-8 is sent as ``\\xNN``
+(:mod:`ocr_hook.pathtext`), and tools map that form back. Anthropic ``native`` blocks
+(thinking signatures) are resent unchanged: they are
 the model's own output, produced from redacted input.
 
 :class:`Redactor` is the text function behind it (``redact.redact``: every detected value,
@@ -22,6 +24,7 @@ import threading
 from collections.abc import Mapping
 
 from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn
+from ..pathtext import shown
 from ..redact import redact
 
 MEMO_MAX_ENTRIES = 4096  # memoised texts kept per run before the memo is cleared (ours)
@@ -49,7 +52,7 @@ class Redactor:
             hit = self._memo.get(text)
         if hit is not None:
             return hit
-        out, n = redact(text, self.literals)
+        out, n = redact(shown(text), self.literals)  # non-UTF-8 path bytes as \xNN (pathtext)
         with self._lock:
             if len(self._memo) >= MEMO_MAX_ENTRIES or self._memo_chars >= MEMO_MAX_CHARS:
                 self._memo.clear()

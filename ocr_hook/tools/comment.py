@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..findings import CATEGORIES, RawComment, Severity
+from ..pathtext import real_path
 from .registry import ToolResult
 
 COMMENTED = "Successfully commented."
@@ -67,7 +68,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
         hint = item.get("line")
         existing = item.get("existing_code")
         suggestion = item.get("suggestion_code")
-        path = path.strip()
+        path = real_path(path.strip())  # a non-UTF-8 name the model saw as \xNN
         while path.startswith("./"):
             path = path[2:]
         out.append(

@@ -34,6 +34,7 @@ from typing import Any
 
 from .. import gitio
 from ..errors import GitError
+from ..pathtext import real_path
 from .registry import Handler, ToolResult
 from .snapshot import GREP_TIMEOUT_S, SnapshotView, confine, is_secret_path
 
@@ -241,7 +242,7 @@ def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     q = args.get("query_name")
     if not isinstance(q, str) or not q.strip():
         return ToolResult(NOT_FOUND_FILE)
-    q = q.strip().replace("\\", "/")
+    q = real_path(q.strip()).replace("\\", "/")
     case_sensitive = _bool(args.get("case_sensitive"))
     norm: Callable[[str], str] = (lambda s: s) if case_sensitive else str.lower
     needle = norm(q)

@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import gitio, resources
 from ..diff import FileDiff
+from ..pathtext import real_path
 
 GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
 READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
@@ -33,12 +34,13 @@ REDACT_WINDOW_LINES = 200  # else lines either side of those shown (ours)
 
 
 def confine(path: object) -> str | None:
-    """Normalise a model-supplied repository path (``\\`` → ``/``, leading ``./`` dropped,
+    """Normalise a model-supplied repository path (``\\xNN`` → the non-UTF-8 byte it shows,
+    :func:`ocr_hook.pathtext.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
     duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
     contains a ``..`` segment anywhere."""
     if not isinstance(path, str):
         return None
-    p = path.strip().replace("\\", "/")
+    p = real_path(path.strip()).replace("\\", "/")
     if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":") or "\0" in p:
         return None
     parts = [s for s in p.split("/") if s not in ("", ".")]
