@@ -104,13 +104,16 @@ def _read_optional(path: str) -> str:
 
 
 def result_settings(
-    cfg: Config, endpoint: Endpoint, background: str, version: str
+    cfg: Config, endpoint: Endpoint, background: str, version: str,
+    tool_defs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every setting besides content, rules and effort that can change a review's findings
     (effort is stored in the entries, see the module doc).
 
-    Reads the built-in prompt templates and tool definitions (package data) and the user's
-    ``tools.file``; their texts enter as SHA-256 digests.
+    Reads the built-in prompt templates and tool definitions (package data); their texts
+    enter as SHA-256 digests, and so do ``tool_defs`` (the definitions after ``tools.file``,
+    as the run uses them: a repository's tools file comes from HEAD, never from disk) or,
+    without them, the text of ``tools.file`` on disk.
     """
     templates = {
         name: hashlib.sha256(resources.read_text(f"templates/{name}").encode()).hexdigest()
@@ -120,7 +123,8 @@ def result_settings(
     tools = {
         "builtin": hashlib.sha256(resources.read_text("tools.json").encode()).hexdigest(),
         "file": cfg.tools.file,
-        "file_text": hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
+        "file_text": digest(repr(sorted(tool_defs.items()))) if tool_defs is not None
+        else hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
         "mcp": cfg.mcp.servers,
     }
     return {

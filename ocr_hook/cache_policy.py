@@ -68,11 +68,12 @@ class CachePolicy:
     def for_run(
         cls, cache: cache_mod.ResultCache, cfg: Config, endpoint: Endpoint, effort: str,
         background: str, files: Sequence[FileDiff], rules: Callable[[Sequence[str]], str],
-        record: Record,
+        record: Record, tool_defs: Any = None,
     ) -> CachePolicy:
         """The policy of a run with these settings (reads the shipped templates and tool
         definitions once, see ``cache.result_settings``)."""
-        settings = cache_mod.result_settings(cfg, endpoint, background, __version__)
+        settings = cache_mod.result_settings(cfg, endpoint, background, __version__,
+                                             tool_defs)
         return cls(cache, settings, files, rules, record, effort)
 
     @property

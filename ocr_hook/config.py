@@ -204,13 +204,18 @@ def build(layers: Sequence[Layer]) -> Config:
         key = ".".join(loc[:2])
         model = SECTIONS.get(loc[0])
         value = _get(data, key)
+        if key in SECRET_KEYS and isinstance(value, str):
+            value = "(hidden)"  # an error line must not print a key
         src = origin.get(key, "configuration")
         if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             allowed = ", ".join(field_names(model)) if model else ""
             raise ConfigError(f"unknown key {key} in {src}; allowed keys: {allowed}") from None
         allowed = _allowed(model, loc[1]) if model and len(loc) > 1 else ""
+        msg = err["msg"]
+        if err["type"] == "value_error":  # our own validators: their message says it all
+            msg, allowed = msg.removeprefix("Value error, "), ""
         raise ConfigError(
-            f"invalid {key} = {value!r} in {src}: {err['msg']}"
+            f"invalid {key} = {value!r} in {src}: {msg}"
             + (f"; allowed: {allowed}" if allowed else "")
         ) from None
 

@@ -29,6 +29,16 @@ REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
 # Request fields the client itself writes; llm.extra_body may not replace them (issue 17: an
 # extra_body ``messages`` made a review silently review nothing).
 RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2 token
+
+
+def _printable_latin1(value: str) -> bool:
+    """True when ``value`` can be sent as an HTTP header value as it is (requests refuses line
+    breaks and leading whitespace; http.client encodes values as latin-1)."""
+    return (value == value.lstrip() and all(" " <= c <= "~" or "\xa0" <= c <= "\xff"
+                                            for c in value))
+
+
 # pydantic's config of each stdlib dataclass below (``shapes.check`` reads ``extra`` too):
 # unknown keys refused; ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
 _STRICT = {"extra": "forbid", "allow_inf_nan": False}
@@ -50,6 +60,27 @@ def check_http_url(value: str) -> str:
     if parts.scheme.lower() not in ("http", "https") or not host:
         raise ValueError("must be an http:// or https:// URL with a host")
     return value.strip()
+
+
+def check_extra_headers(v: dict[str, str]) -> dict[str, str]:
+    """``llm.extra_headers`` whose names are HTTP tokens and whose values HTTP can carry;
+    raises ValueError naming the first that is not."""
+    for name, value in v.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an HTTP header name")
+        if not _printable_latin1(value):
+            raise ValueError(f"the value of {name} has a line break, a control character"
+                             " or a character HTTP headers cannot carry")
+    return v
+
+
+def check_api_key(v: str) -> str:
+    """``llm.api_key`` that can be sent in a header; raises ValueError (never showing the
+    key; config.build masks the value too)."""
+    if v and (not _printable_latin1(v) or any(c.isspace() for c in v)):
+        raise ValueError("contains a space, a line break or a character HTTP headers"
+                         " cannot carry")
+    return v
 
 
 def check_extra_body(v: dict[str, Any]) -> dict[str, Any]:
@@ -83,14 +114,15 @@ class LlmConfig:
 
     provider: str = ""
     base_url: Annotated[str, Check(check_http_url)] = ""
-    api_key: str = field(default="", repr=False)
+    api_key: Annotated[str, Check(check_api_key)] = field(default="", repr=False)
     api_key_cmd: str = ""
     model: str = ""
     protocol: Literal["openai", "anthropic", ""] = ""
     timeout_s: Annotated[float, Bound(gt=0, le=LLM_TIMEOUT_MAX_S)] = 120.0
     connect_timeout_s: Annotated[float, Bound(gt=0, le=LLM_TIMEOUT_MAX_S)] = 10.0
     max_retries: Annotated[int, Bound(ge=0, le=10)] = 3
-    extra_headers: dict[str, str] = field(default_factory=dict)
+    extra_headers: Annotated[dict[str, str], Check(check_extra_headers)] = field(
+        default_factory=dict)
     extra_body: Annotated[dict[str, Any], Check(check_extra_body)] = field(default_factory=dict)
     max_output_tokens: Annotated[int, Bound(ge=1)] = 16384
     max_output_tokens_cap: Annotated[int, Bound(ge=1)] | None = None

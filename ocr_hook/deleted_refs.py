@@ -50,9 +50,10 @@ def find_users(
     repo: Path, tree: str, deleted: Sequence[FileDiff]
 ) -> dict[str, tuple[str, ...]]:
     """Deleted path → up to USERS_MAX lines of the snapshot ``tree`` that refer to it, each as
-    ``<path>:<line>: <text>`` (text stripped, cut at USER_LINE_CHARS). A line refers to a
-    deleted file when it holds one of its :func:`reference_names` as a whole word and a
-    REFERENCE_WORDS word. Deleted paths without such lines are absent. Raises GitError."""
+    ``<path>:<line>: <text>`` (text stripped, cut at USER_LINE_CHARS), the best evidence first
+    (:func:`_strong`), then git's order. A line refers to a deleted file when it holds one of
+    its :func:`reference_names` as a whole word and a REFERENCE_WORDS word. Deleted paths
+    without such lines are absent. Raises GitError."""
     names: dict[str, list[str]] = {}
     for f in deleted:
         for name in reference_names(f.path):
@@ -64,7 +65,7 @@ def find_users(
     for name in sorted(names):
         args += ["-e", name]
     _rc, out, _ = gitio.run_git_full(repo, *args, tree, "--", ok_codes=(0, 1))
-    found: dict[str, list[str]] = {}
+    found: dict[str, tuple[list[str], list[str]]] = {}  # owner -> (strong, weak) lines
     prefix = (tree + ":").encode()
     gone = {f.path for f in deleted}
     for record in out.split(b"\n"):
@@ -76,13 +77,26 @@ def find_users(
         if path in gone or not REFERENCE_WORDS.search(text):
             continue
         for name, owners in names.items():
-            if not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+            if name not in text or not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
                 continue
             for owner in owners:
-                users = found.setdefault(owner, [])
-                if len(users) < USERS_MAX:
-                    users.append(f"{path}:{parts[1].decode()}: {text[:USER_LINE_CHARS]}")
-    return {k: tuple(v) for k, v in found.items()}
+                strong, weak = found.setdefault(owner, ([], []))
+                kept = strong if _strong(owner, path, text) else weak
+                if len(kept) < USERS_MAX:
+                    kept.append(f"{path}:{parts[1].decode()}: {text[:USER_LINE_CHARS]}")
+    return {k: tuple([*strong, *weak][:USERS_MAX]) for k, (strong, weak) in found.items()}
+
+
+def _strong(deleted: str, user: str, text: str) -> bool:
+    """Whether a reference line is good evidence: the user sits in the deleted file's folder
+    (``from . import x``, ``./x``, ``mod x;``), or the line also names that folder
+    (``from pkg.util import helpers``, ``../util/helpers``). Weaker matches (a file of the same
+    name elsewhere) are kept but listed after these."""
+    folder = posixpath.dirname(deleted)
+    if posixpath.dirname(user) == folder:
+        return True
+    parent = posixpath.basename(folder)
+    return bool(parent) and re.search(rf"(?<!\w){re.escape(parent)}(?!\w)", text) is not None
 
 
 def mark_referenced(repo: Path, deleted: Sequence[tuple[str, FileDiff]]) -> bool:

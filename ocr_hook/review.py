@@ -242,7 +242,7 @@ class _RunState:
 
         self.cache_policy = CachePolicy.for_run(
             self.cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
-            self.rules, self.record)
+            self.rules, self.record, req.tool_defs)
         hit = self.cache_policy.lookup_run(self.reviewable)
         if hit is None:
             return None

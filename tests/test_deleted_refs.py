@@ -102,3 +102,13 @@ def test_find_users_keeps_reference_lines_of_each_language(repo: GitRepo) -> Non
         "widgets/index.ts": ("app.ts:1: import { w } from './widgets';",),
         "helpers.rb": ("run.rb:1: require_relative 'helpers'",),
     }
+
+
+def test_find_users_lists_the_best_evidence_first(repo: GitRepo) -> None:
+    repo.commit({"a/util.py": "X = 1\n", "b/util.py": "Y = 2\n",
+                 "b/app.py": "from b import util\n", "c/main.py": "from a import util\n"}, "init")
+    repo.git("rm", "-q", "a/util.py")
+    snap = target.staged_snapshot(repo.path, {})
+    files = [f for f in target.load_diff(repo.path, snap) if f.status == "deleted"]
+    assert deleted_refs.find_users(repo.path, snap.head, files) == {
+        "a/util.py": ("c/main.py:1: from a import util", "b/app.py:1: from b import util")}

@@ -98,6 +98,11 @@ def test_a_committed_tools_file_is_read_from_head(
     rc, _, err = run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
     assert rc == 0, err
     assert "TEAM DESCRIPTION of file_find" in sent(llm)
+    # the cache key follows the definitions read from HEAD, not the work tree's copy
+    repo.write({"ci/tools.json": json.dumps(shipped).replace("TEAM DESCRIPTION", "NEW TEXT")})
+    repo.git("commit", "-q", "-m", "tools", "--", "ci/tools.json")
+    run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
+    assert len(llm.requests) == 2 and "NEW TEXT of file_find" in json.dumps(llm.requests[1])
 
 
 def test_the_user_may_name_any_file_for_the_background(
@@ -256,3 +261,23 @@ def test_every_bad_setting_is_a_usage_error_with_one_line(
     assert "Traceback" not in err
     # a hook adds how to bypass it once; `review` prints the one line only
     assert len(lines) == (2 if command[0] == "hook" else 1), err
+
+
+@pytest.mark.parametrize(("env", "shown"), [
+    ({"OCR_HOOK_LLM_EXTRA_HEADERS": '{"X-Team": "a\\r\\nInjected: 1"}'},
+     "invalid llm.extra_headers = {'X-Team': 'a\\r\\nInjected: 1'} in environment"),
+    ({"OCR_HOOK_LLM_EXTRA_HEADERS": '{"Bad Name": "v"}'},
+     "invalid llm.extra_headers = {'Bad Name': 'v'} in environment"),
+    ({"OCR_LLM_TOKEN": "sk-secret\nvalue"}, "invalid llm.api_key = '(hidden)' in environment"),
+])
+def test_settings_http_cannot_send_are_usage_errors_and_never_print_the_key(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], env: dict[str, str], shown: str,
+) -> None:
+    repo.stage(APP)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run(["review"], {**llm.env(), **env}, capsys)
+    assert rc == 2 and out == "" and llm.requests == []
+    [line] = err.splitlines()
+    assert line.startswith(f"ocr-hook: {shown}"), line
+    assert "sk-secret" not in err

@@ -58,7 +58,7 @@ def test_a_50_mb_response_stays_under_200_mb_and_leaves_the_group_incomplete(
     repo.stage(APP)
     body = (b'{"choices":[{"index":0,"message":{"role":"assistant","content":"'
             + b"A" * (50 * 1024 * 1024) + b'"},"finish_reason":"stop"}]}')
-    llm.reply(body)
+    llm.reply(body, headers={"connection": "close"})  # no length: read until the cap
     # a fresh wrapper process whose only child is the review: its children's peak RSS is the
     # review's (git's short-lived children are far smaller)
     wrapper = (

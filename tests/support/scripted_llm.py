@@ -125,13 +125,19 @@ class ScriptedLLM:
                 # bytes are sent as they are (a body no JSON encoder would write, or a huge one)
                 data = (reply.body if isinstance(reply.body, bytes)
                         else json.dumps(reply.body).encode())
+                # "connection: close" in the reply's headers: no content-length, the body
+                # ends when the server closes the connection (read until EOF)
+                until_close = reply.headers.get("connection") == "close"
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
+                if not until_close:
+                    self.send_header("content-length", str(len(data)))
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+                if until_close:
+                    self.close_connection = True
 
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
