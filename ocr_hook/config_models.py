@@ -142,6 +142,9 @@ class ReviewConfig:
     timeout_s: Annotated[float, Bound(gt=0, le=REVIEW_TIMEOUT_MAX_S)] = 300.0
     max_tokens_budget: Annotated[int, Bound(ge=0)] | None = None
     max_group_tokens: Annotated[int, Bound(ge=0)] | None = None  # None: 10 × llm.context_tokens
+    # issue 16: a pushed range of more commits is cut to the newest ones (the rest is reported
+    # as not reviewed)
+    max_push_commits: Annotated[int, Bound(ge=1)] = 20
     language: str = "English"
     filter: bool = True
     background: str = ""

@@ -219,6 +219,36 @@ def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
     return out
 
 
+def _short(label: Any) -> str:
+    """A full object id shortened to 12 characters; other labels unchanged."""
+    text = str(label)
+    return text[:12] if len(text) in (40, 64) and text.isalnum() else text
+
+
+def scope_lines(inp: Mapping[str, Any]) -> list[str]:
+    """Text lines naming what was reviewed (issue 16): each pushed range with its commit count
+    and the older commits left out, or the ``base..head`` of a commit, range or merge. None
+    for the staged snapshot (its base is HEAD)."""
+    mode = inp.get("mode", "")
+    if mode == "push":
+        ranges = inp.get("ranges") or []
+        if not ranges:
+            return ["reviewed: nothing (no new commits to push)"]
+        lines = []
+        for r in ranges:
+            n = r.get("commits", 0)
+            line = (f"reviewed {r.get('ref') or 'push'}: {_short(r['base'])}..{_short(r['head'])}"
+                    f" ({n} commit{'s' if n != 1 else ''})")
+            if r.get("not_reviewed_commits"):
+                line += (f"; {r['not_reviewed_commits']} older commit(s) not reviewed"
+                         f" ({_short(r['not_reviewed_base'])}..{_short(r['base'])})")
+            lines.append(line)
+        return lines
+    if mode in ("commit", "range", "merge"):
+        return [f"reviewed: {_short(inp.get('base', ''))}..{_short(inp.get('head', ''))}"]
+    return []
+
+
 def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
     """``--preview`` as text (SPEC §4): path (``old → new`` for renames), status, +/-, and
     ``yes`` or ``no (reason)``; then a count line."""
@@ -273,6 +303,8 @@ def write_text(
             w(f"    {line}\n")
     if not result.findings and result.status in ("complete", "skipped"):
         w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
+    for line in scope_lines(result.input):
+        w(f"{display_text(line)}\n")
     coverage = coverage_lines(result.files)
     if coverage:
         w("\n")
@@ -416,6 +448,7 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
                 "verdict": result.decision.verdict,
                 "session_id": result.session_id,
                 "cache_hits": result.cache_hits,
+                "input": dict(result.input),  # what was reviewed: base, head, pushed ranges
             },
         }],
     }

@@ -11,16 +11,35 @@ from collections.abc import Callable, Sequence
 from . import target
 from .llm.types import Usage
 from .request import ReviewRequest
-from .results import ReviewResult
+from .results import ReviewResult, RunWarning
 
 
-def ranges_json(targets: Sequence[target.Target]) -> list[dict[str, str]]:
-    """JSON ``input.ranges`` of push mode: one ``{ref, base, head}`` per pushed remote ref."""
-    return [
-        {"ref": ref, "base": t.base_label, "head": t.head_label}
-        for t in targets
-        for ref in (t.refs or ("",))
-    ]
+def ranges_json(targets: Sequence[target.Target]) -> list[dict[str, str | int]]:
+    """JSON ``input.ranges`` of push mode: one ``{ref, base, head, commits}`` per pushed remote
+    ref (``base..head`` is what was reviewed, ``commits`` how many commits it holds); a range
+    cut to its newest commits (``push_scope``) adds ``not_reviewed_commits`` and
+    ``not_reviewed_base`` (the older commits ``not_reviewed_base..base`` were left out)."""
+    out: list[dict[str, str | int]] = []
+    for t in targets:
+        for ref in t.refs or ("",):
+            entry: dict[str, str | int] = {"ref": ref, "base": t.base_label,
+                                           "head": t.head_label, "commits": t.commits}
+            if t.skipped_commits:
+                entry["not_reviewed_commits"] = t.skipped_commits
+                entry["not_reviewed_base"] = t.skipped_base_label
+            out.append(entry)
+    return out
+
+
+def skipped_commits_warnings(targets: Sequence[target.Target]) -> list[RunWarning]:
+    """One ``commits_not_reviewed`` warning per range cut to its newest commits
+    (``push_scope``), naming the reviewed range and the older commits left out."""
+    return [RunWarning(
+        "commits_not_reviewed", "",
+        f"{', '.join(t.refs) or t.head_label}: reviewed the newest {t.commits} commit(s)"
+        f" {t.base_label}..{t.head_label}; {t.skipped_commits} older commit(s) not reviewed"
+        f" ({t.skipped_base_label}..{t.base_label}); raise review.max_push_commits to include"
+        " them") for t in targets if t.skipped_commits]
 
 
 def run_ranges(

@@ -16,6 +16,8 @@ from .gate import GateOptions
 from .llm.types import Endpoint
 from .selection import SelectionPolicy
 
+HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # SPEC §2: hook-stage defaults
+
 
 @dataclass(frozen=True)
 class ReviewRequest:
@@ -24,12 +26,15 @@ class ReviewRequest:
     repo: Path
     config: Config
     environ: Mapping[str, str]
-    mode: str = "staged"  # staged | commit | range | push
-    stage: str = "review"  # review | pre-commit | pre-push
+    mode: str = "staged"  # staged | merge | commit | range | push
+    stage: str = "review"  # review | pre-commit | pre-merge-commit | pre-push
     commit: str = ""
     from_ref: str = ""
     to_ref: str = ""
     targets: tuple[target.Target, ...] = ()  # pre-resolved (push mode)
+    # File names the hook was given (pre-commit framework, pass_filenames): only these of the
+    # changed paths are reviewed; None = no list was given. An empty tuple reviews nothing.
+    path_filter: tuple[str, ...] | None = None
     endpoint: Endpoint | None = None
     endpoint_error: str = ""
     # Runs llm.api_key_cmd (config_cli.ApiKeyCommand): set when the endpoint's key is still to
@@ -48,11 +53,11 @@ class ReviewRequest:
 
     @property
     def effort(self) -> str:
-        """review.effort, else ``low`` for pre-commit and ``medium`` otherwise."""
+        """review.effort, else ``low`` for pre-commit/pre-merge-commit, ``medium`` otherwise."""
         e = self.config.review.effort
         if e:
             return e
-        return "low" if self.stage == "pre-commit" else "medium"
+        return "low" if self.stage in ("pre-commit", "pre-merge-commit") else "medium"
 
     @property
     def budget_tokens(self) -> int:
@@ -60,7 +65,7 @@ class ReviewRequest:
         b = self.config.review.max_tokens_budget
         if b is not None:
             return b
-        return 300_000 if self.stage in ("pre-commit", "pre-push") else 0
+        return 300_000 if self.stage in HOOK_STAGES else 0
 
     @property
     def selection_policy(self) -> SelectionPolicy:

@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-from . import grouping, selection, target
+from . import grouping, hookinput, runlock, selection, target
 from .change_scan import change_findings
 from .deleted_refs import mark_referenced
 from .diff import FileDiff
@@ -35,8 +35,9 @@ from .findings import RawComment, merge_same_claims
 from .gate import decide
 from .group_prompts import PROMPT_CONTEXT_FRACTION, exceeds_tokens
 from .grouping import Group
+from .input_notes import input_warnings
 from .llm.types import Endpoint
-from .ranges import ranges_json, run_ranges
+from .ranges import ranges_json, run_ranges, skipped_commits_warnings
 from .request import ReviewRequest
 from .results import (
     FileOutcome,
@@ -73,6 +74,8 @@ def resolve_targets(req: ReviewRequest) -> list[target.Target]:
         return [target.commit_target(req.repo, req.commit)]
     if req.mode == "range":
         return [target.range_target(req.repo, req.from_ref, req.to_ref)]
+    if req.mode == "merge":
+        return [target.merge_snapshot(req.repo, req.environ)]
     return [target.staged_snapshot(req.repo, req.environ)]
 
 
@@ -98,15 +101,26 @@ def run(
     if req.preview or not state.reviewable:
         return state.finish_without_llm()
     if req.endpoint is None:
-        return state.no_endpoint(req.endpoint_error)
+        return state.not_reviewed("no_endpoint", req.endpoint_error)
     redactor = state.redact_reviewed()
+    return runlock.exclusive(  # one run per input at a time; a second one uses the cache
+        cache.root if cache else None, state.head.base, state.head.head,
+        req.config.review.timeout_s, lambda: _review_with_llm(state, redactor, session),
+        locked=lambda why: state.not_reviewed("locked", why),
+        note=lambda msg: state.result.warnings.append(RunWarning("lock_wait", "", msg)))
+
+
+def _review_with_llm(state: _RunState, redactor: Redactor,
+                     session: Session | None) -> ReviewResult:
+    """From the cache lookup on: a cached result, or groups, their reviews, merge and gate."""
+    req = state.req
     run_hit = state.run_cache_hit()
     if run_hit is not None:
         return run_hit
     try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
         endpoint = req.endpoint_with_key()
     except OcrError as e:
-        return state.no_endpoint(f"no LLM endpoint: {e}")
+        return state.not_reviewed("no_endpoint", f"no LLM endpoint: {e}")
     if req.api_key_cmd is not None and session is not None:
         session.add_secret(endpoint.api_key)
     runner = _GroupRunner(state, endpoint, redactor)
@@ -144,6 +158,7 @@ class _RunState:
             loaded = target.load_diff(req.repo, t)
             heads.update((id(f), t.head) for f in loaded)
             self.files.extend(loaded)
+        self.files, notice = hookinput.narrow(self.files, req.path_filter, req.environ, req.mode)
         decisions = selection.select(self.files, req.selection_policy, self.count)
         gone = [(heads[id(d.file)], d.file) for d in decisions if d.reason == "deleted"]
         if gone and mark_referenced(req.repo, gone):  # issue 16: deleted but still used
@@ -164,20 +179,8 @@ class _RunState:
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
             self.result.input["ranges"] = ranges_json(targets)
-        for msg in scanned.warnings:
-            log.warning("%s", msg)
-            self.result.warnings.append(RunWarning("detect_secrets", "", msg))
-        for f in self.files:
-            if f.referenced_by:
-                msg = (f"{f.path}: deleted but still referenced by {len(f.referenced_by)} line(s)"
-                       f" (first: {f.referenced_by[0].split(': ', 1)[0]}); deletion reviewed")
-                log.warning("%s", msg)
-                self.result.warnings.append(RunWarning("deleted_referenced", f.path, msg))
-            if f.binary_attribute:  # issue 16: binary by content, not by attribute
-                msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
-                       " (no NUL byte); reviewed and scanned as text")
-                log.warning("%s", msg)
-                self.result.warnings.append(RunWarning("binary_attribute", f.path, msg))
+            self.result.warnings.extend(skipped_commits_warnings(targets))
+        self.result.warnings.extend(input_warnings(self.files, notice, scanned.warnings))
         self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
 
     def count(self, text: str) -> int:
@@ -205,14 +208,15 @@ class _RunState:
                 result.status = "complete"
         return self.finished()
 
-    def no_endpoint(self, why: str) -> ReviewResult:
-        """SPEC §2: no usable endpoint. The deterministic findings are reported and gated,
-        every reviewable file is not reviewed (``no_endpoint``), and gate.on_error decides."""
+    def not_reviewed(self, reason: str, why: str) -> ReviewResult:
+        """No LLM review at all (``reason``: ``no_endpoint``, SPEC §2; ``locked``): the
+        deterministic findings are reported and gated, every reviewable file is not reviewed
+        with ``reason``, and gate.on_error decides."""
         result = self.result
         for f in self.reviewable:
-            self.outcomes[id(f)].settle("no_endpoint")
+            self.outcomes[id(f)].settle(reason)
         result.incomplete_reasons.append(f"NOT REVIEWED: {why}")
-        result.warnings.append(RunWarning("no_endpoint", "", why))
+        result.warnings.append(RunWarning(reason, "", why))
         result.status = "failed"
         result.findings = self.config_findings
         result.decision = decide(self.config_findings, True, self.req.gate)
@@ -266,6 +270,7 @@ class _GroupRunner:
     their outcomes; the merge takes them in group order, not in the order they finished."""
 
     def __init__(self, state: _RunState, endpoint: Endpoint, redactor: Redactor) -> None:
+        from .agent.budget import BudgetedClient
         from .agent.meter import Meter
         from .agent.redaction import RedactingClient
         from .comments import Collector, CommentPool, CommentProcessor
@@ -283,9 +288,9 @@ class _GroupRunner:
                            deadline=state.t0 + cfg.review.timeout_s)
         # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
         # included; the remaining run time caps each attempt's timeouts.
-        self.client = RedactingClient(make_client(  # SPEC §14: the one way out is redacted
+        self.client = RedactingClient(BudgetedClient(make_client(  # SPEC §14: redacted
             endpoint, before_attempt=self.meter.before_attempt,
-            count_tokens=state.count), redactor)  # when usage is absent
+            count_tokens=state.count), self.meter), redactor)  # count: when usage is absent
         self.redact: Callable[[str], str] = redactor
         self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact)
         external: list[Any] = []

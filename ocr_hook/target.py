@@ -9,6 +9,7 @@ runs git through :mod:`gitio`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -61,16 +62,21 @@ class Target:
     staged mode, a commit id otherwise; ``base`` may be the empty tree). ``base_label`` and
     ``head_label`` are what the user would recognise (a commit id, ``(index)``,
     ``(empty tree)``). ``refs`` are the remote refs a pushed range updates (push mode; several
-    when identical ranges were merged).
+    when identical ranges were merged). Push mode also counts ``commits`` (in base..head) and,
+    when the range was cut to its newest commits (``push_scope``), ``skipped_commits`` older
+    ones from ``skipped_base_label`` up to ``base`` that are not reviewed.
     """
 
-    mode: str  # staged | commit | range | push
+    mode: str  # staged | merge | commit | range | push
     base: str
     head: str
     base_label: str
     head_label: str
     snapshot_tree: str = ""
     refs: tuple[str, ...] = ()
+    commits: int = 0
+    skipped_commits: int = 0
+    skipped_base_label: str = ""
 
 
 class PushLine(NamedTuple):
@@ -147,6 +153,23 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         head_label="(index)",
         snapshot_tree=tree,
     )
+
+
+def merge_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
+    """The staged snapshot of a merge about to be committed (git's ``pre-merge-commit`` hook):
+    the index holds the merge result and HEAD is the first parent, so HEAD..snapshot is what
+    the merge brings into the first parent. Mode ``merge``; the head label names the merged
+    commits: MERGE_HEAD, or, since git (2.39) writes MERGE_HEAD only after this hook, the
+    names in ``GIT_REFLOG_ACTION=merge <name>…`` that ``git merge`` exports to its hooks
+    (plain ``(index)`` when neither resolves). Raises as :func:`staged_snapshot`."""
+    snap = staged_snapshot(repo, environ)
+    merged = [m for m in [_rev_parse(repo, "MERGE_HEAD^{commit}")] if m]
+    action = environ.get("GIT_REFLOG_ACTION", "").split()
+    if not merged and action[:1] == ["merge"]:
+        merged = [m for name in action[1:] if not name.startswith("-")
+                  and (m := _rev_parse(repo, f"{name}^{{commit}}"))]
+    label = f"(merge of {', '.join(merged)})" if merged else snap.head_label
+    return dataclasses.replace(snap, mode="merge", head_label=label)
 
 
 def _rev_parse(repo: Path, spec: str) -> str:
@@ -276,10 +299,8 @@ def dedupe_targets(targets: Sequence[Target]) -> list[Target]:
         key = (t.base, t.head)
         if key in merged:
             old = merged[key]
-            merged[key] = Target(
-                old.mode, old.base, old.head, old.base_label, old.head_label,
-                old.snapshot_tree, old.refs + tuple(r for r in t.refs if r not in old.refs),
-            )
+            merged[key] = dataclasses.replace(
+                old, refs=old.refs + tuple(r for r in t.refs if r not in old.refs))
         else:
             merged[key] = t
     return list(merged.values())

@@ -137,6 +137,7 @@ def test_existing_hook_is_chained_and_uninstall_restores_it(
     rc, out = ocr(monkeypatch, capsys, repo.path, "uninstall")
     assert rc == 0
     assert out == (f"removed pre-commit hook and restored the original: {user_hook}\n"
+                   "pre-merge-commit hook not installed\n"
                    "pre-push hook not installed\n")
     assert user_hook.read_text() == original
     assert stat.S_IMODE(user_hook.stat().st_mode) == 0o750
@@ -181,13 +182,14 @@ def test_install_honours_core_hooks_path_and_worktrees(
     ocr(monkeypatch, capsys, repo.path, "uninstall")
     assert not (common_hooks / "pre-commit").exists()
 
-    repo.git("config", "core.hooksPath", ".githooks")
+    outside = tmp_path / "shared-hooks"  # core.hooksPath outside the work tree: honoured
+    repo.git("config", "core.hooksPath", str(outside))
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
-    assert out == f"installed pre-commit hook: {repo.path / '.githooks' / 'pre-commit'}\n"
-    assert install.is_managed(repo.path / ".githooks" / "pre-commit")
+    assert out == f"installed pre-commit hook: {outside / 'pre-commit'}\n"
+    assert install.is_managed(outside / "pre-commit")
     assert not (common_hooks / "pre-commit").exists()
     ocr(monkeypatch, capsys, repo.path, "uninstall")
-    assert list((repo.path / ".githooks").iterdir()) == []
+    assert list(outside.iterdir()) == []
 
 
 def test_hook_falls_back_to_path_and_lets_the_commit_through_when_git_ocr_is_gone(
@@ -238,3 +240,73 @@ def test_native_pre_push_hook_blocks_and_no_verify_bypasses(
     p = git(repo, llm, "push", "--no-verify", "origin", "main")
     assert p.returncode == 0, p.stderr
     assert len(llm.requests) == 1
+
+
+def test_native_pre_merge_commit_hook_reviews_what_the_merge_brings(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.git("checkout", "-q", "-b", "feature")
+    feature = repo.commit({"calc.py": BUGGY}, "add calc")
+    repo.git("checkout", "-q", "main")
+    main = repo.commit({"main_only.py": "M = 1\n"}, "main work")
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install", "--pre-merge-commit")
+    hook = repo.path / ".git" / "hooks" / "pre-merge-commit"
+    assert rc == 0 and out == f"installed pre-merge-commit hook: {hook}\n"
+
+    # blocked: no merge commit, the merge is left for `git merge --abort` / `git commit`
+    llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = git(repo, llm, "merge", "--no-ff", "-m", "merge feature", "feature")
+    assert p.returncode == 1, p.stderr
+    assert head(repo) == main
+    assert "calc.py:2-2 [high · bug]" in p.stderr
+    assert f"reviewed: {main[:12]}..(merge of {feature})" in p.stderr, p.stderr
+    assert "merge blocked: 1 finding(s) at or above high" in p.stderr
+    assert "`git merge --no-verify`" in p.stderr and "SKIP=ocr-review-merge" in p.stderr
+    assert len(llm.requests) == 1
+    prompt = llm.requests[0]["messages"][1]["content"]
+    assert '<file path="calc.py"' in prompt and "main_only.py" not in prompt
+    repo.git("merge", "--abort")
+
+    # advisory: the same merge (answered from the cache) is committed with both parents
+    p = git(repo, llm, "merge", "--no-ff", "-m", "merge feature", "feature",
+            OCR_HOOK_GATE_MODE="advisory")
+    assert p.returncode == 0, p.stderr
+    assert repo.git("rev-parse", "HEAD^1", "HEAD^2").split() == [main, feature]
+    assert repo.git("ls-tree", "--name-only", "HEAD").split() == [
+        "README.md", "calc.py", "main_only.py"]
+    assert len(llm.requests) == 1
+
+
+@pytest.mark.parametrize(("setup", "expected"), [
+    ("husky", "pre-commit hooks here are managed by husky: add this line to .husky/pre-commit:"
+              " git ocr hook pre-commit"),
+    ("lefthook", "pre-commit hooks here are managed by lefthook: add to lefthook.yml:"
+                 " pre-commit: {commands: {ocr-review: {run: 'git ocr hook pre-commit'}}}"),
+    ("tracked", "the hooks directory tools/hooks (core.hooksPath) is inside the work tree,"
+                " shared through the repository: add this line to tools/hooks/pre-commit:"
+                " git ocr hook pre-commit"),
+])
+def test_install_never_rewrites_hooks_of_the_repository_or_a_hook_manager(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    setup: str, expected: str,
+) -> None:
+    if setup == "husky":  # husky 9: core.hooksPath=.husky/_, the user's script in .husky/
+        repo.commit({".husky/pre-commit": "npm test\n"}, "husky")
+        repo.write({".husky/_/.gitignore": "*\n",
+                    ".husky/_/pre-commit": "#!/bin/sh\n. \"$(dirname \"$0\")/h\"\n"})
+        repo.git("config", "core.hooksPath", ".husky/_")
+    elif setup == "lefthook":  # lefthook: its generated script in .git/hooks
+        repo.commit({"lefthook.yml": "pre-commit:\n  commands: {}\n"}, "lefthook")
+        hook = repo.path / ".git" / "hooks" / "pre-commit"
+        hook.write_text("#!/bin/sh\n# lefthook generated\ncall_lefthook run pre-commit\n")
+        hook.chmod(0o755)
+    else:  # a team's tracked hooks folder
+        repo.commit({"tools/hooks/pre-commit": "#!/bin/sh\nmake lint\n"}, "hooks")
+        repo.git("config", "core.hooksPath", "tools/hooks")
+    before = repo.state()
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install", "--pre-commit")
+    assert rc == 2
+    assert out.splitlines()[0] == f"ocr-hook: not installed: {expected}"
+    assert repo.state() == before  # nothing rewritten, no backup left behind

@@ -41,6 +41,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.agent.comment_tasks": 2,
     "ocr_hook.agent.meter": 2,
     "ocr_hook.agent.redaction": 2,
+    "ocr_hook.agent.budget": 2,  # reserves each request's worst case against the token budget
     "ocr_hook.anchor": 2,
     "ocr_hook.comments": 2,  # comment pipeline runtime: anchors comments during the loop
     "ocr_hook.gate": 2,
@@ -53,6 +54,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.output": 2,
     "ocr_hook.progress": 2,  # progress / heartbeat lines on stderr
     "ocr_hook.workers": 2,  # the thread pool review creates
+    "ocr_hook.input_notes": 2,  # warnings about the run's input, logged as they are made
+    "ocr_hook.runlock": 2,  # one review per input at a time (flock under the common dir)
     # 3  tools, LLM clients, pure policy over diffs
     "ocr_hook.tools": 3,
     "ocr_hook.tools.registry": 3,
@@ -71,6 +74,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.rules": 3,
     "ocr_hook.rulesources": 3,  # the I/O edge of rules: reads rule layers (files, HEAD)
     "ocr_hook.target": 3,
+    "ocr_hook.push_scope": 3,  # pushed ranges cut to their newest commits, the rest counted
+    "ocr_hook.hookinput": 3,  # hook file-name arguments as a filter; the changes-only notice
     "ocr_hook.redact": 3,
     "ocr_hook.secret_values": 3,  # is a matched value a secret: placeholder, code, entropy
     "ocr_hook.secret_chunks": 3,  # secret scan of a text given in pieces

@@ -374,23 +374,31 @@ def test_a_prompt_over_80_percent_of_the_context_skips_the_group(
 # --- budget, deadline, isolation (SPEC §6.1 step 3, §6.4) --------------------------------------
 
 
+def costly(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` reporting 100,000 tokens (99,980 in, 20 out): the budget is used up by the
+    answers, not by the reservations of the requests (issue 16, ``agent.budget``)."""
+    return {**body, "usage": {"prompt_tokens": 99_980, "completion_tokens": 20,
+                              "total_tokens": 100_000}}
+
+
 def test_budget_exhausted_mid_run_starts_no_further_call(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo.stage({"a.py": pyfile("a", 70), "b.py": pyfile("b", 70), "c.py": pyfile("c", 70)})
     llm.default = None
-    llm.reply(openai_text("Summary: x.\nNo risky spots."), match=PLAN)
+    llm.reply(costly(openai_text("Summary: x.\nNo risky spots.")), match=PLAN)
     for _ in range(5):
-        llm.tool_calls(("file_find", {"query_name": "a"}))
+        llm.reply(costly(openai_tool_calls(("file_find", {"query_name": "a"}))))
     rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--concurrency", "1",
-                           "--max-tokens-budget", "300", OCR_HOOK_GATE_ON_ERROR="block")
-    # 120 tokens per answer: plan a (120), main a (240), main a (360 ≥ 300) — then nothing
+                           "--max-tokens-budget", "250000", OCR_HOOK_GATE_ON_ERROR="block")
+    # 100,000 tokens per answer (far more than a request's own reservation): plan a (100k),
+    # main a (200k), main a (300k ≥ 250k) — then nothing
     assert kinds(llm) == ["plan", "main", "main"]
-    assert data["summary"]["llm_calls"] == 3 and data["summary"]["input_tokens"] == 300
+    assert data["summary"]["llm_calls"] == 3 and data["summary"]["input_tokens"] == 299_940
     assert reasons(data) == {p: (False, "budget") for p in ("a.py", "b.py", "c.py")}
     assert (rc, data["status"], data["verdict"]) == (3, "failed", "incomplete")
-    assert "token budget of 300 used up" in err
+    assert "token budget of 250000 used up" in err
 
 
 def test_no_retry_starts_after_another_group_used_up_the_budget(
@@ -398,13 +406,14 @@ def test_no_retry_starts_after_another_group_used_up_the_budget(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     names = twelve_files(repo, 4)
-    llm.reply(openai_text(json.dumps([{"label": n, "files": [n]} for n in names])), match=GROUPING)
+    llm.reply(costly(openai_text(json.dumps([{"label": n, "files": [n]} for n in names]))),
+              match=GROUPING)
     llm.reply({"error": {"message": "busy"}}, status=503, headers={"retry-after-ms": "400"},
               match="value_m0_")
-    llm.reply(openai_tool_calls(DONE), match="value_m1_")
+    llm.reply(costly(openai_tool_calls(DONE)), match="value_m1_")
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--concurrency", "2",
-                         "--max-tokens-budget", "200")
-    # grouping (120) + m01 (240 ≥ 200): m00's retry, m02 and m03 never start
+                         "--max-tokens-budget", "200000")
+    # grouping (100k) + m01 (200k ≥ 200k): m00's retry, m02 and m03 never start
     assert sorted(kinds(llm)) == ["grouping", "main", "main"]
     assert reasons(data) == {names[0]: (False, "budget"), names[1]: (True, ""),
                              names[2]: (False, "budget"), names[3]: (False, "budget")}

@@ -71,12 +71,13 @@ def project(repo: GitRepo, hook_repo: tuple[Path, str], pre_commit_home: Path,
         "    hooks:\n"
         "    -   id: ocr-review\n"
         "    -   id: ocr-review-push\n"
+        "    -   id: ocr-review-merge\n"
     ), "README.md": "hello\n"}, "init")
     env = {k: v for k, v in repo.env.items() if k not in SCRUB}
     env.update(llm.env(OCR_HOOK_REVIEW_FILTER="false"))
     env.update(PRE_COMMIT_HOME=str(pre_commit_home), PRE_COMMIT_COLOR="never")
     p = run(repo, env, sys.executable, "-m", "pre_commit", "install", "-t", "pre-commit",
-            "-t", "pre-push")
+            "-t", "pre-push", "-t", "pre-merge-commit")
     assert p.returncode == 0, p.stdout + p.stderr
     yield repo, env
 
@@ -190,3 +191,27 @@ def test_pre_push_stage_reviews_from_ref_to_ref(
             OCR_HOOK_GATE_MODE="advisory")
     assert p.returncode == 0, p.stdout + p.stderr
     assert os.environ.get("PRE_COMMIT_FROM_REF") is None  # nothing leaked into this process
+
+
+def test_clean_merge_is_reviewed_by_ocr_review_merge(
+    project: tuple[GitRepo, dict[str, str]], llm: ScriptedLLM,
+) -> None:
+    repo, env = project
+    run(repo, env, "git", "checkout", "-q", "-b", "feature")
+    repo.stage({"calc.py": BUGGY})
+    run(repo, env, "git", "commit", "-q", "--no-verify", "-m", "calc")
+    run(repo, env, "git", "checkout", "-q", "main")
+    repo.stage({"main_only.py": "M = 1\n"})
+    run(repo, env, "git", "commit", "-q", "--no-verify", "-m", "main work")
+    main = repo.git("rev-parse", "HEAD").strip()
+    llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = run(repo, env, "git", "merge", "--no-ff", "-m", "merge feature", "feature")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "ocr-hook AI code review (merge)" in out and "Failed" in out
+    assert "calc.py:2-2 [high · bug]" in out and "SKIP=ocr-review-merge" in out
+    assert repo.git("rev-parse", "HEAD").strip() == main
+    assert len(llm.requests) == 1
+    prompt = llm.requests[0]["messages"][1]["content"]
+    assert '<file path="calc.py"' in prompt and "main_only.py" not in prompt
+    run(repo, env, "git", "merge", "--abort")

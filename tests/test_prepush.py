@@ -44,11 +44,17 @@ class Pusher:
         p = subprocess.run(["git", "push", "-q", *args], cwd=self.repo.path,
                            env={**self.repo.env, **(env or {})}, capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
+        self.stderr = p.stderr
         data: dict[str, Any] = json.loads(self.out.read_text())
         return data
 
     def rev(self, ref: str) -> str:
         return self.repo.git("rev-parse", ref).strip()
+
+
+def rng(ref: str, base: str, head: str, commits: int = 1) -> dict[str, Any]:
+    """One entry of JSON ``input.ranges``: the reviewed ``base..head`` of ``ref``."""
+    return {"ref": ref, "base": base, "head": head, "commits": commits}
 
 
 def reviewed(data: dict[str, Any]) -> list[str]:
@@ -60,21 +66,76 @@ def test_first_push_new_branch_and_second_push(repo: GitRepo, tmp_path: Path) ->
     c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
     data = pusher.push("origin", "main")
     assert data["input"]["mode"] == "push"
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": EMPTY, "head": c1}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", EMPTY, c1)]
     assert reviewed(data) == ["a.py"]
     # a new branch from main: only its own commits
     repo.git("checkout", "-q", "-b", "feature")
     f1 = repo.commit({"f.py": "f = 1\n"}, "f1")
     f2 = repo.commit({"g.py": "g = 1\n"}, "f2")
     data = pusher.push("origin", "feature")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/feature", "base": c1, "head": f2}]
+    assert data["input"]["ranges"] == [rng("refs/heads/feature", c1, f2, 2)]
     assert reviewed(data) == ["f.py", "g.py"]
     # second push of the branch: from the remote tip on
     f3 = repo.commit({"f.py": "f = 3\n"}, "f3")
     data = pusher.push("origin", "feature")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/feature", "base": f2, "head": f3}]
+    assert data["input"]["ranges"] == [rng("refs/heads/feature", f2, f3)]
     assert [(f["path"], f["status"]) for f in data["files"]] == [("f.py", "modified")]
     assert f1 != f2
+
+
+def test_first_push_to_an_empty_remote_reviews_the_newest_commits_and_names_the_rest(
+    repo: GitRepo, tmp_path: Path, llm: ScriptedLLM,
+) -> None:
+    pusher = Pusher(repo, tmp_path)
+    c = [repo.commit({f"m{i}.py": f"V = {i}\n"}, f"c{i}") for i in range(8)]
+    env = llm.env(OCR_HOOK_REVIEW_MAX_PUSH_COMMITS="3", OCR_HOOK_EFFORT="low",
+                  OCR_HOOK_REVIEW_FILTER="false")
+    data = pusher.push("origin", "main", env=env)
+    assert data["input"]["ranges"] == [{
+        "ref": "refs/heads/main", "base": c[4], "head": c[7], "commits": 3,
+        "not_reviewed_commits": 5, "not_reviewed_base": EMPTY}]
+    assert [(f["path"], f["reviewed"]) for f in data["files"]] == [
+        ("m5.py", True), ("m6.py", True), ("m7.py", True)]
+    assert (data["status"], data["summary"]["llm_calls"], len(llm.requests)) == ("complete", 1, 1)
+    line = (f"refs/heads/main: reviewed the newest 3 commit(s) {c[4]}..{c[7]}; 5 older commit(s)"
+            f" not reviewed ({EMPTY}..{c[4]}); raise review.max_push_commits to include them")
+    assert data["warnings"] == [{"type": "commits_not_reviewed", "file": "", "message": line}]
+    assert f"ocr-hook: {line}" in pusher.stderr.splitlines()
+    # the next push reviews only what the remote does not have yet
+    c8 = repo.commit({"m8.py": "V = 8\n"}, "c8")
+    data = pusher.push("origin", "main", env=env)
+    assert data["input"]["ranges"] == [rng("refs/heads/main", c[7], c8)]
+    assert reviewed(data) == ["m8.py"] and len(llm.requests) == 2
+    # text and SARIF name the reviewed range too (a remote name with no refs: all is new)
+    stdin = f"refs/heads/main {c8} refs/heads/main {'0' * 40}\n"
+    for fmt in ("text", "sarif"):
+        p = subprocess.run([sys.executable, "-m", "ocr_hook.cli", "hook", "pre-push", "other",
+                            "url", "--format", fmt], cwd=repo.path, input=stdin, text=True,
+                           capture_output=True, env={**repo.env, **env})
+        assert p.returncode == 0, p.stderr
+        if fmt == "text":
+            assert (f"reviewed refs/heads/main: {c[5][:12]}..{c8[:12]} (3 commits); 6 older"
+                    f" commit(s) not reviewed ({EMPTY}..{c[5][:12]})") in p.stdout.splitlines()
+        else:
+            props = json.loads(p.stdout)["runs"][0]["properties"]
+            assert props["input"]["ranges"] == [{
+                "ref": "refs/heads/main", "base": c[5], "head": c8, "commits": 3,
+                "not_reviewed_commits": 6, "not_reviewed_base": EMPTY}]
+    assert len(llm.requests) == 3  # the SARIF run was answered from the cache
+
+
+def test_push_review_never_sends_a_request_the_token_budget_cannot_cover(
+    repo: GitRepo, tmp_path: Path, llm: ScriptedLLM,
+) -> None:
+    pusher = Pusher(repo, tmp_path)
+    repo.commit({"a.py": "a = 1\n"}, "c1")
+    # the default max output alone (16384 tokens) does not fit in 10000
+    env = llm.env(OCR_HOOK_MAX_TOKENS_BUDGET="10000", OCR_HOOK_REVIEW_FILTER="false")
+    data = pusher.push("origin", "main", env=env)
+    assert llm.requests == []
+    assert (data["status"], data["verdict"]) == ("failed", "incomplete")
+    assert [(f["path"], f["reason"]) for f in data["files"]] == [("a.py", "budget")]
+    assert data["summary"]["input_tokens"] + data["summary"]["output_tokens"] == 0
 
 
 def test_force_push_reviews_from_the_merge_base(repo: GitRepo, tmp_path: Path) -> None:
@@ -85,7 +146,7 @@ def test_force_push_reviews_from_the_merge_base(repo: GitRepo, tmp_path: Path) -
     repo.git("reset", "-q", "--hard", c1)
     c2b = repo.commit({"c.py": "c = 1\n"}, "c2 rewritten")
     data = pusher.push("--force", "origin", "main")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": c2b}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", c1, c2b)]
     assert reviewed(data) == ["c.py"]
 
 
@@ -103,7 +164,7 @@ def test_force_push_over_a_remote_tip_unknown_here(
         subprocess.run(["git", *args], cwd=other, env=repo.env, check=True)
     mine = repo.commit({"mine.py": "m = 1\n"}, "mine")
     data = pusher.push("--force", "origin", "main")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": mine}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", c1, mine)]
     assert reviewed(data) == ["mine.py"]
 
 
@@ -130,8 +191,8 @@ def test_push_of_two_branches_reviews_each_range_with_its_own_tree(
     llm.tool_calls(("task_done", {"state": "DONE"}))
     data = pusher.push("origin", "main", "topic", env=llm.env())
     assert data["input"]["ranges"] == [
-        {"ref": "refs/heads/main", "base": c1, "head": m2},
-        {"ref": "refs/heads/topic", "base": c1, "head": t1},
+        rng("refs/heads/main", c1, m2),
+        rng("refs/heads/topic", c1, t1),
     ]
     assert [(f["path"], f["reviewed"]) for f in data["files"]] == [
         ("shared.py", True), ("shared.py", True)]
@@ -147,10 +208,10 @@ def test_sha256_repository_push_with_64_character_zero_ids(tmp_path: Path) -> No
     c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
     data = pusher.push("origin", "main")
     assert len(c1) == 64
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": EMPTY, "head": c1}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", EMPTY, c1)]
     c2 = repo.commit({"b.py": "b = 1\n"}, "c2")
     data = pusher.push("origin", "main")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": c2}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", c1, c2)]
     data = pusher.push("origin", ":main")
     assert data["files"] == [] and data["input"]["ranges"] == []
 
@@ -197,11 +258,11 @@ def test_pre_commit_framework_pre_push_uses_from_and_to_refs(
 
     # a root history: pre-commit sets no FROM/TO; the tip is reviewed against the empty tree
     data = push("origin", "main")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": EMPTY, "head": c1}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", EMPTY, c1)]
     assert [f["path"] for f in data["files"]] == [".pre-commit-config.yaml", "a.py"]
     c2 = repo.commit({"b.py": "b = 1\n"}, "c2")
     data = push("origin", "main")
-    assert data["input"]["ranges"] == [{"ref": "refs/heads/main", "base": c1, "head": c2}]
+    assert data["input"]["ranges"] == [rng("refs/heads/main", c1, c2)]
     assert [f["path"] for f in data["files"]] == ["b.py"]
 
 

@@ -34,6 +34,8 @@ class Meter:
     attempts: int = 0
     cancelled: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # tokens held by the request each thread has in flight (agent.budget.BudgetedClient)
+    _reserved: dict[int, int] = field(default_factory=dict, repr=False)
 
     def check(self) -> None:
         """Raise Cancelled / DeadlineExceeded / BudgetExhausted when no new LLM call may start."""
@@ -57,14 +59,36 @@ class Meter:
         left = self.remaining_s()
         return None if left is None else max(left, 0.001)
 
+    def reserve(self, tokens: int) -> None:
+        """Hold ``tokens`` (a request's input estimate + maximum output) for this thread's next
+        request. Raises BudgetExhausted, holding nothing, when they do not fit in the budget
+        beside the usage so far and the other threads' reservations. No-op without a budget."""
+        if not self.budget_tokens:
+            return
+        me = threading.get_ident()
+        with self._lock:
+            self._reserved.pop(me, None)
+            left = self.budget_tokens - self.usage.total - sum(self._reserved.values())
+            if tokens > left:
+                raise BudgetExhausted(
+                    f"token budget of {self.budget_tokens}: the next request may need"
+                    f" {tokens} tokens (input estimate + max output), {max(left, 0)} left")
+            self._reserved[me] = tokens
+
+    def release(self) -> None:
+        """Drop this thread's reservation (its request failed, or its usage was added)."""
+        with self._lock:
+            self._reserved.pop(threading.get_ident(), None)
+
     def exhausted(self) -> bool:
         """True when the token budget is used up (no check of deadline or cancellation)."""
         with self._lock:
             return bool(self.budget_tokens) and self.usage.total >= self.budget_tokens
 
     def add(self, usage: Usage) -> None:
-        """Count one answered call and its usage."""
+        """Count one answered call and its usage; this thread's reservation ends."""
         with self._lock:
+            self._reserved.pop(threading.get_ident(), None)
             self.usage = self.usage + usage
             self.llm_calls += 1
 

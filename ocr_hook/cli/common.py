@@ -17,6 +17,18 @@ def one_line(text: str) -> str:
                    for ch in text)
 
 
+HOOK_WORDS = {  # hook stage -> (what it gates, the hook id in .pre-commit-hooks.yaml)
+    "pre-commit": ("commit", "ocr-review"),
+    "pre-merge-commit": ("merge", "ocr-review-merge"),
+    "pre-push": ("push", "ocr-review-push"),
+}
+
+
+def hook_words(stage: str) -> tuple[str, str]:
+    """(``commit``/``merge``/``push``, hook id) of a hook stage; ``commit`` for anything else."""
+    return HOOK_WORDS.get(stage, HOOK_WORDS["pre-commit"])
+
+
 def say(text: object = "") -> None:
     """One line of command output on stdout (stdout carries the command's result alone)."""
     sys.stdout.write(f"{text}\n")

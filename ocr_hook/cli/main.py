@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import OcrError
 from ..exitcodes import Exit
-from .common import one_line
+from .common import hook_words, one_line
 from .parser import build_parser
 
 log = logging.getLogger("ocr_hook")
@@ -35,8 +35,7 @@ def _hook_error_hint(hook: str) -> str:
     """The second stderr line of a hook that stops with a usage or configuration error (exit
     2): how to let this one commit or push through (e.g. the commit that fixes a typo in
     ``.ocr-hook.toml``, which is read from HEAD)."""
-    what = "push" if hook == "pre-push" else "commit"
-    hook_id = "ocr-review-push" if hook == "pre-push" else "ocr-review"
+    what, hook_id = hook_words(hook)
     return (f"to {what} anyway, bypass the review once: `git {what} --no-verify` (native hook),"
             f" `SKIP={hook_id} git {what}` (pre-commit framework) or"
             f" `OCR_HOOK_SKIP=1 git {what}`")

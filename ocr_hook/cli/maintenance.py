@@ -30,8 +30,9 @@ def _install(args: argparse.Namespace, repo: Path) -> int:
     """``install``/``uninstall`` the native hooks; prints one line per change."""
     from .. import install
 
-    hooks = [h for h, on in (("pre-commit", args.pre_commit), ("pre-push", args.pre_push))
-             if on]
+    hooks = [h for h, on in (("pre-commit", args.pre_commit),
+                             ("pre-merge-commit", args.pre_merge_commit),
+                             ("pre-push", args.pre_push)) if on]
     if args.command == "install":
         changes = install.install(repo, hooks or ["pre-commit"], force=args.force)
     else:

@@ -75,8 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--rule", metavar="FILE", help="rule file to include as the top layer")
     h = sub.add_parser("hook", help="entry points for git hooks and the pre-commit framework")
     hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=Parser)
-    hpc = hs.add_parser("pre-commit", help="review what is being committed")
-    _add_review_flags(hpc, hook=True)
+    for name, what in (("pre-commit", "review what is being committed"),
+                       ("pre-merge-commit", "review what a merge brings into the current branch")):
+        hpc = hs.add_parser(name, help=what)
+        _add_review_flags(hpc, hook=True)
+        hpc.add_argument(
+            "files", nargs="*", metavar="FILE",
+            help="only review these of the staged files (the pre-commit framework passes the"
+            " file names; a name that is not staged is ignored, never \"review everything\")")
     hpp = hs.add_parser(
         "pre-push", help="review the commits being pushed (native hook: refs on stdin)",
         description="Native pre-push hook: `git ocr hook pre-push REMOTE URL` with git's ref "
@@ -97,11 +103,15 @@ def _add_maintenance_commands(sub: Any) -> None:
     ins = sub.add_parser("install", help="install native git hooks (chains an existing hook)")
     ins.add_argument("--pre-commit", action="store_true", help="the pre-commit hook (default)")
     ins.add_argument("--pre-push", action="store_true", help="the pre-push hook")
+    ins.add_argument("--pre-merge-commit", action="store_true",
+                     help="the pre-merge-commit hook (reviews clean merges)")
     ins.add_argument("--force", action="store_true",
                      help="replace an existing hook instead of running it first")
     uns = sub.add_parser("uninstall", help="remove the native hooks, restoring earlier ones")
     uns.add_argument("--pre-commit", action="store_true", help="only the pre-commit hook")
     uns.add_argument("--pre-push", action="store_true", help="only the pre-push hook")
+    uns.add_argument("--pre-merge-commit", action="store_true",
+                     help="only the pre-merge-commit hook")
     ca = sub.add_parser("cache", help="inspect or empty the result cache")
     cas = ca.add_subparsers(dest="cache_cmd", metavar="ACTION", parser_class=Parser)
     cas.add_parser("stats", help="entries, size and location of the cache")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
-from .common import one_line
+from .common import hook_words, one_line
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -42,6 +42,18 @@ def _review_mode(args: argparse.Namespace) -> str:
             raise UsageError("--from and --to must be given together")
         return "range"
     return "staged"
+
+
+def _hook_input(stage: str, environ: Mapping[str, str]) -> tuple[str, str, str]:
+    """(mode, from, to) of a pre-commit/pre-merge-commit hook run. The pre-commit framework
+    sets ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF`` only for a range (``pre-commit run
+    --from-ref X --to-ref Y``, in any stage): that range is reviewed (FROM...TO, as
+    ``--from/--to``). Otherwise the staged snapshot, as a merge in ``pre-merge-commit``."""
+    from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
+    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+    if from_ref and to_ref:
+        return "range", from_ref, to_ref
+    return ("merge" if stage == "pre-merge-commit" else "staged"), "", ""
 
 
 def _with_rule_globs(cfg: Config, layers: RuleLayers) -> Config:
@@ -82,12 +94,17 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     from ..config_load import load_settings
 
     mode = _review_mode(args)
+    from_ref = getattr(args, "from_ref", None) or ""
+    to_ref = getattr(args, "to_ref", None) or ""
     repo = gitio.find_toplevel(Path.cwd())
     cfg, from_repo = load_settings(repo, vars(args), environ)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
         mode = "push"
-        targets = tuple(_pushed_ranges(repo, args, environ))
+        targets = tuple(_pushed_ranges(repo, args, environ, cfg.review.max_push_commits))
+    elif stage in ("pre-commit", "pre-merge-commit"):
+        mode, from_ref, to_ref = _hook_input(stage, environ)
+    files = getattr(args, "files", None)
     layers = rule_layers(repo, cfg, args, environ)
     cfg = _with_rule_globs(cfg, layers)
     # llm.api_key_cmd runs only when the review is about to call the LLM (review.run)
@@ -101,9 +118,10 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         mode=mode,
         stage=stage,
         commit=getattr(args, "commit", None) or "",
-        from_ref=getattr(args, "from_ref", None) or "",
-        to_ref=getattr(args, "to_ref", None) or "",
+        from_ref=from_ref,
+        to_ref=to_ref,
         targets=targets,
+        path_filter=tuple(files) if files else None,
         endpoint=endpoint,
         endpoint_error=why,
         api_key_cmd=key_cmd,
@@ -147,6 +165,9 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
         if req.mcp is not None:
             req.mcp.close()
     fmt = args.format or "text"
+    for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
+        if w.type in STDERR_WARNINGS:
+            log.warning("%s", output.display_text(w.message))
     _write_result(result, fmt, out_path, environ)
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
@@ -157,6 +178,9 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     return int(result.decision.exit_code) if not req.preview else int(Exit.OK)
 
 
+# Run warnings that are also printed on stderr in every format: the user must see them even
+# when the hook passes (issue 16).
+STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed")
 OUTPUT_FILE_MODE = 0o644  # --output: a report for other tools (CI uploads), not a secret
 
 
@@ -190,20 +214,26 @@ def _write_output(path: Path, text: str) -> None:
                          f" {e.strerror or e}") from e
 
 
-def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str]) -> list[Any]:
+def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
+                   max_commits: int) -> list[Any]:
     """Ranges of a pre-push run (SPEC §3.4). Native hook: ``REMOTE URL`` arguments and every
     stdin line. pre-commit framework (no arguments; it passes no stdin lines either):
     ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``, absent on the push of a root history.
-    Raises UsageError when neither applies or a line/ref cannot be resolved."""
-    from .. import target
+    Each range is bounded to its newest ``max_commits`` commits (``push_scope``). Raises
+    UsageError when neither applies or a line/ref cannot be resolved."""
+    from .. import push_scope, target
 
     if args.remote:
         data = sys.stdin.buffer.read() if sys.stdin is not None else b""
         lines = target.parse_push_lines(data.decode("utf-8", "surrogateescape"))
-        return target.push_targets(repo, args.remote, lines)
-    if any(environ.get(k) for k in ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
-                                     "PRE_COMMIT_REMOTE_NAME", "PRE_COMMIT")):
-        return target.pre_commit_push_targets(repo, environ)
+        found = target.push_targets(repo, args.remote, lines)
+    elif any(environ.get(k) for k in ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
+                                       "PRE_COMMIT_REMOTE_NAME", "PRE_COMMIT")):
+        found = target.pre_commit_push_targets(repo, environ)
+    else:
+        found = None
+    if found is not None:
+        return [push_scope.bound(repo, t, max_commits) for t in found]
     raise UsageError("git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines"
                      " on stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit framework)")
 
@@ -229,8 +259,7 @@ def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> st
         if verdict == "findings":
             return f"blocking findings: {findings} at or above {fail_on}"
         return "review incomplete and gate.on_error = block"
-    what = "push" if stage == "pre-push" else "commit"
-    hook_id = "ocr-review-push" if stage == "pre-push" else "ocr-review"
+    what, hook_id = hook_words(stage)
     why = (f"{findings} finding(s) at or above {fail_on}" if verdict == "findings"
            else "the review is incomplete and gate.on_error = block")
     return (f"{what} blocked: {why}. Fix and retry, or bypass once with "
