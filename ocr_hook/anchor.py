@@ -374,6 +374,26 @@ def plausibly_in_diff(fd: FileDiff, existing_code: str) -> bool:
     return False
 
 
+def anchored_text(fd: FileDiff, side: str, start_line: int, end_line: int,
+                  new_file: Sequence[str] | None = None) -> str:
+    """The text of lines ``start_line``..``end_line`` (1-based, inclusive) on ``side`` of
+    ``fd``, ``\n``-joined, without ``\r``: from the hunks (context and changed lines of that
+    side), new-side lines outside the hunks from ``new_file`` when given. Lines known from
+    neither are left out; "" for an unanchored range (0)."""
+    if start_line <= 0 or end_line < start_line:
+        return ""
+    known: dict[int, str] = {}
+    for h in fd.hunks:
+        for ln in h.lines:
+            num = ln.new_line if side == "new" else ln.old_line
+            if num is not None and start_line <= num <= end_line:
+                known[num] = ln.text
+    if side == "new" and new_file is not None and len(known) < end_line - start_line + 1:
+        for num in range(start_line, min(end_line, len(new_file)) + 1):
+            known.setdefault(num, new_file[num - 1])
+    return "\n".join(known[n].replace("\r", "") for n in sorted(known))
+
+
 def make_finding(c: RawComment, anchor: Anchor | None, fallback_path: str,
                  existing_code: str | None = None) -> Finding:
     """The finding of comment ``c`` at ``anchor`` (None → ``start_line = end_line = 0``,

@@ -38,6 +38,7 @@ class FindingEntry:
     anchor: str
     ambiguous: bool = False
     source: str = "llm"
+    code: str = ""  # the anchored lines' text (absent in entries written before it existed)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def finding_to_entry(f: Finding) -> dict[str, Any]:
         "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
         "content": f.content, "existing_code": f.existing_code,
         "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
-        "source": f.source,
+        "source": f.source, "code": f.code,
     }
 
 
@@ -129,5 +130,5 @@ def entry_to_finding(e: FindingEntry) -> Finding:
         id=e.id, path=e.path, side=e.side, start_line=e.start_line, end_line=e.end_line,
         severity=Severity[e.severity.upper()], category=e.category, content=e.content,
         existing_code=e.existing_code, suggestion_code=e.suggestion_code, anchor=e.anchor,
-        ambiguous=e.ambiguous, source=e.source,
+        ambiguous=e.ambiguous, source=e.source, code=e.code,
     )

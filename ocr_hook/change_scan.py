@@ -119,6 +119,6 @@ def protected_path_findings(
             start_line=first[0] if first else 0, end_line=first[0] if first else 0,
             severity=Severity.MEDIUM, category="security", content=content,
             existing_code=quote, suggestion_code="", anchor="hunk_new" if first else "none",
-            source="config-guard",
+            source="config-guard", code=quote if first else "",
         ))
     return out

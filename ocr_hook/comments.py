@@ -17,8 +17,9 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
+from dataclasses import replace
 
-from .anchor import anchor_comment, plausibly_in_diff, relocated_finding
+from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
 from .diff import FileDiff
 from .findings import Finding, RawComment
 from .results import RunWarning
@@ -103,6 +104,15 @@ class CommentProcessor:
         self.relocate = relocate
 
     def __call__(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
+        finding, warnings = self._anchor(c)
+        fd = self.files.get(finding.path)
+        if fd is None or finding.start_line == 0:
+            return finding, warnings
+        new_file = self.new_file_lines(fd.path) if finding.side == "new" else None
+        code = anchored_text(fd, finding.side, finding.start_line, finding.end_line, new_file)
+        return replace(finding, code=code), warnings
+
+    def _anchor(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
         finding, refiled = anchor_comment(c, self.files, self.new_file_lines,
                                           self.refile_candidates)
         warnings = [RunWarning("comment_refiled", c.path, refiled)] if refiled else []

@@ -72,6 +72,9 @@ class Finding:
     ``start_line``/``end_line`` are 1-based on ``side`` ("new" = post-change file, "old" =
     pre-change file); both are 0 when the quote could not be located (``anchor == "none"``).
     ``anchor`` is one of hunk_new, hunk_old, file, loose, relocated, refiled, none (SPEC §8.1).
+    ``code`` is the text of the anchored lines as they are in the file (``\n``-joined, "" when
+    unanchored or unknown): what the output shows under the finding and what a dismissal is
+    keyed on (``dismiss.dismiss_key``), unlike ``existing_code``, the model's own quote.
     """
 
     id: str
@@ -88,6 +91,7 @@ class Finding:
     ambiguous: bool = False
     source: str = "llm"
     group: str = ""  # label of the review group that filed it ("" for deterministic findings)
+    code: str = ""
 
     def with_lines(self, start_line: int, end_line: int) -> Finding:
         return replace(self, start_line=start_line, end_line=end_line)

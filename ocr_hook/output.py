@@ -1,4 +1,5 @@
-"""Renderers: text, JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given.
+"""Renderers: JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given, and the
+display helpers the text output (``output_text``) and the HTML page (``html_report``) share.
 
 stdout carries only the result; progress and warnings go to stderr through logging.
 ``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
@@ -12,14 +13,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import __version__
+from .dismiss import DismissedFinding
 from .findings import CATEGORIES, Finding, Severity
 from .pathtext import has_raw_bytes, path_bytes_b64, shown
-from .results import FileOutcome, ReviewResult
+from .results import ReviewResult
 
 SCHEMA_VERSION = "1"
 _COLORS = {
@@ -108,8 +110,18 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         "warnings": [
             {"type": w.type, "file": w.file, "message": w.message} for w in result.warnings
         ],
+        "dismissed": [_dismissed_json(d) for d in result.dismissed],
         "session_id": result.session_id,
     }
+
+
+def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:
+    """One entry of the JSON ``dismissed[]`` list (issue 19): the finding's place and claim,
+    ``by`` (inline | shared | personal) and the reason."""
+    f = d.finding
+    return {"id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+            "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+            "content": f.content, "by": d.by, "reason": d.reason}
 
 
 def write_json(result: ReviewResult, stream: TextIO) -> None:
@@ -139,21 +151,6 @@ def utf8_safe(value: Any, *, b64_keys: bool = False) -> Any:
                 out[f"{k}_bytes_b64"] = path_bytes_b64(v)
         return out
     return value
-
-
-def _suggestion_diff(existing: str, suggestion: str) -> list[str]:
-    if not suggestion.strip():
-        return []
-    a = existing.splitlines()
-    b = suggestion.splitlines()
-    out = []
-    import difflib  # only for a finding with a suggestion
-
-    for line in difflib.unified_diff(a, b, lineterm="", n=len(a) + len(b)):
-        if line.startswith(("---", "+++", "@@")):
-            continue
-        out.append(line)
-    return out
 
 
 def _escape_char(ch: str) -> str:
@@ -187,158 +184,6 @@ def display_text(text: str, keep: str = "") -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or ch in keep else _escape_char(ch) for ch in text)
-
-
-COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always lists every path
-
-
-def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
-    """The text output's account of the changed paths that were not reviewed (SPEC §8.3): one
-    line each, ``not reviewed: <path> (<reason>)`` for selected files left unreviewed, then
-    ``excluded: <path> (<reason>)`` for files selection kept out; at most COVERAGE_LINES_MAX of
-    each, the rest counted by reason (``--preview`` and JSON list them all). [] when every
-    changed path was reviewed."""
-    out: list[str] = []
-    for label, picked in (
-        ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
-        ("excluded", [o for o in files if not o.will_review]),
-    ):
-        for o in picked[:COVERAGE_LINES_MAX]:
-            path = display_path(o.path)
-            if o.old_path != o.path:
-                path = f"{display_path(o.old_path)} → {path}"
-            out.append(f"{label}: {path} ({o.reason or 'unknown'})")
-        rest = picked[COVERAGE_LINES_MAX:]
-        if rest:
-            counts: dict[str, int] = {}
-            for o in rest:
-                counts[o.reason] = counts.get(o.reason, 0) + 1
-            out.append(f"{label}: {len(rest)} more ("
-                       + ", ".join(f"{n} {r}" for r, n in counts.items())
-                       + "; `git ocr review --preview` lists every path)")
-    return out
-
-
-def _short(label: Any) -> str:
-    """A full object id shortened to 12 characters; other labels unchanged."""
-    text = str(label)
-    return text[:12] if len(text) in (40, 64) and text.isalnum() else text
-
-
-def scope_lines(inp: Mapping[str, Any]) -> list[str]:
-    """Text lines naming what was reviewed (issue 16): each pushed range with its commit count
-    and the older commits left out, or the ``base..head`` of a commit, range or merge. None
-    for the staged snapshot (its base is HEAD)."""
-    mode = inp.get("mode", "")
-    if mode == "push":
-        ranges = inp.get("ranges") or []
-        if not ranges:
-            return ["reviewed: nothing (no new commits to push)"]
-        lines = []
-        for r in ranges:
-            n = r.get("commits", 0)
-            line = (f"reviewed {r.get('ref') or 'push'}: {_short(r['base'])}..{_short(r['head'])}"
-                    f" ({n} commit{'s' if n != 1 else ''})")
-            if r.get("not_reviewed_commits"):
-                line += (f"; {r['not_reviewed_commits']} older commit(s) not reviewed"
-                         f" ({_short(r['not_reviewed_base'])}..{_short(r['base'])})")
-            lines.append(line)
-        return lines
-    if mode in ("commit", "range", "merge"):
-        return [f"reviewed: {_short(inp.get('base', ''))}..{_short(inp.get('head', ''))}"]
-    return []
-
-
-def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
-    """``--preview`` as text (SPEC §4): path (``old → new`` for renames), status, +/-, and
-    ``yes`` or ``no (reason)``; then a count line."""
-    rows = []
-    for o in result.files:
-        path = display_path(o.path)
-        if o.old_path != o.path:
-            path = f"{display_path(o.old_path)} → {path}"
-        review = "yes" if o.will_review else f"no ({o.reason})"
-        rows.append((path, o.status, f"+{o.insertions}/-{o.deletions}", review))
-    header = ("path", "status", "+/-", "review")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
-    for r in [header, *rows]:
-        stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
-    n = sum(1 for o in result.files if o.will_review)
-    stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
-
-
-def write_text(
-    result: ReviewResult, stream: TextIO, environ: Mapping[str, str] = os.environ
-) -> None:
-    """Human-readable findings, summary line and gate verdict."""
-    color = use_color(stream, environ)
-
-    def paint(code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if color else text
-
-    w = stream.write
-    if result.preview:
-        write_preview_table(result, stream)
-        return
-    for f in result.findings:
-        path = display_path(f.path)
-        loc = (
-            f"{path}:{f.start_line}-{f.end_line}"
-            if f.start_line
-            else f"{path} (location unknown)"
-        )
-        notes = ["old side"] if f.side == "old" else []  # SPEC §8.1: never shown as new side
-        if f.anchor not in ("hunk_new", "hunk_old", "none"):
-            notes.append(f"anchor: {f.anchor}")  # file, loose, relocated, refiled
-        if f.ambiguous:
-            notes.append("ambiguous")
-        if notes:
-            loc += f" ({', '.join(notes)})"
-        badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
-        w(f"\n{paint(_DIM, loc) if color else loc} {badge}\n")
-        for line in display_text(f.content, keep="\n\t").split("\n"):
-            w(f"  {line}\n")
-        for line in _suggestion_diff(display_text(f.existing_code, keep="\n\t"),
-                                     display_text(f.suggestion_code, keep="\n\t")):
-            w(f"    {line}\n")
-    if not result.findings and result.status in ("complete", "skipped"):
-        w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
-    for line in scope_lines(result.input):
-        w(f"{display_text(line)}\n")
-    coverage = coverage_lines(result.files)
-    if coverage:
-        w("\n")
-        for line in coverage:
-            w(f"{line}\n")
-    for reason in result.incomplete_reasons:
-        w(f"{display_text(reason)}\n")
-    by_sev = ", ".join(
-        f"{n} {s.label}"
-        for s in sorted(Severity, reverse=True)
-        if (n := sum(1 for f in result.findings if f.severity == s))
-    )
-    reviewed = sum(1 for o in result.files if o.reviewed)
-    excluded = sum(1 for o in result.files if not o.will_review)
-    incomplete = sum(1 for o in result.files if o.will_review and not o.reviewed)
-    u = result.usage
-    failed = result.llm_attempts - result.llm_calls  # each answered call is one attempt
-    failed_attempts = (f" ({failed} failed attempt{'s' if failed != 1 else ''})"
-                       if failed > 0 else "")
-    w(
-        f"\nocr-hook: {reviewed} reviewed, {excluded} excluded, {incomplete} incomplete;"
-        f" {len(result.findings)} finding(s){f' ({by_sev})' if by_sev else ''};"
-        f" tokens in/out {u.input_tokens + u.cache_read_tokens + u.cache_write_tokens}/"
-        f"{u.output_tokens}; {result.llm_calls} LLM call(s){failed_attempts};"
-        f" {result.cache_hits} cache hit(s);"
-        f" {result.elapsed_ms / 1000:.1f}s\n"
-    )
-    if result.cache_hits and not result.llm_calls and result.status == "complete":
-        w("(cached result: this snapshot was reviewed before with the same settings)\n")
-    verdict = result.decision.verdict.upper()
-    if result.decision.blocked:
-        w(f"verdict: {verdict} (blocking, fail_on={result.gate.fail_on})\n")
-    else:
-        w(f"verdict: {verdict} ({result.gate.mode})\n")
 
 
 # ---- SARIF 2.1.0 ------------------------------------------------------------------------------
@@ -376,11 +221,37 @@ def _sarif_location(f: Finding) -> dict[str, Any]:
     return {"physicalLocation": loc}
 
 
+def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
+    """One SARIF result for ``f`` (message with the side note and the suggestion)."""
+    text = f.content
+    if f.side == "old" and f.start_line > 0:
+        text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
+    elif f.start_line == 0:
+        text += "\n\n(Location in the file unknown.)"
+    if f.suggestion_code.strip():
+        text += "\n\nSuggestion:\n" + f.suggestion_code
+    return {
+        "ruleId": f.category,
+        "ruleIndex": rule_index,
+        "level": SARIF_LEVELS[f.severity],
+        "message": {"text": text},
+        "locations": [_sarif_location(f)],
+        "partialFingerprints": {"ocrHookFindingId/v1": f.id},
+        "properties": {
+            "severity": f.severity.label,
+            "side": f.side,
+            "anchor": f.anchor,
+            "ambiguous": f.ambiguous,
+        },
+    }
+
+
 def to_sarif(result: ReviewResult) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: one rule per category used (id = category), one result
     per finding (level from severity), incomplete files and warnings as tool notifications."""
-    used = [c for c in CATEGORIES if any(f.category == c for f in result.findings)]
-    used += sorted({f.category for f in result.findings} - set(used))
+    every = [*result.findings, *(d.finding for d in result.dismissed)]
+    used = [c for c in CATEGORIES if any(f.category == c for f in every)]
+    used += sorted({f.category for f in every} - set(used))
     index = {c: i for i, c in enumerate(used)}
     rules = [
         {
@@ -391,29 +262,15 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
         }
         for c in used
     ]
-    results = []
-    for f in result.findings:
-        text = f.content
-        if f.side == "old" and f.start_line > 0:
-            text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
-        elif f.start_line == 0:
-            text += "\n\n(Location in the file unknown.)"
-        if f.suggestion_code.strip():
-            text += "\n\nSuggestion:\n" + f.suggestion_code
-        results.append({
-            "ruleId": f.category,
-            "ruleIndex": index[f.category],
-            "level": SARIF_LEVELS[f.severity],
-            "message": {"text": text},
-            "locations": [_sarif_location(f)],
-            "partialFingerprints": {"ocrHookFindingId/v1": f.id},
-            "properties": {
-                "severity": f.severity.label,
-                "side": f.side,
-                "anchor": f.anchor,
-                "ambiguous": f.ambiguous,
-            },
-        })
+    results = [_sarif_result(f, index[f.category]) for f in result.findings]
+    for d in result.dismissed:  # SARIF §3.35 suppressions: shown as dismissed by viewers
+        entry = _sarif_result(d.finding, index[d.finding.category])
+        entry["suppressions"] = [{
+            "kind": "inSource" if d.by == "inline" else "external",
+            "status": "accepted",
+            **({"justification": d.reason} if d.reason else {}),
+        }]
+        results.append(entry)
     notes = [
         {"level": "warning", "message": {"text": f"not reviewed: {o.path} ({o.reason})"},
          "descriptor": {"id": "not_reviewed"}}

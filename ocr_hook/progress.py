@@ -5,7 +5,9 @@ handler (installed by ``cli``) is on stderr. A background thread logs a heartbea
 ``HEARTBEAT_S`` seconds while the review runs — comfortably inside the spec's "at least every
 20 s" — with what has happened so far (LLM calls, tokens, groups done), so a hook that waits on a
 slow model never looks hung. Once a review has lasted long enough to get a heartbeat, each
-finished group is reported too. Short reviews print nothing.
+finished group is reported too. One start line (``reviewing 3 files in 2 groups with MODEL…``)
+is logged as soon as the groups are known, before the first review call, so a slow first
+reply never leaves the committer looking at a silent terminal.
 
 Counts come from session records (``Session(observer=progress.event)``), so the pipeline needs
 no second reporting channel.
@@ -22,6 +24,17 @@ from typing import Any
 log = logging.getLogger("ocr_hook.progress")
 
 HEARTBEAT_S = 15.0  # SPEC §11: a heartbeat line at least every 20 s
+
+
+def start_line(data: Mapping[str, Any]) -> str:
+    """The line printed when the model is first asked to review (issue 19), from the session's
+    ``grouping`` record: ``reviewing 3 files in 2 groups with MODEL…``."""
+    groups = data.get("groups")
+    n_groups = len(groups) if isinstance(groups, list) else 0
+    n_files = data.get("files", 0)
+    model = data.get("model") or "the model"
+    return (f"reviewing {n_files} file{'s' if n_files != 1 else ''} in {n_groups}"
+            f" group{'s' if n_groups != 1 else ''} with {model}…")
 
 
 class Progress:
@@ -60,6 +73,8 @@ class Progress:
                             f"({data.get('stop_reason', '')}); {self.groups_done} finished")
             elif kind == "cache_hit":
                 self.cache_hits += 1
+            elif kind == "grouping":
+                line = start_line(data)
         if line:
             log.info("%s", line)
 

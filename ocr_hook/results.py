@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .dismiss import Dismissal, DismissedFinding
+from .dismiss import apply as apply_dismissals
 from .findings import Finding, merge_same_claims
 from .gate import GateDecision, GateOptions, decide
 from .grouping import Group
@@ -148,6 +150,25 @@ class ReviewResult:
     preview: bool = False
     incomplete_reasons: list[str] = field(default_factory=list)
     group_reports: list[GroupReport] = field(default_factory=list)
+    dismissed: list[DismissedFinding] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> bool:
+        """Some selected file was not reviewed (SPEC §9 ``incomplete``)."""
+        return any(o.will_review and not o.reviewed for o in self.files)
+
+    def dismiss(self, dismissals: Sequence[Dismissal]) -> None:
+        """Gate time (issue 19): move the findings that are dismissed (inline marker, shared or
+        personal record) to ``dismissed`` and decide the gate again on the rest. Applied to
+        every result, cached ones included, so a dismissal never needs a new review."""
+        if self.preview:
+            return
+        kept, gone = apply_dismissals(self.findings, dismissals)
+        if not gone:
+            return
+        self.findings = kept
+        self.dismissed = [*self.dismissed, *gone]
+        self.decision = decide(kept, self.incomplete, self.gate)
 
     @classmethod
     def start(

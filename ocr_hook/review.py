@@ -334,7 +334,9 @@ class _GroupRunner:
         )
         self.result.groups = groups
         self.record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
-                                            for g in groups]})
+                                            for g in groups],
+                                 "files": sum(len(g.files) for g in groups),
+                                 "model": self.req.llm_labels.get("model", "")})
         return groups
 
     def ask_grouping(self, fs: Sequence[FileDiff]) -> list[Group]:

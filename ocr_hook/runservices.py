@@ -6,6 +6,7 @@ user's recorded consent (§7.3). Prints nothing; heavy modules are imported when
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from .config import Config
     from .request import ReviewRequest
     from .results import ReviewResult
+
+log = logging.getLogger("ocr_hook")
 
 
 def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
@@ -50,12 +53,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     try:
         with progress:
             result = review.run(req, session=session, rules_for=rules_for, cache=cache)
-        for f in result.findings:
-            session.record("comment", {
-                "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
-                "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
-                "anchor": f.anchor, "content": f.content,
-            })
+        apply_dismissals(req, common, result)
+        record_findings(session, result)
     finally:
         end: dict[str, Any] = {"status": "error"}
         if result is not None:
@@ -72,6 +71,65 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
         if cache is not None:
             cache.prune()
     return result
+
+
+def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult) -> None:
+    """Gate time (issue 19): take the dismissed findings out of ``result`` (inline markers,
+    ``.ocr-hook-dismissed.json`` at HEAD, the personal file) and decide the gate again. A file
+    that cannot be read is a warning and its dismissals are not applied."""
+    from .dismiss_store import load_for_review
+    from .results import RunWarning
+
+    dismissals, problems = load_for_review(req.repo, common_dir)
+    for p in problems:
+        log.warning("%s", p)
+        result.warnings.append(RunWarning("dismissals", "", p))
+    result.dismiss(dismissals)
+
+
+def record_findings(session: Any, result: ReviewResult) -> None:
+    """One ``comment`` record per finding and one ``dismissed`` record per dismissed finding,
+    each with its dismissal ``key`` and anchored ``code`` (``git ocr dismiss ID`` finds a
+    finding by id in these records); then one ``result`` record with the JSON result, the
+    verdict line and the reviewed files' diffs (already redacted), from which ``git ocr
+    session show ID --html`` renders the review page."""
+    from .dismiss import finding_key
+
+    def fields(f: Any) -> dict[str, Any]:
+        return {
+            "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+            "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+            "anchor": f.anchor, "content": f.content, "source": f.source, "code": f.code,
+            "key": finding_key(f),
+        }
+
+    for f in result.findings:
+        session.record("comment", fields(f))
+    for d in result.dismissed:
+        session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
+
+    from .output import to_json
+    from .output_text import verdict_line
+
+    diffs: dict[str, Any] = {}
+    for g in result.groups:
+        for fd in g.files:
+            diffs.setdefault(fd.path, diff_record(fd))
+    session.record("result", {"report": to_json(result), "verdict_line": verdict_line(result),
+                              "diffs": list(diffs.values())})
+
+
+def diff_record(fd: Any) -> dict[str, Any]:
+    """A ``diff.FileDiff`` as plain JSON data for the session's ``result`` record (the review
+    page of ``git ocr session show ID --html`` is rendered from it, ``html_report.
+    diff_from_record``): paths, status, counts and the hunks as ``[old_start, old_count,
+    new_start, new_count, header, [[kind, text, old, new], …]]``."""
+    return {
+        "status": fd.status, "old_path": fd.old_path, "new_path": fd.new_path,
+        "insertions": fd.insertions, "deletions": fd.deletions,
+        "hunks": [[h.old_start, h.old_count, h.new_start, h.new_count, h.header,
+                   [list(ln) for ln in h.lines]] for h in fd.hunks],
+    }
 
 
 def tool_defs(cfg: Config, repo: Path | None = None,

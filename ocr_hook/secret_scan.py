@@ -210,6 +210,7 @@ def injection_findings(files: Sequence[FileDiff]) -> list[Finding]:
                     start_line=ln.new_line, end_line=ln.new_line, severity=Severity.MEDIUM,
                     category="security", content=content, existing_code=ln.text,
                     suggestion_code="", anchor="hunk_new", source=INJECTION_SOURCE,
+                    code=ln.text,
                 ))
     return out
 

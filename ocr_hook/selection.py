@@ -160,6 +160,8 @@ class _Builtin:
         self.generated = GlobList(
             [p.lower() for p in defaults["generated"] + defaults["lock_files"]]
         )
+        self.generated_only = GlobList([p.lower() for p in defaults["generated"]])
+        self.lock_files = GlobList([p.lower() for p in defaults["lock_files"]])
         self.extensions = frozenset(e.lower() for e in types["extensions"])
         self.file_names = frozenset(types["file_names"])
         self.prefixes = tuple(types["file_name_prefixes"])
@@ -287,3 +289,54 @@ def exclusion_reason(
             return "mode_only"
         return "no_content_change"
     return ""
+
+
+# What an exclusion or not-reviewed reason means, for people (issue 19): the text output never
+# shows codes such as ``unsupported_ext``. Reasons that depend on the path are worked out below.
+REASON_WORDS = {
+    "binary": "binary",
+    "submodule": "submodule",
+    "symlink_outside": "symlink pointing outside the repository",
+    "secret_path": "may hold secrets",
+    "user_exclude": "excluded by select.exclude / --exclude",
+    "unsupported_ext": "not a source file type",
+    "deleted": "deleted",
+    "rename_only": "renamed, content unchanged",
+    "mode_only": "mode change only",
+    "no_content_change": "no content change",
+    "too_large": "too large for the model's context",
+    "no_endpoint": "no LLM endpoint configured",
+}
+_VENDORED = ("vendor", "node_modules", "bower_components", "venv", ".venv", "site-packages",
+             "pods", "carthage", "oh_modules")
+_EDITOR = (".idea", ".vscode", ".svn")
+_TEST_DATA = ("__snapshots__", "testdata", "fixtures", ".ipynb_checkpoints")
+
+
+def reason_words(path: str, reason: str) -> str:
+    """``reason`` (a selection reason or an incomplete reason) of ``path`` in human words:
+    ``lock file``, ``generated/minified``, ``vendored``, ``test file``, ``binary``… A path that
+    is a lock file, a generated/minified file or test data is called that whichever gate
+    caught it first (``yarn.lock`` is ``unsupported_ext``, ``dist/app.min.js``
+    ``provider_directory``). Unknown reasons are returned as they are."""
+    if reason not in ("provider_directory", "unsupported_ext", "default_path"):
+        return REASON_WORDS.get(reason, reason)
+    b = _builtin()
+    low = path.lower()
+    parts = low.split("/")
+    if b.lock_files.match_file(low):
+        return "lock file"
+    if any(p in _TEST_DATA for p in parts[:-1]) or low.endswith(".snap"):
+        return "test data"
+    if b.generated_only.match_file(low) or reason == "default_path" and not b.tests.match_file(
+            low):
+        return "generated/minified"
+    if reason == "default_path":
+        return "test file"
+    if reason == "unsupported_ext":
+        return REASON_WORDS[reason]
+    if any(p in _VENDORED for p in parts[:-1]):
+        return "vendored"
+    if any(p in _EDITOR for p in parts[:-1]):
+        return "editor settings"
+    return "build output"

@@ -284,12 +284,20 @@ def test_review_command_states_blocking_findings_without_commit_hints(
     rc, out, err = run_cli(["review", "--effort", "low", "--no-filter", "--no-cache"],
                            llm.env(), capsys)
     assert rc == 1
-    assert err.splitlines() == ["ocr-hook: blocking findings: 1 at or above high"]
+    [fid] = [ln.split(" id ")[1] for ln in out.splitlines() if ln.startswith("BLOCKING ")]
+    assert err.splitlines() == [
+        "ocr-hook: reviewing 1 file in 1 group with scripted-model…",
+        "ocr-hook: blocking findings: 1 at or above high",
+        "ocr-hook: not a problem? dismiss it (or put `ocr-hook: ignore <reason>` on its line):",
+        f"ocr-hook:   git ocr dismiss {fid} --reason '…'    # app.py:12 [critical · security]",
+    ]
     rc, out, err = run_cli(["hook", "pre-commit", "--no-filter", "--no-cache"], llm.env(), capsys)
     assert rc == 1
-    assert err.splitlines()[-1].startswith(
+    assert err.splitlines()[1].startswith(
         "ocr-hook: commit blocked: 1 finding(s) at or above high. Fix and retry, or bypass once"
         " with `git commit --no-verify`")
+    assert err.splitlines()[-1] == (
+        f"ocr-hook:   git ocr dismiss {fid} --reason '…'    # app.py:12 [critical · security]")
 
 
 def test_config_error_in_a_hook_says_how_to_bypass_once(
@@ -360,7 +368,8 @@ def test_every_incomplete_review_prints_one_not_reviewed_line(
     assert rc == 0, err
     lines = out.splitlines()
     assert [ln for ln in lines if "NOT REVIEWED" in ln] == [f"NOT REVIEWED: {why}"]
-    assert lines[-1] == "verdict: INCOMPLETE (blocking)"
+    assert lines[-1] == ("PASS: review incomplete, let through by gate.on_error = allow"
+                         " (blocking mode)")
     assert "NOT REVIEWED" not in err
     rc, out, err = run_cli(["review", "--format", "json", *flags], env, capsys)
     assert (rc, json.loads(out)["verdict"]) == (0, "incomplete")

@@ -266,9 +266,9 @@ def test_review_relocates_refiles_and_reports_old_side_in_every_format(
     relocations = [r for r in llm.requests if "<quoted_code>" in r["messages"][1]["content"]]
     assert len(relocations) == 3  # one per run: only the paraphrased quote needed it
     text = outputs["text"]
-    assert "app.py:13-13 (anchor: relocated) [high · bug]" in text
-    assert "app.py:18-18 (old side) [low · other]" in text
-    assert "util.py:2-2 (anchor: refiled) [medium · bug]" in text
+    assert "BLOCKING app.py:13 (anchor: relocated) [high · bug] id " in text
+    assert "\napp.py:18 (old side) [low · other] id " in text
+    assert "\nutil.py:2 (anchor: refiled) [medium · bug] id " in text
     sarif = json.loads(outputs["sarif"])
     props = sorted((r["properties"]["side"], r["properties"]["anchor"])
                    for r in sarif["runs"][0]["results"])

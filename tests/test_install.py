@@ -69,7 +69,8 @@ def test_native_pre_commit_hook_blocks_passes_skips_and_no_verify_bypasses(
     p = git(repo, llm, "commit", "-m", "add calc")
     assert p.returncode == 1, p.stderr
     assert head(repo) == init
-    assert "calc.py:2-2 [high · bug]" in p.stderr
+    assert "BLOCKING calc.py:2 [high · bug] id " in p.stderr
+    assert "  git ocr dismiss " in p.stderr
     assert "Division by zero when b is 0." in p.stderr
     assert "commit blocked: 1 finding(s) at or above high" in p.stderr
     assert "`git commit --no-verify`" in p.stderr and "SKIP=ocr-review" in p.stderr
@@ -230,7 +231,7 @@ def test_native_pre_push_hook_blocks_and_no_verify_bypasses(
     llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
     p = git(repo, llm, "push", "origin", "main")
     assert p.returncode != 0
-    assert "calc.py:2-2 [high · bug]" in p.stdout + p.stderr  # pre-push stdout is not redirected
+    assert "calc.py:2 [high · bug] id " in p.stdout + p.stderr  # pre-push stdout is not redirected
     assert "push blocked" in p.stderr and "`git push --no-verify`" in p.stderr
     assert seen.read_text() == f"origin\nrefs/heads/main {new} refs/heads/main {old}\n"
     assert len(llm.requests) == 1

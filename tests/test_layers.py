@@ -52,6 +52,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.cache_entries": 2,  # the cache's stored shapes
     "ocr_hook.session": 2,
     "ocr_hook.output": 2,
+    "ocr_hook.output_text": 2,
+    "ocr_hook.html_report": 2,  # the self-contained review page (--format html)  # the text output: findings ordered, code shown, verdict in words
     "ocr_hook.progress": 2,  # progress / heartbeat lines on stderr
     "ocr_hook.workers": 2,  # the thread pool review creates
     "ocr_hook.input_notes": 2,  # warnings about the run's input, logged as they are made
@@ -82,6 +84,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,
     "ocr_hook.group_prompts": 3,  # one group's main-task prompt
+    "ocr_hook.dismiss": 3,  # dismissal keys, inline marker, which findings a dismissal takes out
+    "ocr_hook.dismiss_store": 3,  # personal and shared (HEAD) dismissal files
     "ocr_hook.change_scan": 3,  # findings made without the LLM (secrets, injection, protected paths)
     "ocr_hook.detect_secrets_scan": 3,  # optional detect-secrets pass over the added lines
     "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named

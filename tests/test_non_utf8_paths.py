@@ -75,7 +75,7 @@ def test_non_utf8_file_name_is_reviewed_and_reported_alike_in_every_format(
     assert loc["region"] == {"startLine": 2, "endLine": 2}
     rc, out = run(["review", "--effort", "low", "--no-filter"], llm.env(), capsysbinary)
     assert rc == 1
-    assert f"{SHOWN}:2-2 [high · bug]" in out.decode("utf-8", "strict")
+    assert f"BLOCKING {SHOWN}:2 [high · bug] id " in out.decode("utf-8", "strict")
     assert len(llm.requests) == 2
     assert repo.state() == before
 

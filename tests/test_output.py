@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ocr_hook import cli, output
+from ocr_hook import cli, output, output_text
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
 from ocr_hook.results import FileOutcome, ReviewResult
@@ -160,7 +160,7 @@ def test_sarif_without_findings_is_valid(sarif_validator: jsonschema.Draft4Valid
 
 
 TOP_KEYS = {"schema_version", "status", "verdict", "gate", "llm", "input", "summary", "comments",
-            "files", "groups", "warnings", "session_id"}
+            "files", "groups", "warnings", "dismissed", "session_id"}
 SUMMARY_KEYS = {"files_reviewed", "comments", "by_severity", "input_tokens", "output_tokens",
                 "llm_calls", "llm_attempts", "cache_hits", "elapsed_ms"}
 COMMENT_KEYS = {"id", "path", "side", "start_line", "end_line", "severity", "category",
@@ -207,7 +207,7 @@ def test_json_has_exactly_the_specified_shape(
     empty = json.loads(out)
     assert rc == 0 and set(empty) == TOP_KEYS
     assert (empty["status"], empty["verdict"]) == ("skipped", "pass")
-    for key in ("comments", "files", "groups", "warnings"):
+    for key in ("comments", "files", "groups", "warnings", "dismissed"):
         assert empty[key] == []
 
 
@@ -215,9 +215,9 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
     result = _result([_finding("a.py", "new", 2, 2, Severity.CRITICAL, "bug", "hunk_new")],
                      [FileOutcome("a.py", "a.py", "added", True, "", 2, 0, True)])
     plain = io.StringIO()
-    output.write_text(result, plain, {})
+    output_text.write_text(result, plain, {})
     assert "\033[" not in plain.getvalue()
-    assert "a.py:2-2 [critical · bug]" in plain.getvalue()
+    assert "BLOCKING a.py:2 [critical · bug] id a.py-2" in plain.getvalue()
     master, slave = os.openpty()
     try:
         with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as tty:
@@ -226,15 +226,15 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
             assert output.use_color(tty, {"TERM": "dumb"}) is False
             buf = io.StringIO()
             buf.isatty = tty.isatty  # type: ignore[method-assign]
-            output.write_text(result, buf, {})
+            output_text.write_text(result, buf, {})
             assert "\033[1;31m[critical · bug]\033[0m" in buf.getvalue()
             buf2 = io.StringIO()
             buf2.isatty = tty.isatty  # type: ignore[method-assign]
-            output.write_text(result, buf2, {"NO_COLOR": ""})
+            output_text.write_text(result, buf2, {"NO_COLOR": ""})
             assert "\033[" in buf2.getvalue()  # NO_COLOR set but empty does not count
             buf3 = io.StringIO()
             buf3.isatty = tty.isatty  # type: ignore[method-assign]
-            output.write_text(result, buf3, {"NO_COLOR": "1"})
+            output_text.write_text(result, buf3, {"NO_COLOR": "1"})
             assert "\033[" not in buf3.getvalue()
     finally:
         os.close(master)
@@ -256,15 +256,20 @@ def test_text_output_escapes_control_characters_of_model_text_and_file_names(
     assert rc == 1
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
     lines = out.splitlines()
-    start = lines.index("bad\\nname.py:1-1 [high · bug]")
-    assert lines[start:start + 5] == [
-        "bad\\nname.py:1-1 [high · bug]",
+    [start] = [i for i, ln in enumerate(lines) if ln.startswith("BLOCKING bad\\nname.py:1 ")]
+    assert lines[start].startswith("BLOCKING bad\\nname.py:1 [high · bug] id ")
+    assert lines[start + 1:start + 11] == [
         "  Bad \\u001b[2J value",
         "  second line\\u0007",
         "  \tindented",
+        "    |",
+        "  1 | x = 1",
+        "    |",
+        "  suggestion:",
         "    -x = 1",
+        "    +x = \\u001b[31m2",
+        "",
     ]
-    assert lines[start + 5] == "    +x = \\u001b[31m2"
     assert "excluded: data\\u001b[31m.bin (binary)" in lines
     # the preview escapes the same names the same way
     rc, out, _ = run_cli(["review", "--preview"], llm.env(), capsys)
@@ -283,13 +288,13 @@ def test_text_output_lists_unreviewed_and_excluded_paths_after_the_findings(
     rc, out, _ = run_cli(["review"], {}, capsys)  # no endpoint
     assert rc == 0
     lines = out.splitlines()
-    i = lines.index("not reviewed: app.py (no_endpoint)")
+    i = lines.index("not reviewed: app.py (no LLM endpoint configured)")
     assert lines[i - 1] == ""
     assert lines[i:i + 4] == [
-        "not reviewed: app.py (no_endpoint)",
+        "not reviewed: app.py (no LLM endpoint configured)",
         "excluded: gone.py (deleted)",
         "excluded: logo.png (binary)",
-        "excluded: old.py → new.py (rename_only)",
+        "excluded: old.py → new.py (renamed, content unchanged)",
     ]
     assert lines[i + 4].startswith("NOT REVIEWED: no LLM endpoint configured")
 
@@ -298,10 +303,10 @@ def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
     files = [FileOutcome(f"v/{i}.js", f"v/{i}.js", "added", False, "provider_directory", 1, 0)
              for i in range(23)]
     files.append(FileOutcome("a.bin", "a.bin", "added", False, "binary", 0, 0))
-    lines = output.coverage_lines(files)
+    lines = output_text.coverage_lines(files)
     assert len(lines) == 21
-    assert lines[0] == "excluded: v/0.js (provider_directory)"
-    assert lines[-1] == ("excluded: 4 more (3 provider_directory, 1 binary; `git ocr review"
+    assert lines[0] == "excluded: v/0.js (build output)"
+    assert lines[-1] == ("excluded: 4 more (3 build output, 1 binary; `git ocr review"
                          " --preview` lists every path)")
-    assert output.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
+    assert output_text.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
         == []

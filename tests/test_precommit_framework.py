@@ -113,7 +113,7 @@ def test_blocked_commit_shows_the_finding_and_exits_1(
     assert p.returncode == 1, out
     assert "ocr-hook AI code review" in out and "Failed" in out
     assert "- exit code: 1" in out
-    assert "calc.py:2-2 [high · bug]" in out
+    assert "calc.py:2 [high · bug] id " in out
     assert "Division by zero when b is 0." in out
     assert "SKIP=ocr-review" in out
     assert repo.git("rev-parse", "HEAD").strip() == head
@@ -131,7 +131,7 @@ def test_advisory_mode_lets_the_commit_through(
     p = run(repo, env, "git", "commit", "-m", "advisory", OCR_HOOK_GATE_MODE="advisory")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "ocr-hook AI code review" in p.stdout + p.stderr and "Passed" in p.stdout + p.stderr
-    assert "calc.py:2-2 [critical · bug]" in p.stdout + p.stderr  # verbose: true shows it
+    assert "calc.py:2 [critical · bug] id " in p.stdout + p.stderr  # verbose: true shows it
     assert repo.git("log", "-1", "--format=%s").strip() == "advisory"
     assert len(llm.requests) == 1
 
@@ -147,7 +147,7 @@ def test_not_reviewed_is_visible_when_the_hook_passes(
     assert p.returncode == 0, out
     assert "ocr-hook AI code review" in out and "Passed" in out
     assert "NOT REVIEWED: no LLM endpoint configured" in out
-    assert "not reviewed: calc.py (no_endpoint)" in out
+    assert "not reviewed: calc.py (no LLM endpoint configured)" in out
     assert repo.git("log", "-1", "--format=%s").strip() == "offline"
     assert llm.requests == []
 
@@ -180,7 +180,7 @@ def test_pre_push_stage_reviews_from_ref_to_ref(
             "--hook-stage", "pre-push", "--from-ref", base, "--to-ref", tip)
     out = p.stdout + p.stderr
     assert p.returncode == 1, out
-    assert "calc.py:2-2 [high · bug]" in out
+    assert "calc.py:2 [high · bug] id " in out
     assert "push blocked" in out and "SKIP=ocr-review-push" in out
     user = llm.requests[0]["messages"][1]["content"]
     assert '<file path="calc.py"' in user and '<file path="other.py"' in user

@@ -203,6 +203,7 @@ def test_preview_json_lists_every_case_with_exact_status_counts_and_reason(
         "files": EXPECTED_FILES,
         "groups": [],
         "warnings": [],
+        "dismissed": [],
         "session_id": "",
     }
     assert repo.state() == before
@@ -219,8 +220,8 @@ def test_preview_text_table_shows_path_status_counts_and_reason(
     assert out.splitlines() == [
         "path             status      +/-  review",
         "keep.py          modified  +2/-1  yes",
-        "old.py → new.py  renamed   +0/-0  no (rename_only)",
-        "notes.txt        added     +1/-0  no (unsupported_ext)",
+        "old.py → new.py  renamed   +0/-0  no (renamed, content unchanged)",
+        "notes.txt        added     +1/-0  no (not a source file type)",
         "",
         "3 changed file(s), 1 to review",
     ]

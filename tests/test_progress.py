@@ -63,6 +63,15 @@ def test_progress_counts_session_records_and_beats_until_stopped() -> None:
     assert not any("a.py" in ln for ln in handler.lines)  # short reviews stay quiet
 
 
+def test_start_line_names_files_groups_and_model() -> None:
+    from ocr_hook.progress import start_line
+
+    assert start_line({"groups": [{"label": "a"}, {"label": "b"}], "files": 3,
+                       "model": "gpt-x"}) == "reviewing 3 files in 2 groups with gpt-x…"
+    assert start_line({"groups": [{"label": "a"}], "files": 1, "model": ""}) == (
+        "reviewing 1 file in 1 group with the model…")
+
+
 def test_slow_review_prints_a_heartbeat_on_stderr_and_keeps_stdout_json(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -82,6 +91,8 @@ def test_slow_review_prints_a_heartbeat_on_stderr_and_keeps_stdout_json(
     assert data["status"] == "complete" and data["summary"]["llm_calls"] == 1
     beats = [ln for ln in err.splitlines() if ln.startswith("ocr-hook: still reviewing: ")]
     assert beats, err
+    # the start line comes first, as soon as the model is asked (issue 19)
+    assert err.splitlines()[0] == "ocr-hook: reviewing 1 file in 1 group with scripted-model…"
     assert re.fullmatch(
         r"ocr-hook: still reviewing: 1[5-9]s elapsed, 0 LLM call\(s\), 0 tokens, "
         r"0 group\(s\) done", beats[0])

@@ -62,6 +62,10 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str],
         from .llm_cmd import run_llm_command
 
         return run_llm_command(args, env)
+    if command == "dismiss":
+        from .dismiss_cmd import run_dismiss_command
+
+        return run_dismiss_command(args, env)
     if command in ("install", "uninstall", "cache", "session"):
         from .maintenance import run_maintenance
 

@@ -87,6 +87,8 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
         return Exit.OK
     if getattr(args, "session_cmd", None) == "show":
         path = session_mod.find_session(directory, args.id)
+        if getattr(args, "html", False):
+            return _session_page(path, args.output)
         if args.json:
             sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
         else:
@@ -94,6 +96,28 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
                 print(session_mod.format_record(rec))
         return Exit.OK
     raise OcrError("usage: git ocr session list|show ID")
+
+
+def _session_page(path: Path, output: str | None) -> int:
+    """``session show ID --html [--output FILE]``: the review page of a recorded session.
+    Raises OcrError when the session has no result record (an older or interrupted run)."""
+    from .. import session as session_mod
+    from ..html_report import diff_from_record, render
+    from .review_cmd import _check_output_path, _write_output
+
+    out_path = _check_output_path(output) if output else None
+    rec = next((r for r in reversed(session_mod.read_records(path))
+                if r.get("type") == "result"), None)
+    if rec is None or not isinstance(rec.get("report"), dict):
+        raise OcrError(f"session {path.stem} has no recorded result (interrupted, or written by"
+                       " an older ocr-hook)")
+    diffs = [diff_from_record(d) for d in rec.get("diffs", []) if isinstance(d, dict)]
+    page = render(rec["report"], diffs, str(rec.get("verdict_line", "")))
+    if out_path is not None:
+        _write_output(out_path, page)
+    else:
+        sys.stdout.write(page)
+    return Exit.OK
 
 
 def rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

@@ -25,8 +25,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
         g.add_argument("--to", dest="to_ref", metavar="B", help="end of the range (with --from)")
         g.add_argument("--preview", action="store_true",
                        help="show which files would be reviewed; no LLM call")
-    g.add_argument("--format", choices=("text", "json", "sarif"), default=None,
-                   help="output format (default text)")
+    g.add_argument("--format", choices=("text", "json", "sarif", "html"), default=None,
+                   help="output format (default text); html: a self-contained review page")
     g.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
     g.add_argument("--effort", choices=("low", "medium", "high"),
                    help="review rounds: low 1, medium 2, high 3")
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     hpp.add_argument("url", nargs="?", help="remote URL (git passes it as argument 2)")
     _add_review_flags(hpp, hook=True)
     _add_maintenance_commands(sub)
+    _add_dismiss_command(sub)
     _add_config_commands(sub)
     _add_llm_commands(sub)
     return p
@@ -125,6 +126,27 @@ def _add_maintenance_commands(sub: Any) -> None:
     ss = ses.add_parser("show", help="the records of one session")
     ss.add_argument("id", metavar="ID", help="session id (a unique prefix is enough)")
     ss.add_argument("--json", action="store_true", help="raw JSON lines")
+    ss.add_argument("--html", action="store_true",
+                    help="the session's review page (self-contained HTML) instead")
+    ss.add_argument("--output", metavar="FILE", help="with --html: write the page to FILE")
+
+
+def _add_dismiss_command(sub: Any) -> None:
+    """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID`` (issue 19)."""
+    d = sub.add_parser(
+        "dismiss", help="record that a finding is not a problem (it no longer blocks)",
+        description="Dismiss a finding by the id shown with it: it no longer counts for the"
+        " gate and is listed as dismissed. The dismissal is keyed on the path, the code the"
+        " finding is anchored to and its category, so it survives moved lines, amend, rebase"
+        " and reworded findings. Personal by default (kept under the git directory);"
+        " --shared writes .ocr-hook-dismissed.json for the team to commit (read from HEAD).")
+    d.add_argument("id", nargs="?", metavar="ID", help="the finding's id (a unique prefix)")
+    d.add_argument("--reason", metavar="TEXT", help="why it is not a problem")
+    d.add_argument("--shared", action="store_true",
+                   help="write the committed file .ocr-hook-dismissed.json instead")
+    d.add_argument("--list", action="store_true", help="list personal and shared dismissals")
+    d.add_argument("--undo", metavar="ID", help="remove a dismissal (its id or the finding's)")
+    d.add_argument("--json", action="store_true", help="--list as JSON lines")
 
 
 def _add_config_commands(sub: Any) -> None:

@@ -145,10 +145,27 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
         output.write_json(result, stream)
     elif fmt == "sarif":
         output.write_sarif(result, stream)
+    elif fmt == "html":
+        from ..html_report import render
+        from ..output_text import verdict_line
+
+        stream.write(render(output.to_json(result), review_diffs(result), verdict_line(result)))
     else:
-        output.write_text(result, stream, environ)
+        from ..output_text import write_text
+
+        write_text(result, stream, environ)
     if out_path is not None:
         _write_output(out_path, stream.getvalue())
+
+
+def review_diffs(result: ReviewResult) -> list[Any]:
+    """The diffs of the reviewed files (each path once, in group order): the review page's
+    diffs."""
+    seen: dict[str, Any] = {}
+    for g in result.groups:
+        for f in g.files:
+            seen.setdefault(f.path, f)
+    return list(seen.values())
 
 
 def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
@@ -175,6 +192,8 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
                                           result.decision.blocking_findings, result.gate.fail_on))
+        for line in dismiss_hints(result):
+            log.warning("%s", line)
     return int(result.decision.exit_code) if not req.preview else int(Exit.OK)
 
 
@@ -249,6 +268,35 @@ def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
         repo_rule_file=getattr(getattr(cfg, "rules", None), "file", "") or "",
         environ=environ,
     )
+
+
+DISMISS_HINTS_MAX = 10  # blocking findings named with their dismiss command on stderr
+
+
+def dismiss_hints(result: ReviewResult) -> list[str]:
+    """For a result blocked by findings: the exact command that dismisses each blocking finding
+    (issue 19), or how to allow a secret (secrets keep their own allow rules); at most
+    DISMISS_HINTS_MAX, then a count."""
+    from ..dismiss import IGNORE_MARKER, can_dismiss
+    from ..findings import Severity
+    from ..output_text import location
+
+    if result.decision.verdict != "findings":
+        return []
+    threshold = Severity[result.gate.fail_on.upper()]
+    blocking = [f for f in result.findings if f.severity >= threshold]
+    lines = [f"not a problem? dismiss it (or put `{IGNORE_MARKER} <reason>` on its line):"]
+    for f in blocking[:DISMISS_HINTS_MAX]:
+        where = f"{location(f)} [{f.severity.label} · {f.category}]"
+        if can_dismiss(f):
+            lines.append(f"  git ocr dismiss {f.id} --reason '…'    # {where}")
+        else:
+            lines.append(f"  {where}: a secret; mark its line `ocr-hook: allow-secret` or list"
+                         " the value in security.allow_secrets")
+    if len(blocking) > DISMISS_HINTS_MAX:
+        lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`git ocr review`"
+                     " lists every id)")
+    return lines
 
 
 def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:

@@ -1,0 +1,177 @@
+"""``git ocr dismiss`` (issue 19): record that a finding is not a problem, list and undo.
+
+``git ocr dismiss ID [--reason TEXT] [--shared]`` looks the finding up by its id (a unique
+prefix of at least ID_MIN_CHARS characters) in this repository's review sessions, newest first
+(every review, cache hits included, records its findings with their dismissal key), and
+stores the key with the reason, the git identity and the date: in the personal file under the
+git directory, or with ``--shared`` in ``.ocr-hook-dismissed.json`` in the work tree, to be
+committed (reviews read it from HEAD). ``--list`` shows both; ``--undo ID`` removes a dismissal
+by its own id, the id of the finding it was made from, or the id of a finding it dismissed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..exitcodes import Exit
+from .common import one_line
+
+ID_MIN_CHARS = 4
+_ID = re.compile(r"[0-9a-f]+")
+FINDING_RECORDS = ("comment", "dismissed")  # session record types that carry a finding
+
+
+def run_dismiss_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Run ``dismiss``; returns the exit code. Raises UsageError for a bad or unknown id, a
+    secret finding, or an unreadable/unwritable store."""
+    from .. import gitio
+
+    repo = gitio.find_toplevel(Path.cwd())
+    common = gitio.git_common_dir(repo)
+    if args.list:
+        if args.id or args.undo:
+            raise UsageError("--list takes no ID")
+        return _list(repo, common, args.json)
+    if args.undo:
+        if args.id:
+            raise UsageError("give the ID once: git ocr dismiss --undo ID")
+        return _undo(repo, common, _check_id(args.undo), args.shared)
+    if not args.id:
+        raise UsageError("usage: git ocr dismiss ID [--reason TEXT] [--shared] | --list |"
+                         " --undo ID")
+    return _dismiss(repo, common, _check_id(args.id), args.reason or "", args.shared)
+
+
+def _check_id(raw: str) -> str:
+    value = raw.strip().lower()
+    if len(value) < ID_MIN_CHARS or not _ID.fullmatch(value):
+        raise UsageError(f"invalid id {one_line(raw)!r}: give the id shown with the finding"
+                         f" (hex, at least {ID_MIN_CHARS} characters)")
+    return value
+
+
+def find_finding(common: Path, prefix: str) -> dict[str, Any]:
+    """The newest session record of a finding whose id starts with ``prefix``. Raises
+    UsageError when no session has one, or the newest session that has one has several."""
+    from ..session import read_records, sessions_dir
+
+    directory = sessions_dir(common)
+    try:
+        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
+    except OSError:
+        files = []
+    for path in files:
+        try:
+            records = read_records(path)
+        except UsageError:
+            continue
+        found: dict[str, dict[str, Any]] = {}
+        for rec in records:
+            fid = str(rec.get("id", ""))
+            if rec.get("type") in FINDING_RECORDS and fid.startswith(prefix):
+                found.setdefault(fid, rec)
+        if len(found) > 1:
+            raise UsageError(f"id {prefix!r} is ambiguous: {', '.join(sorted(found)[:5])};"
+                             " give more characters")
+        if found:
+            return next(iter(found.values()))
+    raise UsageError(f"no finding {prefix!r} in the recent reviews of this repository (ids are"
+                     " shown with each finding; `git ocr session list` lists the reviews)")
+
+
+def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> int:
+    from .. import dismiss_store as store
+    from ..dismiss import IGNORE_MARKER, SECRET_SOURCE, Dismissal
+
+    rec = find_finding(common, prefix)
+    where = f"{rec.get('path')}:{rec.get('start_line')} [{rec.get('severity')} ·" \
+            f" {rec.get('category')}]"
+    if rec.get("source") == SECRET_SOURCE:
+        raise UsageError(f"{rec.get('id')} ({where}) is a secret finding; secrets keep their own"
+                         " allow rules: put `ocr-hook: allow-secret` on its line or list the value"
+                         " in security.allow_secrets")
+    key = str(rec.get("key", ""))
+    if len(key) != 64:
+        raise UsageError(f"{rec.get('id')} was recorded by an older ocr-hook without a dismissal"
+                         " key; review again and use the new id")
+    if rec.get("type") == "dismissed" and rec.get("by") == "inline":
+        print(f"{rec.get('id')} is already dismissed by `{IGNORE_MARKER}` on its line")
+        return Exit.OK
+    d = Dismissal(
+        key=key, path=str(rec.get("path", "")), category=str(rec.get("category", "")),
+        code=str(rec.get("code", "")), reason=reason, author=store.author(repo),
+        date=store.now_iso(), finding_id=str(rec.get("id", "")),
+        message=" ".join(str(rec.get("content", "")).split())[:200],
+        scope="shared" if shared else "personal")
+    if shared:
+        items = store.load_shared_worktree(repo)
+        path = store.save_shared(repo, [*[x for x in items if x.key != key], d])
+        print(f"dismissed {d.finding_id} ({one_line(where)}) in {path.name}; commit that file:"
+              " it applies to reviews from the next commit on")
+    else:
+        items = store.load_personal(common)
+        path = store.save_personal(common, [*[x for x in items if x.key != key], d])
+        print(f"dismissed {d.finding_id} ({one_line(where)}) for you ({path})")
+    return Exit.OK
+
+
+def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
+    from .. import dismiss_store as store
+
+    personal = [] if shared else store.load_personal(common)
+    team = store.load_shared_worktree(repo)
+    keys = {d.key for d in [*personal, *team]
+            if d.id.startswith(prefix) or d.finding_id.startswith(prefix)}
+    if not keys:
+        try:
+            keys = {str(find_finding(common, prefix).get("key", ""))}
+        except UsageError:
+            keys = set()
+    removed = [d for d in [*personal, *team] if d.key in keys]
+    if not removed:
+        raise UsageError(f"no dismissal {prefix!r} (see `git ocr dismiss --list`)")
+    if len({d.key for d in removed}) > 1:
+        raise UsageError(f"id {prefix!r} matches several dismissals: "
+                         + ", ".join(sorted({d.id for d in removed})))
+    if any(d.scope == "personal" for d in removed):
+        store.save_personal(common, [d for d in personal if d.key not in keys])
+    if any(d.scope == "shared" for d in removed):
+        store.save_shared(repo, [d for d in team if d.key not in keys])
+    for d in removed:
+        note = "; commit .ocr-hook-dismissed.json" if d.scope == "shared" else ""
+        print(f"undone: {d.id} {one_line(d.path)} [{d.category}] ({d.scope}){note}")
+    return Exit.OK
+
+
+def _list(repo: Path, common: Path, as_json: bool) -> int:
+    from .. import dismiss_store as store
+
+    items = [*store.load_personal(common), *store.load_shared_worktree(repo)]
+    if as_json:
+        for d in items:
+            print(json.dumps({"id": d.id, "scope": d.scope, "path": d.path,
+                              "category": d.category, "reason": d.reason, "author": d.author,
+                              "date": d.date, "finding_id": d.finding_id, "message": d.message,
+                              "code": d.code, "key": d.key}, ensure_ascii=False))
+        return Exit.OK
+    if not items:
+        print("no dismissals")
+        return Exit.OK
+    for d in items:
+        first = next((ln.strip() for ln in d.code.split("\n") if ln.strip()), "")
+        print(f"{d.id}  {d.scope:<8}  {one_line(d.path)} [{d.category}]  {d.date}  "
+              f"{one_line(d.author)}")
+        if first:
+            print(f"    code:    {one_line(first)[:100]}")
+        print(f"    finding: {one_line(d.message)[:100]}")
+        if d.reason:
+            print(f"    reason:  {one_line(d.reason)}")
+    sys.stdout.flush()
+    return Exit.OK

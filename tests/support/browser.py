@@ -1,0 +1,112 @@
+"""A real headless Chromium for checking the review page (issue 19).
+
+``.ci/run`` installs the system package (``/usr/bin/chromium``) when it is missing. Every run
+gets a fresh profile directory and the flags that keep the browser itself off the network
+(no background networking, component updates, sync or first-run tasks), so any request seen
+while a page loads came from the page.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+QUIET_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--disable-default-apps", "--disable-extensions", "--mute-audio",
+)
+
+
+def chromium() -> str:
+    """Path of the Chromium binary. Raises RuntimeError naming the CI install step if none."""
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RuntimeError("no Chromium found: install the system package (`apt-get install -y "
+                       "chromium`, as .ci/run does)")
+
+
+def run_chromium(page: Path, *flags: str, proxy_port: int | None = None,
+                 timeout_s: float = 60.0) -> subprocess.CompletedProcess[bytes]:
+    """Load ``page`` (a file) in headless Chromium with ``flags`` (e.g. ``--dump-dom``).
+    ``proxy_port``: send every http(s) request the page makes to that loopback port, loopback
+    included (``<-loopback>`` removes Chromium's implicit bypass)."""
+    with tempfile.TemporaryDirectory(prefix="ocr-chromium-") as profile:
+        argv = [chromium(), *QUIET_FLAGS, f"--user-data-dir={profile}", *flags]
+        if proxy_port is not None:
+            argv += [f"--proxy-server=http://127.0.0.1:{proxy_port}",
+                     "--proxy-bypass-list=<-loopback>"]
+        argv.append(page.resolve().as_uri())
+        return subprocess.run(argv, capture_output=True, timeout=timeout_s, check=False)
+
+
+def dump_dom(page: Path, proxy_port: int | None = None) -> str:
+    """The DOM of ``page`` after it loaded, serialised by Chromium (``--dump-dom``)."""
+    p = run_chromium(page, "--dump-dom", "--virtual-time-budget=2000", proxy_port=proxy_port)
+    if p.returncode != 0:
+        raise RuntimeError(f"chromium failed ({p.returncode}): {p.stderr.decode()[-400:]}")
+    return p.stdout.decode("utf-8")
+
+
+def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1800,
+               proxy_port: int | None = None) -> None:
+    """A PNG of ``page`` at ``width`` x ``height`` CSS pixels."""
+    p = run_chromium(page, f"--screenshot={png.resolve()}", f"--window-size={width},{height}",
+                     "--hide-scrollbars", "--virtual-time-budget=2000", proxy_port=proxy_port)
+    if p.returncode != 0 or not png.exists():
+        raise RuntimeError(f"chromium screenshot failed ({p.returncode}):"
+                           f" {p.stderr.decode()[-400:]}")
+
+
+class Listener:
+    """A loopback TCP listener that records the first line of every request made to it (as a
+    proxy it also swallows them: nothing the browser sends goes further than this socket)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[str] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(2)
+            try:
+                head = conn.recv(2048).decode("latin-1")
+            except OSError:
+                head = ""
+            self.requests.append(head.split("\r\n", 1)[0])
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# Chromium's own service calls (component updater, network time, accounts) still go out in
+# headless mode despite the quiet flags; they are not the page's, and the proxy swallows them.
+BROWSER_HOSTS = (".google.com", ".googleapis.com", ".gstatic.com", ".gvt1.com")
+
+
+def page_requests(requests: list[str]) -> list[str]:
+    """The requests not made by Chromium for itself (see BROWSER_HOSTS)."""
+    out = []
+    for line in requests:
+        parts = line.split()
+        target = parts[1] if len(parts) > 1 else line
+        host = target.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+        if not host.endswith(BROWSER_HOSTS):
+            out.append(line)
+    return out

@@ -1,0 +1,147 @@
+"""The review page (issue 19), checked in a real headless Chromium: a 3-file review written
+with ``--format html`` shows each finding inline right under the line it is anchored to, a
+dismissed one folded, model text escaped, and not one request leaves the page (a strict CSP,
+no http(s) ``src``/``href``, and a loopback proxy and server that count every connection the
+browser makes while it loads the page). ``git ocr session show ID --html`` renders the same
+page from the session log.
+
+Real: git, the review, HTTP to the scripted model, Chromium. Fake: the model's replies."""
+
+from __future__ import annotations
+
+import os
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocr_hook import cli
+from tests.support.browser import Listener, dump_dom, page_requests
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+APP_OLD = "import db\n\n\ndef find(name):\n    return db.run('SELECT 1')\n\n\ndef check(n):\n" \
+          "    if n < 0:\n        raise ValueError(n)\n    return n\n"
+APP_NEW = "import db\n\n\ndef find(name):\n" \
+          "    q = \"SELECT * FROM users WHERE name = '\" + name + \"'\"\n" \
+          "    return db.run(q)\n\n\ndef check(n):\n    return n\n"
+UTIL_JS = "export function total(items) {\n  let sum = 0;\n" \
+          "  for (let i = 0; i <= items.length; i++) {\n    sum += items[i].price;\n  }\n" \
+          "  return sum;\n}\n"
+CONF_PY = "TIMEOUT = 30\nRETRIES = eval(input())  # ocr-hook: ignore only used by the REPL\n"
+
+
+class Rows(HTMLParser):
+    """The page's table rows in document order: (attributes, text) per ``<tr>``; also every
+    tag with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[dict[str, str], str]] = []
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self._text: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        self.tags.append((tag, a))
+        if tag == "tr":
+            self._text = []
+            self.rows.append((a, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "tr" and self._text is not None:
+            a, _ = self.rows[-1]
+            self.rows[-1] = (a, "".join(self._text))
+            self._text = None
+
+
+def comment(path: str, quote: str, content: str, severity: str, category: str,
+            suggestion: str = "") -> dict[str, Any]:
+    return {"path": path, "content": content, "existing_code": quote,
+            "suggestion_code": suggestion, "severity": severity, "category": category}
+
+
+def test_review_page_renders_findings_inline_at_their_lines_with_no_request(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    trap = Listener()
+    proxy = Listener()
+    evil = (f'<img src="http://127.0.0.1:{trap.port}/leak.png">'
+            f'<link rel="stylesheet" href="https://127.0.0.1:{trap.port}/x.css">'
+            f"<script>fetch('http://127.0.0.1:{trap.port}/js')</script>")
+    repo.commit({"app.py": APP_OLD}, "init")
+    repo.stage({"app.py": APP_NEW, "util.js": UTIL_JS, "conf.py": CONF_PY})
+    llm.tool_calls(("code_comment", {"comments": [
+        comment("app.py", "q = \"SELECT * FROM users WHERE name = '\" + name + \"'\"",
+                "SQL injection: name is concatenated. " + evil, "critical", "security",
+                "q = 'SELECT * FROM users WHERE name = ?'"),
+        comment("app.py", "if n < 0:\n    raise ValueError(n)",
+                "The negative check was removed.", "medium", "bug"),
+        comment("util.js", "for (let i = 0; i <= items.length; i++) {",
+                "Off by one: reads items[items.length].", "high", "bug",
+                "for (let i = 0; i < items.length; i++) {"),
+        comment("conf.py", "RETRIES = eval(input())", "eval of user input", "high", "security"),
+    ]}), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    page = tmp_path / "review.html"
+    env = {**os.environ, **llm.env(), "OCR_HOOK_REVIEW_FILTER": "false"}
+    rc = cli.main(["review", "--format", "html", "--output", str(page)], environ=env)
+    assert rc == 1
+    assert capsys.readouterr().out == ""
+    html = page.read_text(encoding="utf-8")
+    assert ('<meta http-equiv="Content-Security-Policy" content="default-src \'none\';'
+            ' style-src \'unsafe-inline\'">') in html
+
+    try:
+        dom = dump_dom(page, proxy_port=proxy.port)
+    finally:
+        trap.close()
+        proxy.close()
+    assert trap.requests == [] and page_requests(proxy.requests) == []
+    parsed = Rows()
+    parsed.feed(dom)
+    assert [t for t, _ in parsed.tags if t in ("script", "img", "link", "iframe")] == []
+    assert [a for _, attrs in parsed.tags for k, a in attrs.items()
+            if k in ("src", "href") and not a.startswith("#")] == []
+
+    placed: dict[str, tuple[str, str, str, str]] = {}  # content -> (data-old, data-new, text)
+    last_line: tuple[dict[str, str], str] | None = None
+    for attrs, text in parsed.rows:
+        if "line" in attrs.get("class", "").split():
+            last_line = (attrs, text)
+        elif attrs.get("class") == "finding":
+            assert last_line is not None
+            la, lt = last_line
+            placed[text.split("id ")[-1][:12]] = (la["data-old"], la["data-new"], lt,
+                                                  attrs["data-dismissed"])
+    by_content = {}
+    for attrs, text in parsed.rows:
+        if attrs.get("class") == "finding":
+            by_content[text] = placed[text.split("id ")[-1][:12]]
+    got = sorted((next(k for k in ("SQL injection", "negative check", "Off by one", "eval of")
+                       if k in text), old, new, code.lstrip("0123456789").rstrip(), dismissed)
+                 for text, (old, new, code, dismissed) in by_content.items())
+    assert got == [
+        ("Off by one", "", "3", "+  for (let i = 0; i <= items.length; i++) {", "no"),
+        ("SQL injection", "", "5",
+         "+    q = \"SELECT * FROM users WHERE name = '\" + name + \"'\"", "no"),
+        ("eval of", "", "2",
+         "+RETRIES = eval(input())  # ocr-hook: ignore only used by the REPL", "yes"),
+        ("negative check", "10", "", "-        raise ValueError(n)", "no"),
+    ]
+    assert "SQL injection: name is concatenated. &lt;img src=" in dom  # shown as text
+    assert "BLOCKED: 2 findings at or above high, 1 dismissed (blocking mode)" in dom
+    assert "dismissed (inline: only used by the REPL)" in dom
+
+    # the same page from the session log
+    [sid] = [p.stem for p in (repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl")]
+    again = tmp_path / "again.html"
+    rc = cli.main(["session", "show", sid[:15], "--html", "--output", str(again)], environ=env)
+    assert rc == 0
+    assert again.read_text(encoding="utf-8") == html
