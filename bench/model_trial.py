@@ -249,20 +249,46 @@ def review_env(home: Path, port: int) -> dict[str, str]:
     )
 
 
-def overlaps(comment: dict[str, Any], case: Case) -> bool:
-    if comment.get("path") != case.file or comment.get("side", "new") == "old":
+_HUNK_OLD_NEW = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+
+
+def deleted_line_positions(repo: Path, env: dict[str, str], path: str) -> dict[int, int]:
+    """Old-file line -> the new-side line where it was deleted, for every deleted line of the
+    staged diff of ``path`` (``git diff --cached -U0``; a pure deletion after new line c sits
+    at c + 1, the first line after the cut). Lets a finding anchored on deleted lines
+    (``side: old``) be scored against the defect's new-side range."""
+    patch = git(repo, env, "diff", "--cached", "--no-color", "-U0", "--", path)
+    where: dict[int, int] = {}
+    for m in _HUNK_OLD_NEW.finditer(patch):
+        old, old_n = int(m.group(1)), int(m.group(2) or "1")
+        new, new_n = int(m.group(3)), int(m.group(4) or "1")
+        at = new if new_n else new + 1
+        for i in range(old_n):
+            where[old + i] = at
+    return where
+
+
+def overlaps(comment: dict[str, Any], case: Case, deleted_at: dict[int, int]) -> bool:
+    """Whether ``comment`` lies on the defect: new-side lines overlapping a defect range, or
+    deleted lines (``side: old``) whose place in the new file is inside one."""
+    if comment.get("path") != case.file:
         return False
     a, b = int(comment.get("start_line") or 0), int(comment.get("end_line") or 0)
     if a <= 0:
         return False
+    if comment.get("side", "new") == "old":
+        spots = [deleted_at[n] for n in range(a, max(a, b) + 1) if n in deleted_at]
+        if not spots:
+            return False
+        a, b = min(spots), max(spots)
     return any(a <= hi and lo <= max(a, b) for lo, hi in case.lines)
 
 
 def collect(case: Case, rc: int, review: dict[str, Any], relay_dir: Path,
-            stderr: str) -> dict[str, Any]:
+            stderr: str, deleted_at: dict[int, int]) -> dict[str, Any]:
     """One case's row of the results."""
     comments = review.get("comments") or []
-    hits = [c for c in comments if overlaps(c, case)]
+    hits = [c for c in comments if overlaps(c, case, deleted_at)]
     log = relay_model.read_log(relay_dir)
     summary = review.get("summary") or {}
     unclear = relay_dir / "unclear.md"
@@ -345,7 +371,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             (case_dir / "done").write_text(f"exit {child.rc}\n")
             (case_dir / "review.json").write_text(child.stdout)
             (case_dir / "review.stderr").write_text(child.stderr)
-            rows.append(collect(case, child.rc, child.json(), case_dir, child.stderr))
+            deleted_at = deleted_line_positions(repo, env, case.file)
+            rows.append(collect(case, child.rc, child.json(), case_dir, child.stderr,
+                                deleted_at))
             print(f"{case.name}: exit {child.rc}, found {rows[-1]['found']}",
                   file=sys.stderr, flush=True)
     finally:
@@ -363,6 +391,37 @@ def cmd_run(args: argparse.Namespace) -> int:
         json.dumps({"label": args.label, "command": command, "cases": rows}, indent=2) + "\n")
     md = markdown(rows, suffix, command)
     (RESULTS / f"model-trial-{suffix}.md").write_text(md + "\n")
+    print(md)
+    return 0
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    """Score a finished run again from its relay folder (``<case>/review.json``, the answering
+    model's ``unclear.md`` written after its last answer) on freshly built case repos."""
+    relay_dir: Path = args.relay_dir.resolve()
+    work = Path(tempfile.mkdtemp(prefix="model-trial-rescore-", dir=args.work))
+    env = clean_env(work / "home")
+    rows = []
+    try:
+        for case in load_cases(args.case):
+            case_dir = relay_dir / case.name
+            if not (case_dir / "review.json").exists():
+                continue
+            repo = build_case(case, work, env)
+            done = (case_dir / "done").read_text().split()
+            rc = int(done[1]) if len(done) == 2 and done[1].lstrip("-").isdigit() else -1
+            review = json.loads((case_dir / "review.json").read_text() or "{}")
+            stderr = (case_dir / "review.stderr").read_text()
+            rows.append(collect(case, rc, review, case_dir, stderr,
+                                deleted_line_positions(repo, env, case.file)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    command = "python bench/model_trial.py " + " ".join(sys.argv[1:])
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"model-trial-{args.label}.json").write_text(
+        json.dumps({"label": args.label, "command": command, "cases": rows}, indent=2) + "\n")
+    md = markdown(rows, args.label, command)
+    (RESULTS / f"model-trial-{args.label}.md").write_text(md + "\n")
     print(md)
     return 0
 
@@ -397,9 +456,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--case")
     r.add_argument("--label", default="before")
     r.add_argument("--work", type=Path, help="parent of the temp work folder")
+    rs = sub.add_parser("rescore", help="score a finished run again from its relay folder")
+    rs.add_argument("--relay-dir", required=True, type=Path)
+    rs.add_argument("--case")
+    rs.add_argument("--label", required=True)
+    rs.add_argument("--work", type=Path, help="parent of the temp work folder")
     args = ap.parse_args(argv)
     if args.cmd == "build":
         return cmd_build(args)
+    if args.cmd == "rescore":
+        return cmd_rescore(args)
     t0 = time.monotonic()
     rc = cmd_run(args)
     print(f"total {time.monotonic() - t0:.0f} s", file=sys.stderr)

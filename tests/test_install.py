@@ -261,7 +261,7 @@ def test_native_pre_merge_commit_hook_reviews_what_the_merge_brings(
     p = git(repo, llm, "merge", "--no-ff", "-m", "merge feature", "feature")
     assert p.returncode == 1, p.stderr
     assert head(repo) == main
-    assert "calc.py:2-2 [high · bug]" in p.stderr
+    assert "BLOCKING calc.py:2 [high · bug] id " in p.stderr
     assert f"reviewed: {main[:12]}..(merge of {feature})" in p.stderr, p.stderr
     assert "merge blocked: 1 finding(s) at or above high" in p.stderr
     assert "`git merge --no-verify`" in p.stderr and "SKIP=ocr-review-merge" in p.stderr

@@ -209,7 +209,7 @@ def test_clean_merge_is_reviewed_by_ocr_review_merge(
     out = p.stdout + p.stderr
     assert p.returncode == 1, out
     assert "ocr-hook AI code review (merge)" in out and "Failed" in out
-    assert "calc.py:2-2 [high · bug]" in out and "SKIP=ocr-review-merge" in out
+    assert "calc.py:2 [high · bug] id " in out and "SKIP=ocr-review-merge" in out
     assert repo.git("rev-parse", "HEAD").strip() == main
     assert len(llm.requests) == 1
     prompt = llm.requests[0]["messages"][1]["content"]
