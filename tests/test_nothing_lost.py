@@ -73,6 +73,15 @@ def temp_files(repo: GitRepo) -> list[Path]:
     return [p for p in cache_files(repo) if p.name.startswith(".tmp-")]
 
 
+def whole_entry(path: Path) -> bool:
+    """True when ``path`` holds a complete cache entry (a writer may still be filling it)."""
+    try:
+        _Envelope.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def run_json(args: list[str], env: dict[str, str],
              capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
     rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
@@ -95,7 +104,9 @@ def test_review_killed_mid_cache_write_is_followed_by_a_correct_run(
     before = repo.state()
     script_review(llm)
     proc = spawn(repo, llm, tmp_path / "tmp", **{TEST_WRITE_PAUSE_ENV: "30"})
-    [tmp] = wait_for(lambda: temp_files(repo), proc)  # the first entry is written, not renamed
+    # the first entry is written in full (the writer pauses before its rename), not renamed;
+    # the temporary file exists from mkstemp on, so wait until its content is whole
+    [tmp] = wait_for(lambda: [p for p in temp_files(repo) if whole_entry(p)], proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
     assert proc.returncode == -signal.SIGKILL
