@@ -76,10 +76,9 @@ def temp_files(repo: GitRepo) -> list[Path]:
 def whole_entry(path: Path) -> bool:
     """True when ``path`` holds a complete cache entry (a writer may still be filling it)."""
     try:
-        _Envelope.model_validate_json(path.read_bytes())
-    except (OSError, ValueError):
+        return parse_envelope(path.read_bytes()) is not None
+    except OSError:
         return False
-    return True
 
 
 def run_json(args: list[str], env: dict[str, str],
