@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitio, rules
+from .dismiss import SHARED_FILE as SHARED_DISMISSALS
 from .errors import ConfigError
 from .resources import user_config_dir
 
@@ -94,7 +95,7 @@ def load(
     environment or a flag may set one: ``config_repo.check_repo_paths``) is read from disk as
     a user-level file. Raises ConfigError for unreadable or invalid rule files."""
     sources: list[rules.RuleSource] = []
-    protected = [REPO_CONFIG_FILE, OCR_RULE_FILE]
+    protected = [REPO_CONFIG_FILE, OCR_RULE_FILE, SHARED_DISMISSALS]
     if cli_rule:
         sources.append(_cli_layer(cli_rule, cwd or Path.cwd()))
     head = _head_reader(repo)

@@ -263,10 +263,15 @@ def format_record(rec: Mapping[str, Any]) -> str:
         when = time.strftime("%H:%M:%S", time.localtime(ts))
     kind = str(rec.get("type", "?"))
     rest = {k: v for k, v in rec.items() if k not in ("type", "ts")}
-    if kind == "comment":
+    if kind in ("comment", "dismissed"):
         loc = f"{rest.get('path')}:{rest.get('start_line')}-{rest.get('end_line')}"
-        return (f"{when} comment    {loc} [{rest.get('severity')} · {rest.get('category')}] "
-                f"{' '.join(str(rest.get('content', '')).split())}")
+        by = f" ({rest.get('by')}: {rest.get('reason', '')})" if kind == "dismissed" else ""
+        return (f"{when} {kind:<10} {loc} [{rest.get('severity')} · {rest.get('category')}] "
+                f"{' '.join(str(rest.get('content', '')).split())}{by} id {rest.get('id', '')}")
+    if kind == "result":  # the review page's data: shown by `git ocr session show ID --html`
+        diffs = rest.get("diffs")
+        return (f"{when} result     {rest.get('verdict_line', '')}; "
+                f"{len(diffs) if isinstance(diffs, list) else 0} file diff(s) kept for --html")
     if kind == "tool_call":
         result = " ".join(str(rest.get("result", "")).split())
         if len(result) > 160:

@@ -125,7 +125,10 @@ def test_shared_dismissal_applies_from_the_next_commit_not_to_its_own(
     repo.git("add", ".ocr-hook-dismissed.json")
     rc, data, _ = review_json(llm, capsys, content="SQL injection, again.")
     assert rc == 1 and data["dismissed"] == []
-    assert [c["start_line"] for c in data["comments"]] == [5]
+    # the staged dismissal file is flagged as a change to the review configuration
+    assert [(c["path"], c["start_line"], c["severity"]) for c in data["comments"]] == [
+        (".ocr-hook-dismissed.json", 1, "medium"), ("app.py", 5, "critical")]
+    assert "edits review configuration" in data["comments"][0]["content"]
     assert {f["path"] for f in data["files"]} == {"app.py", ".ocr-hook-dismissed.json"}
     repo.git("commit", "-q", "--no-verify", "-m", "app with shared dismissal")
     # the next change touching the same line: the committed dismissal applies
