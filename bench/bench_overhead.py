@@ -19,7 +19,12 @@ the LLM calls; then the recorded ``own`` of the same case (``bench/results/overh
 and the ratio now / recorded. ``--record LABEL`` stores this run's medians under LABEL and
 makes it the comparison point of later runs.
 
-Usage: python bench/bench_overhead.py [--runs 9] [--record LABEL]
+``--against DIR`` also runs every case with another source tree of ocr-hook first on
+``PYTHONPATH`` (e.g. ``git archive <rev> | tar -x -C DIR``, plus a symlink
+``DIR/ocr_hook/builtin -> ../config``), alternating run by run, and prints its ``own`` and the
+ratio: on a shared machine only side-by-side runs compare fairly.
+
+Usage: python bench/bench_overhead.py [--runs 9] [--record LABEL] [--against DIR]
 """
 
 from __future__ import annotations
@@ -104,28 +109,28 @@ def zero_latency(llm: ScriptedLLM) -> None:
 Row = tuple[str, float, float, float, float, float, int]
 
 
-def measure(label: str, cmd: list[str], cwd: Path, env: dict[str, str], runs: int,
-            check: Callable[[dict], str] | None = None) -> Row:
-    """Medians of ``runs`` runs of ``cmd``: (label, wall, model, own, cpu, rss, calls)."""
-    wall, wait, cpu, rss, calls = [], [], [], [], []
+def measure(label: str, cmd: list[str], cwds: list[Path], envs: list[dict[str, str]],
+            runs: int, check: Callable[[dict], str] | None = None) -> list[Row]:
+    """Medians of ``runs`` runs of ``cmd`` per variant (cwd, env), the variants alternating
+    run by run: [(label, wall, model, own, cpu, rss, calls)] in variant order."""
+    samples: list[list[tuple[float, float, float, float, int]]] = [[] for _ in envs]
+    for cwd, env in zip(cwds, envs, strict=True):
+        run_child(cmd, cwd, env)  # warm-up: bytecode and page cache, as on a machine in use
     for _ in range(runs):
-        r = run_child(cmd, cwd, env)
-        data = r.json() if "json" in cmd else {}
-        if r.rc not in (0, 1):
-            raise SystemExit(f"{label} failed ({r.rc}): {r.stderr[-400:]}")
-        if check is not None:
-            problem = check(data)
-            if problem:
+        for i, (cwd, env) in enumerate(zip(cwds, envs, strict=True)):
+            r = run_child(cmd, cwd, env)
+            data = r.json() if "json" in cmd else {}
+            if r.rc not in (0, 1):
+                raise SystemExit(f"{label} failed ({r.rc}): {r.stderr[-400:]}")
+            if check is not None and (problem := check(data)):
                 raise SystemExit(f"{label}: {problem}")
-        w = (model_wait_s(session_records(cwd, data["session_id"]))
-             if data.get("session_id") else 0.0)
-        wall.append(r.wall_s)
-        wait.append(w)
-        cpu.append(r.cpu_s)
-        rss.append(r.maxrss_mib)
-        calls.append(int(data.get("summary", {}).get("llm_calls", 0)))
-    return (label, med(wall), med(wait), med([a - b for a, b in zip(wall, wait, strict=True)]), med(cpu),
-            med(rss), int(med(calls)))
+            w = (model_wait_s(session_records(cwd, data["session_id"]))
+                 if data.get("session_id") else 0.0)
+            samples[i].append((r.wall_s, w, r.cpu_s, r.maxrss_mib,
+                               int(data.get("summary", {}).get("llm_calls", 0))))
+    return [(label, med([x[0] for x in sm]), med([x[1] for x in sm]),
+             med([x[0] - x[1] for x in sm]), med([x[2] for x in sm]),
+             med([x[3] for x in sm]), int(med([x[4] for x in sm]))) for sm in samples]
 
 
 def complete(calls: int | None = None, hit: bool = False) -> Callable[[dict], str]:
@@ -146,53 +151,69 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--record", metavar="LABEL", default="",
                     help="store these medians as the new comparison point")
+    ap.add_argument("--against", metavar="DIR", default="",
+                    help="also run another ocr-hook source tree, alternating (see above)")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="ocr-bench-overhead-"))
     llm = fast_llm(ScriptedLLM("openai"))
     zero_latency(llm)
     try:
         env = clean_env(base / "home", **llm.env())
+        envs = [env] + ([{**env, "PYTHONPATH": str(Path(args.against).resolve())}]
+                        if args.against else [])
         review = [*OCR_CMD, "review", "--format", "json", "--effort", "low"]
-        empty = make_repo(base, "empty", 1, env, stage=False)
-        one = make_repo(base, "one", 1, env)
-        cached = make_repo(base, "cached", 1, env)
-        many = make_repo(base, "many", 50, env)
-        first = run_child(review, cached, env)
-        if complete(2)(first.json()):
-            raise SystemExit(f"first cached review: {complete(2)(first.json())} {first.stderr}")
-        rows = [
-            measure("python -c pass", [sys.executable, "-c", "pass"], base, env, args.runs),
-            measure("git ocr -h", [*OCR_CMD, "-h"], base, env, args.runs),
-            measure("nothing to review", [*OCR_CMD, "review"], empty, env, args.runs),
-            measure("preview, 1 file", [*OCR_CMD, "review", "--preview"], one, env, args.runs),
-            measure("review, 1 file", [*review, "--no-cache"], one, env, args.runs,
-                    complete(2)),
-            measure("cache hit", review, cached, env, args.runs, complete(0, hit=True)),
-            measure("review, 50 files", [*review, "--no-cache"], many, env, args.runs,
-                    complete()),
+        empty = [make_repo(base, "empty", 1, env, stage=False)] * len(envs)
+        one = [make_repo(base, "one", 1, env)] * len(envs)
+        many = [make_repo(base, "many", 50, env)] * len(envs)
+        cached = [make_repo(base, f"cached{i}", 1, env) for i in range(len(envs))]
+        for repo, e in zip(cached, envs, strict=True):  # each variant its own cache format
+            first = run_child(review, repo, e)
+            if complete(2)(first.json()):
+                raise SystemExit(f"first cached review: {complete(2)(first.json())} "
+                                 f"{first.stderr[-400:]}")
+        n = args.runs
+        by_case = [
+            measure("python -c pass", [sys.executable, "-c", "pass"], [base] * len(envs), envs,
+                    n),
+            measure("git ocr -h", [*OCR_CMD, "-h"], [base] * len(envs), envs, n),
+            measure("nothing to review", [*OCR_CMD, "review"], empty, envs, n),
+            measure("preview, 1 file", [*OCR_CMD, "review", "--preview"], one, envs, n),
+            measure("review, 1 file", [*review, "--no-cache"], one, envs, n, complete(2)),
+            measure("cache hit", review, cached, envs, n, complete(0, hit=True)),
+            measure("review, 50 files", [*review, "--no-cache"], many, envs, n, complete()),
         ]
+        rows = [variants[0] for variants in by_case]
+        against = {variants[1][0]: variants[1][3] for variants in by_case if len(variants) > 1}
         recorded = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
         last = recorded.get("runs", [{}])[-1] if recorded.get("runs") else {}
         last_own = last.get("own_s", {})
         print(f"pipeline overhead, zero-latency scripted model, medians of {args.runs} runs, "
-              f"{load_line()}; recorded: {last.get('label', 'none')}")
+              f"{load_line()}; recorded: {last.get('label', 'none')}"
+              + (f"; against: {args.against} (alternating runs)" if args.against else ""))
         out = []
         for label, wall, wait, own, cpu, rss, calls in rows:
             before = last_own.get(label)
             target = TARGETS_S.get(label)
+            other = against.get(label)
             out.append((label, f"{wall:.3f}", f"{wait:.3f}", f"{own:.3f}",
                         "-" if target is None else f"{target:.2f}",
                         f"{cpu:.3f}", f"{rss:.0f}", calls,
                         "-" if before is None else f"{before:.3f}",
-                        "-" if not before else f"{own / before:.2f}"))
+                        "-" if not before else f"{own / before:.2f}",
+                        *(() if not args.against else
+                          ("-" if other is None else f"{other:.3f}",
+                           "-" if not other else f"{own / other:.2f}"))))
         print(table(("case", "wall s", "model s", "own s", "target s", "cpu s", "peak MiB",
-                     "LLM calls", "recorded own s", "now/recorded"), out))
+                     "LLM calls", "recorded own s", "now/recorded",
+                     *(("against own s", "now/against") if args.against else ())), out))
         if args.record:
             recorded.setdefault("runs", []).append({
                 "label": args.record, "load": load_line(), "runs": args.runs,
                 "own_s": {r[0]: round(r[3], 4) for r in rows},
                 "wall_s": {r[0]: round(r[1], 4) for r in rows},
-                "cpu_s": {r[0]: round(r[4], 4) for r in rows}})
+                "cpu_s": {r[0]: round(r[4], 4) for r in rows},
+                **({"against": args.against, "against_own_s": {
+                    k: round(v, 4) for k, v in against.items()}} if args.against else {})})
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps(recorded, indent=1) + "\n")
             print(f"\nrecorded as {args.record!r} in {RESULTS}")

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Start-up profile (SPEC §15): ``git ocr -h`` and a cache hit import only what they need.
+"""Start-up profile (SPEC §15, issue 18): each path imports only what it needs.
 
-Two paths, each run ``--runs`` times as a new process through the installed console script:
+Paths, each run ``--runs`` times as a new process through the installed console script:
 - ``git ocr -h``;
+- nothing to review: ``git ocr review`` with nothing staged;
+- preview: ``git ocr review --preview`` of one staged file;
 - cache hit: ``git ocr review --format json`` on a staged snapshot reviewed once before (the
-  loopback model is up but must receive 0 requests; checked).
+  loopback model is up but must receive 0 requests; checked);
+- review: ``git ocr review --format json --no-cache --effort low`` of one staged file (one
+  request: the model calls ``task_done``).
 
 For each path: the median wall time without ``-X importtime``, the heavy packages that were
 imported (tiktoken, mcp, anyio, requests, httpx, pydantic, pathspec), and the top-level
@@ -40,6 +44,7 @@ from benchlib import (
 )
 
 HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "requests", "httpx", "pydantic", "pathspec")
+TOP_DEFAULT = 8
 _LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
 
@@ -76,7 +81,7 @@ def profile(cmd: list[str], cwd: Path, env: dict[str, str], runs: int,
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--top", type=int, default=TOP_DEFAULT)
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="ocr-bench-startup-"))
     llm = fast_llm(ScriptedLLM("openai"))
@@ -94,7 +99,15 @@ def main() -> int:
         if first.rc != 0 or first.json().get("status") != "complete":
             raise SystemExit(f"first review failed: {first.stderr[-400:]}")
         llm.requests.clear()
+        empty = base / "empty"
+        empty.mkdir()
+        git(empty, env, "init", "-q", "-b", "main")
+        (empty / "app.py").write_text("x = 1\n")
+        git(empty, env, "add", "-A")
+        git(empty, env, "commit", "-q", "-m", "base")
         paths = (("git ocr -h", [*OCR_CMD, "-h"], base),
+                 ("nothing to review", [*OCR_CMD, "review"], empty),
+                 ("preview", [*OCR_CMD, "review", "--preview"], repo),
                  ("cache hit", [*OCR_CMD, "review", "--format", "json"], repo))
         print(f"start-up profile, medians of {args.runs} runs, {load_line()}")
         for label, cmd, cwd in paths:
@@ -105,6 +118,12 @@ def main() -> int:
                         [(n, f"{c:.1f}", f"{s:.1f}") for n, c, s in entries]))
         if llm.requests:
             raise SystemExit(f"the cache-hit runs sent {len(llm.requests)} LLM requests")
+        review = [*OCR_CMD, "review", "--format", "json", "--no-cache", "--effort", "low"]
+        wall, heavy, entries, total = profile(review, repo, env, args.runs, args.top)
+        print(f"\nreview, 1 file: wall {wall:.3f} s, imports {total:.0f} ms; heavy packages "
+              f"imported: {', '.join(heavy) or 'none'}")
+        print(table(("top-level import", "cumulative ms", "self ms"),
+                    [(n, f"{c:.1f}", f"{s:.1f}") for n, c, s in entries]))
     finally:
         llm.close()
         shutil.rmtree(base, ignore_errors=True)

@@ -53,11 +53,14 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ocr-ho
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """This process's environment without repo-local ``GIT_*`` and any ``OCR_``/``OPENAI_``/
-    ``ANTHROPIC_`` variable, with a private HOME/XDG folders under ``home`` (no user config or
-    cache of the machine leaks in) and a fixed git identity."""
+    """This process's environment without repo-local ``GIT_*``, any ``OCR_``/``OPENAI_``/
+    ``ANTHROPIC_`` variable and ``PYTHONDONTWRITEBYTECODE`` (``pip install`` compiles the
+    package, so a hook never compiles its source on every run; a bench must not either), with
+    a private HOME/XDG folders under ``home`` (no user config or cache of the machine leaks
+    in) and a fixed git identity."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GIT_", "OCR_", "OPENAI_", "ANTHROPIC_"))}
+           if not k.startswith(("GIT_", "OCR_", "OPENAI_", "ANTHROPIC_"))
+           and k != "PYTHONDONTWRITEBYTECODE"}  # an installed package has its bytecode
     home.mkdir(parents=True, exist_ok=True)
     env.update(GIT_IDENTITY, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
                HOME=str(home), XDG_CONFIG_HOME=str(home / "config"),

@@ -28,7 +28,6 @@ new-side numbers); otherwise the first that lies inside the diff, marked ``ambig
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -361,6 +360,8 @@ def plausibly_in_diff(fd: FileDiff, existing_code: str) -> bool:
     for q in quotes:
         if q in diff_lines or any(q in d or d in q for d in diff_lines):
             return True
+    import difflib
+
     matcher = difflib.SequenceMatcher(autojunk=False)
     for q in quotes:
         matcher.set_seq2(q)

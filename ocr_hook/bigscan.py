@@ -24,8 +24,6 @@ from . import gitio
 from .diff import FileDiff
 from .errors import GitError
 from .findings import Finding, Severity, finding_id
-from .redact import find_secrets, redact
-from .secret_scan import SECRET_CONTENT, SECRET_SOURCE
 
 LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
 WINDOW_OVERLAP_CHARS = 512  # consecutive windows overlap so a secret across a cut is whole
@@ -126,6 +124,8 @@ def _rows(text: str) -> list[tuple[int, str]]:
 
 def _quote(row: str) -> str:
     """The redacted row, cut to QUOTE_CHARS around the first placeholder when it is long."""
+    from .redact import redact
+
     red = redact(row)[0]  # allow-listed values are redacted too (issue 17)
     if len(red) <= QUOTE_CHARS * 2:
         return red
@@ -138,6 +138,9 @@ def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Findi
     """Secret findings in ``text`` (a blob's decoded prefix), line by line in bounded blocks,
     each with the secret value it is about (for the caller only: never output); one finding
     per (line, value)."""
+    from .redact import find_secrets  # the rules are compiled on import: only when scanning
+    from .secret_scan import SECRET_CONTENT, SECRET_SOURCE
+
     rows = _rows(text)
     out: list[tuple[Finding, str]] = []
     seen: set[tuple[int, str]] = set()

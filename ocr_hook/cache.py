@@ -18,13 +18,16 @@ of the key: only complete results are stored, and the gate is applied after a hi
 
 Effort (issue 18) is not part of the key either: ``run`` and ``group`` entries store the effort
 they were reviewed at, and a lookup accepts an entry of the requested effort or a higher one
-(:data:`EFFORTS` order), so a ``git ocr review`` (medium) answers the pre-commit hook (low) on
-the same snapshot; a lower-effort entry never answers a higher-effort request.
+(``cache_entries.EFFORTS`` order), so a ``git ocr review`` (medium) answers the pre-commit hook
+(low) on the same snapshot; a lower-effort entry never answers a higher-effort request. The
+entry shapes live in ``cache_entries``.
 
 Writes are atomic (``atomicfile.write_bytes``), so two concurrent runs each leave complete
 entries (last rename wins); a reader that races a prune simply misses. Entries are pruned to
 ``cache.max_mb``, least recently used first (a hit refreshes the entry's mtime). The cache is
-best-effort: any I/O or format problem is a miss, never a failed review.
+best-effort: any I/O or format problem is a miss, never a failed review. Entries are checked
+against the frozen dataclasses below with ``shapes.check`` (exact shapes, no pydantic: a cache
+hit must stay cheaper than importing it, issue 18); anything else is a malformed entry.
 """
 
 from __future__ import annotations
@@ -38,21 +41,21 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from . import atomicfile, resources
 from .config import Config
 from .diff import FileDiff
-from .findings import Finding, Severity
+from .findings import Finding
 from .llm.types import Endpoint
 from .results import RunWarning
+
+if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or written
+    from .cache_entries import GroupData, RunData
 
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 2  # bump when the entry layout or key recipe changes (2: effort in entries)
-EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
 KINDS = ("run", "group", "grouping")
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write (issue 10 acceptance 4). Never set it otherwise.
@@ -185,96 +188,6 @@ def grouping_key(settings: Mapping[str, Any], files: Sequence[FileDiff]) -> str:
     })
 
 
-# ---- stored shapes (validated at the boundary) ----------------------------------------------
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FindingEntry(_Model):
-    id: str
-    path: str
-    side: Literal["new", "old"]
-    start_line: int
-    end_line: int
-    severity: Literal["critical", "high", "medium", "low"]
-    category: str
-    content: str
-    existing_code: str
-    suggestion_code: str
-    anchor: str
-    ambiguous: bool = False
-    source: str = "llm"
-    code: str = ""  # the anchored lines' text (absent in entries written before it existed)
-
-
-class GroupEntry(_Model):
-    label: str
-    files: list[str]
-
-
-Effort = Literal["low", "medium", "high"]
-
-
-class RunData(_Model):
-    findings: list[FindingEntry]
-    groups: list[GroupEntry]
-    effort: Effort
-    warnings: list[RunWarning] = []
-
-
-class GroupData(_Model):
-    findings: list[FindingEntry]
-    effort: Effort
-    stop_reason: str = ""
-    warnings: list[RunWarning] = []
-
-
-def effort_covers(stored: str, requested: str) -> bool:
-    """Whether an entry reviewed at effort ``stored`` answers a request at ``requested``: the
-    same effort or a higher one (an unknown effort answers nothing)."""
-    if stored not in EFFORTS or requested not in EFFORTS:
-        return False
-    return EFFORTS.index(stored) >= EFFORTS.index(requested)
-
-
-class GroupingData(_Model):
-    groups: list[GroupEntry]
-
-
-class _Envelope(_Model):
-    format: Literal[2]
-    kind: Literal["run", "group", "grouping"]
-    key: str
-    created: float
-    version: str
-    data: dict[str, Any]
-
-
-def finding_to_entry(f: Finding) -> dict[str, Any]:
-    return {
-        "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
-        "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
-        "content": f.content, "existing_code": f.existing_code,
-        "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
-        "source": f.source, "code": f.code,
-    }
-
-
-def warning_to_entry(w: RunWarning) -> dict[str, str]:
-    return {"type": w.type, "file": w.file, "message": w.message}
-
-
-def entry_to_finding(e: FindingEntry) -> Finding:
-    return Finding(
-        id=e.id, path=e.path, side=e.side, start_line=e.start_line, end_line=e.end_line,
-        severity=Severity[e.severity.upper()], category=e.category, content=e.content,
-        existing_code=e.existing_code, suggestion_code=e.suggestion_code, anchor=e.anchor,
-        ambiguous=e.ambiguous, source=e.source, code=e.code,
-    )
-
-
 # ---- the store -----------------------------------------------------------------------------
 
 
@@ -329,9 +242,10 @@ class ResultCache:
         raw = atomicfile.read_bytes(path)
         if raw is None:
             return None
-        try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (canonical_json)
-            env = _Envelope.model_validate(json.loads(raw.decode("utf-8", "surrogatepass")))
-        except (ValidationError, ValueError):
+        from .cache_entries import parse_envelope
+
+        env = parse_envelope(raw)
+        if env is None:
             log.debug("cache: dropping malformed entry %s", path)
             self._unlink(path)
             return None
@@ -365,9 +279,11 @@ class ResultCache:
         data = self._get("run", key)
         if data is None:
             return None
-        try:
-            run = RunData.model_validate(data)
-        except ValidationError:
+        from .cache_entries import RunData, effort_covers
+        from .shapes import check
+
+        run = check(RunData, data)
+        if run is None:
             return None
         if not effort_covers(run.effort, effort):
             return None
@@ -383,6 +299,8 @@ class ResultCache:
         *,
         effort: str,
     ) -> None:
+        from .cache_entries import finding_to_entry, warning_to_entry
+
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
@@ -396,9 +314,11 @@ class ResultCache:
         data = self._get("group", key)
         if data is None:
             return None
-        try:
-            group = GroupData.model_validate(data)
-        except ValidationError:
+        from .cache_entries import GroupData, effort_covers
+        from .shapes import check
+
+        group = check(GroupData, data)
+        if group is None:
             return None
         if not effort_covers(group.effort, effort):
             return None
@@ -407,6 +327,8 @@ class ResultCache:
 
     def put_group(self, key: str, findings: Sequence[Finding], stop_reason: str = "",
                   warnings: Sequence[RunWarning] = (), *, effort: str) -> None:
+        from .cache_entries import finding_to_entry, warning_to_entry
+
         self._put("group", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "stop_reason": stop_reason,
@@ -419,9 +341,11 @@ class ResultCache:
         data = self._get("grouping", key)
         if data is None:
             return None
-        try:
-            grouping = GroupingData.model_validate(data)
-        except ValidationError:
+        from .cache_entries import GroupingData
+        from .shapes import check
+
+        grouping = check(GroupingData, data)
+        if grouping is None:
             return None
         self._hit()
         return [(g.label, list(g.files)) for g in grouping.groups]

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import __version__
 from . import cache as cache_mod
+from .cache_entries import entry_to_finding
 from .config import Config
 from .diff import FileDiff
 from .findings import Finding
@@ -91,7 +92,7 @@ class CachePolicy:
             return None
         self.record("cache_hit", {"level": "run", "key": self.run_key[:16],
                                   "effort": hit.effort})
-        return CacheHit([cache_mod.entry_to_finding(e) for e in hit.findings],
+        return CacheHit([entry_to_finding(e) for e in hit.findings],
                         list(hit.warnings), [(g.label, list(g.files)) for g in hit.groups])
 
     def grouping(
@@ -123,7 +124,7 @@ class CachePolicy:
             return None
         self.record("cache_hit", {"level": "group", "group": group.label, "key": key[:16],
                                   "effort": hit.effort})
-        return CacheHit([cache_mod.entry_to_finding(e) for e in hit.findings],
+        return CacheHit([entry_to_finding(e) for e in hit.findings],
                         list(hit.warnings), [])
 
     def store(

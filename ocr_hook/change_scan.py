@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitio, secret_scan
+from . import gitio
 from .diff import FileDiff
 from .findings import Finding, Severity, finding_id
 from .selection import Decision
@@ -61,6 +61,10 @@ def scan_findings(
     carries a warning instead. Raises GitError when ``git cat-file`` times out, cannot run or
     fails other than with exit code 128 (object missing: the file is then scanned by its hunks
     only)."""
+    if not decisions:
+        return ChangeScan([])
+    from . import secret_scan  # its patterns are compiled on import: only with files to scan
+
     full: dict[str, str] = {}
     for d in decisions:
         f = d.file
@@ -80,7 +84,7 @@ def _library_pass(files: Sequence[FileDiff], full: dict[str, str], allow: Sequen
                   ) -> ChangeScan:
     """The detect-secrets pass over the lines our scan reports on; a warning when the package
     is missing (imported here, only when the setting is on)."""
-    from . import detect_secrets_scan
+    from . import detect_secrets_scan, secret_scan
 
     rows = secret_scan.added_rows(files, full)
     try:

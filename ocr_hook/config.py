@@ -1,20 +1,25 @@
-"""Configuration (SPEC §2): pydantic models, pure layering, endpoint presets → frozen options.
+"""Configuration (SPEC §2): section models, pure layering, endpoint presets → frozen options.
 
 Precedence, highest first: CLI flags → environment → repository file ``.ocr-hook.toml`` (read
 from HEAD by the caller) → user file (``$XDG_CONFIG_HOME/ocr-hook/config.toml``) → defaults.
 Each layer is a nested dict plus the name of its source; :func:`build` merges them, validates
 once, and turns the first invalid value into a one-line ConfigError naming key, source and
 allowed values. Nothing here reads files or the environment: callers pass them in.
+
+Validation (issue 18): data that already has the exact shape of the section dataclasses (with
+the plain text forms of numbers and booleans the environment carries, ``OCR_HOOK_REVIEW_
+CONCURRENCY=4``) is accepted by ``shapes.check`` without importing pydantic (~0.15 s of every
+run); anything else (other conversions, and every invalid value) goes through pydantic, which
+is imported then and builds its validator once.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel, ValidationError
 
 from .config_endpoint import azure_url, presets, resolve_endpoint
 from .config_models import (
@@ -33,9 +38,11 @@ from .config_models import (
     SelectConfig,
     ToolsConfig,
     all_keys,
+    field_names,
     field_of,
 )
 from .errors import ConfigError
+from .shapes import check, field_types, plain_type
 
 __all__ = [
     "FLAG_KEYS", "LIST_KEYS", "REPO_FILE", "SECRET_KEYS", "SECTIONS", "CacheConfig", "Config",
@@ -98,7 +105,7 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
         key = None
         for section, model in SECTIONS.items():
             prefix = section + "_"
-            if rest.startswith(prefix) and rest[len(prefix):] in model.model_fields:
+            if rest.startswith(prefix) and rest[len(prefix):] in field_types(model):
                 key = f"{section}.{rest[len(prefix):]}"
                 break
         if key is None and rest in FLAG_KEYS:
@@ -148,16 +155,24 @@ def merge(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
     return data, origin
 
 
-def _allowed(model: type[BaseModel], name: str) -> str:
-    field = model.model_fields.get(name)
-    if field is None:
-        return ", ".join(model.model_fields)
-    ann = field.annotation
+def _allowed(model: type, name: str) -> str:
+    ann = field_types(model).get(name)
+    if ann is None:
+        return ", ".join(field_names(model))
+    ann = plain_type(ann)
     args = getattr(ann, "__args__", ())
     lits = [a for a in args if isinstance(a, str) and a]
     if lits:
         return ", ".join(lits)
     return getattr(ann, "__name__", str(ann))
+
+
+@functools.cache
+def _adapter() -> Any:
+    """pydantic's validator of ``Config`` (built once, on the first data that needs it)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Config)
 
 
 def build(layers: Sequence[Layer]) -> Config:
@@ -176,8 +191,13 @@ def build(layers: Sequence[Layer]) -> Config:
         if not isinstance(value, Mapping):
             where = origin.get(section, "configuration")
             raise ConfigError(f"[{section}] in {where} must be a table")
+    fast = check(Config, data, text_scalars=True)
+    if fast is not None:
+        return fast
+    from pydantic import ValidationError
+
     try:
-        return Config.model_validate(data)
+        return _adapter().validate_python(data)  # type: ignore[no-any-return]
     except ValidationError as e:
         err = e.errors()[0]
         loc = [str(x) for x in err["loc"]]
@@ -187,8 +207,8 @@ def build(layers: Sequence[Layer]) -> Config:
         if key in SECRET_KEYS and isinstance(value, str):
             value = "(hidden)"  # an error line must not print a key
         src = origin.get(key, "configuration")
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(model.model_fields) if model else ""
+        if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+            allowed = ", ".join(field_names(model)) if model else ""
             raise ConfigError(f"unknown key {key} in {src}; allowed keys: {allowed}") from None
         allowed = _allowed(model, loc[1]) if model and len(loc) > 1 else ""
         msg = err["msg"]
@@ -245,7 +265,7 @@ def parse_value(key: str, text: str) -> Any:
     lists a TOML array or comma-separated text; for tables a TOML inline table or JSON object.
     Raises ConfigError naming the key and the expected form."""
     section, name, info = field_of(key)
-    ann = info.annotation
+    ann = plain_type(info)
     origin = getattr(ann, "__origin__", None)
     args = [a for a in getattr(ann, "__args__", ()) if a is not type(None)]
     if ann is bool:

@@ -1,6 +1,12 @@
-"""Configuration models (SPEC §2): one frozen pydantic model per ``[section]`` of the TOML
-files, the key tables shared by the environment and the flags, and key lookup for
-``git ocr config``. Pure: no files, no environment. ``config`` re-exports every name here.
+"""Configuration models (SPEC §2): one frozen dataclass per ``[section]`` of the TOML files,
+the key tables shared by the environment and the flags, and key lookup for ``git ocr config``.
+Pure: no files, no environment. ``config`` re-exports every name here.
+
+The dataclasses are the one schema. ``config.build`` accepts data that already has their shape
+with ``shapes.check`` (no pydantic import: issue 18, start-up), and validates everything else
+(other conversions, and every error message) with pydantic at the edge, which reads the same
+annotations: ``shapes.Bound`` constraints, ``shapes.Check`` validators and
+``__pydantic_config__`` (unknown keys refused, no ``inf``/``nan``).
 """
 
 from __future__ import annotations
@@ -8,11 +14,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
 from .errors import ConfigError
+from .shapes import Bound, Check, field_types
 
 REPO_FILE = ".ocr-hook.toml"
 
@@ -23,8 +29,6 @@ REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
 # Request fields the client itself writes; llm.extra_body may not replace them (issue 17: an
 # extra_body ``messages`` made a review silently review nothing).
 RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
-
-
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2 token
 
 
@@ -35,9 +39,9 @@ def _printable_latin1(value: str) -> bool:
                                             for c in value))
 
 
-class _Section(BaseModel):
-    # allow_inf_nan=False: ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+# pydantic's config of each stdlib dataclass below (``shapes.check`` reads ``extra`` too):
+# unknown keys refused; ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
+_STRICT = {"extra": "forbid", "allow_inf_nan": False}
 
 
 def check_http_url(value: str) -> str:
@@ -58,110 +62,145 @@ def check_http_url(value: str) -> str:
     return value.strip()
 
 
-class LlmConfig(_Section):
+def check_extra_headers(v: dict[str, str]) -> dict[str, str]:
+    """``llm.extra_headers`` whose names are HTTP tokens and whose values HTTP can carry;
+    raises ValueError naming the first that is not."""
+    for name, value in v.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an HTTP header name")
+        if not _printable_latin1(value):
+            raise ValueError(f"the value of {name} has a line break, a control character"
+                             " or a character HTTP headers cannot carry")
+    return v
+
+
+def check_api_key(v: str) -> str:
+    """``llm.api_key`` that can be sent in a header; raises ValueError (never showing the
+    key; config.build masks the value too)."""
+    if v and (not _printable_latin1(v) or any(c.isspace() for c in v)):
+        raise ValueError("contains a space, a line break or a character HTTP headers"
+                         " cannot carry")
+    return v
+
+
+def check_extra_body(v: dict[str, Any]) -> dict[str, Any]:
+    """``llm.extra_body`` without the request's own fields (RESERVED_BODY_FIELDS); raises
+    ValueError naming them."""
+    taken = [k for k in v if k in RESERVED_BODY_FIELDS]
+    if taken:
+        raise ValueError(f"may not set {', '.join(taken)}: the request's own fields"
+                         f" ({', '.join(RESERVED_BODY_FIELDS)}) cannot be replaced")
+    return v
+
+
+def check_allow_patterns(entries: list[str]) -> list[str]:
+    """``security.allow_secrets`` entries that compile and match none of ``_ALLOW_PROBES``;
+    raises ValueError for the first that does not (it would silence every secret)."""
+    for entry in entries:
+        try:
+            rx = re.compile(entry)
+        except re.error as e:
+            raise ValueError(f"{entry!r} is not a valid regular expression ({e}); escape "
+                             "special characters of a literal value") from None
+        if any(rx.fullmatch(probe) for probe in _ALLOW_PROBES):
+            raise ValueError(f"{entry!r} matches arbitrary values, so it would allow every "
+                             "secret (of a kind); list exact values or narrow patterns")
+    return entries
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    __pydantic_config__ = _STRICT
+
     provider: str = ""
-    base_url: str = ""  # check_http_url
-    api_key: str = Field(default="", repr=False)
+    base_url: Annotated[str, Check(check_http_url)] = ""
+    api_key: Annotated[str, Check(check_api_key)] = field(default="", repr=False)
     api_key_cmd: str = ""
     model: str = ""
     protocol: Literal["openai", "anthropic", ""] = ""
-    timeout_s: float = Field(default=120.0, gt=0, le=LLM_TIMEOUT_MAX_S)
-    connect_timeout_s: float = Field(default=10.0, gt=0, le=LLM_TIMEOUT_MAX_S)
-    max_retries: int = Field(default=3, ge=0, le=10)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    max_output_tokens: int = Field(default=16384, ge=1)
-    max_output_tokens_cap: int | None = Field(default=None, ge=1)
+    timeout_s: Annotated[float, Bound(gt=0, le=LLM_TIMEOUT_MAX_S)] = 120.0
+    connect_timeout_s: Annotated[float, Bound(gt=0, le=LLM_TIMEOUT_MAX_S)] = 10.0
+    max_retries: Annotated[int, Bound(ge=0, le=10)] = 3
+    extra_headers: Annotated[dict[str, str], Check(check_extra_headers)] = field(
+        default_factory=dict)
+    extra_body: Annotated[dict[str, Any], Check(check_extra_body)] = field(default_factory=dict)
+    max_output_tokens: Annotated[int, Bound(ge=1)] = 16384
+    max_output_tokens_cap: Annotated[int, Bound(ge=1)] | None = None
     output_tokens_field: Literal["max_completion_tokens", "max_tokens", ""] = ""
-    context_tokens: int = Field(default=200_000, ge=1000)
+    context_tokens: Annotated[int, Bound(ge=1000)] = 200_000
     anthropic_version: str = "2023-06-01"
     api_version: str = ""
 
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return check_http_url(v)
 
-    @field_validator("extra_headers")
-    @classmethod
-    def _headers(cls, v: dict[str, str]) -> dict[str, str]:
-        for name, value in v.items():
-            if not _HEADER_NAME.fullmatch(name):
-                raise ValueError(f"{name!r} is not an HTTP header name")
-            if not _printable_latin1(value):
-                raise ValueError(f"the value of {name} has a line break, a control character"
-                                 " or a character HTTP headers cannot carry")
-        return v
+@dataclass(frozen=True)
+class ReviewConfig:
+    __pydantic_config__ = _STRICT
 
-    @field_validator("api_key")
-    @classmethod
-    def _key(cls, v: str) -> str:
-        if v and (not _printable_latin1(v) or any(c.isspace() for c in v)):
-            # the message never shows the key (config.build masks the value too)
-            raise ValueError("contains a space, a line break or a character HTTP headers"
-                             " cannot carry")
-        return v
-
-    @field_validator("extra_body")
-    @classmethod
-    def _body(cls, v: dict[str, Any]) -> dict[str, Any]:
-        taken = [k for k in v if k in RESERVED_BODY_FIELDS]
-        if taken:
-            raise ValueError(f"may not set {', '.join(taken)}: the request's own fields"
-                             f" ({', '.join(RESERVED_BODY_FIELDS)}) cannot be replaced")
-        return v
-
-
-class ReviewConfig(_Section):
     effort: Literal["low", "medium", "high", ""] = ""
-    concurrency: int = Field(default=8, ge=1, le=64)
-    max_tool_rounds: int = Field(default=100, ge=1)
-    timeout_s: float = Field(default=300.0, gt=0, le=REVIEW_TIMEOUT_MAX_S)
-    max_tokens_budget: int | None = Field(default=None, ge=0)
-    max_group_tokens: int | None = Field(default=None, ge=0)  # None: 10 × llm.context_tokens
+    concurrency: Annotated[int, Bound(ge=1, le=64)] = 8
+    max_tool_rounds: Annotated[int, Bound(ge=1)] = 100
+    timeout_s: Annotated[float, Bound(gt=0, le=REVIEW_TIMEOUT_MAX_S)] = 300.0
+    max_tokens_budget: Annotated[int, Bound(ge=0)] | None = None
+    max_group_tokens: Annotated[int, Bound(ge=0)] | None = None  # None: 10 × llm.context_tokens
     # issue 16: a pushed range of more commits is cut to the newest ones (the rest is reported
     # as not reviewed)
-    max_push_commits: int = Field(default=20, ge=1)
+    max_push_commits: Annotated[int, Bound(ge=1)] = 20
     language: str = "English"
     filter: bool = True
     background: str = ""
     background_file: str = ""
 
 
-class SelectConfig(_Section):
+@dataclass(frozen=True)
+class SelectConfig:
     """SPEC §4. The bounds of a large change set (issue 20; 0 = no bound): ``max_file_bytes``
     per blob (a larger file is ``too_large`` from its size, never read), ``max_files`` files
     and ``max_total_bytes`` of diff text reviewed per run (the rest is not reviewed, with the
     reason)."""
 
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
+    __pydantic_config__ = _STRICT
+
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
     review_tests: bool = False
-    max_file_bytes: int = Field(default=1_048_576, ge=0)
-    max_files: int = Field(default=1000, ge=0)
-    max_total_bytes: int = Field(default=2_097_152, ge=0)
+    max_file_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
+    max_files: Annotated[int, Bound(ge=0)] = 1000
+    max_total_bytes: Annotated[int, Bound(ge=0)] = 2_097_152
 
 
-class RulesConfig(_Section):
+@dataclass(frozen=True)
+class RulesConfig:
+    __pydantic_config__ = _STRICT
+
     file: str = ""
 
 
-class GateConfig(_Section):
+@dataclass(frozen=True)
+class GateConfig:
+    __pydantic_config__ = _STRICT
+
     mode: Literal["blocking", "advisory"] = "blocking"
     fail_on: Literal["critical", "high", "medium", "low"] = "high"
     on_error: Literal["allow", "block"] = "allow"
 
 
-class CacheConfig(_Section):
+@dataclass(frozen=True)
+class CacheConfig:
+    __pydantic_config__ = _STRICT
+
     enabled: bool = True
-    max_mb: int = Field(default=64, ge=1)
+    max_mb: Annotated[int, Bound(ge=1)] = 64
 
 
-class ToolsConfig(_Section):
+@dataclass(frozen=True)
+class ToolsConfig:
+    __pydantic_config__ = _STRICT
+
     file: str = ""
 
 
-class SecurityConfig(_Section):
+@dataclass(frozen=True)
+class SecurityConfig:
     """SPEC §14 (issues 10, 17). ``allow_secrets``: values that are not findings, each a literal
     value or a regular expression matched against the whole value (``redact.find_secrets``'s
     ``allow``); they are still redacted before anything is sent to the model. Each entry must
@@ -170,25 +209,14 @@ class SecurityConfig(_Section):
     ``detect_secrets``: also run detect-secrets over the added lines (``detect_secrets_scan``;
     the optional extra ``ocr-hook[detect-secrets]``)."""
 
-    allow_secrets: list[str] = Field(default_factory=list)
+    __pydantic_config__ = _STRICT
+
+    allow_secrets: Annotated[list[str], Check(check_allow_patterns)] = field(
+        default_factory=list)
     detect_secrets: bool = False
     # issue 20: bytes the secret scan reads from files that are not reviewed (excluded, too
     # large: a bounded prefix of the blob, over a bound); reviewed files are always scanned
-    max_scan_bytes: int = Field(default=1_048_576, ge=0)
-
-    @field_validator("allow_secrets")
-    @classmethod
-    def _narrow_allow_patterns(cls, entries: list[str]) -> list[str]:
-        for entry in entries:
-            try:
-                rx = re.compile(entry)
-            except re.error as e:
-                raise ValueError(f"{entry!r} is not a valid regular expression ({e}); escape "
-                                 "special characters of a literal value") from None
-            if any(rx.fullmatch(probe) for probe in _ALLOW_PROBES):
-                raise ValueError(f"{entry!r} matches arbitrary values, so it would allow every "
-                                 "secret (of a kind); list exact values or narrow patterns")
-        return entries
+    max_scan_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
 
 
 # Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run, and
@@ -207,28 +235,31 @@ _ALLOW_PROBES: tuple[str, ...] = (
 )
 
 
-class McpConfig(_Section):
-    servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+@dataclass(frozen=True)
+class McpConfig:
+    __pydantic_config__ = _STRICT
+
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-class Config(_Section):
+@dataclass(frozen=True)
+class Config:
     """The whole validated configuration."""
 
-    llm: LlmConfig = Field(default_factory=LlmConfig)
-    review: ReviewConfig = Field(default_factory=ReviewConfig)
-    select: SelectConfig = Field(default_factory=SelectConfig)
-    rules: RulesConfig = Field(default_factory=RulesConfig)
-    gate: GateConfig = Field(default_factory=GateConfig)
-    cache: CacheConfig = Field(default_factory=CacheConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    security: SecurityConfig = Field(default_factory=SecurityConfig)
+    __pydantic_config__ = _STRICT
+
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    rules: RulesConfig = field(default_factory=RulesConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
-SECTIONS: dict[str, type[BaseModel]] = {
-    name: field.annotation  # type: ignore[misc]
-    for name, field in Config.model_fields.items()
-}
+SECTIONS: dict[str, type] = dict(field_types(Config))
 
 # CLI flag / short env names → config keys (SPEC §1: every flag has a key and an OCR_HOOK_* var)
 FLAG_KEYS: dict[str, str] = {
@@ -257,17 +288,23 @@ LIST_KEYS = {"select.include", "select.exclude", "security.allow_secrets"}
 
 
 def field_of(key: str) -> tuple[str, str, Any]:
-    """(section, name, pydantic FieldInfo) of a dotted ``section.name`` key. Raises ConfigError
-    listing the allowed keys when unknown."""
+    """(section, name, annotation) of a dotted ``section.name`` key (the annotation as written,
+    e.g. ``Annotated[int, Bound(ge=0)] | None``). Raises ConfigError listing the allowed keys
+    when unknown."""
     section, _, name = key.partition(".")
     model = SECTIONS.get(section)
-    if model is None or name not in model.model_fields:
+    if model is None or name not in field_types(model):
         raise ConfigError(f"unknown configuration key {key!r}; allowed keys: "
                           + ", ".join(all_keys()))
-    return section, name, model.model_fields[name]
+    return section, name, field_types(model)[name]
+
+
+def field_names(section: type) -> list[str]:
+    """The keys of a section class, in declaration order."""
+    return list(field_types(section))
 
 
 def all_keys() -> list[str]:
     """Every ``section.name`` key, in model order."""
-    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in m.model_fields]
+    return [f"{s}.{n}" for s, m in SECTIONS.items() for n in field_types(m)]
 

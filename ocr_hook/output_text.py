@@ -20,7 +20,6 @@ words with the mode (``BLOCKED: 2 findings at or above high (blocking mode)``).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -102,6 +101,8 @@ def suggestion_lines(existing: str, suggestion: str) -> list[str]:
     a = existing.splitlines()
     b = suggestion.splitlines()
     out = []
+    import difflib  # only for a finding with a suggestion
+
     for line in difflib.unified_diff(a, b, lineterm="", n=len(a) + len(b)):
         if line.startswith(("---", "+++", "@@")):
             continue

@@ -56,11 +56,10 @@ def run_ranges(
     spent = 0
     for t in targets:
         left_s = req.config.review.timeout_s - (time.monotonic() - t0)
-        review_cfg = req.config.review.model_copy(update={
-            "timeout_s": max(left_s, 0.001),
-            "max_tokens_budget": max(budget - spent, 1) if budget else 0,
-        })
-        cfg = req.config.model_copy(update={"review": review_cfg})
+        review_cfg = dataclasses.replace(
+            req.config.review, timeout_s=max(left_s, 0.001),
+            max_tokens_budget=max(budget - spent, 1) if budget else 0)
+        cfg = dataclasses.replace(req.config, review=review_cfg)
         r = run_one(dataclasses.replace(req, targets=(t,), config=cfg))
         spent += r.usage.total
         results.append(r)

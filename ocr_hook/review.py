@@ -26,10 +26,9 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-from . import grouping, runlock, secret_scan, selection, target
+from . import grouping, runlock, selection, target
 from .change_load import bound_text, load_targets, scan_inputs
 from .change_scan import change_findings
-from .comments import Collector, CommentPool, CommentProcessor
 from .diff import FileDiff
 from .errors import OcrError
 from .findings import RawComment, merge_same_claims
@@ -228,6 +227,7 @@ class _RunState:
         and anchoring all see placeholders; other files' diffs reach the model only through
         file_read_diff, whose output the view redacts); the client redacts every request again.
         Returns the run's redactor."""
+        from . import secret_scan
         from .agent.redaction import Redactor
 
         # no allow-list: allowed values are redacted too (issue 17)
@@ -273,6 +273,7 @@ class _GroupRunner:
         from .agent.budget import BudgetedClient
         from .agent.meter import Meter
         from .agent.redaction import RedactingClient
+        from .comments import Collector, CommentPool, CommentProcessor
         from .llm import make_client
         from .tools.context import builtin_handlers
         from .tools.registry import build_registry, parse_tools_json

@@ -22,12 +22,13 @@ import html
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
-
-import pathspec
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook import resources
 from ocr_hook.errors import ConfigError
+
+if TYPE_CHECKING:  # imported with the first pattern compiled
+    import pathspec
 
 LAYERS = ("cli", "repo", "user", "builtin")  # SPEC §5, highest precedence first
 RULE_FILE_MAX_BYTES = 512 * 1024  # SPEC §5 (OCR readRuleFileSafe: 512 KB per rule file)
@@ -160,6 +161,8 @@ def _split_alternatives(inner: str) -> list[str]:
 def _compile(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     """Pure memo: lower-cased, brace-expanded gitignore spec of ``patterns``. Raises ConfigError
     on a pattern pathspec rejects."""
+    import pathspec
+
     lines = [glob.lower() for p in patterns for glob in expand_braces(p)]
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)

@@ -26,12 +26,13 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     """Run ``review.run`` with the run's services: the session log (SPEC §12), the result cache
     (§10) and the stderr heartbeat (§11). Preview runs use none of them."""
     from . import __version__, gitio, review
+
+    if req.preview:
+        return review.run(req, rules_for=rules_for)
     from .cache import ResultCache
     from .progress import Progress
     from .session import Session, new_session_id, prune, sessions_dir
 
-    if req.preview:
-        return review.run(req, rules_for=rules_for)
     common = gitio.git_common_dir(req.repo)
     cache = (ResultCache.for_repo(common, req.config.cache.max_mb, __version__)
              if req.use_cache else None)

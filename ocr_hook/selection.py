@@ -42,8 +42,7 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import pathspec
+from typing import Any
 
 from . import resources
 from .diff import FileDiff, RawEntry
@@ -114,51 +113,60 @@ class GlobList:
     path that matches some pattern is decided by pathspec itself. Same answers, one regex
     search per path in the common case.
 
-    Before that regex, each including pattern's longest literal run (the text between its
-    wildcards, without the slashes at its ends, which ``**/`` may absorb) is looked for in the
-    path as a plain substring: a path that holds none of them matches no pattern. For 20,000
-    paths this is most of the saving (issue 20). Lists with escapes or character classes skip
-    this step.
+    Compiling the ~150 built-in patterns costs more than a whole 1-file review (issue 18), so
+    it waits for the first path that contains one of the patterns' literal parts
+    (:func:`glob_needles`): every character of a pattern outside its wildcards must be in a
+    path it matches, so a path without any of them is no match, decided without a regex.
     """
 
     _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
     def __init__(self, lines: Sequence[str]) -> None:
-        self.spec = pathspec.GitIgnoreSpec.from_lines(list(lines))
+        self.lines = list(lines)
+        self.needles = glob_needles(self.lines)
+        self._compiled: tuple[Any, re.Pattern[str] | None] | None = None
+
+    def _compile(self) -> tuple[Any, re.Pattern[str] | None]:
+        import pathspec  # imported with the first glob list compiled
+
+        spec = pathspec.GitIgnoreSpec.from_lines(self.lines)
         parts = [
             self._GROUP_NAME.sub("(?:", regex.pattern)
-            for p in self.spec.patterns
+            for p in spec.patterns
             if p.include is not None and (regex := getattr(p, "regex", None)) is not None
         ]
-        self._any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
-        self._needles = _literal_needles(lines)
+        joined = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+        self._compiled = (spec, joined)
+        return self._compiled
 
     def match_file(self, path: str) -> bool:
-        if self._needles is not None and not any(map(path.__contains__, self._needles)):
+        if self.needles is not None and not any(n in path for n in self.needles):
             return False
-        if self._any is None or self._any.search(path) is None:
+        spec, joined = self._compiled or self._compile()
+        if joined is None or joined.search(path) is None:
             return False
-        return bool(self.spec.match_file(path))
+        return bool(spec.match_file(path))
 
 
-_WILDCARDS = re.compile(r"\*+|\?")
+_WILDCARDS = re.compile(r"\[[^\]]*\]?|[*?/]")
 
 
-def _literal_needles(lines: Sequence[str]) -> tuple[str, ...] | None:
-    """One substring per including gitignore pattern that every path it matches contains, or
-    None when some pattern cannot be reduced safely (escapes, character classes, surrounding
-    spaces) or has no literal text (``*``)."""
+def glob_needles(lines: Sequence[str]) -> tuple[str, ...] | None:
+    """One literal part of each including gitignore pattern (its longest run of characters
+    between wildcards, brackets and slashes), or None when some including pattern has none
+    (``*``) or uses an escape: then every path must go to the compiled patterns. Comments,
+    blank lines and ``!`` patterns add nothing (a negation only removes matches)."""
     needles: list[str] = []
     for line in lines:
-        if not line.strip() or line.startswith("#") or line.startswith("!"):
-            continue  # blank, comment, negation (it can only un-match)
-        if line != line.strip() or "\\" in line or "[" in line:
+        pattern = line.rstrip()
+        if not pattern or pattern.startswith(("#", "!")):
+            continue
+        if "\\" in pattern:
             return None
-        pieces = [piece.strip("/") for piece in _WILDCARDS.split(line)]
-        best = max(pieces, key=len)
-        if not best:
+        runs = [r for r in _WILDCARDS.split(pattern) if r]
+        if not runs:
             return None
-        needles.append(best)
+        needles.append(max(runs, key=len))
     return tuple(dict.fromkeys(needles))
 
 

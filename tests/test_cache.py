@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.cache import ResultCache, _Envelope, cache_dir
+from ocr_hook.cache import ResultCache, cache_dir
+from ocr_hook.cache_entries import parse_envelope
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -206,7 +207,8 @@ def test_two_concurrent_runs_leave_a_valid_cache(
     assert files, "nothing was cached"
     assert not [p for p in files if p.name.startswith(".tmp-")]
     for p in files:
-        entry = _Envelope.model_validate_json(p.read_bytes())
+        entry = parse_envelope(p.read_bytes())
+        assert entry is not None
         assert entry.key == p.stem and entry.kind == p.parent.name
     kinds = {p.parent.name for p in files}
     assert {"run", "group"} <= kinds

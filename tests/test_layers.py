@@ -49,6 +49,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.request": 2,  # ReviewRequest and the settings derived from it
     "ocr_hook.cache_policy": 2,  # run/grouping/group cache lookups and stores
     "ocr_hook.cache": 2,
+    "ocr_hook.cache_entries": 2,  # the cache's stored shapes
     "ocr_hook.session": 2,
     "ocr_hook.output": 2,
     "ocr_hook.output_text": 2,
@@ -100,7 +101,8 @@ TIERS: dict[str, int] = {
     "ocr_hook.prompts": 4,
     "ocr_hook.resources": 4,
     "ocr_hook.config": 4,
-    "ocr_hook.config_models": 4,  # pydantic section models
+    "ocr_hook.config_models": 4,  # section dataclasses (validated by pydantic at the edge)
+    "ocr_hook.shapes": 5,  # exact shape checks of data against typed dataclasses
     "ocr_hook.config_endpoint": 4,  # provider presets, endpoint resolution, api_key_cmd
     "ocr_hook.config_load": 4,  # user file, .ocr-hook.toml at HEAD, env, flags -> layers
     "ocr_hook.config_repo": 4,  # what .ocr-hook.toml may name: paths at HEAD, endpoint consent

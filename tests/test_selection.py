@@ -4,6 +4,8 @@ with the shipped built-in lists. No git, no LLM."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ocr_hook import selection
 from ocr_hook.diff import FileDiff, Hunk, Line
@@ -226,19 +228,50 @@ def test_metadata_reason_decides_from_status_paths_counts_and_size(
     assert selection.metadata_reason(fd, policy, None, None) == want
 
 
-GLOBS = ["**/src/test/**/*.kt", "/build", "vendor/", "*_test.go", "docs/**", "!docs/keep.md",
-         "a/**/b.py", "*.min.js"]
-GLOB_PATHS = ["src/test/x/a.kt", "m/src/test/a.kt", "build/x.py", "x/build/y.py", "a/vendor/b.js",
-              "vendor.js", "pkg/x_test.go", "docs/a.md", "docs/keep.md", "a/b.py", "a/x/y/b.py",
-              "b.py", "web/app.min.js", "app.min.ts", "src/main.kt"]
 
 
-def test_glob_list_literal_prefilter_gives_pathspecs_answers() -> None:
-    globs = selection.GlobList(GLOBS)
-    assert globs._needles == ("src/test", "build", "vendor", "_test.go", "docs", "b.py",
-                              ".min.js")
-    got = [p for p in GLOB_PATHS if globs.match_file(p)]
-    assert got == [p for p in GLOB_PATHS if globs.spec.match_file(p)]
-    assert got == ["src/test/x/a.kt", "m/src/test/a.kt", "build/x.py", "a/vendor/b.js",
-                   "pkg/x_test.go", "docs/a.md", "a/b.py", "a/x/y/b.py", "web/app.min.js"]
-    assert selection.GlobList(["*.[ch]"])._needles is None  # character class: regex only
+def test_glob_needles_are_literal_parts_and_none_when_a_pattern_has_none() -> None:
+    assert selection.glob_needles(["# c", "", "!keep/", "*.min.js", "**/src/test/**/*.kt",
+                                   "[Tt]est_*.py", "vendor/"]) == (".min.js", "test", "est_",
+                                                                   "vendor")
+    assert selection.glob_needles(["*.py", "*"]) is None
+    assert selection.glob_needles(["a\\*b"]) is None
+
+
+PIECES = ["src", "test", "Test", "vendor", ".env", "env", "a", "x.min.js", "min", ".kt", "B",
+          "keep", "__snapshots__", "id_rsa", ".pub", "node_modules", "-", "_", "."]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PIECES), min_size=1, max_size=3).map("".join),
+                min_size=1, max_size=4).map("/".join))
+def test_glob_list_with_its_needles_answers_like_pathspec_on_any_path(path: str) -> None:
+    """The literal pre-filter never changes an answer: built-in lists and a user list."""
+
+    for lines in (*BUILTIN_LISTS, USER_LINES):
+        assert GLOBS[id(lines)].match_file(path) == bool(SPECS[id(lines)].match_file(path))
+
+
+def _builtin_lists() -> list[list[str]]:
+    from ocr_hook import resources
+
+    lists = resources.load_json("path_lists.json")
+    defaults = resources.load_json("default_exclude_patterns.json")
+    return [lists["secret_paths"], lists["provider_directories"],
+            [p.lower() for p in defaults["tests"]],
+            [p.lower() for p in defaults["generated"] + defaults["lock_files"]]]
+
+
+def _specs() -> tuple[dict[int, selection.GlobList], dict[int, object]]:
+    import pathspec
+
+    globs, specs = {}, {}
+    for lines in (*BUILTIN_LISTS, USER_LINES):
+        globs[id(lines)] = selection.GlobList(lines)
+        specs[id(lines)] = pathspec.GitIgnoreSpec.from_lines(lines)
+    return globs, specs
+
+
+BUILTIN_LISTS = _builtin_lists()
+USER_LINES = ["src/**/Test*.kt", "!src/keep/", "*.min.*", "a/*/env"]
+GLOBS, SPECS = _specs()

@@ -7,6 +7,7 @@ gate's exit code (SPEC §9).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import logging
 import os
@@ -62,8 +63,9 @@ def _with_rule_globs(cfg: Config, layers: RuleLayers) -> Config:
     inc, exc = selection_globs(layers)
     if not (inc or exc):
         return cfg
-    return cfg.model_copy(update={"select": cfg.select.model_copy(update={
-        "include": [*cfg.select.include, *inc], "exclude": [*cfg.select.exclude, *exc]})})
+    select = dataclasses.replace(cfg.select, include=[*cfg.select.include, *inc],
+                                 exclude=[*cfg.select.exclude, *exc])
+    return dataclasses.replace(cfg, select=select)
 
 
 def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:

@@ -6,25 +6,27 @@ A tool is a definition (``ToolSpec``: name, description, JSON Schema parameters)
 definitions come from ``config/tools.json`` (``{"tools": [{name, plan_task, main_task,
 definition: {name, description, parameters}}]}``, OCR's format, ocr-internals.md §11); a user
 ``tools.file`` in the same format may drop built-in tools or rewrite descriptions, and is
-validated at start-up (:func:`apply_tools_file`). MCP tools are added after the built-ins
+validated at start-up (:func:`apply_tools_file`); a file of the exact shape is accepted by
+``shapes.check`` (no pydantic import on a review's path, issue 18), anything else is
+validated by pydantic, which names the first problem. MCP tools are added after the built-ins
 (:func:`build_registry`): reserved built-in names are skipped and the first registration of a
 name wins.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Annotated, Any
 
 from .. import resources
 from ..errors import ConfigError
 from ..llm.types import ToolCall, ToolSpec
+from ..shapes import Bound, check
 
 log = logging.getLogger(__name__)
 
@@ -78,27 +80,46 @@ class Tool:
     alive: Callable[[], bool] | None = None
 
 
-class _Definition(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+@dataclass(frozen=True)
+class _Definition:  # unknown keys of the file are ignored (pydantic's default for a dataclass)
+    parameters: dict[str, Any]
     name: str = ""
     description: str = ""
-    parameters: dict[str, Any]
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    name: str = Field(min_length=1)
+@dataclass(frozen=True)
+class _Entry:
+    name: Annotated[str, Bound(min_length=1)]
+    definition: _Definition
     plan_task: bool = False
     main_task: bool = True
-    definition: _Definition
 
 
-class _ToolsFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+@dataclass(frozen=True)
+class _ToolsFile:
     tools: list[_Entry]
+
+
+@functools.cache
+def _tools_file_adapter() -> Any:
+    """pydantic's validator of a tools file (for data ``shapes.check`` does not accept)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(_ToolsFile)
+
+
+def _validate_tools_file(data: Any, source: str) -> _ToolsFile:
+    """``data`` validated (and converted) by pydantic. Raises ConfigError("tools file <source>:
+    <location>: <problem>") for the first problem."""
+    from pydantic import ValidationError
+
+    try:
+        parsed: _ToolsFile = _tools_file_adapter().validate_python(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"tools file {source}: {loc}: {err['msg']}") from None
+    return parsed
 
 
 def parse_tools_json(
@@ -113,12 +134,9 @@ def parse_tools_json(
         raise ConfigError(f"tools file {source}: not valid JSON ({e})") from e
     if isinstance(data, list):
         data = {"tools": data}
-    try:
-        parsed = _ToolsFile.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"tools file {source}: {loc}: {err['msg']}") from None
+    parsed = check(_ToolsFile, data)
+    if parsed is None:
+        parsed = _validate_tools_file(data, source)
     out: dict[str, ToolDef] = {}
     for entry in parsed.tools:
         if entry.name in out:
