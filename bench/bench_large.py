@@ -94,8 +94,8 @@ def check_big(run: ChildRun, hook: bool) -> str:
         return f"exit {run.rc}: {run.stderr.strip()[-300:]}"
     for path, size in (("data/records.json", "47.7 MiB"), ("web/bundle.js", "9.5 MiB")):
         line = next((ln for ln in run.stdout.splitlines() if path in ln), "")
-        if "too_large" not in line or size not in line:
-            return f"{path}: no too_large line with its size in the output"
+        if not ("too large" in line or "too_large" in line) or size not in line:
+            return f"{path}: no too-large line with its size in the output"
         if hook and "secret scan: first" not in line:
             return f"{path}: no secret scan statement"
     if hook and " 0 LLM call(s)" not in run.stdout:
