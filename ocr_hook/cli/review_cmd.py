@@ -149,7 +149,8 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
         from ..html_report import render
         from ..output_text import verdict_line
 
-        stream.write(render(output.to_json(result), review_diffs(result), verdict_line(result)))
+        stream.write(render(output.utf8_safe(output.to_json(result)), review_diffs(result),
+                            verdict_line(result)))
     else:
         from ..output_text import write_text
 
