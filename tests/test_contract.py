@@ -178,3 +178,23 @@ def test_the_model_learns_where_its_comments_landed_and_escaped_paths_work(
                       f"2. a&amp;b.py: {NOT_PLACED}")
     assert [(c["path"], c["start_line"]) for c in data["comments"]] == [
         ("a&b.py", 13), ("a&b.py", 0)]
+
+
+def test_a_plan_cut_at_the_output_limit_says_so_in_the_main_prompt(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ocr_hook.agent.tasks import PLAN_CUT_NOTE
+    from tests.support.scripted_llm import openai_text
+
+    body = "".join(f"value_{i} = {i}\n" for i in range(60))
+    repo.stage({"a.py": body})
+    cut = openai_text("Summary: constants.\n1. [low] a.py value_0 may")
+    cut["choices"][0]["finish_reason"] = "length"
+    llm.reply(cut, match="You prepare the review")
+    rc, data = review(repo, llm, monkeypatch, capsys)
+    assert rc == 0 and data["status"] == "complete"
+    plan_req, main_req = llm.requests
+    assert "- file_read {file_path, start_line?, end_line?}" in plan_req["messages"][0]["content"]
+    main_user = main_req["messages"][1]["content"]
+    assert f"1. [low] a.py value_0 may\n{PLAN_CUT_NOTE}\n</review_plan>" in main_user
