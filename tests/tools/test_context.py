@@ -445,3 +445,11 @@ def test_code_search_caps_total_output_and_long_lines(repo: GitRepo) -> None:
 def test_code_search_errors(view: SnapshotView, args: dict, expected: str) -> None:
     r = code_search(view, args)
     assert (r.text, r.is_error) == (expected, True)
+
+
+def test_paths_copied_as_the_prompt_shows_them_are_read(repo: GitRepo) -> None:
+    repo.commit({"a&b.py": "x = 1\n"}, "base")
+    repo.stage({"a&b.py": "x = 2\n"})
+    v = staged_view(repo)
+    assert file_read(v, {"file_path": "a&amp;b.py"}).text.startswith("File: a&b.py (Total lines: 1)")
+    assert file_read_diff(v, {"path_array": ["a&amp;b.py"]}).text.startswith("==== FILE: a&b.py")
