@@ -41,6 +41,16 @@ def _hook_error_hint(hook: str) -> str:
             f" `OCR_HOOK_SKIP=1 git {what}`")
 
 
+def _details_hint(args: argparse.Namespace) -> str:
+    """How to see the traceback of an internal error: ``-v`` (the debug log), added to this
+    command; a hook is rerun by hand as the review it does."""
+    if getattr(args, "verbose", False) or getattr(args, "verbose_all", False):
+        return "traceback below"
+    if args.command == "hook":
+        return "for details, run the review by hand with -v: `git ocr -v review`"
+    return f"run again as `git ocr -v {args.command} …` for details"
+
+
 def _dispatch(args: argparse.Namespace, env: Mapping[str, str],
               parser: argparse.ArgumentParser) -> int:
     """Run the chosen command; returns its exit code. Commands are imported in their branch."""
@@ -103,7 +113,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    setup_logging(bool(getattr(args, "verbose", False)))
+    setup_logging(bool(getattr(args, "verbose", False) or getattr(args, "verbose_all", False)))
     if args.command is None or (args.command == "hook" and not getattr(args, "hook", None)):
         parser.print_help(sys.stderr if args.command else sys.stdout)
         return Exit.OK if args.command is None else Exit.USAGE
@@ -126,7 +136,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return Exit.OK
     except Exception as e:  # noqa: BLE001 - a bug means an incomplete review, not a traceback
-        log.error("NOT REVIEWED: internal error %s: %s (run with --verbose for details)",
-                  type(e).__name__, one_line(str(e)))
+        log.error("NOT REVIEWED: internal error %s: %s (%s)", type(e).__name__,
+                  one_line(str(e)), _details_hint(args))
         log.debug("traceback", exc_info=True)
         return Exit.INCOMPLETE if on_error_block else Exit.OK

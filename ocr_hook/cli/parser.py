@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     p.add_argument("--version", action="version", version=f"ocr-hook {__version__}")
+    # before the command, for every command (its own -v would reset a shared dest to False)
+    p.add_argument("-v", "--verbose", dest="verbose_all", action="store_true",
+                   help="debug logging on stderr (any command: `git ocr -v COMMAND …`)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     r = sub.add_parser("review", help="review the staged snapshot (default), a commit or a range")
     _add_review_flags(r)

@@ -265,8 +265,13 @@ def post_json(
         if cap_s is not None:
             timeouts = (min(connect_timeout_s, cap_s), min(read_timeout_s, cap_s))
             stop_at = time.monotonic() + cap_s
+        shown = _loggable_url(url)
+        log.debug("LLM request %d: POST %s (%d bytes)", attempt + 1, shown, len(data))
+        t0 = time.monotonic()
         payload, err = _attempt(session, url, data, headers, timeouts,
                                 (connect_timeout_s, read_timeout_s), body_error)
+        log.debug("LLM request %d: %s after %.2fs", attempt + 1,
+                  "answer" if err is None else err.kind, time.monotonic() - t0)
         if payload is not None:
             return payload, attempt + 1
         assert err is not None
@@ -275,6 +280,19 @@ def post_json(
                  max_retries, wait)
         sleep(wait)
         attempt += 1
+
+
+def _loggable_url(url: str) -> str:
+    """``url`` for a debug line: without user info or query string (either may hold a key)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "(unparsable URL)"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _attempt(
