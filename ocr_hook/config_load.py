@@ -39,11 +39,13 @@ def read_user_file(path: Path) -> str:
 
 
 def config_layers(repo: Path | None, environ: Mapping[str, str],
-                  flags: Any | None = None) -> list[Any]:
+                  flags: Any | None = None, *, llm_command: bool = False) -> list[Any]:
     """The layers of SPEC §2, lowest first: user file, repository file ``.ocr-hook.toml`` read
     from HEAD (when ``repo`` is given; secrets refused, paths confined to the repository,
     endpoint settings behind consent: ``config_repo``), the selected preset's standard
-    variables (``OPENAI_API_KEY``…), ``OCR_HOOK_*``/``OCR_LLM_*``, and ``flags`` (a Layer)."""
+    variables (``OPENAI_API_KEY``…), ``OCR_HOOK_*``/``OCR_LLM_*``, and ``flags`` (a Layer).
+    ``llm_command``: the command calls the LLM (review, hooks, ``llm test``), so ignored
+    endpoint settings are worth a warning; other commands drop them silently."""
     from . import config
 
     layers: list[Any] = []
@@ -59,7 +61,8 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
             from .config_repo import check_repo_paths
 
             layer = check_repo_paths(config.check_repo_layer(config.Layer(REPO_SOURCE, data)))
-            layers.append(guard_repo_endpoint(layer, repo, environ, list(layers), upper))
+            layers.append(guard_repo_endpoint(layer, repo, environ, list(layers), upper,
+                                              warn=llm_command))
     layers.append(config.preset_env_layer([*layers, *upper], environ))
     layers.extend(upper)
     return layers
@@ -74,14 +77,16 @@ def repo_endpoint_settings(layer: Any) -> dict[str, Any]:
 
 
 def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
-                        below: Sequence[Any] = (), above: Sequence[Any] = ()) -> Any:
+                        below: Sequence[Any] = (), above: Sequence[Any] = (),
+                        warn: bool = True) -> Any:
     """Drop the committed repository file's endpoint settings that need consent
     (``config_repo.needs_endpoint_consent``: ``llm.base_url``, ``llm.extra_headers``,
     ``llm.extra_body``, and a ``llm.provider``/``llm.protocol`` that changes what the user's
     own layers ``below``/``above`` select) unless the user allowed exactly these settings with
     ``git ocr config allow-endpoint`` (SPEC §14: a repository must not be able to send the
     user's API key to a server of its choosing). Returns the layer, possibly without those
-    keys; a warning says what was ignored."""
+    keys; when ``warn``, a warning says what was ignored. Consent is looked up per repository
+    (its git common directory: linked worktrees share it, ``consent.is_allowed``)."""
     from . import config, consent
     from .config_repo import needs_endpoint_consent
 
@@ -90,11 +95,11 @@ def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
     if not needed:
         return layer
     fp = consent.fingerprint({"endpoint": settings})
-    if consent.is_allowed(environ, repo, fp):
+    if consent.is_allowed(environ, repo, fp, kind="endpoint"):
         return layer
     llm = {k: v for k, v in layer.data["llm"].items() if k not in needed}
     data = {**layer.data, "llm": llm}
-    log.warning(
+    (log.warning if warn else log.debug)(
         "ignoring %s from %s: a repository may not choose where your API key is sent; review"
         " it and run `git ocr config allow-endpoint` to trust it",
         ", ".join(f"llm.{k}" for k in needed), layer.source,
@@ -129,14 +134,14 @@ def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]
     return config.build(config_layers(repo, environ, config.flag_layer(flags)))
 
 
-def load_settings(repo: Path, flags: Mapping[str, Any],
-                  environ: Mapping[str, str]) -> tuple[config.Config, frozenset[str]]:
+def load_settings(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str],
+                  llm_command: bool = False) -> tuple[config.Config, frozenset[str]]:
     """:func:`load_config`, plus the path keys (``config_repo.REPO_PATH_KEYS``) whose value
     came from the repository file: their files are read from HEAD (``config_repo.read_repo_path``),
-    never from disk. Raises ConfigError."""
+    never from disk. ``llm_command`` as for :func:`config_layers`. Raises ConfigError."""
     from .config_repo import repo_path_keys
 
-    layers = config_layers(repo, environ, config.flag_layer(flags))
+    layers = config_layers(repo, environ, config.flag_layer(flags), llm_command=llm_command)
     return config.build(layers), repo_path_keys(layers, REPO_SOURCE)
 
 

@@ -140,7 +140,7 @@ def allow_mcp(environ: Mapping[str, str]) -> int:
 
 def allow_endpoint(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-endpoint``: trust the endpoint settings of ``.ocr-hook.toml`` at
-    HEAD for this repository (recorded with the MCP consents, ocr_hook/consent.py)."""
+    HEAD for this repository and its linked worktrees (ocr_hook/consent.py)."""
     from .. import config, consent, gitio
     from ..config_load import REPO_SOURCE, read_repo_file, repo_endpoint_settings
 
@@ -152,7 +152,8 @@ def allow_endpoint(environ: Mapping[str, str]) -> int:
         raise OcrError(f"{src} sets no endpoint setting (llm.provider, llm.protocol,"
                        " llm.base_url, llm.extra_headers, llm.extra_body); nothing to allow")
     lines = [f"llm.{k} = {settings[k]!r}" for k in settings]
-    path = consent.record(environ, repo, consent.fingerprint({"endpoint": settings}), lines)
+    path = consent.record(environ, repo, consent.fingerprint({"endpoint": settings}), lines,
+                          kind="endpoint")
     print(f"Trusting the endpoint settings of {src} in {repo}:")
     for line in lines:
         print(f"  {line}")

@@ -72,7 +72,8 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.model:
         flags["model"] = args.model
     layers = config_layers(repo_or_none(), environ,
-                           config.Layer("command line", {"llm": flags} if flags else {}))
+                           config.Layer("command line", {"llm": flags} if flags else {}),
+                           llm_command=True)
     cfg = config.build(layers)
     endpoint, why = resolve_llm_endpoint(cfg, environ)
     if endpoint is None:

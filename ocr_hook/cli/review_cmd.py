@@ -97,7 +97,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     from_ref = getattr(args, "from_ref", None) or ""
     to_ref = getattr(args, "to_ref", None) or ""
     repo = gitio.find_toplevel(Path.cwd())
-    cfg, from_repo = load_settings(repo, vars(args), environ)
+    cfg, from_repo = load_settings(repo, vars(args), environ, llm_command=True)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
         mode = "push"

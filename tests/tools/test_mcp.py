@@ -338,7 +338,7 @@ def test_repository_servers_run_only_after_allow_mcp(
     )
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
     entry = json.loads(store.read_text())["allowed"][0]
-    assert (entry["repository"], entry["servers"]) == (str(repo.path),
+    assert (entry["repository"], entry["servers"]) == (str((repo.path / ".git").resolve()),
                                                        [f"tracker: {PY} {SCRIPT} tracker"])
 
     assert run(["review", "--format", "json", "--no-cache"], llm) == 0
