@@ -72,6 +72,15 @@ def test_dismissed_finding_stays_dismissed_across_amend_moved_line_and_rewording
     assert entry["key"] == dismiss_key("app.py", SQL, "security")
     assert (entry["reason"], entry["author"]) == ("name is an enum value",
                                                   "Test <test@example.com>")
+    # --list leads with the finding id the user saw, then the dismissal key
+    rc, out, _ = run_cli(["dismiss", "--list"], {}, capsys)
+    assert rc == 0 and out.splitlines() == [
+        f"{fid}  personal  app.py [security]  {entry['date']}  Test <test@example.com>",
+        f"    key:     {entry['key'][:12]}",
+        f"    code:    {SQL.strip()}",
+        "    finding: SQL injection: name is concatenated.",
+        "    reason:  name is an enum value"]
+    assert fid != entry["key"][:12]
 
     # the same snapshot again: answered from the cache, the dismissal applies at gate time
     calls = len(llm.requests)

@@ -164,10 +164,11 @@ def _list(repo: Path, common: Path, as_json: bool) -> int:
     if not items:
         print("no dismissals")
         return Exit.OK
-    for d in items:
+    for d in items:  # the finding id the user saw first (when recorded), then the key
         first = next((ln.strip() for ln in d.code.split("\n") if ln.strip()), "")
-        print(f"{d.id}  {d.scope:<8}  {one_line(d.path)} [{d.category}]  {d.date}  "
-              f"{one_line(d.author)}")
+        print(f"{d.finding_id or d.id}  {d.scope:<8}  {one_line(d.path)} [{d.category}]  "
+              f"{d.date}  {one_line(d.author)}")
+        print(f"    key:     {d.id}")
         if first:
             print(f"    code:    {one_line(first)[:100]}")
         print(f"    finding: {one_line(d.message)[:100]}")
