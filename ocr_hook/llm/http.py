@@ -95,7 +95,27 @@ def _error_text(body: Any) -> tuple[str, str]:
             msg = str(err.get("message") or err.get("msg") or shorten(json.dumps(err), 300))
             code = " ".join(str(err[k]) for k in ("code", "type") if err.get(k) is not None)
             return msg, code
-    return shorten(str(body), 300), ""
+    return _plain_text(str(body)), ""
+
+
+HTML_MESSAGE_MAX_CHARS = 120  # an HTML error page quoted on the NOT REVIEWED line
+
+
+def _plain_text(text: str) -> str:
+    """An error body as one short line: for an HTML page (a proxy's or web server's error
+    page) its ``<title>``, else its first text with tags, scripts and styles removed, at most
+    HTML_MESSAGE_MAX_CHARS; other text cut to 300 characters."""
+    import html
+    import re
+
+    if not re.search(r"<(?:!doctype\s+html|html|head|body|title|h1|p)\b", text[:2000], re.I):
+        return shorten(text, 300)
+    title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+    found = title.group(1) if title and title.group(1).strip() else ""
+    if not found:
+        body = re.sub(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", " ", text, flags=re.I | re.S)
+        found = re.sub(r"<[^>]*>", " ", body)
+    return shorten(html.unescape(found), HTML_MESSAGE_MAX_CHARS) or "(HTML page)"
 
 
 def classify(status: int, body: Any) -> LlmError:

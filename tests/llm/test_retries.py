@@ -249,3 +249,28 @@ def test_non_json_200_body_is_a_protocol_error(llm: ScriptedLLM) -> None:
         make_client(endpoint(llm, max_retries=0)).complete(MSGS)
     assert len(llm.requests) == 1
     assert e.value.kind == "protocol"
+
+
+NGINX_501 = (b"<!DOCTYPE html>\r\n<html>\r\n<head><title>501 Not Implemented</title>"
+             b"<style>body{font-family:sans-serif}</style></head>\r\n<body>\r\n<center><h1>501 Not"
+             b" Implemented</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n"
+             + b"<!-- padding -->" * 200 + b"</body>\r\n</html>\r\n")
+UNTITLED_404 = (b"<html><head><script>var x = '<p>not this</p>';</script></head><body>\n"
+                b"<h1>Not&nbsp;Found</h1><p>The requested URL was not found on this server."
+                b" " + b"Lorem ipsum dolor sit amet. " * 40 + b"</p></body></html>")
+
+
+@pytest.mark.parametrize(("status", "body", "expected"), [
+    (501, NGINX_501, "LLM server error (HTTP 501): 501 Not Implemented"),
+    (404, UNTITLED_404, "LLM endpoint or model not found (HTTP 404): Not Found The requested URL"
+                        " was not found on this server. Lorem ipsum dolor sit amet. Lorem ipsum"
+                        " dolor sit amet.…"),
+])
+def test_html_error_page_becomes_one_short_line(
+    llm: ScriptedLLM, status: int, body: bytes, expected: str,
+) -> None:
+    llm.reply(body, status=status, headers=FAST)
+    with pytest.raises(LlmError) as e:
+        make_client(endpoint(llm, max_retries=0)).complete(MSGS)
+    assert str(e.value) == expected
+    assert len(llm.requests) == 1
