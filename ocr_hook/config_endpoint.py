@@ -90,10 +90,11 @@ def resolve_endpoint(
         url = azure_url(url, cfg.model, api_version)
     missing = [n for n, v in (("url", url), ("model", cfg.model)) if not v]
     keyless = bool(preset.get("keyless")) or (bool(url) and _is_local(url))
-    if not key and not keyless:
+    if not key and not keyless and url:  # without a URL, whether a key is needed is unknown
         missing.append("api key")
     if missing:
-        hint = "set OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider and llm.model"
+        hint = ("set OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN (no token for a local"
+                " server), or llm.provider and llm.model")
         if preset:
             need = [str(preset[k]) for k in ("key_env", "base_url_env") if preset.get(k)]
             hint = (f"set llm.model{' and ' + ' / '.join(need) if need else ''} for provider"

@@ -135,12 +135,36 @@ class Painter:
         return f"{code}{text}{_RESET}" if self.on else text
 
 
-def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
+def preview_command(inp: Mapping[str, Any]) -> str:
+    """The ``git ocr review --preview`` command that lists the paths of the reviewed input
+    (``ReviewResult.input``: staged snapshot, one commit, or one range, pushed or not, with
+    its actual ends), or "" when no single command does (a merge, several pushed ranges, a
+    range from the empty tree)."""
+    mode = inp.get("mode")
+    if mode == "staged":
+        return "git ocr review --preview"
+    head = str(inp.get("head") or "")
+    if mode == "commit" and head and not head.startswith("("):
+        return f"git ocr review --preview --commit {head}"
+    if mode not in ("range", "push"):
+        return ""
+    ranges = inp.get("ranges") or [{"base": inp.get("base"), "head": head}]
+    ends = {(str(r.get("base") or ""), str(r.get("head") or "")) for r in ranges}
+    if len(ends) != 1:
+        return ""
+    [(base, head)] = ends
+    if not base or not head or base.startswith("(") or head.startswith("("):
+        return ""
+    return f"git ocr review --preview --from {base} --to {head}"
+
+
+def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]:
     """The account of the changed paths that were not reviewed (SPEC §8.3): one line each,
     ``not reviewed: <path> (<why>)`` for selected files left unreviewed, then ``excluded:
     <path> (<why>)`` for files selection kept out, reasons in words (``reason_words``); at
-    most COVERAGE_LINES_MAX of each, the rest counted by reason (``--preview`` and JSON list
-    them all). [] when every changed path was reviewed."""
+    most COVERAGE_LINES_MAX of each, the rest counted by reason, naming the ``preview``
+    command (:func:`preview_command`) that lists them all when there is one. [] when every
+    changed path was reviewed."""
     out: list[str] = []
     for label, picked in (
         ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
@@ -157,9 +181,9 @@ def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
             for o in rest:
                 why = file_reason(o, detail=False)
                 counts[why] = counts.get(why, 0) + 1
+            hint = f"; `{preview}` lists every path" if preview else ""
             out.append(f"{label}: {len(rest)} more ("
-                       + ", ".join(f"{n} {r}" for r, n in counts.items())
-                       + "; `git ocr review --preview` lists every path)")
+                       + ", ".join(f"{n} {r}" for r, n in counts.items()) + f"{hint})")
     return out
 
 
@@ -299,7 +323,8 @@ def write_text(result: ReviewResult, stream: TextIO, environ: Mapping[str, str])
         w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
     for line in scope_lines(result.input):
         w(f"{display_text(line)}\n")
-    for block in (dismissed_lines(result), coverage_lines(result.files)):
+    for block in (dismissed_lines(result),
+                  coverage_lines(result.files, preview_command(result.input))):
         if block:
             w("\n" + "\n".join(block) + "\n")
     for reason in result.incomplete_reasons:

@@ -89,7 +89,21 @@ def test_no_provider_means_no_guessing(tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": "sk-x", "OCR_LLM_MODEL": "gpt-5"}
     ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
     assert ep is None
-    assert why.startswith("no LLM endpoint configured (missing url, api key)")
+    assert why.startswith("no LLM endpoint configured (missing url)")
+
+
+@pytest.mark.parametrize(("url", "missing"), [
+    ("http://127.0.0.1:8080/v1", "model"),  # a loopback server needs no key
+    ("http://localhost:11434/v1", "model"),
+    ("https://llm.example.com/v1", "model, api key"),
+])
+def test_api_key_is_missing_only_where_one_is_required(url: str, missing: str) -> None:
+    env = {"OCR_LLM_URL": url}
+    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    assert ep is None
+    assert why == (f"no LLM endpoint configured (missing {missing}); set OCR_LLM_URL,"
+                   " OCR_LLM_MODEL and OCR_LLM_TOKEN (no token for a local server), or"
+                   " llm.provider and llm.model (`git ocr config set KEY VALUE`)")
 
 
 def test_local_server_needs_no_key(tmp_path: Path) -> None:

@@ -303,10 +303,26 @@ def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
     files = [FileOutcome(f"v/{i}.js", f"v/{i}.js", "added", False, "provider_directory", 1, 0)
              for i in range(23)]
     files.append(FileOutcome("a.bin", "a.bin", "added", False, "binary", 0, 0))
-    lines = output_text.coverage_lines(files)
+    lines = output_text.coverage_lines(files, "git ocr review --preview")
     assert len(lines) == 21
     assert lines[0] == "excluded: v/0.js (build output)"
     assert lines[-1] == ("excluded: 4 more (3 build output, 1 binary; `git ocr review"
                          " --preview` lists every path)")
+    # no single command lists the paths (a merge, several pushed ranges): no hint
+    assert output_text.coverage_lines(files)[-1] == "excluded: 4 more (3 build output, 1 binary)"
+    assert [output_text.preview_command(i) for i in (
+        {"mode": "staged", "base": "abc", "head": "(index)"},
+        {"mode": "commit", "base": "abc", "head": "def"},
+        {"mode": "range", "base": "abc", "head": "def"},
+        {"mode": "push", "ranges": [{"ref": "refs/heads/a", "base": "abc", "head": "def"},
+                                    {"ref": "refs/heads/b", "base": "abc", "head": "def"}]},
+        {"mode": "push", "ranges": [{"ref": "refs/heads/a", "base": "abc", "head": "def"},
+                                    {"ref": "refs/heads/b", "base": "abc", "head": "fed"}]},
+        {"mode": "push", "ranges": [{"ref": "refs/heads/a", "base": "(empty tree)",
+                                     "head": "def"}]},
+        {"mode": "merge", "base": "abc", "head": "(merge of topic)"})] == [
+        "git ocr review --preview", "git ocr review --preview --commit def",
+        "git ocr review --preview --from abc --to def",
+        "git ocr review --preview --from abc --to def", "", "", ""]
     assert output_text.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
         == []

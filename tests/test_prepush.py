@@ -299,6 +299,37 @@ def test_push_of_two_unreviewed_ranges_prints_one_not_reviewed_line(
     assert [(f["path"], f["reason"]) for f in data["files"]] == [
         ("m.py", "no_endpoint"), ("t.py", "no_endpoint")]
     assert [ln for ln in p.stderr.splitlines() if "NOT REVIEWED" in ln] == [
-        "ocr-hook: NOT REVIEWED: no LLM endpoint configured (missing url, model, api key); set"
-        " OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN, or llm.provider and llm.model (`git ocr"
-        " config set KEY VALUE`)"]
+        "ocr-hook: NOT REVIEWED: no LLM endpoint configured (missing url, model); set"
+        " OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN (no token for a local server), or"
+        " llm.provider and llm.model (`git ocr config set KEY VALUE`)"]
+
+
+def test_push_text_output_names_the_preview_command_of_the_pushed_range(
+    repo: GitRepo, tmp_path: Path,
+) -> None:
+    out = tmp_path / "push-review.txt"
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    repo.git("remote", "add", "origin", str(remote))
+    hook = repo.path / ".git" / "hooks" / "pre-push"
+    hook.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ocr_hook.cli hook pre-push "$@" '
+                    f'--output "{out}"\n')
+    hook.chmod(0o755)
+    base = repo.commit({"README.md": "hi\n"}, "c1")
+    subprocess.run(["git", "push", "-q", "origin", "main"], cwd=repo.path, env=repo.env,
+                   check=True, capture_output=True)
+    built = {f"dist/f{i:02}.js": f"var x{i} = {i};\n" for i in range(22)}
+    head = repo.commit({**built, "app.py": "x = 1\n"}, "build")
+    p = subprocess.run(["git", "push", "-q", "origin", "main"], cwd=repo.path, env=repo.env,
+                       capture_output=True, text=True)  # no endpoint configured
+    assert p.returncode == 0, p.stderr
+    lines = out.read_text().splitlines()
+    command = f"git ocr review --preview --from {base} --to {head}"
+    assert "excluded: dist/f19.js (build output)" in lines
+    assert "excluded: dist/f20.js (build output)" not in lines
+    assert f"excluded: 2 more (2 build output; `{command}` lists every path)" in lines
+    # the command it names lists every excluded path of that range
+    p = subprocess.run([sys.executable, "-m", "ocr_hook.cli", *command.split()[2:]],
+                       cwd=repo.path, env=repo.env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert all(path in p.stdout for path in built) and "app.py" in p.stdout
