@@ -99,7 +99,7 @@ _WORD = re.compile(r"\w+")
 
 
 def _names_in(text: str, names: Mapping[str, object], odd: Sequence[str]) -> list[str]:
-    """The names of ``names`` that ``text`` holds as whole words (``(?<!\w)name(?!\w)``),
+    r"""The names of ``names`` that ``text`` holds as whole words (``(?<!\w)name(?!\w)``),
     sorted (each name's owners keep their own lists, so the order between names is free)."""
     words = set(_WORD.findall(text))
     hits = {n for n in words if n in names}
