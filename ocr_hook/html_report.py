@@ -20,13 +20,16 @@ Input is plain data, so a session can be rendered later: ``data`` is the JSON ob
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 from .diff import FileDiff
+from .pathtext import shown
 from .selection import reason_words
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 
@@ -71,7 +74,9 @@ ul.index{padding-left:20px}
 
 
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """``text`` HTML-escaped; undecodable path bytes as ``\\xNN`` and any other lone surrogate
+    as U+FFFD, so the page always encodes as UTF-8."""
+    return escape(_LONE_SURROGATE.sub("\ufffd", shown(str(text))), quote=True)
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
@@ -189,12 +194,13 @@ def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:
     gate = data.get("gate", {})
     items = [(c, False) for c in data.get("comments", [])]
     items += [(d, True) for d in data.get("dismissed", [])]
-    shown = {fd.path for fd in diffs}
+    # paths compared as shown (a non-UTF-8 byte as \xNN), as the JSON data carries them
+    with_diff = {shown(fd.path) for fd in diffs}
     out = ['<section id="diffs"><h2>Reviewed files</h2>']
     for n, fd in enumerate(diffs):
-        mine = [(c, dis) for c, dis in items if c.get("path") == fd.path]
+        mine = [(c, dis) for c, dis in items if shown(str(c.get("path"))) == shown(fd.path)]
         out.append(_file_article(n, fd, mine, gate))
-    rest = [(c, dis) for c, dis in items if c.get("path") not in shown]
+    rest = [(c, dis) for c, dis in items if shown(str(c.get("path"))) not in with_diff]
     if rest:
         out.append('<article id="other-findings"><h2>Findings in files without a shown diff'
                    "</h2>" + "".join(f'<div class="outside">{_box(c, dis, gate)}</div>'

@@ -108,15 +108,16 @@ def record_findings(session: Any, result: ReviewResult) -> None:
     for d in result.dismissed:
         session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
 
-    from .output import to_json
+    from .output import to_json, utf8_safe
     from .output_text import verdict_line
 
     diffs: dict[str, Any] = {}
     for g in result.groups:
         for fd in g.files:
             diffs.setdefault(fd.path, diff_record(fd))
-    session.record("result", {"report": to_json(result), "verdict_line": verdict_line(result),
-                              "diffs": list(diffs.values())})
+    session.record("result", utf8_safe({"report": to_json(result),
+                                        "verdict_line": verdict_line(result),
+                                        "diffs": list(diffs.values())}))
 
 
 def diff_record(fd: Any) -> dict[str, Any]:

@@ -145,3 +145,26 @@ def test_review_page_renders_findings_inline_at_their_lines_with_no_request(
     rc = cli.main(["session", "show", sid[:15], "--html", "--output", str(again)], environ=env)
     assert rc == 0
     assert again.read_text(encoding="utf-8") == html
+
+
+def test_review_page_of_a_non_utf8_file_name_is_utf8_and_the_same_from_the_session(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    (repo.path / os.fsdecode(b"caf\xe9.py")).write_text("def div(a, b):\n    return a / b\n")
+    repo.git("add", "-A")
+    llm.tool_calls(("code_comment", {"comments": [comment(
+        "caf\\xe9.py", "    return a / b", "Division by zero.", "high", "bug")]}),
+        ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    env = {**os.environ, **llm.env(), "OCR_HOOK_REVIEW_FILTER": "false"}
+    page, again = tmp_path / "p.html", tmp_path / "s.html"
+    assert cli.main(["review", "--format", "html", "--output", str(page)], environ=env) == 1
+    html = page.read_bytes().decode("utf-8", "strict")
+    assert '<article class="file" id="file-0" data-path="caf\\xe9.py">' in html
+    assert 'data-finding-id="' in html and 'data-start="2" data-end="2"' in html
+    [sid] = [p.stem for p in (repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl")]
+    capsys.readouterr()
+    assert cli.main(["session", "show", sid, "--html", "--output", str(again)], environ=env) == 0
+    assert again.read_bytes() == page.read_bytes()

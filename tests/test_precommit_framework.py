@@ -11,7 +11,9 @@ module, so the hook environment is built once.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +120,17 @@ def test_blocked_commit_shows_the_finding_and_exits_1(
     assert "SKIP=ocr-review" in out
     assert repo.git("rev-parse", "HEAD").strip() == head
     assert len(llm.requests) == 1
+    # the framework's git-ocr is not on the user's PATH: the hint names the one that ran
+    hint = next(line for line in out.splitlines() if "no `git ocr` on PATH?" in line)
+    found = re.fullmatch(r"ocr-hook:   no `git ocr` on PATH\? run `(\S+/bin/git-ocr) dismiss ID`, or install"
+                         r" git-ocr \(README: Install for everyday use\)", hint)
+    assert found and found.group(1).startswith(env["PRE_COMMIT_HOME"]), hint
+    fid = re.search(r"git ocr dismiss (\S+) --reason", out)
+    assert fid
+    d = run(repo, env, found.group(1), "dismiss", fid.group(1), "--reason", "b is never 0")
+    assert d.returncode == 0, d.stdout + d.stderr
+    assert len(json.loads((repo.path / ".git" / "ocr-hook" / "dismissed.json").read_text())
+               ["dismissed"]) == 1
     assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
     # pre-commit stage defaults: effort low → one round, no second request
 

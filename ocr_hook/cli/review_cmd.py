@@ -149,7 +149,8 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
         from ..html_report import render
         from ..output_text import verdict_line
 
-        stream.write(render(output.to_json(result), review_diffs(result), verdict_line(result)))
+        stream.write(render(output.utf8_safe(output.to_json(result)), review_diffs(result),
+                            verdict_line(result)))
     else:
         from ..output_text import write_text
 
@@ -192,7 +193,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
                                           result.decision.blocking_findings, result.gate.fail_on))
-        for line in dismiss_hints(result):
+        for line in dismiss_hints(result, environ):
             log.warning("%s", line)
     return int(result.decision.exit_code) if not req.preview else int(Exit.OK)
 
@@ -273,12 +274,16 @@ def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
 DISMISS_HINTS_MAX = 10  # blocking findings named with their dismiss command on stderr
 
 
-def dismiss_hints(result: ReviewResult) -> list[str]:
+def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]:
     """For a result blocked by findings: the exact command that dismisses each blocking finding
     (issue 19), or how to allow a secret (secrets keep their own allow rules); at most
-    DISMISS_HINTS_MAX, then a count."""
+    DISMISS_HINTS_MAX, then a count. Under the pre-commit framework (``PRE_COMMIT=1``), whose
+    ``git-ocr`` lives in its own environment, one more line: how to run that one."""
+    import shlex
+
     from ..dismiss import IGNORE_MARKER, can_dismiss
     from ..findings import Severity
+    from ..install import hook_command
     from ..output_text import location
 
     if result.decision.verdict != "findings":
@@ -296,6 +301,10 @@ def dismiss_hints(result: ReviewResult) -> list[str]:
     if len(blocking) > DISMISS_HINTS_MAX:
         lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`git ocr review`"
                      " lists every id)")
+    if environ.get("PRE_COMMIT") == "1" and any(can_dismiss(f) for f in blocking):
+        cmd = " ".join(shlex.quote(c) for c in hook_command())
+        lines.append(f"  no `git ocr` on PATH? run `{cmd} dismiss ID`, or install git-ocr"
+                     " (README: Install for everyday use)")
     return lines
 
 
