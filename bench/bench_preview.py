@@ -12,7 +12,9 @@ paths (tests, vendor/, lock files, .txt). Measures:
 - ``cpu``: user + system CPU seconds of the same run (git children included), which stays
   meaningful when the machine is shared;
 - in-process stages with modules already imported: ``snapshot`` (index copy + write-tree),
-  ``load_diff`` (two git diff calls + parsing + blob heads), ``select`` (gates 1–10).
+  ``load_change_set`` (what a review runs: the streamed git diff, metadata gates, the patches
+  of the files within ``select.max_files``, blob heads, gates 1–10; default settings), and
+  for comparison ``load_diff`` + ``select`` (every patch read and parsed, then all gates).
 
 Prints one table of medians (and min/max) over ``--runs`` repetitions per size in ``--files``
 (comma-separated), with the peak RSS of the ``cli`` process (``os.wait4`` rusage: the process
@@ -40,7 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ocr_hook import selection, target  # noqa: E402
+from ocr_hook import changeset, selection, target  # noqa: E402
+from ocr_hook.config import SelectConfig  # noqa: E402
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -163,9 +166,15 @@ def bench_size(n_files: int, runs: int) -> None:
         snap = target.staged_snapshot(repo, env)
         loaded = target.load_diff(repo, snap)
         policy = selection.SelectionPolicy()
+        defaults = SelectConfig()
+        bounded = selection.SelectionPolicy(max_file_bytes=defaults.max_file_bytes,
+                                            max_files=defaults.max_files,
+                                            max_total_bytes=defaults.max_total_bytes)
         rows = [
             ("cli (new process)", measure(cli, args.runs)),
             ("snapshot", measure(lambda: target.staged_snapshot(repo, env), args.runs)),
+            ("load_change_set", measure(
+                lambda: changeset.load_change_set(repo, snap, bounded), args.runs)),
             ("load_diff", measure(lambda: target.load_diff(repo, snap), args.runs)),
             ("select", measure(lambda: selection.select(loaded, policy), args.runs)),
         ]

@@ -36,10 +36,13 @@ class ChangeScan:
 def change_findings(
     repo: Path, decisions: Sequence[Decision], protected: Sequence[str], allow: Sequence[str],
     *, scan: bool = True, detect_secrets: bool = False,
+    listed: Sequence[FileDiff] | None = None,
 ) -> ChangeScan:
     """Every deterministic finding of the change: ``protected_path_findings`` of all changed
-    files, then (when ``scan``; a preview does not scan) ``scan_findings``."""
-    found = protected_path_findings([d.file for d in decisions], protected)
+    files (``listed``, default the decisions' files: a caller that scans only some of them
+    passes them all), then (when ``scan``; a preview does not scan) ``scan_findings``."""
+    found = protected_path_findings(
+        [d.file for d in decisions] if listed is None else listed, protected)
     if not scan:
         return ChangeScan(found)
     scanned = scan_findings(repo, decisions, allow, detect_secrets=detect_secrets)

@@ -153,11 +153,19 @@ class ReviewConfig:
 
 @dataclass(frozen=True)
 class SelectConfig:
+    """SPEC §4. The bounds of a large change set (issue 20; 0 = no bound): ``max_file_bytes``
+    per blob (a larger file is ``too_large`` from its size, never read), ``max_files`` files
+    and ``max_total_bytes`` of diff text reviewed per run (the rest is not reviewed, with the
+    reason)."""
+
     __pydantic_config__ = _STRICT
 
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     review_tests: bool = False
+    max_file_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
+    max_files: Annotated[int, Bound(ge=0)] = 1000
+    max_total_bytes: Annotated[int, Bound(ge=0)] = 2_097_152
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,9 @@ class SecurityConfig:
     allow_secrets: Annotated[list[str], Check(check_allow_patterns)] = field(
         default_factory=list)
     detect_secrets: bool = False
+    # issue 20: bytes the secret scan reads from files that are not reviewed (excluded, too
+    # large: a bounded prefix of the blob, over a bound); reviewed files are always scanned
+    max_scan_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
 
 
 # Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run, and

@@ -1,6 +1,7 @@
 r"""Diff model and parser for git's bytes. Pure: no subprocess, no LLM, no comments.
 
-Inputs (SPEC §3.1, §3.5), both produced by ``target.load_diff`` with the same flags:
+Inputs (SPEC §3.1, §3.5), both from one git call with the same flags (read as a stream by
+``changeset.load_change_set``, whole by ``target.load_diff``):
 
 - ``git diff --raw --numstat -z --no-abbrev``: the authoritative list of changed paths. Raw
   records come first, ``:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0`` (renames
@@ -19,13 +20,14 @@ of a hunk (old side ends without newline, new side continues). Line numbers are 
 Content is decoded per file: UTF-8 when the whole section is valid UTF-8, else UTF-8 with
 U+FFFD replacements (``FileDiff.decoding == "replaced"``; e.g. GBK files): never the locale.
 Decoding never changes the number of lines, so line numbers stay exact. ``\r`` of CRLF files
-stays in ``Line.text``.
+stays in ``Line.text``. ``patchstream.PatchStream`` walks the patch one file section at a
+time, so only the sections somebody keeps are held and parsed.
 """
 
 from __future__ import annotations
 
-import os
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -116,6 +118,11 @@ class FileDiff:
     git call this text file binary; it was diffed with ``--text`` (``target.load_diff``).
     ``referenced_by`` holds, for a deleted file, the snapshot lines that still refer to it
     (``<path>:<line>: <text>``, set by ``deleted_refs``); such a file is reviewed.
+    ``size_bytes`` is the size of the larger of the two blobs of a file git would not diff
+    because of it (above ``select.max_file_bytes``, ``changeset``), else None. ``loaded`` is False
+    when the file's patch was not kept (excluded, too large, over a bound: ``changeset``):
+    then ``hunks`` is empty and ``patch`` is "" although the file did change, and
+    ``insertions``/``deletions`` are git's ``--numstat`` counts.
     """
 
     status: str
@@ -137,6 +144,8 @@ class FileDiff:
     notes: list[str] = field(default_factory=list)
     binary_attribute: str = ""
     referenced_by: tuple[str, ...] = ()
+    size_bytes: int | None = None
+    loaded: bool = True
 
     @property
     def path(self) -> str:
@@ -192,38 +201,33 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
     tokens = raw.split(b"\0")
     if tokens and tokens[-1] == b"":
         tokens.pop()
-    entries: list[RawEntry] = []
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+    def fsdecode(name: bytes) -> str:  # os.fsdecode without its per-call checks
+        return name.decode(encoding, errors)
+
+    records: list[tuple[str, str, str, str, str, str, str, int | None]] = []
     i = 0
     n = len(tokens)
-    while i < n and tokens[i].startswith(b":"):
-        meta = tokens[i][1:].split(b" ")
+    while i < n and tokens[i][:1] == b":":
+        meta = tokens[i][1:].decode("ascii", "replace").split(" ")
         if len(meta) != 5:
             raise DiffParseError(f"git diff --raw: malformed record {tokens[i][:80]!r}")
-        old_mode, new_mode, old_oid, new_oid, status = (m.decode("ascii", "replace") for m in meta)
+        old_mode, new_mode, old_oid, new_oid, status = meta
         letter = status[:1]
         sim = int(status[1:]) if status[1:].isdigit() else None
         if letter in ("R", "C"):
             if i + 2 >= n:
                 raise DiffParseError("git diff --raw: truncated rename record")
-            old_path, new_path = os.fsdecode(tokens[i + 1]), os.fsdecode(tokens[i + 2])
+            old_path, new_path = fsdecode(tokens[i + 1]), fsdecode(tokens[i + 2])
             i += 3
         else:
             if i + 1 >= n:
                 raise DiffParseError("git diff --raw: truncated record")
-            old_path = new_path = os.fsdecode(tokens[i + 1])
+            old_path = new_path = fsdecode(tokens[i + 1])
             i += 2
-        entries.append(
-            RawEntry(
-                STATUS_NAMES.get(letter, "unknown"),
-                old_path,
-                new_path,
-                old_mode,
-                new_mode,
-                old_oid,
-                new_oid,
-                sim,
-            )
-        )
+        records.append((STATUS_NAMES.get(letter, "unknown"), old_path, new_path, old_mode,
+                        new_mode, old_oid, new_oid, sim))
     counts: list[tuple[int | None, int | None]] = []
     while i < n:
         parts = tokens[i].split(b"\t", 2)  # a path may contain TABs
@@ -243,19 +247,13 @@ def parse_raw_numstat_z(raw: bytes) -> list[RawEntry]:
         else:
             i += 1
         counts.append((ins, dels))
-    if counts and len(counts) != len(entries):
+    if counts and len(counts) != len(records):
         raise DiffParseError(
-            f"git diff: {len(entries)} raw records but {len(counts)} numstat records"
+            f"git diff: {len(records)} raw records but {len(counts)} numstat records"
         )
     if not counts:
-        return entries
-    return [
-        RawEntry(
-            e.status, e.old_path, e.new_path, e.old_mode, e.new_mode, e.old_oid, e.new_oid,
-            e.similarity, ins, dels,
-        )
-        for e, (ins, dels) in zip(entries, counts, strict=True)
-    ]
+        return [RawEntry(*r) for r in records]
+    return [RawEntry(*r, ins, dels) for r, (ins, dels) in zip(records, counts, strict=True)]
 
 
 def split_raw_and_patch(out: bytes) -> tuple[bytes, bytes]:
@@ -348,11 +346,11 @@ def parse_hunks(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str]:
     content line holds a NUL byte (text forced by a ``diff`` attribute; SPEC §4 gate 1).
     Raises DiffParseError when a hunk has fewer lines than its header counts.
     """
-    hunks, binary, text, _ = _parse_section(section)
+    hunks, binary, text, _ = parse_section(section)
     return hunks, binary, text
 
 
-def _parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str, str]:
+def parse_section(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str, str]:
     """:func:`parse_hunks` plus the section's decoding label (``utf-8`` | ``replaced``)."""
     errors, decoding = _decoder(section)
     hunks: list[Hunk] = []
@@ -453,7 +451,7 @@ def build_file_diffs(
         all_hunks: list[Hunk] = []
         texts: list[str] = []
         for sec in sections[si : si + take]:
-            hunks, binary, text, decoding = _parse_section(sec)
+            hunks, binary, text, decoding = parse_section(sec)
             all_hunks.extend(hunks)
             texts.append(text)
             fd.binary = fd.binary or binary

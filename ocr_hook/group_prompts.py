@@ -35,13 +35,20 @@ def prompt_path(path: str) -> str:
     return prompts.xml_attr(path).replace("\r", "\\r").replace("\n", "\\n")
 
 
+OTHER_FILES_MAX = 200  # lines of the prompt's "other changed files" list (issue 20)
+
+
 def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
+    """The other changed files for the prompt, one line each, at most OTHER_FILES_MAX of them
+    and then a line counting the rest."""
     mine = {id(f) for f in group.files}
+    others = [f for f in all_files if id(f) not in mine]
     lines = [
         f"{f.status.upper():<9} {prompt_path(f.path)} (+{f.insertions}/-{f.deletions})"
-        for f in all_files
-        if id(f) not in mine
+        for f in others[:OTHER_FILES_MAX]
     ]
+    if len(others) > OTHER_FILES_MAX:
+        lines.append(f"... and {len(others) - OTHER_FILES_MAX} more changed files")
     return "\n".join(lines) if lines else "(none)"
 
 

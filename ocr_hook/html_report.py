@@ -171,6 +171,8 @@ def _coverage(data: Mapping[str, Any]) -> str:
             what, cls = f"not reviewed: {_INCOMPLETE[f['reason']]}", "miss"
         else:
             what, cls = f"excluded: {reason_words(f['path'], f.get('reason', ''))}", "no"
+        if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan (issue 20)
+            what += f": {f['detail']}"
         path = f["path"] if f.get("old_path") in (None, f["path"]) else \
             f"{f['old_path']} → {f['path']}"
         rows.append(f'<tr><td>{_e(path)}</td><td>{_e(f.get("status", ""))}</td>'
@@ -183,6 +185,8 @@ _INCOMPLETE = {
     "no_endpoint": "no LLM endpoint configured", "timeout": "time limit reached",
     "budget": "token budget used up", "llm_error": "LLM request failed",
     "cancelled": "cancelled", "task_failed": "the model gave up",
+    "over_max_files": "over select.max_files",
+    "over_max_total_bytes": "over select.max_total_bytes",
     "no_tool_calls": "the model made no tool calls",
     "empty_rounds": "the model's tool calls kept failing",
     "token_threshold_exceeded": "too large for the model's context", "error": "internal error",

@@ -155,7 +155,7 @@ def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
         if rest:
             counts: dict[str, int] = {}
             for o in rest:
-                why = file_reason(o)
+                why = file_reason(o, detail=False)
                 counts[why] = counts.get(why, 0) + 1
             out.append(f"{label}: {len(rest)} more ("
                        + ", ".join(f"{n} {r}" for r, n in counts.items())
@@ -163,13 +163,19 @@ def coverage_lines(files: Sequence[FileOutcome]) -> list[str]:
     return out
 
 
-def file_reason(o: FileOutcome) -> str:
-    """Why ``o`` was excluded or not reviewed, in words."""
+def file_reason(o: FileOutcome, *, detail: bool = True) -> str:
+    """Why ``o`` was excluded or not reviewed, in words; with ``detail``, followed by
+    ``: <o.detail>`` when there is one (sizes, bounds, the secret scan of a file whose content
+    was not loaded; issue 20)."""
     if not o.reason:
         return "unknown"
-    if o.will_review:
-        return INCOMPLETE_WORDS.get(o.reason, reason_words(o.path, o.reason))
-    return reason_words(o.path, o.reason)
+    if o.reason == "too_large" and o.size_bytes is not None:
+        why = "too large"  # decided from the blob's size, not from the model's context
+    elif o.will_review:
+        why = INCOMPLETE_WORDS.get(o.reason, reason_words(o.path, o.reason))
+    else:
+        why = reason_words(o.path, o.reason)
+    return f"{why}: {display_text(o.detail)}" if detail and o.detail else why
 
 
 def _short(label: Any) -> str:
@@ -210,13 +216,13 @@ def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
         path = display_path(o.path)
         if o.old_path != o.path:
             path = f"{display_path(o.old_path)} → {path}"
-        review = "yes" if o.will_review else f"no ({reason_words(o.path, o.reason)})"
+        review = "yes" if o.will_review and not o.reason else f"no ({file_reason(o)})"
         rows.append((path, o.status, f"+{o.insertions}/-{o.deletions}", review))
     header = ("path", "status", "+/-", "review")
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
     for r in [header, *rows]:
         stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
-    n = sum(1 for o in result.files if o.will_review)
+    n = sum(1 for o in result.files if o.will_review and not o.reason)
     stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
 
 

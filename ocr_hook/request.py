@@ -73,7 +73,9 @@ class ReviewRequest:
         sel = self.config.select
         return SelectionPolicy(include=tuple(sel.include), exclude=tuple(sel.exclude),
                                review_tests=sel.review_tests,
-                               context_tokens=self.config.llm.context_tokens)
+                               context_tokens=self.config.llm.context_tokens,
+                               max_file_bytes=sel.max_file_bytes, max_files=sel.max_files,
+                               max_total_bytes=sel.max_total_bytes)
 
     @property
     def llm_labels(self) -> dict[str, str]:

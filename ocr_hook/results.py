@@ -59,13 +59,17 @@ class FileOutcome:
     insertions: int
     deletions: int
     will_review: bool = False
+    detail: str = ""  # the reason in words, and the secret scan of a file not loaded (issue 20)
+    size_bytes: int | None = None  # the larger blob's size, when it made the file too_large
 
     @classmethod
     def selected(cls, d: Decision) -> FileOutcome:
-        """The entry of a selection decision: not reviewed yet, excluded with its reason."""
+        """The entry of a selection decision: not reviewed yet, excluded with its reason;
+        ``will_review`` also for a file left out only by a bound of the change set (issue 20:
+        it keeps its ``over_max_*`` reason and makes the review incomplete)."""
         f = d.file
         return cls(f.path, f.old_path, f.status, False, d.reason, f.insertions, f.deletions,
-                   d.reviewed)
+                   d.selected, d.detail, f.size_bytes)
 
     def settle(self, reason: str) -> None:
         """The file's review ended: reviewed when ``reason`` is "", else not, with ``reason``."""
@@ -169,6 +173,19 @@ class ReviewResult:
         self.findings = kept
         self.dismissed = [*self.dismissed, *gone]
         self.decision = decide(kept, self.incomplete, self.gate)
+
+    def left_out(self, bounded: int, selected: int, why: str) -> None:
+        """``bounded`` of the ``selected`` files were left out by a bound of the change set
+        (issue 20; ``why`` in words): the NOT REVIEWED line says so (its first reason gains
+        ``why``), a complete or skipped run becomes partial (failed when nothing was reviewed)
+        and the gate decides as for an incomplete review."""
+        if self.incomplete_reasons:
+            self.incomplete_reasons[0] += f"; {why}"
+        else:
+            self.incomplete_reasons.append(f"NOT REVIEWED: {bounded} of {selected} files: {why}")
+        if self.status in ("complete", "skipped"):
+            self.status = "partial" if any(o.reviewed for o in self.files) else "failed"
+        self.decision = decide(self.findings, True, self.gate)
 
     @classmethod
     def start(

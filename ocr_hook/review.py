@@ -26,9 +26,9 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-from . import grouping, hookinput, runlock, selection, target
+from . import grouping, runlock, selection, target
+from .change_load import bound_text, load_targets, scan_inputs
 from .change_scan import change_findings
-from .deleted_refs import mark_referenced
 from .diff import FileDiff
 from .errors import OcrError
 from .findings import RawComment, merge_same_claims
@@ -152,24 +152,19 @@ class _RunState:
         self.cache = cache
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
-        self.files: list[FileDiff] = []
-        heads: dict[int, str] = {}  # id(file) -> the snapshot its range ends in
-        for t in targets:
-            loaded = target.load_diff(req.repo, t)
-            heads.update((id(f), t.head) for f in loaded)
-            self.files.extend(loaded)
-        self.files, notice = hookinput.narrow(self.files, req.path_filter, req.environ, req.mode)
-        decisions = selection.select(self.files, req.selection_policy, self.count)
-        gone = [(heads[id(d.file)], d.file) for d in decisions if d.reason == "deleted"]
-        if gone and mark_referenced(req.repo, gone):  # issue 16: deleted but still used
-            decisions = selection.select(self.files, req.selection_policy, self.count)
+        cs, notice = load_targets(req, targets, self.count)
+        self.files, decisions = cs.files, cs.decisions
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
-        # SPEC §14: deterministic, so also without an endpoint or reviewable file
-        scanned = change_findings(req.repo, decisions, req.protected_paths,
+        self.bounded = [d for d in decisions if d.reason in selection.BOUND_REASONS]
+        # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
+        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
+        # come back parsed (cs.probes) for the detect-secrets pass
+        to_scan, listed = scan_inputs(cs)
+        scanned = change_findings(req.repo, to_scan, req.protected_paths,
                                   self.cfg.security.allow_secrets, scan=not req.preview,
-                                  detect_secrets=self.cfg.security.detect_secrets)
-        self.config_findings = scanned.findings
+                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
+        self.config_findings = [*scanned.findings, *cs.findings]
         self.secret_literals = scanned.literals  # detect-secrets values, redacted like ours
         self.head = targets[0]
         self.result = ReviewResult.start(
@@ -194,9 +189,14 @@ class _RunState:
         return self.rules_for(paths) if self.rules_for else ""
 
     def finished(self) -> ReviewResult:
-        """Stamp the elapsed time on the result and return it."""
-        self.result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
-        return self.result
+        """Account for the files left out by a bound of the change set (issue 20: they make
+        the review incomplete), stamp the elapsed time on the result and return it."""
+        result = self.result
+        if self.bounded and not self.req.preview:
+            result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
+                            bound_text(self.bounded, self.req.selection_policy))
+        result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
+        return result
 
     def finish_without_llm(self) -> ReviewResult:
         """Preview, or nothing to review: only the deterministic findings are reported."""

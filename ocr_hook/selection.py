@@ -25,7 +25,14 @@ Reasons, in gate order (OCR names where OCR has one):
    nothing to look at (SPEC §3.5: listed, no LLM call): ``rename_only`` (a rename without
    hunks), ``mode_only`` (only the file mode changed), ``no_content_change`` (anything else
    without hunks: an added or deleted empty file, a copy without edits);
-10. ``too_large`` – the file's diff alone exceeds 80 % of the context budget, in tokens.
+10. ``too_large`` – the file's diff alone exceeds 80 % of the context budget, in tokens; or,
+    decided from git's object sizes before any content is read (``changeset``), one of its
+    blobs is larger than ``select.max_file_bytes``.
+
+Two more reasons bound a large change set (``changeset``): files that pass every gate but come
+after the first ``select.max_files`` of them (``over_max_files``), or whose diffs would take
+the total past ``select.max_total_bytes`` (``over_max_total_bytes``), are selected but not
+reviewed: the review reports them as not reviewed, with the reason.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import resources
-from .diff import FileDiff
+from .diff import FileDiff, RawEntry
 
 TOO_LARGE_FRACTION = 0.8  # SPEC §4 gate 10: a file's diff alone > 80 % of the context budget
 GENERATED_SCAN_LINES = 5  # SPEC §4 gate 8: "files whose first lines say …"
@@ -58,27 +65,43 @@ REASONS = (
     "mode_only",
     "no_content_change",
     "too_large",
+    "over_max_files",
+    "over_max_total_bytes",
 )
+BOUND_REASONS = frozenset({"over_max_files", "over_max_total_bytes"})  # selected, not reviewed
 
 
 @dataclass(frozen=True, slots=True)
 class SelectionPolicy:
     """What the user configured: globs are gitignore-style (``select.*`` and ``--exclude``);
-    ``context_tokens`` is ``llm.context_tokens`` (0 disables gate 10)."""
+    ``context_tokens`` is ``llm.context_tokens`` (0 disables gate 10). The bounds of a large
+    change set (``changeset``; 0 = no bound): ``max_file_bytes`` per blob, ``max_files``
+    reviewed files, ``max_total_bytes`` of their diffs together."""
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     review_tests: bool = False
     context_tokens: int = 200_000
+    max_file_bytes: int = 0
+    max_files: int = 0
+    max_total_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Outcome for one changed path: ``reason`` is "" when the file will be reviewed."""
+    """Outcome for one changed path: ``reason`` is "" when the file will be reviewed.
+    ``detail`` says the same in words where a reason needs numbers (sizes, bounds) and states
+    the secret scan of a file whose content was not loaded ("" otherwise)."""
 
     file: FileDiff
     reviewed: bool
     reason: str
+    detail: str = ""
+
+    @property
+    def selected(self) -> bool:
+        """Passed every gate: reviewed, or left out only by a bound of the change set."""
+        return self.reviewed or self.reason in BOUND_REASONS
 
 
 class GlobList:
@@ -247,13 +270,66 @@ def select(
     return out
 
 
+def path_reason(
+    fd: FileDiff | RawEntry,
+    policy: SelectionPolicy,
+    user_ex: GlobList | None,
+    user_in: GlobList | None,
+) -> str:
+    """Gates 3–9 and the no-content reasons of :func:`exclusion_reason` from status, modes and
+    paths alone, as if the file had no hunks and no content (``metadata_reason`` refines it)."""
+    probe = FileDiff(fd.status, fd.old_path, fd.new_path, fd.old_mode, fd.new_mode,
+                     referenced_by=getattr(fd, "referenced_by", ()))
+    return exclusion_reason(probe, policy, user_ex, user_in, content=False)
+
+
+def metadata_reason(
+    fd: FileDiff,
+    policy: SelectionPolicy,
+    user_ex: GlobList | None,
+    user_in: GlobList | None,
+    known_path_reason: str | None = None,
+) -> str:
+    """The gates that need no file content, from git's metadata alone (status, modes, paths,
+    ``--numstat`` counts, ``size_bytes``), in SPEC order; "" when the file's patch must be read
+    to decide (it may still be excluded by a content gate: a ``diff`` attribute forcing a
+    binary file to text, a link pointing outside, a generated-file marker).
+
+    A blob larger than ``policy.max_file_bytes`` is ``too_large`` unless a path gate (3–8) or
+    ``deleted`` comes first: git reports such a file as binary without reading it, so gate 1
+    cannot be decided for it. numstat ``0 0`` on a text file means no hunks: the no-content
+    reasons are decided here too. Symbolic links always need their link text (gate 2).
+    ``known_path_reason``: :func:`path_reason` of the file when already computed."""
+    too_big = (policy.max_file_bytes > 0 and fd.size_bytes is not None
+               and fd.size_bytes > policy.max_file_bytes)
+    if fd.binary and not too_big:
+        return "binary"
+    if fd.submodule:
+        return "submodule"
+    if fd.symlink:
+        return ""
+    reason = (path_reason(fd, policy, user_ex, user_in) if known_path_reason is None
+              else known_path_reason)
+    if reason in ("rename_only", "mode_only", "no_content_change"):
+        if too_big:
+            return "too_large"
+        has_lines = fd.binary or fd.insertions or fd.deletions
+        return "" if has_lines else reason
+    if reason:
+        return reason
+    return "too_large" if too_big else ""
+
+
 def exclusion_reason(
     fd: FileDiff,
     policy: SelectionPolicy,
     user_ex: GlobList | None,
     user_in: GlobList | None,
+    *,
+    content: bool = True,
 ) -> str:
-    """Gates 1–9 (and the three no-content reasons) for one file: the first reason, or ""."""
+    """Gates 1–9 (and the three no-content reasons) for one file: the first reason, or "".
+    ``content=False`` skips the generated-file marker check (the file's text is not known)."""
     b = _builtin()
     path = fd.path
     if fd.binary:
@@ -276,7 +352,7 @@ def exclusion_reason(
             return "default_path"
         if b.generated.match_file(low):
             return "default_path"
-        if fd.status != "deleted":
+        if fd.status != "deleted" and content:
             head = first_lines(fd)
             if head is not None and looks_generated(head):
                 return "default_path"
@@ -305,6 +381,8 @@ REASON_WORDS = {
     "mode_only": "mode change only",
     "no_content_change": "no content change",
     "too_large": "too large for the model's context",
+    "over_max_files": "over select.max_files",
+    "over_max_total_bytes": "over select.max_total_bytes",
     "no_endpoint": "no LLM endpoint configured",
 }
 _VENDORED = ("vendor", "node_modules", "bower_components", "venv", ".venv", "site-packages",

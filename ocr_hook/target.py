@@ -351,7 +351,10 @@ def diff_command(target: Target, *extra: str) -> list[str]:
 
 
 def load_diff(repo: Path, target: Target) -> list[FileDiff]:
-    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised).
+    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised),
+    every file's patch read and parsed. A review loads through ``changeset.load_change_set``
+    instead, which reads only what its decisions need; this whole-diff loader serves tools and
+    benchmarks that want every hunk.
 
     One ``git diff --raw --numstat -p -z`` call gives both the path list (the NUL-delimited
     records) and the patch (one diffcore run, so both agree on renames and order). For files
@@ -369,7 +372,7 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     files = build_file_diffs(parse_raw_numstat_z(raw), patch)
     forced = textattr.text_marked_binary(repo, files, read_objects)
     if forced:
-        files = _rediff_as_text(repo, target, files, forced)
+        files = rediff_as_text(repo, target, files, forced)
     need = [
         f
         for f in files
@@ -386,14 +389,15 @@ def load_diff(repo: Path, target: Target) -> list[FileDiff]:
     return files
 
 
-def _rediff_as_text(
+def rediff_as_text(
     repo: Path, target: Target, files: Sequence[FileDiff],
     forced: Sequence[tuple[FileDiff, str]],
 ) -> list[FileDiff]:
     """``files`` with each forced file (binary by attribute, text by content) replaced by its
-    ``git diff --text`` entry, the attribute in ``FileDiff.binary_attribute``. Both paths of a
-    rename are passed (literal pathspecs), so git pairs them as before; an entry git lists
-    differently, or still binary, is kept as it was."""
+    ``git diff --text`` entry (``changeset`` passes only the forced files), the attribute in
+    ``FileDiff.binary_attribute``. Both paths of a rename are passed (literal pathspecs), so
+    git pairs them as before; an entry git lists differently, or still binary, is kept as it
+    was."""
     paths = sorted({p for f, _a in forced for p in (f.old_path, f.new_path) if p})
     args = diff_command(target, "--text", "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")

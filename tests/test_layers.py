@@ -57,6 +57,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.progress": 2,  # progress / heartbeat lines on stderr
     "ocr_hook.workers": 2,  # the thread pool review creates
     "ocr_hook.input_notes": 2,  # warnings about the run's input, logged as they are made
+    "ocr_hook.change_load": 2,  # every target's change set joined, bound wording (issue 20)
     "ocr_hook.runlock": 2,  # one review per input at a time (flock under the common dir)
     # 3  tools, LLM clients, pure policy over diffs
     "ocr_hook.tools": 3,
@@ -90,8 +91,11 @@ TIERS: dict[str, int] = {
     "ocr_hook.detect_secrets_scan": 3,  # optional detect-secrets pass over the added lines
     "ocr_hook.textattr": 3,  # files binary only by .gitattributes: sniffed, named
     "ocr_hook.deleted_refs": 3,  # deleted files the snapshot still refers to (git grep)
+    "ocr_hook.changeset": 3,  # change set loaded with bounded time and memory (issue 20)
+    "ocr_hook.bigscan": 3,  # bounded secret scan of blobs too large to load
     # 4  parsing, process, tokens, templates, resource and settings files
     "ocr_hook.diff": 4,
+    "ocr_hook.patchstream": 4,  # the patch read as a stream, one file section at a time
     "ocr_hook.gitio": 4,
     "ocr_hook.tokens": 4,
     "ocr_hook.prompts": 4,

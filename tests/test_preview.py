@@ -239,7 +239,11 @@ def test_preview_of_1200_changed_files_lists_each_one_and_calls_no_llm(
     assert rc == 0, err
     files = json.loads(out)["files"]
     assert [f["path"] for f in files] == sorted(names)
-    assert all(f["will_review"] and (f["insertions"], f["deletions"]) == (2, 0) for f in files)
+    assert all((f["insertions"], f["deletions"]) == (2, 0) for f in files)
+    # select.max_files (default 1000): the first 1000 in path order, the rest over the bound
+    assert all(f["will_review"] and f["reason"] == "" for f in files[:1000])
+    assert {(f["will_review"], f["reason"]) for f in files[1000:]} == {
+        (False, "over_max_files")}
     assert llm.requests == []
 
 

@@ -199,7 +199,35 @@ def test_reason_strings_are_the_documented_set() -> None:
     assert selection.REASONS == (
         "binary", "submodule", "symlink_outside", "secret_path", "provider_directory",
         "user_exclude", "unsupported_ext", "default_path", "deleted", "rename_only",
-        "mode_only", "no_content_change", "too_large")
+        "mode_only", "no_content_change", "too_large", "over_max_files",
+        "over_max_total_bytes")
+
+
+@pytest.mark.parametrize(("fd", "want"), [
+    (FileDiff("added", "a.py", "a.py", "000000", "100644", binary=True), "binary"),
+    (FileDiff("added", "a.py", "a.py", "000000", "100644", binary=True, size_bytes=5000),
+     "too_large"),
+    (FileDiff("added", "vendor/a.py", "vendor/a.py", "000000", "100644", binary=True,
+              size_bytes=5000), "provider_directory"),
+    (FileDiff("deleted", "a.py", "a.py", "100644", "000000", binary=True, size_bytes=5000),
+     "deleted"),
+    (FileDiff("renamed", "a.py", "b.py", "100644", "100644"), "rename_only"),
+    (FileDiff("renamed", "a.py", "b.py", "100644", "100644", insertions=1), ""),
+    (FileDiff("modified", "a.py", "a.py", "100644", "100755"), "mode_only"),
+    (FileDiff("added", "a.py", "a.py", "000000", "100644"), "no_content_change"),
+    (FileDiff("added", "a.py", "a.py", "000000", "100644", insertions=3), ""),
+    (FileDiff("added", "a.py", "a.py", "000000", "120000", insertions=1), ""),  # link text
+    (FileDiff("modified", "s", "s", "160000", "160000", insertions=1), "submodule"),
+], ids=["binary", "big", "big-vendored", "big-deleted", "rename", "rename-edited", "mode",
+        "empty", "added", "symlink", "submodule"])
+def test_metadata_reason_decides_from_status_paths_counts_and_size(
+    fd: FileDiff, want: str,
+) -> None:
+    fd.loaded = False
+    policy = selection.SelectionPolicy(max_file_bytes=1000)
+    assert selection.metadata_reason(fd, policy, None, None) == want
+
+
 
 
 def test_glob_needles_are_literal_parts_and_none_when_a_pattern_has_none() -> None:

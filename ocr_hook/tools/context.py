@@ -123,6 +123,12 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         )
     if view.is_secret(path):
         return _secret_error(path)
+    changed = view.diff_for(path)
+    if changed is not None and changed.size_bytes is not None and path == changed.new_path:
+        return ToolResult.error(  # issue 20: a file too large to load is never read whole
+            f'Error: "{path}" is too large to read ({changed.size_bytes} bytes, above '
+            "select.max_file_bytes); use code_search to find lines in it"
+        )
     try:
         start = _int(args.get("start_line"), "start_line")
         end = _int(args.get("end_line"), "end_line")
@@ -214,7 +220,9 @@ def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         ):
             continue
         seen.add(id(fd))
-        blocks.append(f"==== FILE: {fd.path} ====\n{fd.patch.rstrip(chr(10))}")
+        body = (fd.patch.rstrip(chr(10)) if fd.loaded
+                else "(diff not loaded: the file is not part of this review)")
+        blocks.append(f"==== FILE: {fd.path} ====\n{body}")
     if not blocks:
         return ToolResult.error("Error: diff not found for the requested paths")
     lines = "\n".join(blocks).split("\n")

@@ -1,0 +1,432 @@
+"""Large changes stay cheap (issue 20): sizes from git's metadata before any content is read,
+a bounded secret scan of too-large blobs, bounds on the number of files and bytes reviewed,
+and the streamed patch reader. Real: git repositories, the CLI, HTTP to the scripted loopback
+model; fake: the model's replies. Files are kept to a few hundred KB: the thresholds come from
+the configuration (``OCR_HOOK_SELECT_*``), the big numbers live in bench/bench_large.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocr_hook import bigscan, changeset, cli, gitio, selection, target
+from ocr_hook.diff import split_patch_sections
+from ocr_hook.errors import GitError
+from ocr_hook.output import _files_block
+from ocr_hook.patchstream import PatchStream
+from ocr_hook.tools.context import SnapshotView, file_read, file_read_diff
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+AWS_KEY = "AKIA" + "IOSFODNN7REALKEY"  # fake; assembled so scanners skip this file
+SECRET_START = "Hard-coded secret (aws-access-key)"
+
+
+def data_lines(n: int, start: int = 0) -> str:
+    """``n`` lines of JSON-ish data, 32 bytes each."""
+    return "".join(f'  {{"id": {i:08d}, "v": "abc"}},\n' for i in range(start, start + n))
+
+
+def run(repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        args: list[str], env: dict[str, str] | None = None) -> tuple[int, Any, str]:
+    monkeypatch.chdir(repo.path)
+    rc = cli.main(args, environ={**os.environ, **(env or {})})
+    out, err = capsys.readouterr()
+    return rc, json.loads(out) if "json" in args else out, err
+
+
+def by_path(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["path"]: f for f in data["files"]}
+
+
+LIMITS = {"OCR_HOOK_SELECT_MAX_FILE_BYTES": "100000", "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "65536"}
+
+
+# -- too large by size: decided before any content is read ---------------------------------
+
+
+def test_file_over_max_file_bytes_is_too_large_from_its_size_with_detail(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    big = data_lines(10_000)  # 320,000 bytes
+    repo.stage({"data/big.json": big, "app.py": "x = 1\n"})
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--preview", "--format", "json"],
+                        LIMITS)
+    assert rc == 0, err
+    got = by_path(data)["data/big.json"]
+    assert got == {
+        "path": "data/big.json", "status": "added", "reviewed": False, "reason": "too_large",
+        "detail": "312.5 KiB, larger than select.max_file_bytes (97.7 KiB): content not read",
+        "size_bytes": 320_000, "will_review": False, "insertions": 0, "deletions": 0,
+    }
+    assert by_path(data)["app.py"]["will_review"] is True
+
+
+def test_too_large_file_is_never_loaded_and_git_reports_it_binary_by_size(repo: GitRepo) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"big.json": data_lines(5_000), "small.json": data_lines(10)})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    policy = selection.SelectionPolicy(max_file_bytes=100_000)
+    cs = changeset.load_change_set(repo.path, tgt, policy)
+    big, small = cs.files
+    assert (big.path, big.loaded, big.hunks, big.patch, big.size_bytes) == (
+        "big.json", False, (), "", 160_000)
+    assert (small.loaded, small.insertions, len(small.hunks)) == (True, 10, 1)
+    assert [(d.reason, d.reviewed) for d in cs.decisions] == [("too_large", False), ("", True)]
+
+
+def test_path_gates_come_before_the_size_gate(repo: GitRepo) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"vendor/lib.js": data_lines(5_000), "tests/test_big.py": data_lines(5_000),
+                "notes.bin": data_lines(5_000)})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy(
+        max_file_bytes=1000))
+    assert [(d.file.path, d.reason) for d in cs.decisions] == [
+        ("notes.bin", "unsupported_ext"), ("tests/test_big.py", "default_path"),
+        ("vendor/lib.js", "provider_directory")]
+    assert [d.file.size_bytes for d in cs.decisions] == [160_000] * 3
+
+
+# -- bounded secret scan of too-large blobs ---------------------------------------------------
+
+
+def test_secret_in_the_scanned_prefix_of_a_too_large_file_is_a_critical_finding(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    text = data_lines(2) + f"aws_key = {AWS_KEY}\n" + data_lines(10_000, 2)
+    late = data_lines(10_000) + f"aws_key = {AWS_KEY}\n"  # past the scanned prefix
+    repo.stage({"early.json": text, "late.json": late})
+    env = {**LIMITS, "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "262144"}  # 128 KiB for each file
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    assert rc == 1, err  # blocked by the critical finding, no endpoint needed
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["end_line"], c["severity"], c["anchor"]) == (
+        "early.json", 3, 3, "critical", "file")
+    assert c["content"].startswith(SECRET_START)
+    assert AWS_KEY not in json.dumps(data)
+    files = by_path(data)
+    assert files["early.json"]["detail"] == (
+        "312.6 KiB, larger than select.max_file_bytes (97.7 KiB): content not read; "
+        "secret scan: first 128.0 KiB of 312.6 KiB scanned, 1 secret(s) found (critical "
+        "finding)")
+    assert files["late.json"]["detail"] == (
+        "312.5 KiB, larger than select.max_file_bytes (97.7 KiB): content not read; "
+        "secret scan: first 128.0 KiB of 312.5 KiB scanned, no secret found")
+
+
+def test_text_output_lists_too_large_files_with_size_reason_and_scan_result(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"web/bundle.js": "var a=[" + "1," * 100_000 + "];"})
+    rc, out, err = run(repo, monkeypatch, capsys, ["hook", "pre-commit"], LIMITS)
+    assert rc == 0, err
+    assert ("excluded: web/bundle.js (too large: 195.3 KiB, larger than select.max_file_bytes "
+            "(97.7 KiB): content not read; secret scan: first 64.0 KiB of 195.3 KiB scanned, "
+            "no secret found)") in out.splitlines()
+
+
+def test_secret_late_in_a_long_single_line_is_found_in_its_windows(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    line = "var a=[" + "1," * 60_000 + f'];var k="{AWS_KEY}";' + "2," * 60_000 + "];"
+    repo.stage({"bundle.js": line})
+    env = {**LIMITS, "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500000"}
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["anchor"]) == ("bundle.js", 1, "file")
+    assert "[REDACTED:aws-access-key]" in c["existing_code"]
+    assert len(c["existing_code"]) <= bigscan.QUOTE_CHARS
+    assert by_path(data)["bundle.js"]["detail"].endswith(
+        "secret scan: all 234.4 KiB scanned, 1 secret(s) found (critical finding)")
+
+
+def test_secret_already_in_the_old_version_of_a_too_large_file_is_not_flagged(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    old = f"aws_key = {AWS_KEY}\n" + data_lines(5_000)
+    repo.commit({"big.json": old}, "init")
+    repo.stage({"big.json": old + data_lines(10, 9_000)})
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], LIMITS)
+    assert rc == 0, err
+    assert data["comments"] == []
+    assert by_path(data)["big.json"]["detail"].endswith(
+        "secret scan: first 64.0 KiB of 156.6 KiB scanned, no secret found")
+
+
+def test_binary_too_large_file_states_that_it_was_not_scanned(repo: GitRepo) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"blob.json": b"\0\1\2" * 50_000})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(
+        repo.path, tgt, selection.SelectionPolicy(max_file_bytes=1000),
+        scan=changeset.ScanPolicy((), 1 << 20))
+    [d] = cs.decisions
+    assert d.detail == ("146.5 KiB, larger than select.max_file_bytes (1000 B): content not "
+                        "read; secret scan: not scanned, binary content")
+
+
+# -- bounds of the change set ----------------------------------------------------------------
+
+
+def stage_modules(repo: GitRepo, n: int, lines: int = 2) -> list[str]:
+    repo.commit({"README.md": "x\n"}, "init")
+    names = [f"src/mod_{i}.py" for i in range(n)]
+    repo.stage({p: "".join(f"v{j} = {j}\n" for j in range(lines)) for p in names})
+    return names
+
+
+def test_preview_marks_files_past_max_files_in_path_order(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    stage_modules(repo, 5)
+    rc, out, err = run(repo, monkeypatch, capsys, ["review", "--preview"],
+                       {"OCR_HOOK_SELECT_MAX_FILES": "2"})
+    assert rc == 0, err
+    detail = ("5 files to review, more than select.max_files (2): files in select.include "
+              "first, then the first ones in path order are reviewed")
+    assert out.splitlines() == [
+        "path          status    +/-  review",
+        "src/mod_0.py  added   +2/-0  yes",
+        "src/mod_1.py  added   +2/-0  yes",
+        f"src/mod_2.py  added   +2/-0  no (over select.max_files: {detail})",
+        f"src/mod_3.py  added   +2/-0  no (over select.max_files: {detail})",
+        f"src/mod_4.py  added   +2/-0  no (over select.max_files: {detail})",
+        "",
+        "5 changed file(s), 2 to review",
+    ]
+
+
+def test_files_in_select_include_come_first_within_max_files(repo: GitRepo) -> None:
+    stage_modules(repo, 5)
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    policy = selection.SelectionPolicy(include=("src/mod_3.py",), max_files=2)
+    cs = changeset.load_change_set(repo.path, tgt, policy)
+    assert [(d.file.path, d.reason, d.file.loaded) for d in cs.decisions] == [
+        ("src/mod_0.py", "", True), ("src/mod_1.py", "over_max_files", False),
+        ("src/mod_2.py", "over_max_files", False), ("src/mod_3.py", "", True),
+        ("src/mod_4.py", "over_max_files", False)]
+
+
+@pytest.mark.parametrize(("on_error", "want_rc"), [("allow", 0), ("block", 3)])
+def test_review_past_max_files_reviews_the_bound_and_reports_the_rest_not_reviewed(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], on_error: str, want_rc: int,
+) -> None:
+    stage_modules(repo, 5)
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    env = llm.env(OCR_HOOK_SELECT_MAX_FILES="2", OCR_HOOK_GATE_ON_ERROR=on_error)
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    assert rc == want_rc, err
+    assert len(llm.requests) == 1  # one group of the two files within the bound
+    sent = llm.requests[0]["messages"][1]["content"]
+    assert 'path="src/mod_0.py"' in sent and 'path="src/mod_1.py"' in sent
+    assert 'path="src/mod_2.py"' not in sent
+    assert [(f["path"], f["reviewed"], f["reason"]) for f in data["files"]] == [
+        ("src/mod_0.py", True, ""), ("src/mod_1.py", True, ""),
+        ("src/mod_2.py", False, "over_max_files"), ("src/mod_3.py", False, "over_max_files"),
+        ("src/mod_4.py", False, "over_max_files")]
+    assert (data["status"], data["verdict"]) == ("partial", "incomplete")
+    assert ("NOT REVIEWED: 3 of 5 files: the change has more files to review than "
+            "select.max_files (2); `git ocr review --preview` lists them") in err
+
+
+def test_review_stops_at_max_total_bytes_and_later_files_are_not_reviewed(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"a.py": "a = 1\n" * 10, "b.py": "b = 1\n" * 400, "c.py": "c = 1\n"})
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
+                        {"OCR_HOOK_SELECT_MAX_TOTAL_BYTES": "1000"})
+    assert rc == 0, err  # no endpoint: gate.on_error allow
+    assert [(f["path"], f["reason"]) for f in data["files"]] == [
+        ("a.py", "no_endpoint"), ("b.py", "over_max_total_bytes"),
+        ("c.py", "over_max_total_bytes")]
+    assert by_path(data)["b.py"]["detail"] == (
+        "the diffs to review pass select.max_total_bytes (1000 B) at this file; it and the "
+        "files after it are not reviewed")
+    assert data["status"] == "failed"
+
+
+def test_added_lines_of_files_past_a_bound_are_still_scanned_for_secrets(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"a.py": "a = 1\n", "b.py": f"key = '{AWS_KEY}'\n"})
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
+                        {"OCR_HOOK_SELECT_MAX_FILES": "1"})
+    assert rc == 1, err
+    assert [(c["path"], c["start_line"], c["anchor"]) for c in data["comments"]] == [
+        ("b.py", 1, "hunk_new")]
+
+
+def test_scan_budget_used_up_is_stated_for_the_files_left_unscanned(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"tests/test_a.py": f"k = '{AWS_KEY}'\n",
+                "tests/test_b.py": "x = 1\n" * 200 + f"k = '{AWS_KEY}'\n",
+                "tests/test_c.py": f"k = '{AWS_KEY}'\n"})
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
+                        {"OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500"})
+    assert rc == 1, err
+    assert [c["path"] for c in data["comments"]] == ["tests/test_a.py"]
+    files = by_path(data)
+    assert "detail" not in files["tests/test_a.py"]
+    assert files["tests/test_b.py"]["detail"] == (
+        "secret scan: not scanned, its 1.5 KiB diff is more than what was left of "
+        "security.max_scan_bytes (500 B)")
+    assert files["tests/test_c.py"]["detail"] == (
+        "secret scan: not scanned, security.max_scan_bytes (500 B) was used up")
+
+
+def test_diff_tool_says_when_a_file_diff_was_not_loaded(repo: GitRepo) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"app.py": "x = 1\n", "vendor/lib.py": "y = 2\n"})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy())
+    view = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s)
+    res = file_read_diff(view, {"path_array": ["vendor/lib.py", "app.py"]})
+    assert res.text.split("\n")[:2] == [
+        "==== FILE: vendor/lib.py ====",
+        "(diff not loaded: the file is not part of this review)"]
+    assert "+x = 1" in res.text
+
+
+def test_file_read_refuses_a_changed_file_too_large_to_load(repo: GitRepo) -> None:
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"big.json": data_lines(5_000)})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy(
+        max_file_bytes=1000))
+    view = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s)
+    res = file_read(view, {"file_path": "big.json"})
+    assert (res.is_error, res.text) == (True, 'Error: "big.json" is too large to read (160000 '
+                                        "bytes, above select.max_file_bytes); use code_search "
+                                        "to find lines in it")
+
+
+def test_renames_type_changes_and_modes_load_like_the_whole_diff(repo: GitRepo) -> None:
+    body = "".join(f"line {i}\n" for i in range(40))
+    repo.commit({"old/name.py": body, "link.py": "a = 1\n", "run.sh": "echo\n",
+                 "gone.py": "g = 1\n"}, "init")
+    (repo.path / "new").mkdir()
+    repo.git("mv", "old/name.py", "new/name.py")
+    repo.write({"new/name.py": body + "extra\n"})
+    (repo.path / "link.py").unlink()
+    os.symlink("new/name.py", repo.path / "link.py")
+    os.chmod(repo.path / "run.sh", 0o755)
+    repo.git("rm", "-q", "gone.py")
+    repo.git("add", "-A")
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy())
+    want = target.load_diff(repo.path, tgt)
+    assert [(f.status, f.path, f.insertions, f.deletions) for f in cs.files] == [
+        (f.status, f.path, f.insertions, f.deletions) for f in want]
+    assert [(d.file.path, d.reason) for d in cs.decisions] == [
+        ("gone.py", "deleted"), ("link.py", ""), ("new/name.py", ""), ("run.sh", "mode_only")]
+    loaded = {f.path: f for f in cs.files if f.loaded}
+    for f in want:
+        if f.path in loaded:
+            assert (loaded[f.path].hunks, loaded[f.path].patch) == (f.hunks, f.patch)
+
+
+def test_path_gates_from_the_early_raw_listing_give_the_same_decisions(repo: GitRepo) -> None:
+    repo.commit({"old.py": "a = 1\n" * 30, "x.py": "x = 1\n"}, "init")
+    repo.git("mv", "old.py", "new.py")
+    repo.stage({"vendor/a.js": "v\n", "tests/test_a.py": "t = 1\n", "x.py": "x = 2\n",
+                "docs/a.txt": "d\n", ".env": "A=1\n"})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    policy = selection.SelectionPolicy(exclude=("docs/",))
+    late = changeset.load_change_set(repo.path, tgt, policy)
+    early = changeset.load_change_set(repo.path, tgt, policy, early_gates_min_paths=1)
+    assert [(d.file.path, d.reason) for d in early.decisions] == [
+        (d.file.path, d.reason) for d in late.decisions] == [
+        (".env", "secret_path"), ("docs/a.txt", "user_exclude"), ("new.py", "rename_only"),
+        ("tests/test_a.py", "default_path"), ("vendor/a.js", "provider_directory"),
+        ("x.py", "")]
+
+
+# -- streamed reading --------------------------------------------------------------------------
+
+
+SECTIONS = [
+    b"diff --git a/a b/a\nnew file mode 100644\n--- /dev/null\n+++ b/a\n@@ -0,0 +1 @@\n"
+    b"+diff --git a/x b/x\n",
+    b"diff --git a/b b/b\nindex 1..2 100644\n--- a/b\n+++ b/b\n@@ -1 +1 @@\n-old\n+new\n",
+    b"diff --git a/c b/c\nold mode 100644\nnew mode 100755\n",
+]
+
+
+def pieces(data: bytes, size: int) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 12, 13, 64, 10_000])
+@pytest.mark.parametrize("keep_max", [0, 40, 70, 1 << 30])
+def test_patch_stream_yields_each_section_kept_or_passed_over(chunk: int, keep_max: int) -> None:
+    stream = PatchStream(pieces(b"commit message\n" + b"".join(SECTIONS), chunk))
+    got = []
+    while (item := stream.next_section(keep_max)) is not None:
+        got.append(item)
+    assert got == [(s if len(s) <= keep_max else None, len(s)) for s in SECTIONS]
+    assert [len(split_patch_sections(s)) for s in SECTIONS] == [1, 1, 1]
+
+
+def test_patch_stream_peeks_the_next_section_header() -> None:
+    stream = PatchStream(pieces(b"".join(SECTIONS), 5))
+    assert stream.peek_header() == b"diff --git a/a b/a"
+    stream.next_section(0)
+    assert stream.peek_header() == b"diff --git a/b b/b"
+    stream.next_section(0)
+    stream.next_section(0)
+    assert stream.peek_header() is None
+    assert stream.next_section(0) is None
+
+
+def test_stream_git_stops_a_reader_that_leaves_early_and_reports_failures(
+    repo: GitRepo,
+) -> None:
+    repo.commit({"big.txt": "x" * 300_000}, "init")
+    oid = repo.git("rev-parse", "HEAD:big.txt").strip()
+    with gitio.stream_git(repo.path, "cat-file", "blob", oid) as stream:
+        assert stream.read(10) == b"x" * 10  # git is killed at the end of the block
+    assert bigscan.read_prefix(repo.path, oid, 1000) == b"x" * 1000
+    with pytest.raises(GitError, match=r"^git cat-file: .*\(exit 128\)$"):
+        with gitio.stream_git(repo.path, "cat-file", "blob", "0" * 40) as stream:
+            assert stream.read(10) == b""
+    with pytest.raises(GitError, match=r"^git cat-file: timed out after 0.2s$"):
+        with gitio.stream_git(repo.path, "cat-file", "--batch", stdin=b"", timeout_s=0.2,
+                              extra_env={"GIT_TRACE": "0"}) as stream:
+            time.sleep(0.5)
+
+
+def test_read_heads_returns_the_first_bytes_of_each_object(repo: GitRepo) -> None:
+    repo.commit({"a.txt": "a" * 5000, "b.txt": "bb\n"}, "init")
+    a = repo.git("rev-parse", "HEAD:a.txt").strip()
+    b = repo.git("rev-parse", "HEAD:b.txt").strip()
+    assert bigscan.read_heads(repo.path, [a, "f" * 40, b], 100) == [b"a" * 100, None, b"bb\n"]
+
+
+def test_files_block_is_the_text_json_dumps_would_print() -> None:
+    files = [{"path": 'a"b\\c\n\u00e9\udcff', "status": "added", "reviewed": False,
+              "reason": "", "size_bytes": 12, "detail": "x"}, {"path": "z", "n": None}]
+    want = json.dumps({"a": 1, "files": files, "z": []}, indent=2, ensure_ascii=False)
+    head = json.dumps({"a": 1, "files": "@", "z": []}, indent=2, ensure_ascii=False)
+    assert head.replace('"@"', _files_block(files), 1) == want
+
+
+def test_sizes_come_from_batch_check(repo: GitRepo) -> None:
+    repo.commit({"a.txt": "abc"}, "init")
+    oid = repo.git("rev-parse", "HEAD:a.txt").strip()
+    assert changeset.blob_sizes(Path(repo.path), [oid, "0" * 40, "e" * 40]) == {oid: 3}
