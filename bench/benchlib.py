@@ -182,7 +182,7 @@ def load_line() -> str:
 
 # --- EchoModel -------------------------------------------------------------------------------
 
-_FILE_RE = re.compile(r'<file path="([^"]*)">\n(.*?)\n</file>', re.S)
+_FILE_RE = re.compile(r'<file path="([^"]*)"[^>]*>\n(.*?)\n</file>', re.S)
 _LINE_RE = re.compile(r"^\s*(\d*) ([ +-])(.*)$")
 _LIST_RE = re.compile(r"^\[(\d+)\] (\w+) (.+?) \(\+\d+/-\d+\)$", re.M)
 INVENTED_QUOTE = "frobnicate_the_widget(quantum_flux=None)  # not in any diff"

@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from .diff import FileDiff
 from .findings import Finding, RawComment, finding_id
+from .prompts import unescape_prompt_path
 
 NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
 PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1 gate: non-whitespace characters of a telling quote line
@@ -429,12 +430,13 @@ def anchor_comment(
     changed file (``refiled``), then part of one line of the claimed file's hunks
     (:func:`fragment_anchor`), else ``start_line = end_line = 0`` (``none``).
 
-    ``files`` maps paths (new and old) to diffs; ``refile_candidates`` are the paths eligible
-    for re-filing (the reviewed files). Returns (finding, warning text or "").
+    ``files`` maps paths (new and old) to diffs; a path the model copied as the prompt shows it
+    (``a&amp;b.py``) is mapped back to the real one. ``refile_candidates`` are the paths
+    eligible for re-filing (the reviewed files). Returns (finding, warning text or "").
     """
     warning = ""
     anchor: Anchor | None = None
-    fd = files.get(c.path)
+    fd = files.get(c.path) or files.get(unescape_prompt_path(c.path))  # copied as shown
     has_quote = bool(quote_variants(c.existing_code))
     if fd is not None and has_quote:
         anchor = locate(fd, c.existing_code, new_file_lines(fd.path), c.line_hint)

@@ -164,11 +164,16 @@ def _overlap(a: Finding, b: Finding) -> bool:
 def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
     """De-duplicate findings (SPEC §8.3): the same id, or the same path/side with overlapping
     ranges and the same claim (``same_claim``), merge into one that keeps the highest
-    severity (first wins on ties, order otherwise kept). Different claims on the same line
-    are all kept."""
+    severity (first wins on ties, order otherwise kept); an unanchored finding and an
+    anchored one with the same path and claim merge into the anchored one. Different claims
+    on the same line are all kept."""
     kept: list[Finding] = []
     for f in findings:
         for i, k in enumerate(kept):
+            if _placed_twin(k, f):  # the model filed it again with a quote that landed
+                placed = k if k.start_line else f
+                kept[i] = replace(placed, severity=max(k.severity, f.severity))
+                break
             if k.id == f.id or (_overlap(k, f) and same_claim(k, f)):
                 if f.severity > k.severity:
                     kept[i] = f
@@ -176,3 +181,10 @@ def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
         else:
             kept.append(f)
     return kept
+
+
+def _placed_twin(a: Finding, b: Finding) -> bool:
+    """One of the two is unanchored, the other anchored, on the same path, with the same
+    claim: the placed one replaces the other (``code_comment`` asks for a new quote)."""
+    return (a.path == b.path and (a.start_line == 0) != (b.start_line == 0)
+            and same_claim(a, b))

@@ -131,11 +131,12 @@ class _GroupRun:
     def warn(self, type_: str, message: str) -> None:
         self.warnings.append(RunWarning(type_, self.group.label, message))
 
-    def sink(self, cs: list[RawComment]) -> None:
-        """``code_comment``'s sink: keep the comments and hand them to the anchoring pool."""
+    def sink(self, cs: list[RawComment]) -> list[Finding | None]:
+        """``code_comment``'s sink: keep the comments and hand them to the comment pool;
+        per comment its finding when anchored at once, else None."""
         with self.raw_lock:  # one lock: raw and the pool see comments in the same order
             self.raw.extend(cs)
-            self.deps.comment_pool.submit(cs, self.key, self.rank)
+            return self.deps.comment_pool.submit(cs, self.key, self.rank)
 
     def run(self) -> GroupOutcome:
         """Rounds, then wait for every comment filed to be anchored (SPEC §8.2: also of a

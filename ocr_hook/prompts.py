@@ -37,3 +37,12 @@ def xml_attr(value: str) -> str:
     return (
         value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
     )
+
+
+def unescape_prompt_path(value: str) -> str:
+    """The inverse of how a prompt shows a path (``xml_attr`` plus ``\\r``/``\\n`` for line
+    breaks): a model may copy ``a&amp;b.py`` back verbatim; this gives ``a&b.py``."""
+    return (
+        value.replace("\\r", "\r").replace("\\n", "\n").replace("&lt;", "<")
+        .replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
+    )

@@ -307,12 +307,14 @@ class _GroupRunner:
         self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
         # comments, anchoring and compression (their threads start on first use)
         self.collector = Collector()
-        # SPEC §8.2: comments are anchored (and re-located) on their own pool; the loop never
-        # waits.
+        # SPEC §8.2: comments are anchored when filed (code_comment says where they landed);
+        # re-location runs on their own pool and the loop never waits for it.
         self.comment_workers = WorkerPool(cfg.review.concurrency, "ocr-comment")
-        self.comment_pool = CommentPool(self.comment_workers, CommentProcessor(
+        processor = CommentProcessor(
             self.view.changed, self.view.new_file_lines, [f.path for f in state.reviewable],
-            relocate=self._relocate), self.collector)
+            relocate=self._relocate)
+        self.comment_pool = CommentPool(self.comment_workers, processor, self.collector,
+                                        place=processor.place)
         # Background compression summaries run here; the run waits for them at the end.
         self.background_pool = WorkerPool(cfg.review.concurrency, "ocr-compress")
         self.causes: list[tuple[int, str]] = []  # (files, why) of each group left unreviewed

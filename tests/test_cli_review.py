@@ -95,7 +95,7 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert llm.paths[0] == "/v1/chat/completions"
     # the tool result for code_comment came back in the second request
     tool_msgs = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]
-    assert tool_msgs[0]["content"] == "Successfully commented."
+    assert tool_msgs[0]["content"] == "Filed: app.py:12 (new side)"  # where it landed
 
 
 def test_advisory_mode_exits_zero_with_the_same_finding(

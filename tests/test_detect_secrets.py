@@ -81,7 +81,9 @@ def test_a_value_only_detect_secrets_finds_is_a_finding_and_never_sent(
     assert '\n4 +TOKEN = "[REDACTED:github-token]"' in prompt
     tools = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert f'2|CHECKSUM = "[REDACTED:{HEX_TYPE}]"' in tools[0]  # file_read
-    assert tools[1] == f'File: app.py\nMatch lines: 1\n2|CHECKSUM = "[REDACTED:{HEX_TYPE}]"'
+    assert tools[1] == (f'File: app.py\nMatch lines: 1\n1-import os\n'
+                        f'2|CHECKSUM = "[REDACTED:{HEX_TYPE}]"\n'
+                        f'3-MIRROR = "[REDACTED:{HEX_TYPE}]"  # ocr-hook: allow-secret')
 
 
 def test_off_by_default_the_value_is_no_finding(

@@ -125,13 +125,18 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
     assert len(tool_results) == len(paths) + 6
     assert sum("[REDACTED:" in r for r in tool_results) == len(paths) + 6
     lines = case_lines()
-    assert tool_results[len(paths) + 2:len(paths) + 5] == [
-        f"File: app/settings.py\nMatch lines: 1\n{lines['aws-key-split-over-two-lines'][1]}|"
-        '                 "[REDACTED:aws-access-key]")',
-        f"File: app/settings.py\nMatch lines: 1\n{lines['rsa-private-key'][0] + 3}|"
-        "[REDACTED:private-key]",
-        'File: config/database.json\nMatch lines: 1\n6|      "[REDACTED:password]"',
+    expected = [  # the match rows; their context rows (n-line) are redacted the same way
+        ("File: app/settings.py\nMatch lines: 1\n",
+         f"{lines['aws-key-split-over-two-lines'][1]}|"
+         '                 "[REDACTED:aws-access-key]")'),
+        ("File: app/settings.py\nMatch lines: 1\n",
+         f"{lines['rsa-private-key'][0] + 3}|[REDACTED:private-key]"),
+        ("File: config/database.json\nMatch lines: 1\n", '6|      "[REDACTED:password]"'),
     ]
+    for got, (head, row) in zip(tool_results[len(paths) + 2:len(paths) + 5], expected,
+                                strict=True):
+        assert got.startswith(head) and row in got.split("\n"), got
+        assert all("|" not in r.split("-", 1)[0] for r in got.split("\n")[2:] if r != row)
     assert ('FIXTURE_TOKEN = "[REDACTED:github-token]"  # ocr-hook: allow-secret'
             in llm.requests[2]["messages"][1]["content"])
     secret_spots = sorted(

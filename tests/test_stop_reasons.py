@@ -165,3 +165,31 @@ def test_last_comment_and_task_done_in_one_reply_finish_in_one_request(
     rc, data, _ = review(repo, model, monkeypatch, capsys, "--no-cache")
     assert (rc, data["status"], len(model.requests)) == (1, "complete", 1)
     assert [(c["start_line"], c["end_line"]) for c in data["comments"]] == [(2, 2)]
+
+
+def reasoning_cut(llm: ScriptedLLM) -> dict[str, Any]:
+    """A reasoning model that spent the whole output limit thinking: no answer, no call."""
+    if llm.protocol == "anthropic":
+        return {"id": "msg_x", "type": "message", "role": "assistant", "model": "scripted",
+                "content": [{"type": "thinking", "thinking": "Let me check every caller",
+                             "signature": "sig"}],
+                "stop_reason": "max_tokens", "usage": {"input_tokens": 100, "output_tokens": 50}}
+    return {"id": "chatcmpl-x", "object": "chat.completion", "model": "scripted",
+            "choices": [{"index": 0, "finish_reason": "length",
+                         "message": {"role": "assistant", "content": None,
+                                     "reasoning_content": "Let me check every caller"}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}}
+
+
+def test_a_reasoning_model_cut_while_thinking_is_retried_not_nudged(
+    repo: GitRepo, model: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app.py": APP})
+    model.reply(reasoning_cut(model))
+    model.tool_calls(DONE)
+    rc, data, _ = review(repo, model, monkeypatch, capsys, "--no-cache")
+    assert (rc, data["status"], len(model.requests)) == (0, "complete", 2)
+    first, second = model.requests
+    assert second["messages"] == first["messages"]  # no nudge, no empty assistant turn
+    assert (output_limit_of(first), output_limit_of(second)) == (16384, 32768)

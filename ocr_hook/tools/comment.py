@@ -1,14 +1,15 @@
 """``code_comment`` and ``task_done`` (SPEC §7.1): validate and normalise arguments into
-RawComment values. No anchoring here: comments are handed to a sink and the tool returns at once.
+RawComment values. No anchoring here: comments are handed to a sink, which may answer with where
+each landed (its Finding) so the result can tell the model (:func:`landing_text`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..findings import CATEGORIES, RawComment, Severity
+from ..findings import CATEGORIES, Finding, RawComment, Severity
 from ..pathtext import real_path
 from .registry import ToolResult
 
@@ -89,10 +90,41 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
     return out, notes
 
 
-def code_comment_handler(
-    sink: Callable[[list[RawComment]], None], group: str = ""
-) -> Callable[[dict[str, Any]], ToolResult]:
-    """A ``code_comment`` handler that sends parsed comments to ``sink`` and returns at once."""
+Sink = Callable[[list[RawComment]], "Sequence[Finding | None] | None"]
+NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file it again)"
+
+
+def _where(c: RawComment, f: Finding | None) -> str:
+    """Where one comment landed, for the model: ``path:start-end (side)`` plus what to know
+    about it, or why it was not placed and what to quote instead."""
+    if f is None or f.anchor == "none":
+        return f"{c.path}: {NOT_PLACED}"
+    lines = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+    text = f"{f.path}:{lines} ({f.side} side"
+    if f.anchor == "file":
+        text += ", unchanged code outside the diff"
+    elif f.anchor == "refiled":
+        text += f", moved from {c.path}: the quote is in this file"
+    text += ")"
+    if f.ambiguous:
+        text += "; the quote fits several places, the first was used: quote more lines"
+    return text
+
+
+def landing_text(comments: Sequence[RawComment], placed: Sequence[Finding | None]) -> str:
+    """The ``code_comment`` result: ``Filed: <where>`` for one comment, else ``Filed N
+    comments:`` and one numbered ``<where>`` line each (see :func:`_where`)."""
+    where = [_where(c, f) for c, f in zip(comments, placed, strict=True)]
+    if len(where) == 1:
+        return f"Filed: {where[0]}"
+    return f"Filed {len(where)} comments:\n" + "\n".join(
+        f"{i}. {w}" for i, w in enumerate(where, 1))
+
+
+def code_comment_handler(sink: Sink, group: str = "") -> Callable[[dict[str, Any]], ToolResult]:
+    """A ``code_comment`` handler that sends parsed comments to ``sink``. When the sink
+    answers with where each landed, the result says so (:func:`landing_text`); a sink that
+    answers None gets the plain ``Successfully commented.``."""
 
     def handle(args: dict[str, Any]) -> ToolResult:
         try:
@@ -101,8 +133,9 @@ def code_comment_handler(
             return ToolResult.error(f"Error: {e}")
         if not comments:
             return ToolResult.error("Error: no valid comments. " + "; ".join(notes))
-        sink(comments)
-        return ToolResult(COMMENTED + ("\nNote: " + "; ".join(notes) if notes else ""))
+        placed = sink(comments)
+        text = COMMENTED if placed is None else landing_text(comments, placed)
+        return ToolResult(text + ("\nNote: " + "; ".join(notes) if notes else ""))
 
     return handle
 

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .. import gitio
+from .. import gitio, prompts
 from ..errors import GitError
 from ..pathtext import real_path
 from .registry import Handler, ToolResult
@@ -55,6 +55,8 @@ BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes
 # `git cat-file --batch` (ours).
 SEARCH_REDACT_WINDOW_LINES = 64  # a 4096-bit RSA key's PEM block has 51 lines
 SEARCH_CONTEXT_MAX_BYTES = 16 * 1024 * 1024
+SEARCH_CONTEXT_LINES = 1  # lines shown on each side of a match (issue 15)
+SEARCH_CONTEXT_MAX_MATCHES = 30  # context only for searches with at most this many matches
 # A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
 # a JSON value under its key), or that ends in a token-like literal (a first piece).
 _MULTI_LINE_PART = re.compile(
@@ -105,6 +107,18 @@ def _cut(line: str, limit: int) -> str:
     return line if len(line) <= limit else line[:limit] + LINE_CUT
 
 
+def _read_blob(view: SnapshotView, raw_path: str, path: str) -> tuple[bytes | None, str]:
+    """The blob at ``path`` and ``path``; else, for a path the model copied as a prompt shows
+    it (``a&amp;b.py``), the blob of the real path and that path; (None, ``path``) when
+    neither exists. Raises GitError as ``SnapshotView.read``."""
+    data = view.read(path)
+    alt = confine(prompts.unescape_prompt_path(raw_path))
+    if data is not None or alt is None or alt == path or view.is_secret(alt):
+        return data, path
+    data = view.read(alt)
+    return (data, alt) if data is not None else (None, path)
+
+
 def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     """``file_read {file_path, start_line?, end_line?}`` (SPEC §7.1).
 
@@ -135,7 +149,7 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     except ValueError as e:
         return ToolResult.error(f"Error: {e}")
     try:
-        data = view.read(path)
+        data, path = _read_blob(view, raw_path, path)
     except GitError as e:
         return ToolResult.error(f'Error: could not read file "{path}": {e}')
     if data is None:
@@ -215,6 +229,9 @@ def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     for p in paths:
         norm = confine(p)
         fd = view.diff_for(norm) if norm else None
+        if fd is None and isinstance(p, str):  # a path copied as the prompt shows it
+            alt = confine(prompts.unescape_prompt_path(p))
+            fd = view.diff_for(alt) if alt else None
         if fd is None or id(fd) in seen or is_secret_path(fd.new_path) or is_secret_path(
             fd.old_path
         ):
@@ -281,13 +298,8 @@ def _pathspec_body(spec: str) -> str:
     return spec
 
 
-def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``
-    (SPEC §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
-    (``-P``), case-insensitive unless asked; the text goes after ``-e`` and pathspecs after
-    ``--``, so neither can be read as an option. At most 100 matches per file (a note says
-    when a file has more), 1000 characters per line, 128 KiB in all (a first-line note says
-    how many matching files were left out). Matches in secret paths are dropped."""
+def _search_args(args: dict[str, Any]) -> tuple[str, list[str]] | ToolResult:
+    """``code_search``'s (search text, pathspecs), or the error result for bad arguments."""
     text = args.get("search_text")
     if not isinstance(text, str) or not text.strip():
         return ToolResult.error("Error: search_text is blank")
@@ -305,6 +317,23 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             return ToolResult.error("Error: file_patterns must not contain ..")
         if body.startswith("/") or (len(body) > 1 and body[1] == ":" and not p.startswith(":")):
             return ToolResult.error("Error: file_patterns must be repository-relative")
+    return text, patterns
+
+
+def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
+    """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``
+    (SPEC §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
+    (``-P``), case-insensitive unless asked; the text goes after ``-e`` and pathspecs after
+    ``--``, so neither can be read as an option. At most 100 matches per file (a note says
+    when a file has more), 1000 characters per line, 128 KiB in all (a first-line note says
+    how many matching files were left out). Matches in secret paths are dropped. With at
+    most SEARCH_CONTEXT_MAX_MATCHES matches, each comes with one line of context on each side
+    (``n-line``; matches are ``n|line``); above that a last note says the context was left
+    out."""
+    parsed = _search_args(args)
+    if isinstance(parsed, ToolResult):
+        return parsed
+    text, patterns = parsed
     cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
            "--max-count", str(SEARCH_MAX_PER_FILE + 1)]
     if not _bool(args.get("case_sensitive")):
@@ -340,11 +369,14 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     if not per_file:
         return ToolResult(NO_MATCHES)
     per_file = _redact_in_context(view, per_file)
+    total = sum(min(len(rows), SEARCH_MAX_PER_FILE) for rows in per_file.values())
+    around = _context_rows(view, per_file) if total <= SEARCH_CONTEXT_MAX_MATCHES else {}
     blocks: list[str] = []
     size = 0
     for name, rows in per_file.items():
         shown = rows[:SEARCH_MAX_PER_FILE]
-        block = f"File: {name}\nMatch lines: {len(shown)}\n" + "\n".join(shown)
+        block = f"File: {name}\nMatch lines: {len(shown)}\n" + "\n".join(
+            _with_context(shown, around.get(name, {})))
         if len(rows) > SEARCH_MAX_PER_FILE:
             block += (
                 f"\nNote: more than {SEARCH_MAX_PER_FILE} matches in this file; only the first"
@@ -355,6 +387,9 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             break
         blocks.append(block)
     result = "\n\n".join(blocks)
+    if total > SEARCH_CONTEXT_MAX_MATCHES:
+        result += (f"\n\nNote: {total} matches, so no context lines (given for at most"
+                   f" {SEARCH_CONTEXT_MAX_MATCHES}); file_read shows the lines around one.")
     if len(blocks) < len(per_file):
         result = (
             f"Note: output truncated to {SEARCH_OUTPUT_MAX_BYTES} bytes: showing {len(blocks)} of"
@@ -391,6 +426,40 @@ def _redact_in_context(view: SnapshotView, per_file: dict[str, list[str]]
                         if n in red else row)
         out[name] = rows
     return out
+
+
+def _row_number(row: str) -> int:
+    return int(row.split("|", 1)[0])
+
+
+def _context_rows(view: SnapshotView, per_file: dict[str, list[str]]
+                  ) -> dict[str, dict[int, str]]:
+    """Path → {n: ``<n>-<text>``} for the SEARCH_CONTEXT_LINES lines on each side of every
+    shown match that are not matches themselves, redacted in their file context like the
+    matches. The files are read in one batch, SEARCH_CONTEXT_MAX_BYTES at most; a file left
+    unread (or a failed read) gets no context."""
+    try:
+        blobs = view.read_many(list(per_file), SEARCH_CONTEXT_MAX_BYTES)
+    except GitError:
+        return {}
+    out: dict[str, dict[int, str]] = {}
+    for name, data in blobs.items():
+        lines = gitio.decode_text(data).split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        hits = {_row_number(r) for r in per_file[name][:SEARCH_MAX_PER_FILE]}
+        near = {n + d for n in hits for d in range(-SEARCH_CONTEXT_LINES,
+                                                    SEARCH_CONTEXT_LINES + 1)} - hits
+        red = view.redacted_rows(lines, near, SEARCH_REDACT_WINDOW_LINES)
+        out[name] = {n: f"{n}-{_cut(text.removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}"
+                     for n, text in red.items()}
+    return out
+
+
+def _with_context(shown: list[str], around: dict[int, str]) -> list[str]:
+    """Match rows and their context rows (:func:`_context_rows`), by line number."""
+    rows = {_row_number(r): r for r in shown}
+    return [rows.get(n) or around[n] for n in sorted(set(rows) | set(around))]
 
 
 def builtin_handlers(view: SnapshotView) -> dict[str, Handler]:

@@ -64,7 +64,7 @@ def test_skeleton_review_passes_with_the_anthropic_protocol(
                 results += answered
                 pairs += 1
     assert pairs >= 1
-    assert "Successfully commented." in [b["content"] for b in results]
+    assert "Filed: app.py:12 (new side)" in [b["content"] for b in results]
     assert data["summary"]["input_tokens"] >= 200
 
 

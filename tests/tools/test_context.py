@@ -331,34 +331,42 @@ def test_file_find_caps_at_100_paths(repo: GitRepo) -> None:
 
 def test_code_search_groups_by_file(view: SnapshotView) -> None:
     assert code_search(view, {"search_text": "return"}).text == (
-        "File: src/util.py\nMatch lines: 1\n2|    return 1"
+        "File: src/util.py\nMatch lines: 1\n1-def helper():\n2|    return 1"
     )
     assert code_search(view, {"search_text": "1"}).text == (
-        "File: app.py\nMatch lines: 1\n1|a = 1\n\nFile: src/util.py\nMatch lines: 1\n2|    return 1"
+        "File: app.py\nMatch lines: 1\n1|a = 1\n2-b = 2\n\n"
+        "File: src/util.py\nMatch lines: 1\n1-def helper():\n2|    return 1"
     )
 
 
 def test_code_search_pathspecs_and_exclude(view: SnapshotView) -> None:
     assert code_search(view, {"search_text": "1", "file_patterns": ["src/*"]}).text == (
-        "File: src/util.py\nMatch lines: 1\n2|    return 1"
+        "File: src/util.py\nMatch lines: 1\n1-def helper():\n2|    return 1"
     )
     assert code_search(
         view, {"search_text": "1", "file_patterns": ["*.py", ":(exclude)src/*"]}
-    ).text == ("File: app.py\nMatch lines: 1\n1|a = 1")
+    ).text == ("File: app.py\nMatch lines: 1\n1|a = 1\n2-b = 2")
     assert code_search(view, {"search_text": "1", "file_patterns": [":!app.py"]}).text == (
-        "File: src/util.py\nMatch lines: 1\n2|    return 1"
+        "File: src/util.py\nMatch lines: 1\n1-def helper():\n2|    return 1"
     )
 
 
 def test_code_search_case_and_regexp(view: SnapshotView) -> None:
-    assert code_search(view, {"search_text": "DEF HELPER"}).text.endswith("1|def helper():")
+    assert code_search(view, {"search_text": "DEF HELPER"}).text.endswith(
+        "1|def helper():\n2-    return 1")
     assert code_search(view, {"search_text": "DEF HELPER", "case_sensitive": True}).text == (
         "No matches found"
     )
     assert code_search(view, {"search_text": "[abc] = [23]"}).text == "No matches found"
     assert code_search(view, {"search_text": r"[bc] = \d", "use_perl_regexp": True}).text == (
-        "File: app.py\nMatch lines: 2\n2|b = 2\n3|c = 3"
+        "File: app.py\nMatch lines: 2\n1-a = 1\n2|b = 2\n3|c = 3"
     )
+
+
+def test_code_search_shows_one_line_of_context_around_each_match(repo: GitRepo) -> None:
+    repo.stage({"x[1]*.py": "a\nfoo\nb\nc\nd\nfoo\nfoo\ne\nf\n"})  # pathspec magic in name
+    assert code_search(staged_view(repo), {"search_text": "foo"}).text == (
+        "File: x[1]*.py\nMatch lines: 3\n1-a\n2|foo\n3-b\n5-d\n6|foo\n7|foo\n8-e")
 
 
 def test_code_search_text_and_pathspecs_cannot_be_options(repo: GitRepo) -> None:
@@ -385,7 +393,10 @@ def test_code_search_caps_matches_per_file(repo: GitRepo) -> None:
     assert lines[101] == "100|hit = 1"
     assert lines[102:] == [
         "Note: more than 100 matches in this file; only the first 100 are shown. Narrow"
-        " search_text or file_patterns."
+        " search_text or file_patterns.",
+        "",
+        "Note: 100 matches, so no context lines (given for at most 30); file_read shows the"
+        " lines around one.",
     ]
 
 
@@ -401,7 +412,7 @@ def test_code_search_caps_total_output_and_long_lines(repo: GitRepo) -> None:
     rows = blocks[1].split("\n")
     assert rows[:2] == ["File: a.txt", "Match lines: 100"]
     assert rows[2] == "1|hit" + "w" * 997 + " … [line truncated]"
-    assert len(blocks) == 2
+    assert len(blocks) == 3 and blocks[2].startswith("Note: 200 matches, so no context lines")
 
 
 @pytest.mark.parametrize(
@@ -434,3 +445,11 @@ def test_code_search_caps_total_output_and_long_lines(repo: GitRepo) -> None:
 def test_code_search_errors(view: SnapshotView, args: dict, expected: str) -> None:
     r = code_search(view, args)
     assert (r.text, r.is_error) == (expected, True)
+
+
+def test_paths_copied_as_the_prompt_shows_them_are_read(repo: GitRepo) -> None:
+    repo.commit({"a&b.py": "x = 1\n"}, "base")
+    repo.stage({"a&b.py": "x = 2\n"})
+    v = staged_view(repo)
+    assert file_read(v, {"file_path": "a&amp;b.py"}).text.startswith("File: a&b.py (Total lines: 1)")
+    assert file_read_diff(v, {"path_array": ["a&amp;b.py"]}).text.startswith("==== FILE: a&b.py")

@@ -41,11 +41,13 @@ def test_code_search_on_a_continuation_line_shows_the_placeholder(repo: GitRepo)
                 "c.json": '{\n  "password":\n    "' + corpus.JSON_PW + '"\n}\n'})
     view = redacting_view(repo)
     assert code_search(view, {"search_text": corpus.AWS_SPLIT_ID[12:16]}).text == (
-        'File: a.py\nMatch lines: 1\n102|          "[REDACTED:aws-access-key]")')
+        'File: a.py\nMatch lines: 1\n101-KEY_ID = ("[REDACTED:aws-access-key]"\n'
+        '102|          "[REDACTED:aws-access-key]")')  # context lines redacted in context too
     assert code_search(view, {"search_text": corpus.RSA_BODY[3][:10]}).text == (
-        "File: b.txt\nMatch lines: 1\n5|[REDACTED:private-key]")
+        "File: b.txt\nMatch lines: 1\n4-[REDACTED:private-key]\n5|[REDACTED:private-key]\n"
+        "6-[REDACTED:private-key]")
     assert code_search(view, {"search_text": corpus.JSON_PW[:5]}).text == (
-        'File: c.json\nMatch lines: 1\n3|    "[REDACTED:password]"')
+        'File: c.json\nMatch lines: 1\n2-  "password":\n3|    "[REDACTED:password]"\n4-}')
 
 
 def test_read_many_reads_blobs_in_order_up_to_a_byte_budget(repo: GitRepo) -> None:
