@@ -124,6 +124,9 @@ class GlobList:
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = list(lines)
         self.needles = glob_needles(self.lines)
+        # one C-level scan for "holds any needle" instead of a Python loop over the needles
+        self._needle_re = (re.compile("|".join(map(re.escape, self.needles)))
+                           if self.needles else None)
         self._compiled: tuple[Any, re.Pattern[str] | None] | None = None
 
     def _compile(self) -> tuple[Any, re.Pattern[str] | None]:
@@ -140,7 +143,8 @@ class GlobList:
         return self._compiled
 
     def match_file(self, path: str) -> bool:
-        if self.needles is not None and not any(n in path for n in self.needles):
+        if self.needles is not None and (self._needle_re is None
+                                         or self._needle_re.search(path) is None):
             return False
         spec, joined = self._compiled or self._compile()
         if joined is None or joined.search(path) is None:

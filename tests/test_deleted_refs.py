@@ -112,3 +112,20 @@ def test_find_users_lists_the_best_evidence_first(repo: GitRepo) -> None:
     files = [f for f in target.load_diff(repo.path, snap) if f.status == "deleted"]
     assert deleted_refs.find_users(repo.path, snap.head, files) == {
         "a/util.py": ("c/main.py:1: from a import util", "b/app.py:1: from b import util")}
+
+
+def test_only_the_first_deleted_files_are_searched_past_the_cap(
+        repo: GitRepo, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    repo.commit({"lib/alpha.py": "A = 1\n", "lib/beta.py": "B = 1\n", "lib/gamma.py": "C = 1\n",
+                 "app.py": "from lib import alpha, beta, gamma\n"}, "init")
+    repo.git("rm", "-q", "lib/alpha.py", "lib/beta.py", "lib/gamma.py")
+    snap = target.staged_snapshot(repo.path, {})
+    files = [f for f in target.load_diff(repo.path, snap) if f.status == "deleted"]
+    monkeypatch.setattr(deleted_refs, "SEARCH_MAX_FILES", 2)
+    assert deleted_refs.mark_referenced(repo.path, [(snap.head, f) for f in reversed(files)])
+    users = {f.path: f.referenced_by for f in files}
+    assert users == {"lib/alpha.py": ("app.py:1: from lib import alpha, beta, gamma",),
+                     "lib/beta.py": ("app.py:1: from lib import alpha, beta, gamma",),
+                     "lib/gamma.py": ()}
+    assert "3 files deleted: only the first 2 (path order) were searched" in caplog.text
