@@ -1,0 +1,161 @@
+"""One single-range run up to its first LLM call (SPEC §6.1 steps 1–2 and §10's run-level
+lookup): the change loaded (``change_load``), the selection, the deterministic findings
+(``change_scan``), the result being filled in, the redaction of the reviewed diffs and the
+run-level cache lookup. ``review`` wires it to the groups' LLM work.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import selection, target
+from .change_load import bound_text, load_targets, scan_inputs
+from .change_scan import change_findings
+from .gate import decide
+from .grouping import Group
+from .input_notes import input_warnings
+from .ranges import ranges_json, skipped_commits_warnings
+from .request import ReviewRequest
+from .results import FileOutcome, ReviewResult, RunWarning, merged_findings
+from .session import Session
+
+if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
+    from .agent.redaction import Redactor
+    from .cache import ResultCache
+    from .cache_policy import CachePolicy
+
+__all__ = ["RunState"]
+
+
+class RunState:
+    """One single-range run up to the first LLM call: the loaded diff, the selection, the
+    deterministic findings, the result being filled in and the run-level cache lookup."""
+
+    def __init__(
+        self,
+        req: ReviewRequest,
+        targets: Sequence[target.Target],
+        t0: float,
+        *,
+        session: Session | None,
+        rules_for: Callable[[Sequence[str]], str] | None,
+        cache: ResultCache | None,
+    ) -> None:
+        self.req = req
+        self.cfg = req.config
+        self.t0 = t0
+        self.session = session
+        self.rules_for = rules_for
+        self.cache = cache
+        self.record: Callable[[str, Any], None] = (
+            session.record if session else (lambda kind, data: None))
+        cs, notice = load_targets(req, targets, self.count)
+        self.files, decisions = cs.files, cs.decisions
+        self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
+        self.reviewable = [d.file for d in decisions if d.reviewed]
+        self.bounded = [d for d in decisions if d.reason in selection.BOUND_REASONS]
+        # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
+        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
+        # come back parsed (cs.probes) for the detect-secrets pass
+        to_scan, listed = scan_inputs(cs)
+        scanned = change_findings(req.repo, to_scan, req.protected_paths,
+                                  self.cfg.security.allow_secrets, scan=not req.preview,
+                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
+        self.config_findings = [*scanned.findings, *cs.findings]
+        self.secret_literals = scanned.literals  # detect-secrets values, redacted like ours
+        self.head = targets[0]
+        self.result = ReviewResult.start(
+            gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
+            input={"mode": req.mode, "base": self.head.base_label, "head": self.head.head_label,
+                   "snapshot_tree": self.head.snapshot_tree},
+            llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
+        if req.mode == "push":
+            self.result.input["ranges"] = ranges_json(targets)
+            self.result.warnings.extend(skipped_commits_warnings(targets))
+        self.result.warnings.extend(input_warnings(self.files, notice, scanned.warnings))
+        self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` for the configured model (tiktoken is loaded on first use)."""
+        from .tokens import count_tokens
+
+        return count_tokens(text, self.cfg.llm.model)
+
+    def rules(self, paths: Sequence[str]) -> str:
+        """The rule text for ``paths`` ("" without a rules source)."""
+        return self.rules_for(paths) if self.rules_for else ""
+
+    def finished(self) -> ReviewResult:
+        """Account for the files left out by a bound of the change set (issue 20: they make
+        the review incomplete), stamp the elapsed time on the result and return it."""
+        result = self.result
+        if self.bounded and not self.req.preview:
+            result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
+                            bound_text(self.bounded, self.req.selection_policy))
+        result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
+        return result
+
+    def finish_without_llm(self) -> ReviewResult:
+        """Preview, or nothing to review: only the deterministic findings are reported."""
+        result = self.result
+        if not self.req.preview:
+            result.findings = self.config_findings
+            result.decision = decide(self.config_findings, False, self.req.gate)
+            if self.config_findings:
+                result.status = "complete"
+        return self.finished()
+
+    def not_reviewed(self, reason: str, why: str) -> ReviewResult:
+        """No LLM review at all (``reason``: ``no_endpoint``, SPEC §2; ``locked``): the
+        deterministic findings are reported and gated, every reviewable file is not reviewed
+        with ``reason``, and gate.on_error decides."""
+        result = self.result
+        for f in self.reviewable:
+            self.outcomes[id(f)].settle(reason)
+        result.incomplete_reasons.append(f"NOT REVIEWED: {why}")
+        result.warnings.append(RunWarning(reason, "", why))
+        result.status = "failed"
+        result.findings = self.config_findings
+        result.decision = decide(self.config_findings, True, self.req.gate)
+        return self.finished()
+
+    def redact_reviewed(self) -> Redactor:
+        """SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys
+        and anchoring all see placeholders; other files' diffs reach the model only through
+        file_read_diff, whose output the view redacts); the client redacts every request again.
+        Returns the run's redactor."""
+        from . import secret_scan
+        from .agent.redaction import Redactor
+
+        # no allow-list: allowed values are redacted too (issue 17)
+        redactor = Redactor(self.secret_literals)
+        for f in self.reviewable:
+            secret_scan.redact_file_diff(f, redactor)
+        return redactor
+
+    def run_cache_hit(self) -> ReviewResult | None:
+        """SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no
+        call. Returns the finished result on a hit; sets ``cache_policy`` for the groups."""
+        req, result = self.req, self.result
+        if self.cache is None or req.endpoint is None:
+            return None
+        from .cache_policy import CachePolicy
+
+        self.cache_policy = CachePolicy.for_run(
+            self.cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
+            self.rules, self.record, req.tool_defs)
+        hit = self.cache_policy.lookup_run(self.reviewable)
+        if hit is None:
+            return None
+        paths = {f.path: f for f in self.reviewable}
+        result.groups = [Group(label, [paths[p] for p in ps if p in paths])
+                         for label, ps in hit.groups]
+        for f in self.reviewable:
+            self.outcomes[id(f)].settle("")
+        result.warnings.extend(hit.warnings)
+        result.findings = merged_findings([*self.config_findings, *hit.findings])
+        result.status = "complete"
+        result.decision = decide(result.findings, False, req.gate)
+        result.cache_hits = self.cache_policy.hits
+        return self.finished()
