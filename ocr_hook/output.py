@@ -18,14 +18,16 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from . import __version__
-from .dismiss import DismissedFinding
 from .findings import CATEGORIES, Finding, Severity
 from .pathtext import has_raw_bytes, path_bytes_b64, shown
 from .results import ReviewResult
+
+if TYPE_CHECKING:
+    from .dismiss import DismissedFinding
 
 SCHEMA_VERSION = "1"
 _COLORS = {

@@ -11,15 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .dismiss import Dismissal, DismissedFinding
-from .dismiss import apply as apply_dismissals
 from .findings import Finding, merge_same_claims
 from .gate import GateDecision, GateOptions, decide
-from .grouping import Group
-from .llm.types import Usage
-from .selection import Decision
+
+if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these (issue 18)
+    from .dismiss import Dismissal, DismissedFinding
+    from .grouping import Group
+    from .llm.types import Usage
+    from .selection import Decision
+
+
+def _no_usage() -> Usage:
+    """A zero ``llm.types.Usage`` (imported here, not at module load: start-up cost)."""
+    from .llm.types import Usage
+
+    return Usage()
 
 # Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
 # (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
@@ -145,7 +153,7 @@ class ReviewResult:
     warnings: list[RunWarning]
     input: dict[str, Any]
     llm: dict[str, str]
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=_no_usage)
     llm_calls: int = 0
     llm_attempts: int = 0  # HTTP attempts started, failed ones and retries included
     cache_hits: int = 0
@@ -167,6 +175,8 @@ class ReviewResult:
         every result, cached ones included, so a dismissal never needs a new review."""
         if self.preview:
             return
+        from .dismiss import apply as apply_dismissals
+
         kept, gone = apply_dismissals(self.findings, dismissals)
         if not gone:
             return
