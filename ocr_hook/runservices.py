@@ -76,7 +76,10 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
 def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult) -> None:
     """Gate time (issue 19): take the dismissed findings out of ``result`` (inline markers,
     ``.ocr-hook-dismissed.json`` at HEAD, the personal file) and decide the gate again. A file
-    that cannot be read is a warning and its dismissals are not applied."""
+    that cannot be read is a warning and its dismissals are not applied. A result without
+    findings has nothing to dismiss: no file is read (no git call, issue 18 start-up)."""
+    if not result.findings or result.preview:
+        return
     from .dismiss_store import load_for_review
     from .results import RunWarning
 
