@@ -18,7 +18,6 @@ to the config dir). The built-in rules are read once through ``ocr_hook.resource
 from __future__ import annotations
 
 import functools
-import html
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -236,6 +235,8 @@ def group_rule_text(paths: Sequence[str], sources: Sequence[RuleSource]) -> str:
         by_text.setdefault(resolve(path, sources).text, []).append(path)
     if len(by_text) == 1:
         return next(iter(by_text))
+    import html  # lazily: html.entities costs start-up time (issue 18)
+
     blocks = [
         f'<rules for="{html.escape(", ".join(group))}">\n{text}\n</rules>'
         for text, group in by_text.items()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -80,6 +79,8 @@ def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
     for cid in ids:
         synthetic = False
         if not cid:
+            import uuid  # lazily: uuid imports platform (start-up cost, issue 18)
+
             cid, synthetic = f"{prefix}_{uuid.uuid4().hex[:12]}", True
         elif cid in seen:
             n = 2
