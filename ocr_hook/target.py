@@ -134,14 +134,7 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         else:
             tmp.unlink()  # an absent index is an empty index (fresh repository)
         env = {"GIT_INDEX_FILE": str(tmp)}
-        unmerged = gitio.run_git(repo, "ls-files", "--unmerged", "-z", extra_env=env)
-        if unmerged:
-            paths = sorted({p.split("\t", 1)[-1] for p in gitio.zsplit(unmerged)})
-            raise UsageError(
-                f"unresolved merge conflicts in {', '.join(paths[:5])}"
-                f"{' …' if len(paths) > 5 else ''}; resolve them before reviewing"
-            )
-        tree = gitio.run_git(repo, "write-tree", extra_env=env).decode().strip()
+        tree = _write_tree(repo, env)
     finally:
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".lock").unlink(missing_ok=True)
@@ -153,6 +146,23 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         head_label="(index)",
         snapshot_tree=tree,
     )
+
+
+def _write_tree(repo: Path, env: Mapping[str, str]) -> str:
+    """``git write-tree`` of the index named in ``env`` → tree id. git refuses an index with
+    unmerged entries; only then are they listed (``ls-files --unmerged``), so a clean index
+    costs one git call. Raises UsageError naming the conflicted paths, or GitError."""
+    rc, out, _ = gitio.run_git_full(repo, "write-tree", extra_env=env, ok_codes=(0, 1, 128))
+    if rc == 0:
+        return out.decode().strip()
+    unmerged = gitio.run_git(repo, "ls-files", "--unmerged", "-z", extra_env=env)
+    if unmerged:
+        paths = sorted({p.split("\t", 1)[-1] for p in gitio.zsplit(unmerged)})
+        raise UsageError(
+            f"unresolved merge conflicts in {', '.join(paths[:5])}"
+            f"{' …' if len(paths) > 5 else ''}; resolve them before reviewing"
+        )
+    return gitio.run_git(repo, "write-tree", extra_env=env).decode().strip()  # raises its error
 
 
 def merge_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
