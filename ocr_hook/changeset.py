@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import bigscan, gitio, hookinput, selection, textattr
-from .deleted_refs import mark_referenced
+from .deleted_refs import EarlySearch, mark_referenced
 from .diff import DiffParseError, FileDiff, RawEntry, parse_raw_numstat_z
 from .errors import GitError
 from .findings import Finding
@@ -181,6 +181,8 @@ def load_change_set(
         # path gates are decided on the paths of a --raw-only run of the same diff
         early = _early_path_reasons(repo, target, policy, user_ex, user_in,
                                     early_gates_min_paths)
+        likely = [(target.head, key[1]) for key, r in early if r == "deleted"]
+        search = EarlySearch(repo, likely) if likely else None
         chunks = stream.chunks(RECORDS_READ_BYTES)
         records, rest = _read_records(chunks)
         files = [_file_from_entry(e) for e in parse_raw_numstat_z(records)]
@@ -188,7 +190,7 @@ def load_change_set(
         if [key for key, _ in early] == [(f.status, f.old_path, f.new_path) for f in files]:
             known = [r for _, r in early]
         loader = _Loader(repo, target, policy, scan, files, (user_ex, user_in))
-        loader.decide_metadata(known, names)
+        loader.decide_metadata(known, names, search)
         loader.walk(PatchStream(chunks, rest))
     loader.rediff_forced()
     return loader.finish(count_tokens)
@@ -221,9 +223,11 @@ class _Loader:
     def _reason(self, f: FileDiff, known: str | None = None) -> str:
         return selection.metadata_reason(f, self.policy, *self.globs, known)
 
-    def decide_metadata(self, known: Sequence[str | None], names: Sequence[str] | None) -> None:
+    def decide_metadata(self, known: Sequence[str | None], names: Sequence[str] | None,
+                        search: EarlySearch | None = None) -> None:
         """Sizes of big blobs, the gates that need no content, the attribute-binary files
-        that hold text, deleted files still referred to, and the max_files bound."""
+        that hold text, deleted files still referred to (``search``: started early), and the
+        max_files bound."""
         files, policy = self.files, self.policy
         if policy.max_file_bytes > 0:
             sizes = blob_sizes(self.repo, [o for f in files if f.binary and not f.submodule
@@ -249,7 +253,8 @@ class _Loader:
             else:
                 self.pre.append(self._reason(f, k))
         gone = [i for i, r in enumerate(self.pre) if r == "deleted"]
-        if gone and mark_referenced(self.repo, [(self.target.head, files[i]) for i in gone]):
+        if gone and mark_referenced(self.repo, [(self.target.head, files[i]) for i in gone],
+                                    search):
             for i in gone:  # issue 16: deleted but still used, so reviewed
                 if files[i].referenced_by:
                     self.pre[i] = self._reason(files[i])

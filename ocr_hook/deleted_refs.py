@@ -61,10 +61,16 @@ def find_users(
     (:func:`_strong`), then git's order. A line refers to a deleted file when it holds one of
     its :func:`reference_names` as a whole word and a REFERENCE_WORDS word. Deleted paths
     without such lines are absent. Raises GitError."""
+    return _users_of(repo, tree, [f.path for f in deleted])
+
+
+def _users_of(repo: Path, tree: str, deleted: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """:func:`find_users` for the deleted paths ``deleted``. Each path's lines depend on its
+    own names only, so searching more paths at once gives each the same lines."""
     names: dict[str, list[str]] = {}
-    for f in deleted:
-        for name in reference_names(f.path):
-            names.setdefault(name, []).append(f.path)
+    for path in deleted:
+        for name in reference_names(path):
+            names.setdefault(name, []).append(path)
     if not names:
         return {}
     args = ["-c", "grep.column=false", "grep", "-z", "-n", "-w", "-F", "-I", "--no-color",
@@ -77,7 +83,7 @@ def find_users(
     odd = [n for n in names if not _WORD.fullmatch(n)]
     found: dict[str, tuple[list[str], list[str]]] = {}  # owner -> (strong, weak) lines
     prefix = (tree + ":").encode()
-    gone = {f.path for f in deleted}
+    gone = set(deleted)
     for record in out.split(b"\n"):
         parts = record.split(b"\0", 2)
         if len(parts) != 3 or not parts[0].startswith(prefix):
@@ -120,20 +126,59 @@ def _strong(deleted: str, user: str, text: str) -> bool:
     return bool(parent) and re.search(rf"(?<!\w){re.escape(parent)}(?!\w)", text) is not None
 
 
-def mark_referenced(repo: Path, deleted: Sequence[tuple[str, FileDiff]]) -> bool:
+def _searched(deleted: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (tree, path) pairs of deleted files that are searched: the first SEARCH_MAX_FILES
+    in path order."""
+    if len(deleted) <= SEARCH_MAX_FILES:
+        return list(deleted)
+    return sorted(deleted, key=lambda tp: tp[1])[:SEARCH_MAX_FILES]
+
+
+def _search(repo: Path, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(tree, path) → users of each pair with users, one ``git grep`` per tree."""
+    found: dict[tuple[str, str], tuple[str, ...]] = {}
+    for tree in dict.fromkeys(t for t, _p in pairs):
+        users = _users_of(repo, tree, [p for t, p in pairs if t == tree])
+        found.update(((tree, path), lines) for path, lines in users.items())
+    return found
+
+
+class EarlySearch:
+    """The users of likely deleted files, searched in a thread while the caller goes on
+    deciding the other gates (git reads the snapshot's blobs on another core).
+    ``likely``: (snapshot tree, deleted path) pairs, a guess made before the gates are known;
+    :func:`mark_referenced` uses the result when it covers the files finally searched."""
+
+    def __init__(self, repo: Path, likely: Sequence[tuple[str, str]]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pairs = _searched(likely)
+        self.pairs = frozenset(pairs)
+        pool = ThreadPoolExecutor(max_workers=1)
+        self.future = pool.submit(_search, repo, pairs)
+        pool.shutdown(wait=False)
+
+
+def mark_referenced(
+    repo: Path, deleted: Sequence[tuple[str, FileDiff]], early: EarlySearch | None = None
+) -> bool:
     """Set ``FileDiff.referenced_by`` on each deleted file (paired with the snapshot tree of
     its range) from :func:`find_users`; True when any file has users. Past SEARCH_MAX_FILES
     deleted files only the first ones in path order are searched (a warning says so); the rest
-    keep no users and stay excluded as deleted. Raises GitError."""
-    marked = False
+    keep no users and stay excluded as deleted. ``early``: a search started before, used
+    when it covers every searched file (its GitError is raised then). Raises GitError."""
     if len(deleted) > SEARCH_MAX_FILES:
         log.warning("%d files deleted: only the first %d (path order) were searched for code that "
                     "still uses them", len(deleted), SEARCH_MAX_FILES)
-        deleted = sorted(deleted, key=lambda tf: tf[1].path)[:SEARCH_MAX_FILES]
-    for tree in dict.fromkeys(t for t, _f in deleted):
-        files = [f for t, f in deleted if t == tree]
-        users = find_users(repo, tree, files)
-        for f in files:
-            f.referenced_by = users.get(f.path, ())
+    pairs = _searched([(t, f.path) for t, f in deleted])
+    if early is not None and early.pairs.issuperset(pairs):
+        found = early.future.result()
+    else:
+        found = _search(repo, pairs)
+    wanted = set(pairs)
+    marked = False
+    for tree, f in deleted:
+        if (tree, f.path) in wanted:
+            f.referenced_by = found.get((tree, f.path), ())
             marked = marked or bool(f.referenced_by)
     return marked

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, deleted_refs, target
+from ocr_hook import changeset, cli, deleted_refs, selection, target
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -129,3 +129,19 @@ def test_only_the_first_deleted_files_are_searched_past_the_cap(
                      "lib/beta.py": ("app.py:1: from lib import alpha, beta, gamma",),
                      "lib/gamma.py": ()}
     assert "3 files deleted: only the first 2 (path order) were searched" in caplog.text
+
+
+def test_the_search_started_early_gives_the_same_users_as_the_one_after_the_gates(
+        repo: GitRepo) -> None:
+    repo.commit({"lib/alpha.py": "A = 1\n", "lib/beta.py": "B = 1\n", "docs/gamma.py": "C\n",
+                 "app.py": "from lib import alpha\nimport gamma\n"}, "init")
+    repo.git("rm", "-q", "lib/alpha.py", "lib/beta.py", "docs/gamma.py")
+    snap = target.staged_snapshot(repo.path, {})
+    policy = selection.SelectionPolicy(exclude=("docs/",))
+    late = changeset.load_change_set(repo.path, snap, policy)
+    early = changeset.load_change_set(repo.path, snap, policy, early_gates_min_paths=1)
+    for loaded in (late, early):
+        assert [(d.file.path, d.reason, d.file.referenced_by) for d in loaded.decisions] == [
+            ("docs/gamma.py", "user_exclude", ()),
+            ("lib/alpha.py", "", ("app.py:1: from lib import alpha",)),
+            ("lib/beta.py", "deleted", ())]
