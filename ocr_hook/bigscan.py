@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gitio
+from . import gitio, gitstream
 from .diff import FileDiff
 from .errors import GitError
 from .findings import Finding, Severity, finding_id
@@ -48,7 +48,7 @@ def read_prefix(repo: Path, oid: str, max_bytes: int) -> bytes | None:
     """At most ``max_bytes`` bytes from the start of blob ``oid``, read as a stream (git is
     stopped after them); None when the blob cannot be read."""
     try:
-        with gitio.stream_git(repo, "cat-file", "blob", oid) as stream:
+        with gitstream.stream_git(repo, "cat-file", "blob", oid) as stream:
             parts = []
             left = max_bytes
             while left > 0:
@@ -65,18 +65,28 @@ def read_prefix(repo: Path, oid: str, max_bytes: int) -> bytes | None:
 def read_heads(repo: Path, oids: Sequence[str], max_bytes: int) -> list[bytes | None]:
     """The first ``max_bytes`` bytes of each object in ``oids`` (None when missing), from one
     ``git cat-file --batch`` stream (``<oid> <type> <size>\\n<content>\\n`` per object, or
-    ``<oid> missing\\n``); the rest of each object is read past, never held. Raises GitError."""
+    ``<oid> missing\\n``); the rest of each object is read past, never held, except that a
+    blob of at most ``gitio.BLOB_MEMO_MAX_BLOB`` bytes is kept whole for a later reader of the
+    same command (``gitio.remember_blob``: anchoring reads the file again). Raises GitError."""
     if not oids:
         return []
     out: list[bytes | None] = []
     stdin = "".join(f"{o}\n" for o in oids).encode("ascii", "replace")
-    with gitio.stream_git(repo, "cat-file", "--batch", stdin=stdin) as stream:
-        for _ in oids:
+    with gitstream.stream_git(repo, "cat-file", "--batch", stdin=stdin) as stream:
+        for oid in oids:
             header = stream.readline().split()
             if len(header) != 3 or not header[2].isdigit():
                 out.append(None)
                 continue
             size = int(header[2])
+            if size <= gitio.BLOB_MEMO_MAX_BLOB and header[1] == b"blob":
+                whole = stream.read(size + 1)  # small: kept for a later reader
+                if len(whole) != size + 1:
+                    raise GitError("git cat-file --batch: truncated output")
+                whole = whole[:size]
+                gitio.remember_blob(oid, whole)
+                out.append(whole[:max_bytes])
+                continue
             head = stream.read(min(size, max_bytes))
             left = size - len(head) + 1  # the rest and the LF after the content
             while left > 0:
@@ -97,7 +107,7 @@ def _contains_any(repo: Path, oid: str, values: Sequence[bytes]) -> set[bytes]:
     overlap = max(len(v) for v in values) - 1
     tail = b""
     try:
-        with gitio.stream_git(repo, "cat-file", "blob", oid) as stream:
+        with gitstream.stream_git(repo, "cat-file", "blob", oid) as stream:
             for chunk in stream.chunks(STREAM_CHUNK_BYTES):
                 window = tail + chunk
                 found.update(v for v in values if v not in found and v in window)

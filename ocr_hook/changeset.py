@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import bigscan, gitio, hookinput, selection, textattr
+from . import bigscan, gitio, gitstream, hookinput, selection, textattr
 from .deleted_refs import EarlySearch, mark_referenced
 from .diff import DiffParseError, FileDiff, RawEntry, parse_raw_numstat_z
 from .errors import GitError
@@ -169,14 +169,19 @@ def load_change_set(
     changed paths on, the path gates run on a ``--raw``-only listing while git computes
     ``--numstat``. Files binary only by ``.gitattributes`` are re-diffed as text
     (``textattr``, ``target.rediff_as_text``); a deleted file the snapshot still refers to is
-    reviewed (``deleted_refs``). Raises GitError / DiffParseError."""
+    reviewed (``deleted_refs``). A target whose head is its base (a staged snapshot of an
+    index that matches HEAD) has no change: no git process. Raises GitError /
+    DiffParseError."""
+    if target.base == target.head:
+        return ChangeSet([], [], unchanged_names=None if names is None
+                         else hookinput.filter_paths([], names)[1])
     user_ex = selection.GlobList(policy.exclude) if policy.exclude else None
     user_in = selection.GlobList(policy.include) if policy.include else None
     args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")
     if policy.max_file_bytes > 0:
         args = ["-c", f"core.bigFileThreshold={policy.max_file_bytes}", *args]
-    with gitio.stream_git(repo, *args, timeout_s=300.0) as stream:
+    with gitstream.stream_git(repo, *args, timeout_s=300.0) as stream:
         # git spends most of its time on --numstat before it prints any record: meanwhile the
         # path gates are decided on the paths of a --raw-only run of the same diff
         early = _early_path_reasons(repo, target, policy, user_ex, user_in,

@@ -21,6 +21,10 @@ from .errors import ConfigError, OcrError
 log = logging.getLogger(__name__)
 
 REPO_SOURCE = f"{REPO_FILE} (HEAD)"  # how errors name the committed repository file
+# The repository files a review reads at HEAD (this one, ``rulesources.OCR_RULE_FILE`` and
+# ``dismiss.SHARED_FILE``): read in the same ``git cat-file --batch`` as this one
+# (``gitio.head_blobs``), so each costs no process of its own (issue 18)
+HEAD_FILES = (REPO_FILE, ".opencodereview/rule.json", ".ocr-hook-dismissed.json")
 
 
 def user_config_path(environ: Mapping[str, str]) -> Path:
@@ -110,11 +114,10 @@ def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
 def read_repo_file(repo: Path) -> dict[str, Any] | None:
     """The parsed ``.ocr-hook.toml`` committed at HEAD of ``repo``, or None when there is none
     (or no HEAD yet). Raises ConfigError for invalid TOML."""
-    rc, out, _ = gitio.run_git_full(repo, "cat-file", "blob", f"HEAD:{REPO_FILE}",
-                                    ok_codes=(0, 128), timeout_s=10)
-    if rc != 0:
+    [data] = gitio.head_blobs(repo, [REPO_FILE], prefetch=HEAD_FILES)
+    if data is None:
         return None
-    return config.parse_toml(gitio.decode_text(out), REPO_SOURCE)
+    return config.parse_toml(gitio.decode_text(data), REPO_SOURCE)
 
 
 def repo_mcp_servers(repo: Path) -> dict[str, Any]:

@@ -12,7 +12,7 @@ The repository file comes from whoever can push to the repository, so:
   provider or protocol that changes nothing the user configured (see
   :func:`needs_endpoint_consent`).
 
-Pure functions over layers, plus :func:`read_repo_path` (one ``git cat-file``).
+Pure functions over layers, plus :func:`read_repo_path` (``gitio.head_blobs``).
 """
 
 from __future__ import annotations
@@ -90,12 +90,10 @@ def read_repo_path(repo: Path, key: str, value: str, source: str) -> str:
     committed at HEAD (untracked, only staged, a directory) or is larger than
     REPO_PATH_MAX_BYTES."""
     rel = repo_relative(key, value, source)
-    rc, out, _ = gitio.run_git_full(repo, "cat-file", "-t", f"HEAD:{rel}", ok_codes=(0, 128),
-                                    timeout_s=10)
-    if rc != 0 or out.strip() != b"blob":
+    [data] = gitio.head_blobs(repo, [rel])
+    if data is None:
         raise ConfigError(f"invalid {key} = {value!r} in {source}: no such file committed at"
                           " HEAD (the repository file may only name committed files)")
-    data = gitio.run_git(repo, "cat-file", "blob", f"HEAD:{rel}", timeout_s=10)
     if len(data) > REPO_PATH_MAX_BYTES:
         raise ConfigError(f"invalid {key} = {value!r} in {source}: larger than"
                           f" {REPO_PATH_MAX_BYTES // 1024} KB")

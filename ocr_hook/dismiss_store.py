@@ -91,11 +91,10 @@ def load_personal(common_dir: Path) -> list[Dismissal]:
 def load_shared_at_head(repo: Path) -> list[Dismissal]:
     """The shared dismissals committed at HEAD ([] when there is no such file or no HEAD).
     Raises UsageError for an invalid file."""
-    rc, out, _ = gitio.run_git_full(repo, "cat-file", "blob", f"HEAD:{SHARED_FILE}",
-                                    ok_codes=(0, 128), timeout_s=10)
-    if rc != 0:
+    [data] = gitio.head_blobs(repo, [SHARED_FILE])  # read with the settings (config_load)
+    if data is None:
         return []
-    return parse(gitio.decode_text(out), "shared", f"{SHARED_FILE} (HEAD)")
+    return parse(gitio.decode_text(data), "shared", f"{SHARED_FILE} (HEAD)")
 
 
 def load_shared_worktree(repo: Path) -> list[Dismissal]:

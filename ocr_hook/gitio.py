@@ -1,4 +1,5 @@
-"""The only module that starts processes: git, run as ``git <args>`` with list arguments.
+"""The only module that starts processes (with :mod:`gitstream`, its streaming reader): git,
+run as ``git <args>`` with list arguments.
 
 SPEC §3.1: cwd = top of the work tree, bytes out, explicit decoding by the caller, a timeout,
 git's stderr in the error, and a limiter on concurrent git processes (16, as OCR's
@@ -10,6 +11,10 @@ Two variables are dropped from every call because they would change git's output
 flags: ``GIT_DIFF_OPTS`` (overrides ``-U3``: measured on git 2.39, ``GIT_DIFF_OPTS=-u10`` wins
 over ``-U3``) and ``GIT_EXTERNAL_DIFF``. ``LC_ALL=C`` keeps git's messages stable, and
 ``GIT_OPTIONAL_LOCKS=0`` stops read commands from refreshing the index (SPEC §3.2).
+
+Issue 18 (start-up): one ``git rev-parse`` answers a run's questions about the repository
+(:func:`probe`), files at HEAD are read in one ``git cat-file --batch`` (:func:`head_blobs`),
+and inside :func:`run_scope` (one command) the answers are remembered instead of asked again.
 """
 
 from __future__ import annotations
@@ -20,14 +25,13 @@ import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
 from .errors import GitError
 
 MAX_GIT_PROCS = 16  # SPEC §3.1 (OCR --max-git-procs)
 DEFAULT_TIMEOUT_S = 60.0
 
-_limiter = threading.BoundedSemaphore(MAX_GIT_PROCS)
+limiter = threading.BoundedSemaphore(MAX_GIT_PROCS)
 
 # `git rev-parse --local-env-vars` on git 2.39 (ecosystem.md §2.1).
 LOCAL_ENV_VARS = (
@@ -57,6 +61,21 @@ OUTPUT_ENV_VARS = ("GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF")
 def foreign_env(environ: Mapping[str, str]) -> dict[str, str]:
     """Copy of ``environ`` without the repo-local git variables, for calls into another repo."""
     return {k: v for k, v in environ.items() if k not in LOCAL_ENV_VARS}
+
+
+def git_env(env: Mapping[str, str] | None,
+            extra_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a git process: ``env`` (None = ``os.environ``) without
+    OUTPUT_ENV_VARS, with ``GIT_OPTIONAL_LOCKS=0`` unless set (SPEC §3.2: never refresh the
+    index), ``LC_ALL=C``, then ``extra_env``."""
+    full_env = dict(os.environ if env is None else env)
+    for name in OUTPUT_ENV_VARS:
+        full_env.pop(name, None)
+    full_env.setdefault("GIT_OPTIONAL_LOCKS", "0")
+    full_env["LC_ALL"] = "C"
+    if extra_env:
+        full_env.update(extra_env)
+    return full_env
 
 
 def run_git(
@@ -94,14 +113,8 @@ def run_git_full(
 ) -> tuple[int, bytes, bytes]:
     """Like :func:`run_git` but returns ``(returncode, stdout, stderr)``."""
     cmd = ["git", *args]
-    full_env = dict(os.environ if env is None else env)
-    for name in OUTPUT_ENV_VARS:
-        full_env.pop(name, None)
-    full_env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # SPEC §3.2: never refresh the index
-    full_env["LC_ALL"] = "C"
-    if extra_env:
-        full_env.update(extra_env)
-    with _limiter:
+    full_env = git_env(env, extra_env)
+    with limiter:
         try:
             proc = subprocess.run(
                 cmd,
@@ -113,147 +126,16 @@ def run_git_full(
                 check=False,
             )
         except subprocess.TimeoutExpired as e:
-            raise GitError(f"git {_sub(args)}: timed out after {timeout_s:g}s") from e
+            raise GitError(f"git {sub_name(args)}: timed out after {timeout_s:g}s") from e
         except OSError as e:
-            raise GitError(f"git {_sub(args)}: cannot run git: {e}") from e
+            raise GitError(f"git {sub_name(args)}: cannot run git: {e}") from e
     if proc.returncode not in ok_codes:
         raise GitError.from_process(cmd, proc.returncode, proc.stderr)
     return proc.returncode, proc.stdout, proc.stderr
 
 
-STDERR_KEEP_BYTES = 64 * 1024  # git's stderr kept for the error message of a streamed call
-
-
-class GitStream:
-    """The stdout of a running git process (:func:`stream_git`), read incrementally.
-
-    ``read(n)`` returns up to ``n`` bytes (b"" at the end); ``chunks(size)`` iterates over
-    pieces of at most ``size`` bytes. Whoever stops before the end just leaves the ``with``
-    block: the process is then killed, so a bounded reader never waits for the rest."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], args: Sequence[str]) -> None:
-        self._proc = proc
-        self._args = args
-        self.at_eof = False
-        self.timed_out = False
-        self.stderr = bytearray()
-
-    def read(self, n: int) -> bytes:
-        """Up to ``n`` bytes of stdout (fewer only at the end; b"" once it is reached)."""
-        out = self._proc.stdout
-        assert out is not None
-        if n <= 0:
-            return b""
-        data = out.read(n)
-        if not data:
-            self.at_eof = True
-        return data
-
-    def readline(self, limit: int = 1 << 16) -> bytes:
-        """One line of stdout with its ``\n`` (at most ``limit`` bytes; b"" at the end)."""
-        out = self._proc.stdout
-        assert out is not None
-        data = out.readline(limit)
-        if not data:
-            self.at_eof = True
-        return data
-
-    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
-        """stdout in pieces of at most ``size`` bytes, until the end."""
-        while True:
-            data = self.read(size)
-            if not data:
-                return
-            yield data
-
-
-@contextlib.contextmanager
-def stream_git(
-    repo: Path | str,
-    *args: str,
-    stdin: bytes = b"",
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    env: Mapping[str, str] | None = None,
-    extra_env: Mapping[str, str] | None = None,
-) -> Iterator[GitStream]:
-    """Run ``git <args>`` like :func:`run_git`, but hand its stdout out as a :class:`GitStream`
-    instead of collecting it, so output of any size is read with bounded memory.
-
-    ``stdin`` is written by a helper thread (git may answer before it has read it all). At the
-    end of the ``with`` block a process whose output was read to the end is waited for and its
-    exit code checked; one that was left early is killed (not an error). Raises
-    GitError("git <sub>: …") on a non-zero exit after a complete read, on a timeout (the
-    process is killed after ``timeout_s``) or when git cannot be started."""
-    cmd = ["git", *args]
-    full_env = dict(os.environ if env is None else env)
-    for name in OUTPUT_ENV_VARS:
-        full_env.pop(name, None)
-    full_env.setdefault("GIT_OPTIONAL_LOCKS", "0")
-    full_env["LC_ALL"] = "C"
-    if extra_env:
-        full_env.update(extra_env)
-    with _limiter:
-        try:
-            proc = subprocess.Popen(cmd, cwd=str(repo), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=full_env)
-        except OSError as e:
-            raise GitError(f"git {_sub(args)}: cannot run git: {e}") from e
-        stream = GitStream(proc, args)
-
-        def kill_at_deadline() -> None:
-            stream.timed_out = True
-            proc.kill()
-
-        timer = threading.Timer(timeout_s, kill_at_deadline)
-        timer.daemon = True
-        helpers = [
-            threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True),
-            threading.Thread(target=_drain, args=(proc.stderr, stream.stderr), daemon=True),
-        ]
-        timer.start()
-        for t in helpers:
-            t.start()
-        try:
-            yield stream
-        finally:
-            timer.cancel()
-            if not stream.at_eof and proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            for t in helpers:
-                t.join(timeout=5)
-            if proc.stdout is not None:
-                proc.stdout.close()
-        if stream.timed_out:
-            raise GitError(f"git {_sub(args)}: timed out after {timeout_s:g}s")
-        if stream.at_eof and proc.returncode != 0:
-            raise GitError.from_process(cmd, proc.returncode, bytes(stream.stderr))
-
-
-def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
-    """Write ``data`` to git's stdin and close it; a git that exits early is not an error."""
-    if pipe is None:
-        return
-    with contextlib.suppress(OSError):
-        pipe.write(data)
-    with contextlib.suppress(OSError):
-        pipe.close()
-
-
-def _drain(pipe: IO[bytes] | None, keep: bytearray) -> None:
-    """Read git's stderr to the end (so git never blocks on it), keeping the first bytes."""
-    if pipe is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := pipe.read(8192):
-            if len(keep) < STDERR_KEEP_BYTES:
-                keep.extend(chunk[: STDERR_KEEP_BYTES - len(keep)])
-    with contextlib.suppress(OSError):
-        pipe.close()
-
-
-def _sub(args: Sequence[str]) -> str:
+def sub_name(args: Sequence[str]) -> str:
+    """The git subcommand in ``args`` (skipping ``-c X`` pairs and options), for messages."""
     skip_next = False
     for a in args:
         if skip_next:
@@ -278,7 +160,62 @@ def decode_text(data: bytes) -> str:
 
 
 def find_toplevel(cwd: Path | str) -> Path:
-    """Top of the work tree containing ``cwd``. Raises GitError when not in a repository."""
+    """Top of the work tree containing ``cwd``. Raises GitError when not in a repository.
+
+    One ``git rev-parse`` answers the other questions of a run at the same time (the common
+    git directory, the index path, HEAD's commit and tree: :func:`probe`); inside
+    :func:`run_scope` the answers are remembered for :func:`git_common_dir`,
+    :func:`git_path` ``index`` and :func:`head_ids`."""
+    facts = probe(cwd)
+    if _scope is not None:
+        _scope.facts[facts.top] = facts
+    return facts.top
+
+
+class RepoFacts:
+    """What one ``git rev-parse`` (:func:`probe`) says about the repository around a folder:
+    ``top`` (work-tree top), ``common_dir`` (absolute, shared by linked worktrees), ``index``
+    (absolute ``--git-path index``; ``$GIT_INDEX_FILE`` when set), ``head`` ((commit id, tree
+    id), ("", "") for an unborn HEAD, None when not asked or not parsed)."""
+
+    __slots__ = ("common_dir", "head", "index", "top")
+
+    def __init__(self, top: Path, common_dir: Path | None, index: Path | None,
+                 head: tuple[str, str] | None) -> None:
+        self.top, self.common_dir, self.index, self.head = top, common_dir, index, head
+
+
+_PROBE_ARGS = ("rev-parse", "--show-toplevel", "--git-common-dir", "--git-path", "index",
+               "--revs-only", "HEAD^{commit}", "HEAD^{tree}")
+
+
+def probe(cwd: Path | str) -> RepoFacts:
+    """:class:`RepoFacts` of the repository around ``cwd`` from one ``git rev-parse
+    --show-toplevel --git-common-dir --git-path index --revs-only HEAD^{commit} HEAD^{tree}``
+    (``--revs-only`` drops a HEAD that names no commit yet, so an unborn HEAD is not an error).
+    Relative paths git prints are relative to ``cwd``. Output that does not have the expected
+    shape (a path with a line break) leaves ``common_dir``/``index``/``head`` None: the callers
+    ask git again, one question per call. Raises GitError as :func:`run_git` ("git rev-parse:
+    fatal: not a git repository …") or when ``cwd`` is not inside a work tree."""
+    out = run_git(cwd, *_PROBE_ARGS, timeout_s=10)
+    lines = out.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    top = os.fsdecode(lines[0]) if lines else ""
+    if not top:
+        raise GitError("git rev-parse: not inside a work tree (bare repository?)")
+    revs = [ln.decode("ascii", "replace") for ln in lines[3:]]
+    if len(lines) not in (3, 5) or not all(_is_oid(r) for r in revs):
+        return RepoFacts(find_toplevel_only(cwd), None, None, None)
+    base = Path(cwd)
+    common, index = (Path(os.fsdecode(x)) for x in lines[1:3])
+    head = (revs[0], revs[1]) if revs else ("", "")
+    return RepoFacts(Path(top), common if common.is_absolute() else (base / common).resolve(),
+                     index if index.is_absolute() else (base / index).resolve(), head)
+
+
+def find_toplevel_only(cwd: Path | str) -> Path:
+    """``git rev-parse --show-toplevel`` alone (the probe's output could not be split)."""
     out = run_git(cwd, "rev-parse", "--show-toplevel", timeout_s=10)
     top = os.fsdecode(out.strip())
     if not top:
@@ -286,18 +223,167 @@ def find_toplevel(cwd: Path | str) -> Path:
     return Path(top)
 
 
+def _is_oid(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def _facts(repo: Path) -> RepoFacts | None:
+    scope = _scope
+    return scope.facts.get(Path(repo)) if scope is not None else None
+
+
 def git_path(repo: Path, name: str) -> Path:
-    """``git rev-parse --git-path <name>`` as an absolute path (honours worktrees/hooksPath)."""
+    """``git rev-parse --git-path <name>`` as an absolute path (honours worktrees/hooksPath);
+    ``index`` is remembered from :func:`find_toplevel` inside :func:`run_scope`."""
+    facts = _facts(repo) if name == "index" else None
+    if facts is not None and facts.index is not None:
+        return facts.index
     out = os.fsdecode(run_git(repo, "rev-parse", "--git-path", name, timeout_s=10).strip())
     p = Path(out)
     return p if p.is_absolute() else repo / p
 
 
 def git_common_dir(repo: Path) -> Path:
-    """``git rev-parse --git-common-dir`` as an absolute path (shared by linked worktrees)."""
+    """``git rev-parse --git-common-dir`` as an absolute path (shared by linked worktrees);
+    remembered from :func:`find_toplevel` inside :func:`run_scope`."""
+    facts = _facts(repo)
+    if facts is not None and facts.common_dir is not None:
+        return facts.common_dir
     out = os.fsdecode(run_git(repo, "rev-parse", "--git-common-dir", timeout_s=10).strip())
     p = Path(out)
     return p if p.is_absolute() else (repo / p).resolve()
+
+
+def head_ids(repo: Path) -> tuple[str, str] | None:
+    """(HEAD's commit id, its tree id) as :func:`find_toplevel` saw them in this
+    :func:`run_scope` (("", "") for an unborn HEAD), or None when not known: the caller asks
+    git. A review never moves HEAD, so within one command the answer stays true."""
+    facts = _facts(repo)
+    return facts.head if facts is not None else None
+
+
+class _Scope:
+    """What one command remembers (:func:`run_scope`)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[Path, RepoFacts] = {}
+        self.head_files: dict[tuple[Path, str], bytes | None] = {}
+        self.blobs: dict[str, bytes] = {}
+        self.blob_bytes = 0
+        self.lock = threading.Lock()
+
+
+_scope: _Scope | None = None
+BLOB_MEMO_BYTES = 4 << 20  # small blobs kept per command for a second reader (anchoring)
+BLOB_MEMO_MAX_BLOB = 512 * 1024
+
+
+@contextlib.contextmanager
+def run_scope() -> Iterator[None]:
+    """Remember, for the duration of one command, what git said about the repository: the
+    :func:`probe` of :func:`find_toplevel`, files read at HEAD (:func:`head_blobs`) and small
+    blobs read by object id (:func:`remember_blob`). A command never moves HEAD nor rewrites
+    objects, so none of it goes stale inside; outside a scope nothing is remembered (a test
+    that commits between two calls sees the new HEAD). Not re-entrant: an inner scope is the
+    outer one."""
+    global _scope
+    if _scope is not None:
+        yield
+        return
+    _scope = _Scope()
+    try:
+        yield
+    finally:
+        _scope = None
+
+
+def remember_blob(oid: str, data: bytes) -> None:
+    """Keep blob ``oid``'s content for :func:`known_blob` in this :func:`run_scope` (only
+    blobs up to BLOB_MEMO_MAX_BLOB bytes, BLOB_MEMO_BYTES in all; nothing outside a scope)."""
+    scope = _scope
+    if scope is None or len(data) > BLOB_MEMO_MAX_BLOB:
+        return
+    with scope.lock:
+        if oid not in scope.blobs and scope.blob_bytes + len(data) <= BLOB_MEMO_BYTES:
+            scope.blobs[oid] = data
+            scope.blob_bytes += len(data)
+
+
+def known_blob(oid: str) -> bytes | None:
+    """The content of blob ``oid`` when a reader of this :func:`run_scope` kept it, else None."""
+    scope = _scope
+    if scope is None or not oid:
+        return None
+    with scope.lock:
+        return scope.blobs.get(oid)
+
+
+def cat_file_batch(repo: Path | str, specs: Sequence[str],
+                   timeout_s: float = DEFAULT_TIMEOUT_S) -> list[tuple[str, bytes] | None]:
+    """(type, content) of each object name in ``specs`` from one ``git cat-file --batch``
+    (git-cat-file(1): ``<oid> <type> <size>\\n<content>\\n`` or ``<spec> missing\\n`` per
+    input line); None for a missing or ambiguous name. Names are encoded as the file system
+    does (non-UTF-8 paths keep their bytes) and must not contain a newline. Raises GitError."""
+    if not specs:
+        return []
+    if any("\n" in s for s in specs):
+        raise GitError("git cat-file: object names may not contain a newline")
+    data = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
+    out = run_git(repo, "cat-file", "--batch", stdin=data, timeout_s=timeout_s)
+    result: list[tuple[str, bytes] | None] = []
+    pos = 0
+    for _ in specs:
+        nl = out.find(b"\n", pos)
+        if nl < 0:
+            raise GitError("git cat-file --batch: truncated output")
+        header = out[pos:nl].split(b" ")
+        pos = nl + 1
+        if len(header) != 3 or not header[2].isdigit():
+            result.append(None)  # "<spec> missing" / "ambiguous"
+            continue
+        size = int(header[2])
+        result.append((header[1].decode("ascii", "replace"), out[pos : pos + size]))
+        pos += size + 1
+    return result
+
+
+def head_blobs(repo: Path, paths: Sequence[str], prefetch: Sequence[str] = ()
+               ) -> list[bytes | None]:
+    """The bytes of each repository path in ``paths`` committed at HEAD (``HEAD:<path>``; a
+    symlink's blob is its link text), None when HEAD has no blob there (absent, a folder, a
+    submodule, an unborn HEAD). One ``git cat-file --batch`` for everything not yet known;
+    inside :func:`run_scope` the answers are remembered, ``prefetch`` paths are read in the
+    same process for later calls, HEAD is the commit :func:`find_toplevel` saw, and an unborn
+    HEAD costs no process. Paths with a line break are read with ``rev-parse`` + ``cat-file``
+    (the batch takes one name per line). Raises GitError."""
+    scope = _scope
+    head = head_ids(repo)
+    commit = head[0] if head is not None else "HEAD"
+    if head is not None and not commit:
+        return [None] * len(paths)
+    key = Path(repo)
+    if scope is not None:
+        with scope.lock:
+            known = {p: scope.head_files[(key, p)] for p in paths if (key, p) in scope.head_files}
+        wanted = [p for p in dict.fromkeys([*paths, *prefetch]) if p not in known]
+    else:
+        known, wanted = {}, list(dict.fromkeys(paths))
+    odd = [p for p in wanted if "\n" in p]
+    plain = [p for p in wanted if "\n" not in p]
+    got: dict[str, bytes | None] = {}
+    for p, obj in zip(plain, cat_file_batch(repo, [f"{commit}:{p}" for p in plain], 10),
+                      strict=True):
+        got[p] = obj[1] if obj is not None and obj[0] == "blob" else None
+    for p in odd:
+        rc, oid, _ = run_git_full(repo, "rev-parse", "--verify", "-q", "--end-of-options",
+                                  f"{commit}:{p}", ok_codes=(0, 1, 128), timeout_s=10)
+        [obj] = cat_file_batch(repo, [oid.decode().strip()], 10) if rc == 0 else [None]
+        got[p] = obj[1] if obj is not None and obj[0] == "blob" else None
+    if scope is not None:
+        with scope.lock:
+            scope.head_files.update(((key, p), v) for p, v in got.items())
+    known.update(got)
+    return [known[p] for p in paths]
 
 
 def run_command(

@@ -41,10 +41,8 @@ class RuleLayers:
 
 def _head_reader(repo: Path) -> rules.ReadMd:
     def read(relpath: str) -> str | None:
-        rc, out, _ = gitio.run_git_full(
-            repo, "cat-file", "blob", f"HEAD:{relpath}", ok_codes=(0, 128), timeout_s=10
-        )
-        return gitio.decode_text(out) if rc == 0 else None
+        [data] = gitio.head_blobs(repo, [relpath])
+        return gitio.decode_text(data) if data is not None else None
 
     return read
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from . import gitio, textattr
 from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
-from .errors import GitError, UsageError
+from .errors import UsageError
 
 # SPEC §3.1 patch flags, plus pins for every user setting measured to change git's output on
 # git 2.39: diff.orderFile (-O/dev/null), diff.interHunkContext, diff.algorithm,
@@ -123,8 +123,8 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         # git names an index that is not there: reviewing "nothing staged" would pass a commit
         # no one reviewed (issue 17); only the repository's own index may be absent (fresh repo)
         raise UsageError(f"GIT_INDEX_FILE={environ['GIT_INDEX_FILE']!r}: no such index file")
-    head_commit = _rev_parse(repo, "HEAD^{commit}")
-    base = _rev_parse(repo, f"{head_commit}^{{tree}}") if head_commit else empty_tree(repo)
+    head_commit, base = gitio.head_ids(repo) or _head_ids(repo)
+    base = base or empty_tree(repo)
     fd, tmp_name = tempfile.mkstemp(prefix="ocr-hook-index-")
     os.close(fd)
     tmp = Path(tmp_name)
@@ -146,6 +146,13 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         head_label="(index)",
         snapshot_tree=tree,
     )
+
+
+def _head_ids(repo: Path) -> tuple[str, str]:
+    """(HEAD's commit id, its tree id), ("", "") when HEAD is unborn: ``rev-parse`` when
+    ``gitio.head_ids`` does not know them from this command's probe."""
+    commit = _rev_parse(repo, "HEAD^{commit}")
+    return (commit, _rev_parse(repo, f"{commit}^{{tree}}")) if commit else ("", "")
 
 
 def _write_tree(repo: Path, env: Mapping[str, str]) -> str:
@@ -432,27 +439,7 @@ def read_objects(
     """(type, content) of each object name in ``specs`` via one ``git cat-file --batch``
     (output ``<oid> <type> <size>\\n<content>\\n`` or ``<spec> missing\\n`` per input line);
     None for missing objects. Specs must not contain a newline. Raises GitError."""
-    if not specs:
-        return []
-    if any("\n" in s for s in specs):
-        raise GitError("git cat-file: object names may not contain a newline")
-    data = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
-    out = gitio.run_git(repo, "cat-file", "--batch", stdin=data, timeout_s=timeout_s)
-    result: list[tuple[str, bytes] | None] = []
-    pos = 0
-    for _ in specs:
-        nl = out.find(b"\n", pos)
-        if nl < 0:
-            raise GitError("git cat-file --batch: truncated output")
-        header = out[pos:nl].split(b" ")
-        pos = nl + 1
-        if len(header) != 3 or not header[2].isdigit():
-            result.append(None)  # "<spec> missing" / "ambiguous"
-            continue
-        size = int(header[2])
-        result.append((header[1].decode("ascii", "replace"), out[pos : pos + size]))
-        pos += size + 1
-    return result
+    return gitio.cat_file_batch(repo, specs, timeout_s)
 
 
 def read_blob(repo: Path, treeish: str, path: str, timeout_s: float = 30.0) -> bytes | None:

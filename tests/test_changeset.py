@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import bigscan, changeset, cli, gitio, selection, target
+from ocr_hook import bigscan, changeset, cli, gitstream, selection, target
 from ocr_hook.diff import split_patch_sections
 from ocr_hook.errors import GitError
 from ocr_hook.output import _files_block
@@ -399,14 +399,14 @@ def test_stream_git_stops_a_reader_that_leaves_early_and_reports_failures(
 ) -> None:
     repo.commit({"big.txt": "x" * 300_000}, "init")
     oid = repo.git("rev-parse", "HEAD:big.txt").strip()
-    with gitio.stream_git(repo.path, "cat-file", "blob", oid) as stream:
+    with gitstream.stream_git(repo.path, "cat-file", "blob", oid) as stream:
         assert stream.read(10) == b"x" * 10  # git is killed at the end of the block
     assert bigscan.read_prefix(repo.path, oid, 1000) == b"x" * 1000
     with pytest.raises(GitError, match=r"^git cat-file: .*\(exit 128\)$"):
-        with gitio.stream_git(repo.path, "cat-file", "blob", "0" * 40) as stream:
+        with gitstream.stream_git(repo.path, "cat-file", "blob", "0" * 40) as stream:
             assert stream.read(10) == b""
     with pytest.raises(GitError, match=r"^git cat-file: timed out after 0.2s$"):
-        with gitio.stream_git(repo.path, "cat-file", "--batch", stdin=b"", timeout_s=0.2,
+        with gitstream.stream_git(repo.path, "cat-file", "--batch", stdin=b"", timeout_s=0.2,
                               extra_env={"GIT_TRACE": "0"}) as stream:
             time.sleep(0.5)
 

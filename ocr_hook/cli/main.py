@@ -56,10 +56,12 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str],
     """Run the chosen command; returns its exit code. Commands are imported in their branch."""
     command = args.command
     if command == "review" or command == "hook":
+        from .. import gitio
         from .review_cmd import run_review_command
 
         stage = "review" if command == "review" else args.hook
-        return run_review_command(args, env, stage)
+        with gitio.run_scope():  # git's answers remembered for this one run (issue 18)
+            return run_review_command(args, env, stage)
     if command == "rules" and getattr(args, "rules_cmd", None) == "check":
         from .maintenance import rules_check
 

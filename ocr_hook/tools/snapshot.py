@@ -104,15 +104,19 @@ class SnapshotView:
 
     def new_file_lines(self, path: str) -> list[str] | None:
         """The redacted lines (split on ``\\n``) of changed path ``path`` in ``head``, read once
-        per view; None when the file is unchanged, deleted or unreadable. Raises GitError as
-        :meth:`read` does."""
+        per view; None when the file is unchanged, deleted or unreadable. The blob comes from
+        this command's memory when the change set's reader kept it (``gitio.known_blob``: its
+        ``new_oid`` is the blob at ``head``), else from git. Raises GitError as :meth:`read`
+        does."""
         with self._lock:
             if path in self._lines:
                 return self._lines[path]
         fd = self._by_path.get(path)
         data = None
         if fd is not None and fd.status != "deleted":
-            data = self.read(fd.new_path)
+            data = gitio.known_blob(fd.new_oid)
+            if data is None:
+                data = self.read(fd.new_path)
         lines = None if data is None else self.redact(gitio.decode_text(data)).split("\n")
         with self._lock:
             self._lines[path] = lines
