@@ -1,20 +1,9 @@
 """Secret detection and redaction (SPEC §14). Pure: no processes, no environment, no network.
 
-The rules are data: `config/secret_patterns.json` (read via `resources`) is a JSON list of
-`{"type", "regex", "group", "keywords", "min_entropy", "description"}` objects, tried in file
-order (specific rules first, so when two rules cover the same characters the earlier rule names
-the hit):
-
-- `type`: the placeholder name, `[REDACTED:<type>]`.
-- `regex`: a Python `re` pattern applied to the whole text (a match may span lines: PEM blocks).
-- `group`: 0 for the whole match; 1 for "the value": the first capturing group that took part in
-  the match (a rule whose value can be written in several forms gives each form its own group).
-- `keywords` (optional): lower-case strings of which every match holds at least one (ignoring
-  case); a text that holds none of them is not searched with the rule at all (the cost of a
-  scan is mostly rules run over text they cannot match: a lock file holds no `ghp_`).
-- `min_entropy`: None for rules whose format is distinctive (`AKIA...`, `ghp_...`). A number
-  marks a heuristic rule (secret-like name = literal): the value must reach that Shannon entropy
-  and must not read as code or plain data (`secret_values`).
+The rules are data (`secret_rules`: `config/secret_patterns.json`, its format, the keyword and
+assignment tests that skip rules a text cannot match, and each regex compiled on first need).
+A match counts when `secret_values.is_secret_value` accepts its value (a heuristic rule's
+`min_entropy`, code and plain data).
 
 Every rule also skips placeholders (`changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,
 `AKIA...EXAMPLE`; `secret_values`).
@@ -47,16 +36,13 @@ its diff marker and indentation, and the line breaks, the BEGIN/END lines and di
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from . import resources
+from .secret_rules import Rule, rules
 from .secret_values import is_secret_value
 
-RULES_RESOURCE = "secret_patterns.json"  # built-in data, read through ocr_hook.resources
 ALLOW_MARKER = "ocr-hook: allow-secret"  # SPEC §14 / issue 10: inline opt-out for one line
 
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9:\-]+\]")  # what redaction writes
@@ -83,15 +69,6 @@ class SecretHit:
     start_col: int
     end_col: int
     value: str
-
-
-@dataclass(frozen=True)
-class _Rule:
-    type: str
-    pattern: re.Pattern[str]
-    group: int
-    min_entropy: float | None
-    keywords: tuple[str, ...]  # lower case; the rule runs only on a text holding one of them
 
 
 @dataclass(frozen=True)
@@ -161,7 +138,7 @@ def _literal_spans(text: str, literals: Mapping[str, str]) -> list[_Span]:
     """A span for every occurrence of each non-empty value of `literals` (value → type), ranked
     after every rule; occurrences inside a placeholder already in `text` are skipped, so that
     redacting a redacted text changes nothing."""
-    rank = len(_rules())
+    rank = len(rules())
     taken = [m.span() for m in _PLACEHOLDER.finditer(text)] if "[REDACTED:" in text else []
     spans: list[_Span] = []
     for value, type_ in literals.items():
@@ -199,8 +176,8 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
     allowed = _allow_matchers(allow or ())
     lowered = text.lower()
     spans: list[_Span] = []
-    for rank, rule in enumerate(_rules()):
-        if rule.keywords and not any(k in lowered for k in rule.keywords):
+    for rank, rule in enumerate(rules()):
+        if not rule.may_match(lowered):
             continue
         for match in _matches(rule, text, lowered):
             start, end = _value_span(match, rule.group)
@@ -217,7 +194,7 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
     return _merge(spans)
 
 
-def _matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+def _matches(rule: Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
     """The matches of `rule` in `text` (`lowered` = `text.lower()`). A heuristic rule (one with
     `min_entropy` and `keywords`: a name, an operator and a value) only matches from a line that
     holds one of its keywords to the end of the next line, so it is run on those lines only:
@@ -281,8 +258,8 @@ def _joined_literal_spans(
             offset += m.end(2) - m.start(2)
         joined = "".join(joined_parts) + first.group(1)
         lowered = joined.lower()
-        for rank, rule in enumerate(_rules()):
-            if rule.keywords and not any(k in lowered for k in rule.keywords):
+        for rank, rule in enumerate(rules()):
+            if not rule.may_match(lowered):
                 continue
             for match in rule.pattern.finditer(joined):
                 start, end = _value_span(match, rule.group)
@@ -385,45 +362,3 @@ def is_allowed(value: str, allow: Sequence[str]) -> bool:
 def _is_allowed(value: str, matchers: Sequence[tuple[str, re.Pattern[str] | None]]) -> bool:
     return any(value == literal or (rx is not None and rx.fullmatch(value) is not None)
                for literal, rx in matchers)
-
-
-@functools.cache
-def _rules() -> tuple[_Rule, ...]:
-    """The rules of RULES_RESOURCE, compiled, in file order. Raises ValueError on a malformed
-    entry (a packaging bug, not user input)."""
-    return _parse_rules(resources.read_text(RULES_RESOURCE))
-
-
-def _parse_rules(raw: str) -> tuple[_Rule, ...]:
-    """Parse and compile the JSON rule list described in the module docstring. Raises ValueError
-    naming the first bad entry."""
-    data = json.loads(raw)
-    if not isinstance(data, list):
-        raise ValueError(f"{RULES_RESOURCE}: expected a JSON list of rules")
-    rules: list[_Rule] = []
-    for index, entry in enumerate(data):
-        where = f"{RULES_RESOURCE}[{index}]"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}: expected an object")
-        type_, regex, group = entry.get("type"), entry.get("regex"), entry.get("group", 0)
-        min_entropy = entry.get("min_entropy")
-        if not isinstance(type_, str) or not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", type_):
-            raise ValueError(f"{where}: type must be a lower-case-dashed name")
-        if not isinstance(regex, str):
-            raise ValueError(f"{where}: regex must be a string")
-        try:
-            pattern = re.compile(regex)
-        except re.error as e:
-            raise ValueError(f"{where} ({type_}): bad regex: {e}") from e
-        if group not in (0, 1) or (group == 1 and pattern.groups == 0):
-            raise ValueError(f"{where} ({type_}): group must be 0, or 1 with a capturing group")
-        if min_entropy is not None and (
-                isinstance(min_entropy, bool) or not isinstance(min_entropy, (int, float))):
-            raise ValueError(f"{where} ({type_}): min_entropy must be null or a number")
-        keywords = entry.get("keywords", [])
-        if not isinstance(keywords, list) or not all(
-                isinstance(k, str) and k and k == k.lower() for k in keywords):
-            raise ValueError(f"{where} ({type_}): keywords must be a list of lower-case strings")
-        rules.append(_Rule(type_, pattern, group,
-                           None if min_entropy is None else float(min_entropy), tuple(keywords)))
-    return tuple(rules)

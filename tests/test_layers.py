@@ -82,6 +82,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.hookinput": 3,  # hook file-name arguments as a filter; the changes-only notice
     "ocr_hook.redact": 3,
     "ocr_hook.secret_values": 3,  # is a matched value a secret: placeholder, code, entropy
+    "ocr_hook.secret_rules": 3,  # the secret rule data: pre-filters, each regex compiled on need
     "ocr_hook.secret_chunks": 3,  # secret scan of a text given in pieces
     "ocr_hook.secret_scan": 3,  # deterministic findings from the diff, built on redact
     "ocr_hook.grouping": 3,

@@ -403,20 +403,20 @@ def test_an_inserted_aws_key_never_survives(before: str, after: str, left: str,
     assert count >= 1
 
 
-def test_every_rule_match_in_the_examples_holds_one_of_its_keywords() -> None:
-    """The keyword pre-filter skips a rule on a text without its keywords: sound only when every
-    match holds one (checked on every positive example, the corpus and the negatives)."""
-    from ocr_hook.redact import _rules
+def test_every_rule_match_in_the_examples_passes_its_rules_prefilter() -> None:
+    """The keyword and assignment pre-filters skip a rule on a text they say it cannot match:
+    sound only when every match passes them on its own (checked on every positive example, the
+    corpus and the negatives)."""
+    from ocr_hook.secret_rules import rules
 
     texts = [t for t, _, _ in POSITIVES] + [c.text for c in CASES] + NEGATIVES
     checked = set()
-    for rule in _rules():
+    for rule in rules():
         for text in texts:
             for m in rule.pattern.finditer(text):
                 checked.add(rule.type)
-                if rule.keywords:
-                    assert any(k in m.group(0).lower() for k in rule.keywords), (rule.type, text)
-    assert len(checked) == len({r.type for r in _rules()})
+                assert rule.may_match(m.group(0).lower()), (rule.type, text)
+    assert len(checked) == len({r.type for r in rules()})
 
 
 _KEYWORD_FRAGMENTS = st.sampled_from([
