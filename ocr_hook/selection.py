@@ -117,17 +117,32 @@ class GlobList:
     it waits for the first path that contains one of the patterns' literal parts
     (:func:`glob_needles`): every character of a pattern outside its wildcards must be in a
     path it matches, so a path without any of them is no match, decided without a regex.
+    The needle test itself is a loop of substring tests for the first NEEDLE_LOOP_PATHS paths
+    and one regex alternation of the needles after that (one C-level scan per path; compiling
+    it costs about as much as the loop over a few hundred paths).
     """
 
+    NEEDLE_LOOP_PATHS = 64  # paths tested by the substring loop before the needle regex (ours)
     _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = list(lines)
         self.needles = glob_needles(self.lines)
-        # one C-level scan for "holds any needle" instead of a Python loop over the needles
-        self._needle_re = (re.compile("|".join(map(re.escape, self.needles)))
-                           if self.needles else None)
+        self._needle_re: re.Pattern[str] | None = None
+        self._needle_tests = 0
         self._compiled: tuple[Any, re.Pattern[str] | None] | None = None
+
+    def _holds_needle(self, path: str) -> bool:
+        """Whether ``path`` contains one of ``needles`` (not None here)."""
+        needles = self.needles or ()
+        if self._needle_re is None:
+            if self._needle_tests < self.NEEDLE_LOOP_PATHS:
+                self._needle_tests += 1
+                return any(n in path for n in needles)
+            if not needles:
+                return False
+            self._needle_re = re.compile("|".join(map(re.escape, needles)))
+        return self._needle_re.search(path) is not None
 
     def _compile(self) -> tuple[Any, re.Pattern[str] | None]:
         import pathspec  # imported with the first glob list compiled
@@ -143,8 +158,7 @@ class GlobList:
         return self._compiled
 
     def match_file(self, path: str) -> bool:
-        if self.needles is not None and (self._needle_re is None
-                                         or self._needle_re.search(path) is None):
+        if self.needles is not None and not self._holds_needle(path):
             return False
         spec, joined = self._compiled or self._compile()
         if joined is None or joined.search(path) is None:

@@ -195,6 +195,24 @@ def test_glob_list_prefilter_answers_like_pathspec() -> None:
     assert [fast.match_file(p) for p in paths] == [bool(slow.match_file(p)) for p in paths]
 
 
+def test_glob_list_compiles_its_needle_regex_only_after_many_paths() -> None:
+    """The first NEEDLE_LOOP_PATHS paths are tested by substring loop (no regex compiled: a
+    1-file review pays nothing); later ones by the compiled alternation, with the same
+    answers."""
+    import pathspec
+
+    lines = [".env", "*.pem", "vendor/", "**/src/test/**/*.kt"]
+    fast = selection.GlobList(lines)
+    slow = pathspec.GitIgnoreSpec.from_lines(lines)
+    paths = ["a.py", "k.pem", "vendor/x.go", "src/test/a/B.kt", ".env", "envy.py"] * 20
+    loop = selection.GlobList.NEEDLE_LOOP_PATHS
+    answers = []
+    for n, p in enumerate(paths):
+        answers.append(fast.match_file(p))
+        assert (fast._needle_re is None) == (n < loop)
+    assert answers == [bool(slow.match_file(p)) for p in paths]
+
+
 def test_reason_strings_are_the_documented_set() -> None:
     assert selection.REASONS == (
         "binary", "submodule", "symlink_outside", "secret_path", "provider_directory",
