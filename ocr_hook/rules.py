@@ -169,13 +169,32 @@ def _compile(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
         raise ConfigError(f"invalid glob in {list(patterns)!r}: {e}") from e
 
 
+@functools.lru_cache(maxsize=1024)
+def _needles(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Pure memo: ``selection.glob_needles`` of the lower-cased, brace-expanded ``patterns``
+    (a path without any of them matches none of the patterns)."""
+    from ocr_hook.selection import glob_needles
+
+    return glob_needles([glob.lower() for p in patterns for glob in expand_braces(p)])
+
+
+def _matches(patterns: tuple[str, ...], lower_path: str) -> bool:
+    """Whether the gitignore list ``patterns`` matches ``lower_path``. A path that holds none
+    of the patterns' literal parts is no match without compiling them (issue 18: the built-in
+    rule map has ~150 globs, and a path matches one entry)."""
+    needles = _needles(patterns)
+    if needles is not None and not any(n in lower_path for n in needles):
+        return False
+    return bool(_compile(patterns).match_file(lower_path))
+
+
 def _matching_pattern(entry: RuleEntry, lower_path: str) -> str | None:
     """The pattern of ``entry`` (as written) that matches, or None. With negations the whole
     list decides; the reported pattern is the first positive one that matches on its own."""
-    if not _compile(entry.patterns).match_file(lower_path):
+    if not _matches(entry.patterns, lower_path):
         return None
     for p in entry.patterns:
-        if not p.startswith("!") and _compile((p,)).match_file(lower_path):
+        if not p.startswith("!") and _matches((p,), lower_path):
             return p
     return ", ".join(entry.patterns)
 
@@ -186,7 +205,7 @@ def resolve(path: str, sources: Sequence[RuleSource]) -> RuleMatch:
     wins. Entries with empty text and no merge flag are skipped. A ``merge_system_rule`` entry
     outside the builtin layer yields the builtin text for ``path`` followed by its own text.
     Returns NO_MATCH when nothing matches. Raises ConfigError on an invalid glob in a hand-built
-    source (parsed sources are validated when parsed)."""
+    source that ``path`` could match (parsed sources are validated when parsed)."""
     lower_path = path.lower()
     for source in sources:
         for entry in source.entries:

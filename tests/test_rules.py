@@ -507,3 +507,39 @@ def test_group_without_rules_is_empty() -> None:
     assert group_rule_text(["a.py", "b.go"], [_src("repo", ("*.go", "GO"))]) == (
         '<rules for="b.go">\nGO\n</rules>'
     )
+
+
+# --- literal pre-filter (issue 18) ----------------------------------------------------------
+
+PREFILTER_PATHS = [
+    "app.py", "src/Main.java", "Dockerfile", "docker/Dockerfile.dev", "infra/main.tf",
+    ".github/workflows/ci.yml", "web/index.HTML", "a/b/c.tsx", "lib.rs", "README",
+    "config/settings.yaml", "Gemfile", "x/Rakefile", "q.sql", "run.sh", "tpl/page.html.j2",
+    "action.yml", "notes.txt", "src/a.c++", "deep/path/to/.env",
+]
+
+
+@pytest.mark.parametrize("path", PREFILTER_PATHS)
+def test_literal_prefilter_never_changes_the_resolved_rule(path: str) -> None:
+    user = parse_rule_mapping({"rules": [
+        {"path": ["src/**/*.java", "!src/gen/**"], "rule": "Java team rule."},
+        {"path": "**/*.{yml,yaml}", "rule": "YAML rule.", "merge_system_rule": True},
+    ]}, "user", _reader({}))
+    sources = [user, builtin_rules()]
+    expected = resolve(path, sources)
+    with pytest.MonkeyPatch.context() as mp:  # every entry compiled and asked
+        mp.setattr(rules, "_needles", lambda patterns: None)
+        assert resolve(path, sources) == expected
+
+
+def test_resolving_a_python_path_compiles_only_the_python_entry() -> None:
+    """In a fresh interpreter: the entries before python.md in the rule map (~100 globs) hold
+    none of their literal parts in ``app.py``, so they are not compiled."""
+    import subprocess
+
+    code = ("from ocr_hook import rules\n"
+            "m = rules.resolve('app.py', [rules.builtin_rules()])\n"
+            "print(m.origin, m.pattern, rules._compile.cache_info().currsize)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    assert out == "python.md **/*.{py,pyi,pyw,ipynb} 1\n"
