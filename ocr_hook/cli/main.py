@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import OcrError
 from ..exitcodes import Exit
 from .common import hook_words, one_line
-from .parser import build_parser
+from .parser import build_parser, parse
 
 log = logging.getLogger("ocr_hook")
 
@@ -51,8 +51,7 @@ def _details_hint(args: argparse.Namespace) -> str:
     return f"run again as `git ocr -v {args.command} …` for details"
 
 
-def _dispatch(args: argparse.Namespace, env: Mapping[str, str],
-              parser: argparse.ArgumentParser) -> int:
+def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Run the chosen command; returns its exit code. Commands are imported in their branch."""
     command = args.command
     if command == "review" or command == "hook":
@@ -82,7 +81,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str],
         from .maintenance import run_maintenance
 
         return run_maintenance(args, env)
-    parser.print_help(sys.stderr)
+    build_parser().print_help(sys.stderr)
     return Exit.USAGE
 
 
@@ -110,21 +109,20 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
     if argv is None:
         _prepare_process()
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as e:
         return int(e.code or 0)
     setup_logging(bool(getattr(args, "verbose", False) or getattr(args, "verbose_all", False)))
     if args.command is None or (args.command == "hook" and not getattr(args, "hook", None)):
-        parser.print_help(sys.stderr if args.command else sys.stdout)
+        build_parser().print_help(sys.stderr if args.command else sys.stdout)
         return Exit.OK if args.command is None else Exit.USAGE
     if args.command == "hook" and env.get("OCR_HOOK_SKIP", "").strip() in ("1", "true", "yes"):
         print("ocr-hook: skipped (OCR_HOOK_SKIP=1)", file=sys.stderr)
         return Exit.OK
     on_error_block = env.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower() == "block"
     try:
-        return _dispatch(args, env, parser)
+        return _dispatch(args, env)
     except OcrError as e:
         log.error("%s", one_line(str(e)))
         if args.command == "hook":  # a bad committed setting must not trap every commit

@@ -1,13 +1,24 @@
 """The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (SPEC §1). Only
-argparse is imported here, so ``git ocr -h`` stays fast (SPEC §15)."""
+argparse is imported here, so ``git ocr -h`` stays fast (SPEC §15).
+
+A run parses with the parser of its own command only (:func:`parse`, issue 18): building all
+29 parsers costs several milliseconds and ~90 gettext lookups on every commit. That narrow
+parser never prints what would need the others (an error, or a help that lists commands): it
+raises :class:`_Narrowed` instead, and the full parser (:func:`build_parser`) parses the same
+arguments again, so help, errors, abbreviations and exit codes are exactly the full parser's.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..exitcodes import Exit
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 
 class Parser(argparse.ArgumentParser):
@@ -15,6 +26,57 @@ class Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"git ocr: error: {message}", file=sys.stderr)
         raise SystemExit(Exit.USAGE)
+
+
+class _Narrowed(Exception):
+    """Raised by a narrow parser where the full one would print an error or a list of
+    commands the narrow one lacks; :func:`parse` then parses again with the full parser."""
+
+
+class _NarrowParser(Parser):
+    """A parser of the narrow tree: errors go to the full parser; so does its help when
+    ``narrowed`` (some of its subcommands were left out)."""
+
+    narrowed = False
+
+    def error(self, message: str) -> NoReturn:
+        raise _Narrowed(message)
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        if self.narrowed:
+            raise _Narrowed("help")
+        super().print_help(file)
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` (without the program name) parsed as the full parser parses it. Raises
+    SystemExit as argparse does: 0 after ``-h``/``--version``, ``Exit.USAGE`` (2) after a usage
+    error, whose message is on stderr."""
+    words = list(argv)
+    path = command_path(words)
+    if path:
+        try:
+            return build_parser(path).parse_args(words)
+        except _Narrowed:
+            pass
+    return build_parser().parse_args(words)
+
+
+def command_path(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command (and hook) a narrow parser can parse ``argv`` with: ``("review",)``,
+    ``("hook", "pre-commit")``; ``()`` when only the full parser will do (no command, an
+    unknown one, or any top-level option but ``-v``/``--verbose`` before it)."""
+    words = iter(argv)
+    for word in words:
+        if word in ("-v", "--verbose"):
+            continue
+        if word not in COMMANDS:
+            return ()
+        if word == "hook":
+            hook = next(words, "")
+            return ("hook", hook) if hook in HOOKS else ("hook",)
+        return (word,)
+    return ()
 
 
 def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
@@ -54,8 +116,12 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
     g.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
+def build_parser(path: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of every command; with ``path`` (from :func:`command_path`) the narrow
+    parser of that command alone (of that hook alone for ``("hook", NAME)``), which raises
+    ``_Narrowed`` instead of printing an error or a help that lists commands."""
+    cls: type[Parser] = _NarrowParser if path else Parser
+    p = cls(
         prog="git ocr",
         description="AI code review of the staged snapshot (or a commit, range or push) with "
         "findings pinned to exact lines and a severity gate.",
@@ -67,25 +133,48 @@ def build_parser() -> argparse.ArgumentParser:
     # before the command, for every command (its own -v would reset a shared dest to False)
     p.add_argument("-v", "--verbose", dest="verbose_all", action="store_true",
                    help="debug logging on stderr (any command: `git ocr -v COMMAND …`)")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls)
+    if isinstance(p, _NarrowParser):
+        p.narrowed = True  # the other commands are left out
+        _COMMAND_ADDERS[path[0]](sub, path[1:])
+    else:
+        for add in _COMMAND_ADDERS.values():
+            add(sub, ())
+    return p
+
+
+def _add_review(sub: Any, _path: Sequence[str]) -> None:
     r = sub.add_parser("review", help="review the staged snapshot (default), a commit or a range")
     _add_review_flags(r)
+
+
+def _add_rules(sub: Any, _path: Sequence[str]) -> None:
     ru = sub.add_parser("rules", help="inspect review rules")
-    rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=Parser)
+    rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=type(ru))
     rc = rus.add_parser("check",
                         help="show which rule layer and pattern apply to PATH, and the text")
     rc.add_argument("path", metavar="PATH")
     rc.add_argument("--rule", metavar="FILE", help="rule file to include as the top layer")
+
+
+def _add_hook(sub: Any, path: Sequence[str]) -> None:
+    """``hook pre-commit|pre-merge-commit|pre-push``; with ``path`` = (NAME,) that hook alone."""
     h = sub.add_parser("hook", help="entry points for git hooks and the pre-commit framework")
-    hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=Parser)
+    hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=type(h))
+    if path:
+        h.narrowed = True  # the other hooks are left out
     for name, what in (("pre-commit", "review what is being committed"),
                        ("pre-merge-commit", "review what a merge brings into the current branch")):
+        if path and path[0] != name:
+            continue
         hpc = hs.add_parser(name, help=what)
         _add_review_flags(hpc, hook=True)
         hpc.add_argument(
             "files", nargs="*", metavar="FILE",
             help="only review these of the staged files (the pre-commit framework passes the"
             " file names; a name that is not staged is ignored, never \"review everything\")")
+    if path and path[0] != "pre-push":
+        return
     hpp = hs.add_parser(
         "pre-push", help="review the commits being pushed (native hook: refs on stdin)",
         description="Native pre-push hook: `git ocr hook pre-push REMOTE URL` with git's ref "
@@ -95,15 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     hpp.add_argument("remote", nargs="?", help="remote name (git passes it as argument 1)")
     hpp.add_argument("url", nargs="?", help="remote URL (git passes it as argument 2)")
     _add_review_flags(hpp, hook=True)
-    _add_maintenance_commands(sub)
-    _add_dismiss_command(sub)
-    _add_config_commands(sub)
-    _add_llm_commands(sub)
-    return p
 
 
-def _add_maintenance_commands(sub: Any) -> None:
-    """``install``/``uninstall`` (native hooks), ``cache`` and ``session`` subcommands."""
+def _add_install(sub: Any, _path: Sequence[str]) -> None:
+    """``install`` of the native hooks."""
     ins = sub.add_parser("install", help="install native git hooks (chains an existing hook)")
     ins.add_argument("--pre-commit", action="store_true", help="the pre-commit hook (default)")
     ins.add_argument("--pre-push", action="store_true", help="the pre-push hook")
@@ -111,19 +195,31 @@ def _add_maintenance_commands(sub: Any) -> None:
                      help="the pre-merge-commit hook (reviews clean merges)")
     ins.add_argument("--force", action="store_true",
                      help="replace an existing hook instead of running it first")
+
+
+def _add_uninstall(sub: Any, _path: Sequence[str]) -> None:
+    """``uninstall`` of the native hooks."""
     uns = sub.add_parser("uninstall", help="remove the native hooks, restoring earlier ones")
     uns.add_argument("--pre-commit", action="store_true", help="only the pre-commit hook")
     uns.add_argument("--pre-push", action="store_true", help="only the pre-push hook")
     uns.add_argument("--pre-merge-commit", action="store_true",
                      help="only the pre-merge-commit hook")
+
+
+def _add_cache(sub: Any, _path: Sequence[str]) -> None:
+    """``cache stats|clear|prune``."""
     ca = sub.add_parser("cache", help="inspect or empty the result cache")
-    cas = ca.add_subparsers(dest="cache_cmd", metavar="ACTION", parser_class=Parser)
+    cas = ca.add_subparsers(dest="cache_cmd", metavar="ACTION", parser_class=type(ca))
     cas.add_parser("stats", help="entries, size and location of the cache")
     cas.add_parser("clear", help="delete every cache entry")
     cap = cas.add_parser("prune", help="shrink the cache to cache.max_mb (oldest first)")
     cap.add_argument("--max-mb", type=int, metavar="N", help="prune to N MiB instead")
+
+
+def _add_session(sub: Any, _path: Sequence[str]) -> None:
+    """``session list|show``."""
     se = sub.add_parser("session", help="list or show review sessions")
-    ses = se.add_subparsers(dest="session_cmd", metavar="ACTION", parser_class=Parser)
+    ses = se.add_subparsers(dest="session_cmd", metavar="ACTION", parser_class=type(se))
     sl = ses.add_parser("list", help="the recorded sessions, newest first")
     sl.add_argument("--json", action="store_true", help="one JSON object per session")
     ss = ses.add_parser("show", help="the records of one session")
@@ -134,7 +230,7 @@ def _add_maintenance_commands(sub: Any) -> None:
     ss.add_argument("--output", metavar="FILE", help="with --html: write the page to FILE")
 
 
-def _add_dismiss_command(sub: Any) -> None:
+def _add_dismiss(sub: Any, _path: Sequence[str]) -> None:
     """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID`` (issue 19)."""
     d = sub.add_parser(
         "dismiss", help="record that a finding is not a problem (it no longer blocks)",
@@ -152,12 +248,12 @@ def _add_dismiss_command(sub: Any) -> None:
     d.add_argument("--json", action="store_true", help="--list as JSON lines")
 
 
-def _add_config_commands(sub: Any) -> None:
+def _add_config(sub: Any, _path: Sequence[str]) -> None:
     """``config allow-mcp|allow-endpoint|list|get|set|unset|path``. Settings are layered:
     flags > environment > ``.ocr-hook.toml`` at HEAD > user file > defaults; set/unset change
     the user file."""
     co = sub.add_parser("config", help="configuration commands")
-    cs = co.add_subparsers(dest="config_cmd", metavar="ACTION", parser_class=Parser)
+    cs = co.add_subparsers(dest="config_cmd", metavar="ACTION", parser_class=type(co))
     cs.add_parser("allow-mcp", help="allow the MCP servers of .ocr-hook.toml (at HEAD) to run")
     cs.add_parser("allow-endpoint",
                   help="trust the endpoint settings (llm.provider/protocol/base_url/extra_*) of"
@@ -176,10 +272,10 @@ def _add_config_commands(sub: Any) -> None:
     cs.add_parser("path", help="the user file's path")
 
 
-def _add_llm_commands(sub: Any) -> None:
+def _add_llm(sub: Any, _path: Sequence[str]) -> None:
     """``llm test|providers``."""
     lp = sub.add_parser("llm", help="check the LLM endpoint or list provider presets")
-    ls = lp.add_subparsers(dest="llm_cmd", metavar="ACTION", parser_class=Parser)
+    ls = lp.add_subparsers(dest="llm_cmd", metavar="ACTION", parser_class=type(lp))
     lt = ls.add_parser("test", help="send one review-shaped request (tools included); exit 0"
                        " tools work, 1 the model does not call tools, 2 no endpoint, 3 failed")
     lt.add_argument("--provider", metavar="NAME", help="provider preset")
@@ -188,3 +284,20 @@ def _add_llm_commands(sub: Any) -> None:
     lt.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     lpr = ls.add_parser("providers", help="the built-in provider presets")
     lpr.add_argument("--json", action="store_true", help="the presets as JSON")
+
+
+# Every command in the order of the full parser's help; each adder takes the rest of the path.
+_COMMAND_ADDERS: dict[str, Callable[[Any, Sequence[str]], None]] = {
+    "review": _add_review,
+    "rules": _add_rules,
+    "hook": _add_hook,
+    "install": _add_install,
+    "uninstall": _add_uninstall,
+    "cache": _add_cache,
+    "session": _add_session,
+    "dismiss": _add_dismiss,
+    "config": _add_config,
+    "llm": _add_llm,
+}
+COMMANDS = tuple(_COMMAND_ADDERS)
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
