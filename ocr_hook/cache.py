@@ -44,14 +44,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import atomicfile, resources
-from .config import Config
-from .diff import FileDiff
-from .findings import Finding
-from .llm.types import Endpoint
-from .results import RunWarning
 
 if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or written
     from .cache_entries import GroupData, RunData
+    from .config import Config
+    from .diff import FileDiff
+    from .findings import Finding
+    from .llm.types import Endpoint
+    from .results import RunWarning
 
 log = logging.getLogger(__name__)
 

@@ -9,21 +9,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import selection, target
+from . import selection
 from .change_load import bound_text, load_targets, scan_inputs
 from .change_scan import change_findings
 from .gate import decide
-from .grouping import Group
 from .input_notes import input_warnings
-from .ranges import ranges_json, skipped_commits_warnings
-from .request import ReviewRequest
 from .results import FileOutcome, ReviewResult, RunWarning, merged_findings
-from .session import Session
 
 if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
+    from . import target
     from .agent.redaction import Redactor
     from .cache import ResultCache
     from .cache_policy import CachePolicy
+    from .request import ReviewRequest
+    from .session import Session
 
 __all__ = ["RunState"]
 
@@ -71,6 +70,8 @@ class RunState:
                    "snapshot_tree": self.head.snapshot_tree},
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
         if req.mode == "push":
+            from .ranges import ranges_json, skipped_commits_warnings
+
             self.result.input["ranges"] = ranges_json(targets)
             self.result.warnings.extend(skipped_commits_warnings(targets))
         self.result.warnings.extend(input_warnings(self.files, notice, scanned.warnings))
@@ -141,6 +142,7 @@ class RunState:
         if self.cache is None or req.endpoint is None:
             return None
         from .cache_policy import CachePolicy
+        from .grouping import Group
 
         self.cache_policy = CachePolicy.for_run(
             self.cache, self.cfg, req.endpoint, req.effort, req.background, self.files,

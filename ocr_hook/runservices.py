@@ -68,7 +68,7 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
         session.record("end", end)
         session.close()
         prune(sessions_dir(common))
-        if cache is not None:
+        if cache is not None and cache.writes:  # only a write can take it over cache.max_mb
             cache.prune()
     return result
 

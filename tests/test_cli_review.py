@@ -393,3 +393,34 @@ def test_summary_counts_failed_llm_attempts(
     rc, out, _ = run_cli(["review", "--effort", "low", "--format", "json"], env, capsys)
     data = json.loads(out)
     assert (data["summary"]["llm_calls"], data["summary"]["llm_attempts"]) == (0, 2)
+
+
+NOTHING_TEXT = (  # `git ocr review` with nothing staged, as printed before issue 18's session 3
+    "Nothing to review.\n"
+    "\n"
+    "ocr-hook: 0 reviewed, 0 excluded, 0 incomplete; 0 finding(s); tokens in/out 0/0; 0 LLM"
+    " call(s); 0 cache hit(s); {elapsed}s\n"
+    "PASS: no finding at or above high (blocking mode)\n"
+)
+
+
+@pytest.mark.parametrize("argv", [["review"], ["hook", "pre-commit"]])
+def test_nothing_to_review_prints_the_same_text_and_keeps_a_session_log(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], argv: list[str],
+) -> None:
+    """Nothing staged: the text result, byte for byte (the elapsed time aside), exit 0, no
+    request, nothing on stderr; the run's session log (SPEC §12) has its start, result and
+    end records; the cache directory is not created (nothing was written, nothing pruned)."""
+    repo.commit({"README.md": "hi\n"}, "init")
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(argv, llm.env(), capsys)
+    elapsed = out.splitlines()[2].rsplit(" ", 1)[1][:-1]
+    assert float(elapsed) < 60
+    assert (rc, out, err, llm.requests) == (0, NOTHING_TEXT.format(elapsed=elapsed), "", [])
+    sessions = list((repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl"))
+    assert len(sessions) == 1
+    records = [json.loads(ln) for ln in sessions[0].read_text().splitlines()]
+    assert [r["type"] for r in records] == ["start", "result", "end"]
+    assert (records[-1]["status"], records[-1]["verdict"]) == ("skipped", "pass")
+    assert not (repo.path / ".git" / "ocr-hook" / "cache").exists()

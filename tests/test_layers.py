@@ -28,6 +28,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.runservices": 0,  # the run's services around review.run (session, cache, MCP)
     # 1  wiring: the review run, native hook installation
     "ocr_hook.review": 1,
+    "ocr_hook.review_llm": 1,  # the LLM part of a run: groups, pools, deadline, merge, gate
     "ocr_hook.install": 1,
     "ocr_hook.group_review": 1,  # one group's review on its thread -> GroupOutcome
     "ocr_hook.ranges": 1,  # push mode with several ranges: one run per range, merged

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -28,12 +30,21 @@ rc = cli.main(sys.argv[1:])
 heavy = {heavy!r}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
 sys.stderr.write("\\nLOADED=" + json.dumps(sorted({{m.split(".")[0] for m in loaded}})) + "\\n")
+sys.stderr.write("OCR=" + json.dumps(sorted(m for m in sys.modules if m.startswith("ocr_hook")))
+                 + "\\n")
 sys.stderr.write("RC=" + str(rc) + "\\n")
 """
 
 
 def probe(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[str], str]:
     """Run ``cli.main(argv)`` in a new interpreter; return (rc, top-level heavy modules, stdout)."""
+    rc, loaded, _, out = probe_all(argv, cwd, env)
+    return rc, loaded, out
+
+
+def probe_all(argv: list[str], cwd: Path, env: dict[str, str]
+              ) -> tuple[int, list[str], set[str], str]:
+    """As :func:`probe`, plus the set of ``ocr_hook`` modules the run imported."""
     full = dict(os.environ)
     full.update(env)
     full["PYTHONPATH"] = str(ROOT)
@@ -41,8 +52,9 @@ def probe(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[st
                        env=full, capture_output=True, text=True, timeout=120, check=False)
     lines = p.stderr.splitlines()
     loaded = json.loads(next(ln for ln in lines if ln.startswith("LOADED="))[7:])
+    ours = set(json.loads(next(ln for ln in lines if ln.startswith("OCR="))[4:]))
     rc = int(next(ln for ln in lines if ln.startswith("RC="))[3:])
-    return rc, loaded, p.stdout
+    return rc, loaded, ours, p.stdout
 
 
 def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
@@ -116,3 +128,55 @@ def test_detect_secrets_loads_only_when_on_and_never_for_a_preview(
     llm.tool_calls(("task_done", {"state": "DONE"}))
     rc, loaded, out = probe(["review", "--format", "json", "--no-cache"], repo.path, on)
     assert (rc, json.loads(out)["status"], "detect_secrets" in loaded) == (0, "complete", True)
+
+
+# The LLM part of a run (issue 18, session 3): loaded only when there is something to send to a
+# model and no cached result answers it.
+LLM_ONLY = {"ocr_hook.review_llm", "ocr_hook.group_prompts", "ocr_hook.group_review",
+            "ocr_hook.workers", "ocr_hook.prompts", "ocr_hook.comments", "ocr_hook.anchor",
+            "ocr_hook.agent.loop", "ocr_hook.agent.meter", "ocr_hook.llm.http", "ocr_hook.tools",
+            "ocr_hook.tokens", "ocr_hook.ranges"}
+# ... and what a cache hit needs besides: the redaction of the diffs (the key), the lock, the
+# cached groups
+CACHE_HIT = {"ocr_hook.agent", "ocr_hook.agent.redaction", "ocr_hook.runlock",
+             "ocr_hook.cache_policy", "ocr_hook.grouping"}
+# The command layer only: what `-h` and a skipped hook import.
+COMMAND_LAYER = {"ocr_hook", "ocr_hook.cli", "ocr_hook.cli.main", "ocr_hook.cli.parser",
+                 "ocr_hook.cli.common", "ocr_hook.errors", "ocr_hook.exitcodes"}
+
+
+def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: ScriptedLLM) -> None:
+    """Nothing to review, a preview and a cache hit load no LLM-only module; the first two
+    neither the run lock nor the cache (nothing can be cached or locked without a model)."""
+    repo.commit({"README.md": "hi\n"}, "init")
+    rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
+    assert (rc, json.loads(out)["status"]) == (0, "skipped")
+    assert ours & (LLM_ONLY | CACHE_HIT) == set()
+    assert "ocr_hook.session" in ours  # every real run keeps its session log (SPEC §12)
+    repo.stage({"app.py": "x = 1\n"})
+    rc, _, ours, out = probe_all(["review", "--preview", "--format", "json"], repo.path,
+                                 llm.env())
+    assert (rc, [(f["path"], f["will_review"]) for f in json.loads(out)["files"]]) == (
+        0, [("app.py", True)])
+    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.session",
+                                           "ocr_hook.progress"}) == set()
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
+    assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 0, 1)
+    assert LLM_ONLY - {"ocr_hook.ranges", "ocr_hook.tokens"} <= ours  # the probe sees it run
+    rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
+    assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 1)
+    assert ours & LLM_ONLY == set()
+    assert CACHE_HIT <= ours
+
+
+@pytest.mark.parametrize(("argv", "env"), [
+    (["-h"], {}),
+    (["hook", "pre-commit"], {"OCR_HOOK_SKIP": "1"}),
+])
+def test_help_and_a_skipped_hook_import_only_the_command_layer(
+    repo: GitRepo, argv: list[str], env: dict[str, str],
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    rc, loaded, ours, _ = probe_all(argv, repo.path, env)
+    assert (rc, loaded, ours) == (0, [], COMMAND_LAYER)
