@@ -19,9 +19,8 @@ import functools
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config_endpoint import azure_url, presets, resolve_endpoint
 from .config_models import (
     FLAG_KEYS,
     LIST_KEYS,
@@ -44,6 +43,9 @@ from .config_models import (
 from .errors import ConfigError
 from .shapes import check, field_types, plain_type
 
+if TYPE_CHECKING:
+    from .config_endpoint import Endpoint
+
 __all__ = [
     "FLAG_KEYS", "LIST_KEYS", "REPO_FILE", "SECRET_KEYS", "SECTIONS", "CacheConfig", "Config",
     "GateConfig", "Layer", "LlmConfig", "McpConfig", "ReviewConfig", "RulesConfig",
@@ -51,6 +53,33 @@ __all__ = [
     "check_repo_layer", "env_layer", "field_of", "flag_layer", "merge", "parse_toml",
     "parse_value", "preset_env_layer", "presets", "resolve_endpoint",
 ]
+
+
+# The endpoint part lives in config_endpoint (presets file, llm.types): imported by the three
+# names below only when a run needs them (issue 18, start-up)
+
+
+def presets() -> dict[str, dict[str, Any]]:
+    """``config_endpoint.presets``: the provider presets of ``config/providers.json``."""
+    from .config_endpoint import presets as table
+
+    return table()
+
+
+def azure_url(base: str, deployment: str, api_version: str) -> str:
+    """``config_endpoint.azure_url``: the Azure OpenAI URL of a resource endpoint."""
+    from .config_endpoint import azure_url as url
+
+    return url(base, deployment, api_version)
+
+
+def resolve_endpoint(cfg: LlmConfig, environ: Mapping[str, str], api_key_from_cmd: str = ""
+                     ) -> tuple[Endpoint | None, str]:
+    """``config_endpoint.resolve_endpoint``: (endpoint, "") or (None, why not). Raises
+    ConfigError for an unknown provider."""
+    from .config_endpoint import resolve_endpoint as resolve
+
+    return resolve(cfg, environ, api_key_from_cmd)
 
 
 @dataclass(frozen=True)
@@ -229,8 +258,9 @@ def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Lay
     Only the preset named by ``llm.provider`` is consulted: nothing is guessed."""
     data, _ = merge(layers)
     name = _get(data, "llm.provider")
-    table = presets()
-    preset = table.get(name) if isinstance(name, str) else None
+    # no provider (OCR_LLM_URL…) or "custom": no preset, and the presets file is not read
+    preset = presets().get(name) if isinstance(name, str) and name not in ("", "custom") \
+        else None
     out: dict[str, Any] = {}
     if preset:
         for env_key, key in (("key_env", "api_key"), ("base_url_env", "base_url"),

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import resources
-from .config_models import Config, LlmConfig
 from .errors import ConfigError, OcrError
-from .llm.types import Endpoint
+
+if TYPE_CHECKING:
+    from .config_models import Config, LlmConfig
+    from .llm.types import Endpoint as Endpoint  # re-exported for config's signatures
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +70,10 @@ def resolve_endpoint(
     GPT-5 reject ``max_tokens``). Returns (endpoint, "") or (None, why
     not, naming what is missing). Raises ConfigError for an unknown provider.
     """
-    table = presets()
     name = cfg.provider or ""
     preset: dict[str, Any] = {}
-    if name and name != "custom":
+    if name and name != "custom":  # the presets file is read only for a named provider
+        table = presets()
         if name not in table:
             raise ConfigError(
                 f"invalid llm.provider = {name!r}; allowed: custom, {', '.join(table)}"
@@ -101,6 +103,8 @@ def resolve_endpoint(
                     f" {name}")
         return None, (f"no LLM endpoint configured (missing {', '.join(missing)}); {hint}"
                       " (`git ocr config set KEY VALUE`)")
+    from .llm.types import Endpoint
+
     return (
         Endpoint(
             url=url,

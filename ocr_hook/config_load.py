@@ -91,13 +91,14 @@ def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
     user's API key to a server of its choosing). Returns the layer, possibly without those
     keys; when ``warn``, a warning says what was ignored. Consent is looked up per repository
     (its git common directory: linked worktrees share it, ``consent.is_allowed``)."""
-    from . import config, consent
     from .config_repo import needs_endpoint_consent
 
     settings = repo_endpoint_settings(layer)
     needed = needs_endpoint_consent(settings, below, above)
     if not needed:
         return layer
+    from . import consent  # hashlib: only for settings that need a consent fingerprint
+
     fp = consent.fingerprint({"endpoint": settings})
     if consent.is_allowed(environ, repo, fp, kind="endpoint"):
         return layer

@@ -7,12 +7,15 @@ with ``shapes.check`` (no pydantic import: issue 18, start-up), and validates ev
 (other conversions, and every error message) with pydantic at the edge, which reads the same
 annotations: ``shapes.Bound`` constraints, ``shapes.Check`` validators and
 ``__pydantic_config__`` (unknown keys refused, no ``inf``/``nan``).
+
+The classes are frozen (immutable) but compare by identity (``eq=False``): building the value
+``__eq__``/``__hash__`` of ten classes cost ~2 ms of every run's start-up (issue 18), and nothing
+compares two configurations; compare ``dataclasses.asdict`` values where it would matter.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -29,7 +32,7 @@ REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
 # Request fields the client itself writes; llm.extra_body may not replace them (issue 17: an
 # extra_body ``messages`` made a review silently review nothing).
 RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2 token
+_HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 §5.6.2 token (compiled when used)
 
 
 def _printable_latin1(value: str) -> bool:
@@ -66,7 +69,7 @@ def check_extra_headers(v: dict[str, str]) -> dict[str, str]:
     """``llm.extra_headers`` whose names are HTTP tokens and whose values HTTP can carry;
     raises ValueError naming the first that is not."""
     for name, value in v.items():
-        if not _HEADER_NAME.fullmatch(name):
+        if not re.fullmatch(_HEADER_NAME, name):
             raise ValueError(f"{name!r} is not an HTTP header name")
         if not _printable_latin1(value):
             raise ValueError(f"the value of {name} has a line break, a control character"
@@ -94,7 +97,7 @@ def check_extra_body(v: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_allow_patterns(entries: list[str]) -> list[str]:
-    """``security.allow_secrets`` entries that compile and match none of ``_ALLOW_PROBES``;
+    """``security.allow_secrets`` entries that compile and match none of ``allow_probes()``;
     raises ValueError for the first that does not (it would silence every secret)."""
     for entry in entries:
         try:
@@ -102,13 +105,13 @@ def check_allow_patterns(entries: list[str]) -> list[str]:
         except re.error as e:
             raise ValueError(f"{entry!r} is not a valid regular expression ({e}); escape "
                              "special characters of a literal value") from None
-        if any(rx.fullmatch(probe) for probe in _ALLOW_PROBES):
+        if any(rx.fullmatch(probe) for probe in allow_probes()):
             raise ValueError(f"{entry!r} matches arbitrary values, so it would allow every "
                              "secret (of a kind); list exact values or narrow patterns")
     return entries
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LlmConfig:
     __pydantic_config__ = _STRICT
 
@@ -132,7 +135,7 @@ class LlmConfig:
     api_version: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReviewConfig:
     __pydantic_config__ = _STRICT
 
@@ -151,7 +154,7 @@ class ReviewConfig:
     background_file: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SelectConfig:
     """SPEC §4. The bounds of a large change set (issue 20; 0 = no bound): ``max_file_bytes``
     per blob (a larger file is ``too_large`` from its size, never read), ``max_files`` files
@@ -168,14 +171,14 @@ class SelectConfig:
     max_total_bytes: Annotated[int, Bound(ge=0)] = 2_097_152
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RulesConfig:
     __pydantic_config__ = _STRICT
 
     file: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GateConfig:
     __pydantic_config__ = _STRICT
 
@@ -184,7 +187,7 @@ class GateConfig:
     on_error: Literal["allow", "block"] = "allow"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CacheConfig:
     __pydantic_config__ = _STRICT
 
@@ -192,19 +195,19 @@ class CacheConfig:
     max_mb: Annotated[int, Bound(ge=1)] = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ToolsConfig:
     __pydantic_config__ = _STRICT
 
     file: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SecurityConfig:
     """SPEC §14 (issues 10, 17). ``allow_secrets``: values that are not findings, each a literal
     value or a regular expression matched against the whole value (``redact.find_secrets``'s
     ``allow``); they are still redacted before anything is sent to the model. Each entry must
-    compile, and an entry that matches arbitrary text (any of ``_ALLOW_PROBES``: ``.*``,
+    compile, and an entry that matches arbitrary text (any of ``allow_probes()``: ``.*``,
     ``\\w+``, ``[A-Za-z0-9]{40}``...) is refused: it would silence every secret.
     ``detect_secrets``: also run detect-secrets over the added lines (``detect_secrets_scan``;
     the optional extra ``ocr-hook[detect-secrets]``)."""
@@ -219,30 +222,37 @@ class SecurityConfig:
     max_scan_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
 
 
-# Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run, and
-# random values in the alphabets of tokens (base64, hex, URL-safe, AWS key ids, GitHub tokens).
-# Random parts are derived from sha256 so no literal token is in the source.
-_PROBE_SEED = hashlib.sha256(b"ocr-hook allow_secrets probe").hexdigest()
-_ALLOW_PROBES: tuple[str, ...] = (
-    "", "a", "x" * 40, "0" * 16, "password", "hunter2!", "Zq8Lm3Np5Rt7Vw9Y",
-    _PROBE_SEED[:32], _PROBE_SEED.upper()[:40],
-    base64.b64encode(hashlib.sha256(_PROBE_SEED.encode()).digest()).decode()[:40],
-    base64.urlsafe_b64encode(hashlib.sha512(_PROBE_SEED.encode()).digest()).decode()[:64],
-    "AKIA" + base64.b32encode(hashlib.sha256(b"aws").digest()).decode()[:16],
-    "gh" + "p_" + base64.b64encode(hashlib.sha256(b"gh").digest()).decode()[:36].replace(
-        "+", "a").replace("/", "b"),
-    "random text, with spaces: and punctuation!",
-)
+@functools.cache
+def allow_probes() -> tuple[str, ...]:
+    """Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run,
+    and random values in the alphabets of tokens (base64, hex, URL-safe, AWS key ids, GitHub
+    tokens). Random parts are derived from sha256 so no literal token is in the source. Built
+    on first use: only a configuration with ``allow_secrets`` entries needs them (hashlib and
+    base64 stay out of the start-up, issue 18)."""
+    import base64
+    import hashlib
+
+    seed = hashlib.sha256(b"ocr-hook allow_secrets probe").hexdigest()
+    return (
+        "", "a", "x" * 40, "0" * 16, "password", "hunter2!", "Zq8Lm3Np5Rt7Vw9Y",
+        seed[:32], seed.upper()[:40],
+        base64.b64encode(hashlib.sha256(seed.encode()).digest()).decode()[:40],
+        base64.urlsafe_b64encode(hashlib.sha512(seed.encode()).digest()).decode()[:64],
+        "AKIA" + base64.b32encode(hashlib.sha256(b"aws").digest()).decode()[:16],
+        "gh" + "p_" + base64.b64encode(hashlib.sha256(b"gh").digest()).decode()[:36].replace(
+            "+", "a").replace("/", "b"),
+        "random text, with spaces: and punctuation!",
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class McpConfig:
     __pydantic_config__ = _STRICT
 
     servers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Config:
     """The whole validated configuration."""
 

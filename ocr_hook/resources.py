@@ -1,7 +1,11 @@
 """The only code that knows where built-in data lives: package ``ocr_hook.builtin`` (the
 repository's top-level ``config/`` directory, installed as package data).
 
-Loaders are cached: the data never changes during a process.
+The data is read by a plain path where there is one (issue 18: ``importlib.resources`` and the
+``tempfile``/``shutil`` it brings cost ~10 ms of every run): ``ocr_hook/builtin`` next to this
+module in an installed package, else ``config/`` of a source checkout (this module's package
+beside ``pyproject.toml``). Only a package that is not a folder on disk (a zip) is read through
+``importlib.resources``. Loaders are cached: the data never changes during a process.
 """
 
 from __future__ import annotations
@@ -10,18 +14,28 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
+# a file every copy of the built-in data has: it tells the data folder from a namesake
+_MARKER = "providers.json"
 
 
 @functools.cache
-def _root() -> Traversable:
-    try:
-        return resources.files("ocr_hook.builtin")
-    except ModuleNotFoundError:  # running from a source checkout without installing
-        return Path(__file__).resolve().parent.parent / "config"
+def _root() -> Path | Traversable:
+    here = Path(__file__).resolve().parent
+    installed = here / "builtin"
+    if (installed / _MARKER).is_file():
+        return installed
+    checkout = here.parent / "config"
+    if (checkout / _MARKER).is_file() and (here.parent / "pyproject.toml").is_file():
+        return checkout
+    from importlib import resources  # a zipped package: no folder to read from
+
+    return resources.files("ocr_hook.builtin")
 
 
 def read_text(relpath: str) -> str:

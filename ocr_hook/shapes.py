@@ -37,8 +37,9 @@ T = TypeVar("T")
 
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False,
               "on": True, "off": False, "t": True, "f": False, "y": True, "n": False}
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# compiled on first use (``re``'s cache): only environment text needs them
+_INT_TEXT = r"[+-]?[0-9]+"
+_FLOAT_TEXT = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -144,9 +145,9 @@ def _scalar(tp: Any, data: Any, text: bool) -> Any:
     if type(data) is str and text:
         if tp is bool and data.lower() in _BOOL_TEXT:
             return _BOOL_TEXT[data.lower()]
-        if tp is int and _INT_TEXT.fullmatch(data):
+        if tp is int and re.fullmatch(_INT_TEXT, data):
             return int(data)
-        if tp is float and _FLOAT_TEXT.fullmatch(data) and math.isfinite(float(data)):
+        if tp is float and re.fullmatch(_FLOAT_TEXT, data) and math.isfinite(float(data)):
             return float(data)
         raise Mismatch
     if tp is float and type(data) in (int, float):

@@ -63,6 +63,32 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
     assert p.returncode == 0, p.stderr
     files = {f["path"]: (f["will_review"], f["reason"]) for f in json.loads(p.stdout)["files"]}
     assert files == {"pkg/sub/app.py": (True, ""), "pkg/sub/data.bin": (False, "binary")}
+    p = subprocess.run([sys.executable, "-c", WHERE], env=env, capture_output=True, text=True,
+                       cwd=tmp_path, check=True)  # the installed copy reads its folder
+    assert json.loads(p.stdout) == [str(site / "ocr_hook" / "builtin"), False, True]
+
+
+# where the built-in data is read from, whether importlib.resources was needed, data readable
+WHERE = """\
+import json, sys
+from ocr_hook import resources
+root = resources._root()
+print(json.dumps([str(root), "importlib.resources" in sys.modules,
+                  "openai" in resources.load_json("providers.json")["providers"]]))
+"""
+
+
+def test_a_zipped_package_reads_its_data_through_importlib_resources(
+    tmp_path: Path, wheel: Path,
+) -> None:
+    """A wheel is a zip that Python can import from: no folder to read, so the data comes
+    through ``importlib.resources`` (the plain-path reading is only a shortcut, issue 18)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(wheel), *sys.path[1:]])}
+    p = subprocess.run([sys.executable, "-c", WHERE], env=env, capture_output=True, text=True,
+                       cwd=tmp_path, check=False)
+    assert p.returncode == 0, p.stderr
+    root, used_resources, readable = json.loads(p.stdout)
+    assert (root.startswith(str(wheel)), used_resources, readable) == (True, True, True)
 
 
 def test_readme_test_command_prints_pytest_summary_line(tmp_path: Path) -> None:
