@@ -103,6 +103,22 @@ def _read_optional(path: str) -> str:
         return f"(unreadable: {path})"
 
 
+def finding_to_entry(f: Finding) -> dict[str, Any]:
+    """A finding as the JSON object of a stored entry (``cache_entries.FindingEntry``)."""
+    return {
+        "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+        "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+        "content": f.content, "existing_code": f.existing_code,
+        "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
+        "source": f.source, "code": f.code,
+    }
+
+
+def warning_to_entry(w: RunWarning) -> dict[str, str]:
+    """A run warning as the JSON object of a stored entry."""
+    return {"type": w.type, "file": w.file, "message": w.message}
+
+
 def result_settings(
     cfg: Config, endpoint: Endpoint, background: str, version: str,
     tool_defs: Mapping[str, Any] | None = None,
@@ -299,8 +315,6 @@ class ResultCache:
         *,
         effort: str,
     ) -> None:
-        from .cache_entries import finding_to_entry, warning_to_entry
-
         self._put("run", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
@@ -327,8 +341,6 @@ class ResultCache:
 
     def put_group(self, key: str, findings: Sequence[Finding], stop_reason: str = "",
                   warnings: Sequence[RunWarning] = (), *, effort: str) -> None:
-        from .cache_entries import finding_to_entry, warning_to_entry
-
         self._put("group", key, {
             "findings": [finding_to_entry(f) for f in findings],
             "stop_reason": stop_reason,

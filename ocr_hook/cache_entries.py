@@ -1,6 +1,8 @@
 """The stored shapes of the result cache (SPEC §10): the JSON entry files ``cache`` writes
 and reads, as frozen dataclasses checked with ``shapes.check`` (exact shapes, no pydantic, so a
-cache hit stays cheap: issue 18), and their conversions from and to findings and warnings.
+cache hit stays cheap: issue 18), and their conversion to findings. Only reading an entry needs
+them: ``cache`` writes plain JSON (``cache.finding_to_entry``), so a review that misses the
+cache and stores its result never imports this module.
 
 An entry file is an :class:`Envelope` (format, kind, key, creation time, ocr-hook version) whose
 ``data`` is a :class:`RunData`, :class:`GroupData` or :class:`GroupingData`. Run and group data
@@ -109,20 +111,6 @@ def parse_envelope(raw: bytes) -> Envelope | None:
     except ValueError:
         return None
     return check(Envelope, value)
-
-
-def finding_to_entry(f: Finding) -> dict[str, Any]:
-    return {
-        "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
-        "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
-        "content": f.content, "existing_code": f.existing_code,
-        "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
-        "source": f.source, "code": f.code,
-    }
-
-
-def warning_to_entry(w: RunWarning) -> dict[str, str]:
-    return {"type": w.type, "file": w.file, "message": w.message}
 
 
 def entry_to_finding(e: FindingEntry) -> Finding:

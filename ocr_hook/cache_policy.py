@@ -20,7 +20,6 @@ from typing import Any
 
 from . import __version__
 from . import cache as cache_mod
-from .cache_entries import entry_to_finding
 from .config import Config
 from .diff import FileDiff
 from .findings import Finding
@@ -90,6 +89,8 @@ class CachePolicy:
         hit = self.cache.get_run(self.run_key, self.effort)
         if hit is None:
             return None
+        from .cache_entries import entry_to_finding  # the entry shapes: on a hit only
+
         self.record("cache_hit", {"level": "run", "key": self.run_key[:16],
                                   "effort": hit.effort})
         return CacheHit([entry_to_finding(e) for e in hit.findings],
@@ -122,6 +123,8 @@ class CachePolicy:
         hit = self.cache.get_group(key, self.effort)
         if hit is None:
             return None
+        from .cache_entries import entry_to_finding
+
         self.record("cache_hit", {"level": "group", "group": group.label, "key": key[:16],
                                   "effort": hit.effort})
         return CacheHit([entry_to_finding(e) for e in hit.findings],

@@ -17,13 +17,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import grouping
 from .agent import comment_tasks, tasks
 from .agent.loop import ContextPolicy, run_loop, stop_reason_for
 from .agent.meter import Meter
-from .cache_policy import CachePolicy
 from .comments import Collector, CommentPool
 from .config import Config
 from .diff import FileDiff
@@ -41,6 +40,9 @@ from .llm.types import ChatClient
 from .results import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport, RunWarning
 from .tools.comment import code_comment_handler
 from .tools.registry import Handler, Registry
+
+if TYPE_CHECKING:  # a review without a cache never imports it (issue 18)
+    from .cache_policy import CachePolicy
 
 # Default tokens per group, in context windows (issue 17: a model looping on tools spent 715 K
 # tokens on one group). A thorough review of a large group fills the context a few times
