@@ -39,18 +39,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .secret_rules import Rule, rules
-from .secret_values import is_secret_value
 
 ALLOW_MARKER = "ocr-hook: allow-secret"  # SPEC §14 / issue 10: inline opt-out for one line
 
-_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9:\-]+\]")  # what redaction writes
+# Patterns of rare paths, as text: `re` compiles them (and caches them) on first use only.
+_PLACEHOLDER = r"\[REDACTED:[a-z0-9:\-]+\]"  # what redaction writes
 
 # Redaction of a multi-line value.
-_ALNUM = re.compile(r"[A-Za-z0-9]")
-_LINE_PREFIX = re.compile(r"[+\- ]?[ \t]*")  # diff marker, then indentation
-_DIFF_META = re.compile(
+_ALNUM = r"[A-Za-z0-9]"
+_LINE_PREFIX = r"[+\- ]?[ \t]*"  # diff marker, then indentation
+_DIFF_META = (
     r"@@ |diff --git |index [0-9a-f]|--- |\+\+\+ |(?:new|deleted) file mode |(?:old|new) mode "
     r"|similarity index |rename (?:from|to) |Binary files |\\ No newline"
 )
@@ -71,8 +72,7 @@ class SecretHit:
     value: str
 
 
-@dataclass(frozen=True)
-class _Span:
+class _Span(NamedTuple):
     start: int  # offsets into the text, end exclusive
     end: int
     rank: int  # index of the rule in the data file; lower wins the type of merged spans
@@ -139,7 +139,7 @@ def _literal_spans(text: str, literals: Mapping[str, str]) -> list[_Span]:
     after every rule; occurrences inside a placeholder already in `text` are skipped, so that
     redacting a redacted text changes nothing."""
     rank = len(rules())
-    taken = [m.span() for m in _PLACEHOLDER.finditer(text)] if "[REDACTED:" in text else []
+    taken = [m.span() for m in re.finditer(_PLACEHOLDER, text)] if "[REDACTED:" in text else []
     spans: list[_Span] = []
     for value, type_ in literals.items():
         if not value:
@@ -163,9 +163,9 @@ def _placeholder_for(value: str, type_: str) -> str:
     pieces = value.split("\n")
     for i, piece in enumerate(pieces):
         body, cr = (piece[:-1], "\r") if piece.endswith("\r") else (piece, "")
-        if not _ALNUM.search(body) or (i > 0 and _DIFF_META.match(body)):
+        if not re.search(_ALNUM, body) or (i > 0 and re.match(_DIFF_META, body)):
             continue
-        marker = _LINE_PREFIX.match(body) if i > 0 else None
+        marker = re.match(_LINE_PREFIX, body) if i > 0 else None
         pieces[i] = (marker.group() if marker else "") + placeholder + cr
     return "\n".join(pieces)
 
@@ -184,7 +184,7 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
             if start >= end:
                 continue
             value = text[start:end]
-            if not is_secret_value(value, rule.min_entropy):
+            if not _accepted(value, rule.min_entropy):
                 continue
             if allow is not None and (_is_allowed(value, allowed)
                                       or _has_allow_marker(text, match.start(), match.end())):
@@ -192,6 +192,14 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
             spans.append(_Span(start, end, rank, rule.type))
     spans.extend(_joined_literal_spans(text, allow, allowed))
     return _merge(spans)
+
+
+def _accepted(value: str, min_entropy: float | None) -> bool:
+    """`secret_values.is_secret_value`, imported with the first match (its checks compile a
+    dozen regexes that a text without any match never needs)."""
+    from .secret_values import is_secret_value
+
+    return is_secret_value(value, min_entropy)
 
 
 def _matches(rule: Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
@@ -265,7 +273,7 @@ def _joined_literal_spans(
                 start, end = _value_span(match, rule.group)
                 touched = [(max(start, o) - o + t, min(end, o + n) - o + t)
                            for o, t, n in pieces if start < o + n and o < end]
-                if len(touched) < 2 or not is_secret_value(joined[start:end], rule.min_entropy):
+                if len(touched) < 2 or not _accepted(joined[start:end], rule.min_entropy):
                     continue
                 if allow is not None and (
                         _is_allowed(joined[start:end], allowed)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .diff import FileDiff, Hunk, Line
 from .findings import Finding, Severity, finding_id
@@ -54,8 +55,7 @@ INJECTION_CONTENT = (
 )
 
 
-@dataclass(frozen=True)
-class _Row:
+class _Row(NamedTuple):
     """One line of a scanned text: its hunk line (None outside the hunks) and new line number."""
 
     line: Line | None
