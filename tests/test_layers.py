@@ -64,6 +64,7 @@ TIERS: dict[str, int] = {
     # 3  tools, LLM clients, pure policy over diffs
     "ocr_hook.tools": 3,
     "ocr_hook.tools.registry": 3,
+    "ocr_hook.tools.tools_file": 3,  # a user tools file's shape and validation
     "ocr_hook.tools.context": 3,
     "ocr_hook.tools.snapshot": 3,  # the snapshot the tools read, redacted in file context
     "ocr_hook.tools.comment": 3,

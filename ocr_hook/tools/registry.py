@@ -6,27 +6,24 @@ A tool is a definition (``ToolSpec``: name, description, JSON Schema parameters)
 definitions come from ``config/tools.json`` (``{"tools": [{name, plan_task, main_task,
 definition: {name, description, parameters}}]}``, OCR's format, ocr-internals.md §11); a user
 ``tools.file`` in the same format may drop built-in tools or rewrite descriptions, and is
-validated at start-up (:func:`apply_tools_file`); a file of the exact shape is accepted by
-``shapes.check`` (no pydantic import on a review's path, issue 18), anything else is
-validated by pydantic, which names the first problem. MCP tools are added after the built-ins
+validated at start-up (:func:`apply_tools_file`, shapes in ``tools_file``); the shipped file
+is package data, read as it is. MCP tools are added after the built-ins
 (:func:`build_registry`): reserved built-in names are skipped and the first registration of a
 name wins.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 from .. import resources
 from ..errors import ConfigError
 from ..llm.types import ToolCall, ToolSpec
-from ..shapes import Bound, check
 
 log = logging.getLogger(__name__)
 
@@ -80,48 +77,6 @@ class Tool:
     alive: Callable[[], bool] | None = None
 
 
-@dataclass(frozen=True)
-class _Definition:  # unknown keys of the file are ignored (pydantic's default for a dataclass)
-    parameters: dict[str, Any]
-    name: str = ""
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class _Entry:
-    name: Annotated[str, Bound(min_length=1)]
-    definition: _Definition
-    plan_task: bool = False
-    main_task: bool = True
-
-
-@dataclass(frozen=True)
-class _ToolsFile:
-    tools: list[_Entry]
-
-
-@functools.cache
-def _tools_file_adapter() -> Any:
-    """pydantic's validator of a tools file (for data ``shapes.check`` does not accept)."""
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(_ToolsFile)
-
-
-def _validate_tools_file(data: Any, source: str) -> _ToolsFile:
-    """``data`` validated (and converted) by pydantic. Raises ConfigError("tools file <source>:
-    <location>: <problem>") for the first problem."""
-    from pydantic import ValidationError
-
-    try:
-        parsed: _ToolsFile = _tools_file_adapter().validate_python(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"tools file {source}: {loc}: {err['msg']}") from None
-    return parsed
-
-
 def parse_tools_json(
     text: str | None = None, source: str = "config/tools.json"
 ) -> dict[str, ToolDef]:
@@ -134,9 +89,11 @@ def parse_tools_json(
         raise ConfigError(f"tools file {source}: not valid JSON ({e})") from e
     if isinstance(data, list):
         data = {"tools": data}
-    parsed = check(_ToolsFile, data)
-    if parsed is None:
-        parsed = _validate_tools_file(data, source)
+    if text is None:
+        return _shipped(data)
+    from .tools_file import parse
+
+    parsed = parse(data, source)
     out: dict[str, ToolDef] = {}
     for entry in parsed.tools:
         if entry.name in out:
@@ -149,6 +106,19 @@ def parse_tools_json(
         out[entry.name] = ToolDef(
             ToolSpec(entry.name, d.description, d.parameters), entry.plan_task, entry.main_task
         )
+    return out
+
+
+def _shipped(data: Any) -> dict[str, ToolDef]:
+    """The shipped definitions, read as they are (package data in the tools-file format; the
+    tests check that validating them gives the same result, so a review builds no file shapes:
+    issue 18)."""
+    out: dict[str, ToolDef] = {}
+    for entry in data["tools"]:
+        d = entry["definition"]
+        out[entry["name"]] = ToolDef(
+            ToolSpec(entry["name"], d.get("description", ""), d["parameters"]),
+            entry.get("plan_task", False), entry.get("main_task", True))
     return out
 
 

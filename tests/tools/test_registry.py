@@ -65,6 +65,18 @@ def test_shipped_tools_and_phases() -> None:
     assert defs["file_read"].spec.parameters["required"] == ["file_path"]
 
 
+def test_shipped_tools_read_as_they_are_equal_the_validated_file() -> None:
+    """The shipped file is read without validation on a review's path (issue 18); validated
+    as a user's tools file, it gives exactly the same definitions, phases and order."""
+    from ocr_hook import resources
+
+    shipped = parse_tools_json()
+    text = json.dumps(resources.load_json("tools.json"))
+    validated = parse_tools_json(text, "shipped copy")
+    assert list(shipped) == list(validated)
+    assert shipped == validated
+
+
 def test_tools_file_drops_a_tool_and_rewrites_descriptions() -> None:
     data = shipped_json()
     for t in data["tools"]:
