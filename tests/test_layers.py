@@ -74,6 +74,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.llm": 3,
     "ocr_hook.llm.types": 3,
     "ocr_hook.llm.http": 3,
+    "ocr_hook.llm.prefetch": 3,  # the HTTP stack imported on a background thread
     "ocr_hook.llm.openai": 3,
     "ocr_hook.llm.anthropic": 3,
     "ocr_hook.selection": 3,

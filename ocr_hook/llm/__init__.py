@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from . import prefetch
 from .types import ChatClient, Endpoint, TokenCounter, estimate_tokens
 
 PROTOCOLS = ("openai", "anthropic")
@@ -20,6 +21,7 @@ def make_client(
     before every HTTP attempt (budget/deadline checks raise from it); ``count_tokens`` counts
     usage when a server reports none (default: the bytes/3 estimate)."""
     count = count_tokens or estimate_tokens
+    prefetch.wait()  # a background import of the HTTP stack started by the review, if any
     if endpoint.protocol == "anthropic":
         from .anthropic import AnthropicClient
 
