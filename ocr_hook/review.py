@@ -86,9 +86,6 @@ def _review_with_llm(state: RunState, redactor: Redactor,
     run_hit = state.run_cache_hit()
     if run_hit is not None:
         return run_hit
-    from .llm import prefetch  # the LLM will be called: import HTTP meanwhile (issue 18)
-
-    prefetch.start()
     from .review_llm import review_with_llm
 
     return review_with_llm(state, redactor, session)

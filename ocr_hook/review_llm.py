@@ -59,6 +59,9 @@ def review_with_llm(state: RunState, redactor: Redactor,
     """After a run-level cache miss: the endpoint's key, groups, their reviews, merge and gate.
     Never raises for LLM/tool failures (they are in the result)."""
     req = state.req
+    from .llm import prefetch  # the LLM will be called: import HTTP meanwhile (issue 18)
+
+    prefetch.start()
     try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
         endpoint = req.endpoint_with_key()
     except OcrError as e:

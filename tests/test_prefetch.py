@@ -144,7 +144,8 @@ def test_a_review_imports_http_in_the_background_without_sharing_modules(
     alone = probe("off", argv, repo.path, llm.env())
     assert (alone["rc"], alone["thread"], len(llm.requests)) == (0, None, 2)
     at_start = [m for m in alone["at_start"] if not m.startswith("__")]  # type: ignore[union-attr]
-    main_window = set(alone["at_wait"]) - set(at_start)  # type: ignore[arg-type]
+    main_window = {m for m in alone["at_wait"]  # type: ignore[union-attr]
+                   if not m.startswith("__")} - set(at_start)
     code = ("import importlib, json, sys\n"
             f"for m in {at_start!r}:\n"
             "    try:\n        importlib.import_module(m)\n"
