@@ -41,7 +41,8 @@ class GitLog:
         folder.mkdir()
         self.log = folder / "log"
         script = folder / "git"
-        script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        script.write_text(f'#!/bin/sh\nprintf "%s\\t%s\\n" "$*" "$GIT_INDEX_FILE" >> "{self.log}"\n'
+                          f'exec "{real}" "$@"\n')
         script.chmod(0o755)
         monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
         self.clear()
@@ -53,12 +54,17 @@ class GitLog:
         """Each process as its subcommand and, for rev-parse/cat-file, its arguments."""
         out = []
         for line in self.log.read_text().splitlines():
-            words = line.split(" ")
+            words = line.split("\t")[0].split(" ")
             while words[0] == "-c":  # `-c key=value` pins before the subcommand
                 words = words[2:]
             sub = words[0]
-            out.append(line if sub in ("rev-parse", "cat-file") else sub)
+            out.append(" ".join(words) if sub in ("rev-parse", "cat-file") else sub)
         return out
+
+    def index_files(self, sub: str) -> list[str]:
+        """``$GIT_INDEX_FILE`` of each process running subcommand ``sub``."""
+        return [line.split("\t")[1] for line in self.log.read_text().splitlines()
+                if line.split("\t")[0].split(" ")[0] == sub]
 
 
 @pytest.fixture
@@ -264,3 +270,25 @@ def test_outside_a_work_tree_the_error_line_is_gits(
     rc, _, err = run(["review"], {}, capsys)
     assert (rc, err.strip().splitlines()) == (2, [
         "ocr-hook: git rev-parse: fatal: this operation must be run in a work tree (exit 128)"])
+
+
+def test_the_private_index_copy_is_made_in_memory_and_removed(
+    repo: GitRepo, llm: ScriptedLLM, gitlog: GitLog, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """write-tree runs on a copy of the index in ``$XDG_RUNTIME_DIR`` (a memory folder on
+    systemd machines), else ``/dev/shm``, else the temporary folder; the copy is gone after."""
+    repo.commit({"app.py": BODY}, "init")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run(["review", "--format", "json"], {**llm.env(),
+                                                         "XDG_RUNTIME_DIR": str(run_dir)}, capsys)
+    [copy] = gitlog.index_files("write-tree")
+    assert (rc, Path(copy).parent, list(run_dir.iterdir())) == (0, run_dir, []), err
+    assert Path(copy).name.startswith("ocr-hook-index-")
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "missing")}
+    assert target.scratch_dirs(env) == [
+        *(["/dev/shm"] if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else []),
+        None]
+    assert target.scratch_dirs({"XDG_RUNTIME_DIR": "relative/run"})[-1] is None
