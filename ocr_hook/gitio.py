@@ -23,7 +23,7 @@ import contextlib
 import os
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from .errors import GitError
@@ -271,6 +271,7 @@ class _Scope:
         self.blobs: dict[str, bytes] = {}
         self.blob_bytes = 0
         self.lock = threading.Lock()
+        self.ahead: dict[Hashable, _Ahead] = {}
 
 
 _scope: _Scope | None = None
@@ -290,11 +291,61 @@ def run_scope() -> Iterator[None]:
     if _scope is not None:
         yield
         return
-    _scope = _Scope()
+    scope = _scope = _Scope()
     try:
         yield
     finally:
         _scope = None
+        for job in scope.ahead.values():  # nothing started ahead outlives the command
+            job.thread.join()
+
+
+class _Ahead:
+    """A call started ahead in a thread (:func:`start_ahead`): its value or its exception."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.taken = False
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+
+    def _run(self, fn: Callable[[], object]) -> None:
+        try:
+            self.value = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to whoever takes the result
+            self.error = e
+
+
+def start_ahead(key: Hashable, fn: Callable[[], object]) -> None:
+    """Inside :func:`run_scope`, start ``fn()`` in a thread now, for :func:`take_ahead` with
+    the same ``key`` later: a git process that will be needed runs while this process does
+    other work (two cores). Outside a scope, or when ``key`` was started already: nothing."""
+    scope = _scope
+    if scope is None:
+        return
+    with scope.lock:
+        if key in scope.ahead:
+            return
+        job = scope.ahead[key] = _Ahead(fn)
+    job.thread.start()
+
+
+def take_ahead(key: Hashable) -> tuple[bool, object]:
+    """(True, value) of the call started ahead under ``key`` (waiting for it to end), once;
+    (False, None) when none was started in this :func:`run_scope`. Raises the call's
+    exception."""
+    scope = _scope
+    if scope is None:
+        return False, None
+    with scope.lock:
+        job = scope.ahead.get(key)
+        if job is None or job.taken:
+            return False, None
+        job.taken = True
+    job.thread.join()
+    if job.error is not None:
+        raise job.error
+    return True, job.value
 
 
 def remember_blob(oid: str, data: bytes) -> None:

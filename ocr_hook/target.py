@@ -10,10 +10,7 @@ runs git through :mod:`gitio`.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +19,7 @@ from typing import NamedTuple
 from . import gitio, textattr
 from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
 from .errors import UsageError
+from .indexcopy import private_copy
 
 # SPEC §3.1 patch flags, plus pins for every user setting measured to change git's output on
 # git 2.39: diff.orderFile (-O/dev/null), diff.interHunkContext, diff.algorithm,
@@ -107,18 +105,39 @@ def _effective_index(repo: Path, environ: Mapping[str, str]) -> Path:
     return gitio.git_path(repo, "index")
 
 
+def _snapshot_key(repo: Path, environ: Mapping[str, str]) -> tuple[str, ...]:
+    return ("staged_snapshot", str(repo), environ.get("GIT_INDEX_FILE", ""),
+            environ.get("XDG_RUNTIME_DIR", ""))
+
+
+def snapshot_ahead(repo: Path, environ: Mapping[str, str]) -> None:
+    """Start :func:`staged_snapshot` now in a thread (``gitio.start_ahead``, inside a
+    ``gitio.run_scope`` only), so ``write-tree`` runs while the settings and rules load; the
+    later :func:`staged_snapshot` with the same arguments takes its result or its error."""
+    gitio.start_ahead(_snapshot_key(repo, environ), lambda: _staged_snapshot(repo, environ))
+
+
 def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
-    """Freeze the index being committed into a tree (SPEC §3.2).
+    """Freeze the index being committed into a tree (SPEC §3.2), or take the snapshot started
+    ahead (:func:`snapshot_ahead`) for the same repository and environment.
 
     Copies ``$GIT_INDEX_FILE`` (``git commit -a``: ``.git/index.lock``; ``git commit <paths>``:
     ``.git/next-index-<pid>.lock``) or the repository's index to a private temp file (in memory
-    where possible: :func:`scratch_dirs`) and runs
+    where possible: ``indexcopy.scratch_dirs``) and runs
     ``git write-tree`` on the copy, so the user's index is never rewritten. Intent-to-add
     entries are left out by ``write-tree``, as ``git commit`` leaves them out. The base is
     ``HEAD^{tree}``, or the empty tree of the repository's object format when HEAD is unborn.
     Raises UsageError on unresolved merge conflicts or a ``$GIT_INDEX_FILE`` that names no file,
     GitError when git fails.
     """
+    found, ahead = gitio.take_ahead(_snapshot_key(repo, environ))
+    if found:
+        assert isinstance(ahead, Target)
+        return ahead
+    return _staged_snapshot(repo, environ)
+
+
+def _staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
     index = _effective_index(repo, environ)
     if environ.get("GIT_INDEX_FILE") and not index.is_file():
         # git names an index that is not there: reviewing "nothing staged" would pass a commit
@@ -126,7 +145,7 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         raise UsageError(f"GIT_INDEX_FILE={environ['GIT_INDEX_FILE']!r}: no such index file")
     head_commit, base = gitio.head_ids(repo) or _head_ids(repo)
     base = base or empty_tree(repo)
-    tmp = _private_copy(index, environ)
+    tmp = private_copy(index, environ)
     try:
         env = {"GIT_INDEX_FILE": str(tmp)}
         tree = _write_tree(repo, env)
@@ -141,42 +160,6 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         head_label="(index)",
         snapshot_tree=tree,
     )
-
-
-def scratch_dirs(environ: Mapping[str, str]) -> list[str | None]:
-    """Where a private index copy goes, best first: a memory-backed folder
-    (``$XDG_RUNTIME_DIR``, else ``/dev/shm``) when it is a writable folder, then the system's
-    temporary folder (None). The copy is thrown away after one ``write-tree``; on a disk
-    folder creating and deleting it waits on the file system's journal (measured on ext4 with
-    other processes writing: ~1 ms median, spikes of 50+ ms per run; ~0.02 ms in memory)."""
-    found: list[str | None] = [
-        d for d in (environ.get("XDG_RUNTIME_DIR", ""), "/dev/shm")
-        if d and os.path.isabs(d) and os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)]
-    return [*dict.fromkeys(found), None]
-
-
-def _private_copy(index: Path, environ: Mapping[str, str]) -> Path:
-    """A private copy of ``index`` (mode 0600, :func:`scratch_dirs`), or a fresh path where
-    no file exists when there is no index (an absent index is an empty index: fresh
-    repository). A folder that cannot take it (full, read-only) is passed over. Raises
-    OSError when none can."""
-    error = OSError("no folder for a private index copy")
-    for folder in scratch_dirs(environ):
-        tmp: Path | None = None
-        try:
-            fd, name = tempfile.mkstemp(prefix="ocr-hook-index-", dir=folder)
-            os.close(fd)
-            tmp = Path(name)
-            if index.exists():
-                shutil.copyfile(index, tmp)
-            else:
-                tmp.unlink()
-            return tmp
-        except OSError as e:
-            error = e
-            if tmp is not None:
-                tmp.unlink(missing_ok=True)
-    raise error
 
 
 def _head_ids(repo: Path) -> tuple[str, str]:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from ocr_hook import cli, gitio, target
+from ocr_hook import cli, gitio, indexcopy, target
 from ocr_hook.config_load import HEAD_FILES
 from ocr_hook.dismiss import SHARED_FILE
 from ocr_hook.rulesources import OCR_RULE_FILE
@@ -89,9 +90,10 @@ def test_nothing_to_review_runs_three_git_processes(
     gitlog.clear()
     rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"], data["gate"]["fail_on"], llm.requests) == (0, [], "low", []), err
-    # probe; .ocr-hook.toml with the rule and dismissal files; the snapshot, equal to HEAD's
-    # tree, so no diff
-    assert gitlog.commands() == [PROBE, "cat-file --batch", "write-tree"]
+    # probe; then .ocr-hook.toml with the rule and dismissal files, and the snapshot (started
+    # ahead, in parallel), equal to HEAD's tree, so no diff
+    commands = gitlog.commands()
+    assert (commands[0], sorted(commands[1:])) == (PROBE, ["cat-file --batch", "write-tree"])
     assert (repo.path / ".git" / "index").read_bytes() == index
 
 
@@ -137,7 +139,7 @@ def test_unborn_head_reads_no_file_at_head_and_diffs_against_the_empty_tree(
     monkeypatch.chdir(repo.path)
     rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"]) == (0, []), err
-    assert gitlog.commands() == [PROBE, "hash-object", "write-tree"]  # no HEAD: no cat-file
+    assert Counter(gitlog.commands()) == Counter([PROBE, "hash-object", "write-tree"])  # no cat-file
     repo.stage({"app.py": "x = 1\n"})
     gitlog.clear()
     rc, data, err = run(["review", "--preview", "--format", "json"], llm.env(), capsys)
@@ -288,7 +290,50 @@ def test_the_private_index_copy_is_made_in_memory_and_removed(
     assert (rc, Path(copy).parent, list(run_dir.iterdir())) == (0, run_dir, []), err
     assert Path(copy).name.startswith("ocr-hook-index-")
     env = {"XDG_RUNTIME_DIR": str(tmp_path / "missing")}
-    assert target.scratch_dirs(env) == [
+    assert indexcopy.scratch_dirs(env) == [
         *(["/dev/shm"] if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else []),
         None]
-    assert target.scratch_dirs({"XDG_RUNTIME_DIR": "relative/run"})[-1] is None
+    assert indexcopy.scratch_dirs({"XDG_RUNTIME_DIR": "relative/run"})[-1] is None
+
+
+def test_work_started_ahead_gives_its_value_or_error_once_and_ends_with_the_run() -> None:
+    calls: list[str] = []
+
+    def slow(value: str) -> str:
+        time.sleep(0.05)
+        calls.append(value)
+        return value
+
+    def broken() -> str:
+        raise ValueError("no index")
+
+    gitio.start_ahead("a", lambda: slow("outside"))  # outside a run: nothing starts
+    assert (gitio.take_ahead("a"), calls) == ((False, None), [])
+    with gitio.run_scope():
+        gitio.start_ahead("a", lambda: slow("one"))
+        gitio.start_ahead("a", lambda: slow("two"))  # the same key again: not started
+        gitio.start_ahead("b", broken)
+        gitio.start_ahead("c", lambda: slow("never taken"))
+        assert gitio.take_ahead("a") == (True, "one")
+        assert gitio.take_ahead("a") == (False, None)  # once
+        with pytest.raises(ValueError, match="no index"):
+            gitio.take_ahead("b")
+    assert sorted(calls) == ["never taken", "one"]  # the scope waited for "c"
+
+
+def test_a_settings_error_wins_over_the_snapshot_started_ahead(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The snapshot runs ahead, but errors come in the order they always did: the settings
+    first; and no private index copy is left behind by a run that stopped early."""
+    repo.commit({"app.py": BODY}, "init")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monkeypatch.chdir(repo.path)
+    env = {**llm.env(), "XDG_RUNTIME_DIR": str(run_dir), "GIT_INDEX_FILE": "missing-index"}
+    rc, _, err = run(["review"], {**env, "OCR_HOOK_GATE_MODE": "sometimes"}, capsys)
+    assert (rc, err.splitlines()[0].split(" in ")[0]) == (2, "ocr-hook: invalid gate.mode = 'sometimes'")
+    rc, _, err = run(["review"], env, capsys)
+    assert (rc, err.strip()) == (2, "ocr-hook: GIT_INDEX_FILE='missing-index': no such index file")
+    assert list(run_dir.iterdir()) == []

@@ -103,6 +103,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.patchstream": 4,  # the patch read as a stream, one file section at a time
     "ocr_hook.gitio": 4,
     "ocr_hook.gitstream": 4,  # git output read as a stream (bounded memory, early stop)
+    "ocr_hook.indexcopy": 4,  # the private index copy write-tree may rewrite (memory folder)
     "ocr_hook.tokens": 4,
     "ocr_hook.prompts": 4,
     "ocr_hook.resources": 4,

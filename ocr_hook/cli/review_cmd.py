@@ -86,6 +86,18 @@ def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
         raise OcrError(f"cannot read background file {cfg.review.background_file}: {e}") from e
 
 
+def _snapshot_ahead(repo: Path, mode: str, stage: str, environ: Mapping[str, str]) -> None:
+    """When this run reviews the staged snapshot (a plain review, a pre-commit or
+    pre-merge-commit hook without a range), start ``git write-tree`` now, in a thread, so it
+    runs while the settings and rules load (issue 18; ``target.snapshot_ahead``)."""
+    if stage in ("pre-commit", "pre-merge-commit"):
+        mode = _hook_input(stage, environ)[0]
+    if stage != "pre-push" and mode in ("staged", "merge"):
+        from .. import target
+
+        target.snapshot_ahead(repo, environ)
+
+
 def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
                    stage: str) -> tuple[ReviewRequest, RuleLayers]:
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
@@ -97,6 +109,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     from_ref = getattr(args, "from_ref", None) or ""
     to_ref = getattr(args, "to_ref", None) or ""
     repo = gitio.find_toplevel(Path.cwd())
+    _snapshot_ahead(repo, mode, stage, environ)
     cfg, from_repo = load_settings(repo, vars(args), environ, llm_command=True)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
