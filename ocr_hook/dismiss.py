@@ -17,7 +17,6 @@ user's personal file under the git directory (``dismiss_store``). Secret finding
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -69,8 +68,10 @@ class DismissedFinding:
 
 def dismiss_key(path: str, code: str, category: str) -> str:
     """SHA-256 hex of (path, normalised code text, category); see the module docstring."""
+    from hashlib import sha256  # here, not at module load: a run without findings needs none
+
     raw = "\0".join((path, normalized_quote(code), category))
-    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def finding_key(f: Finding) -> str:

@@ -6,7 +6,6 @@ Pure data. Severity/category vocabularies come from SPEC §7.1 (`code_comment`).
 from __future__ import annotations
 
 import enum
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -119,8 +118,10 @@ def finding_id(path: str, side: str, existing_code: str, content: str) -> str:
     """Stable id of a finding: 12 hex chars of SHA-256 over (path, side, normalised quote,
     normalised content). Line numbers are deliberately excluded (SPEC §8.3): the same finding
     keeps its id when code above it moves."""
+    from hashlib import sha256  # here, not at module load: a run without findings needs none
+
     key = "\0".join((path, side, normalized_quote(existing_code), _norm(content)))
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")

@@ -9,7 +9,8 @@ deadline, the merge in group order and the gate. Nothing else wires stages. LLM 
 failures come back inside the result; only input/config problems raise (OcrError).
 
 Start-up (issue 18): a preview, nothing to review or a cache hit imports none of the LLM
-machinery (grouping, pools, prompts, clients, tools).
+machinery (grouping, pools, prompts, clients, tools); the result cache is opened (``cache``:
+a function that opens it on first call) only by a run with something for the model.
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of
     from .cache import ResultCache
     from .session import Session
 
-__all__ = ["resolve_targets", "run"]
+__all__ = ["CacheOpener", "resolve_targets", "run"]
+
+CacheOpener = Callable[[], "ResultCache | None"]  # the run's cache, opened on first call
 
 
 def resolve_targets(req: ReviewRequest) -> list[target.Target]:
@@ -49,9 +52,10 @@ def run(
     *,
     session: Session | None = None,
     rules_for: Callable[[Sequence[str]], str] | None = None,
-    cache: ResultCache | None = None,
+    cache: CacheOpener | None = None,
 ) -> ReviewResult:
     """Review ``req`` end to end and return the result (never raises for LLM/tool failures).
+    ``cache`` opens the result cache (SPEC §10) when the run first needs it; None: no cache.
 
     Raises UsageError/GitError/ConfigError for input problems (bad ref, conflicts).
     """
@@ -64,7 +68,7 @@ def run(
             req, targets, lambda r: run(r, session=session, rules_for=rules_for, cache=cache)
         )
     # input → selection → deterministic findings
-    state = RunState(req, targets, t0, session=session, rules_for=rules_for, cache=cache)
+    state = RunState(req, targets, t0, session=session, rules_for=rules_for)
     if req.preview or not state.reviewable:
         return state.finish_without_llm()
     if req.endpoint is None:
@@ -72,18 +76,19 @@ def run(
     from . import runlock
 
     redactor = state.redact_reviewed()
+    opened = cache() if cache else None
     return runlock.exclusive(  # one run per input at a time; a second one uses the cache
-        cache.root if cache else None, state.head.base, state.head.head,
-        req.config.review.timeout_s, lambda: _review_with_llm(state, redactor, session),
+        opened.root if opened else None, state.head.base, state.head.head,
+        req.config.review.timeout_s, lambda: _review_with_llm(state, redactor, session, opened),
         locked=lambda why: state.not_reviewed("locked", why),
         note=lambda msg: state.result.warnings.append(RunWarning("lock_wait", "", msg)))
 
 
-def _review_with_llm(state: RunState, redactor: Redactor,
-                     session: Session | None) -> ReviewResult:
+def _review_with_llm(state: RunState, redactor: Redactor, session: Session | None,
+                     cache: ResultCache | None) -> ReviewResult:
     """From the cache lookup on: a cached result, or (``review_llm``) groups, their reviews,
     merge and gate."""
-    run_hit = state.run_cache_hit()
+    run_hit = state.run_cache_hit(cache)
     if run_hit is not None:
         return run_hit
     from .review_llm import review_with_llm

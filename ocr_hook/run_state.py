@@ -39,14 +39,12 @@ class RunState:
         *,
         session: Session | None,
         rules_for: Callable[[Sequence[str]], str] | None,
-        cache: ResultCache | None,
     ) -> None:
         self.req = req
         self.cfg = req.config
         self.t0 = t0
         self.session = session
         self.rules_for = rules_for
-        self.cache = cache
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
         cs, notice = load_targets(req, targets, self.count)
@@ -135,17 +133,18 @@ class RunState:
             secret_scan.redact_file_diff(f, redactor)
         return redactor
 
-    def run_cache_hit(self) -> ReviewResult | None:
-        """SPEC §10: run-level cache lookup before any LLM work; an unchanged snapshot makes no
-        call. Returns the finished result on a hit; sets ``cache_policy`` for the groups."""
+    def run_cache_hit(self, cache: ResultCache | None) -> ReviewResult | None:
+        """SPEC §10: run-level cache lookup in ``cache`` (None: no cache) before any LLM work;
+        an unchanged snapshot makes no call. Returns the finished result on a hit; sets
+        ``cache_policy`` for the groups."""
         req, result = self.req, self.result
-        if self.cache is None or req.endpoint is None:
+        if cache is None or req.endpoint is None:
             return None
         from .cache_policy import CachePolicy
         from .grouping import Group
 
         self.cache_policy = CachePolicy.for_run(
-            self.cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
+            cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
             self.rules, self.record, req.tool_defs)
         hit = self.cache_policy.lookup_run(self.reviewable)
         if hit is None:

@@ -15,6 +15,7 @@ from .config_load import REPO_SOURCE, repo_mcp_servers
 from .errors import ConfigError
 
 if TYPE_CHECKING:
+    from .cache import ResultCache
     from .config import Config
     from .request import ReviewRequest
     from .results import ReviewResult
@@ -24,18 +25,25 @@ log = logging.getLogger("ocr_hook")
 
 def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     """Run ``review.run`` with the run's services: the session log (SPEC §12), the result cache
-    (§10) and the stderr heartbeat (§11). Preview runs use none of them."""
+    (§10, opened only by a run with something for the model, pruned only after a run that
+    wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
     from . import __version__, gitio, review
 
     if req.preview:
         return review.run(req, rules_for=rules_for)
-    from .cache import ResultCache
     from .progress import Progress
     from .session import Session, new_session_id, prune, sessions_dir
 
     common = gitio.git_common_dir(req.repo)
-    cache = (ResultCache.for_repo(common, req.config.cache.max_mb, __version__)
-             if req.use_cache else None)
+    opened: list[ResultCache] = []
+
+    def open_cache() -> ResultCache | None:
+        if not opened:
+            from .cache import ResultCache
+
+            opened.append(ResultCache.for_repo(common, req.config.cache.max_mb, __version__))
+        return opened[0]
+
     progress = Progress()
     sid = new_session_id()
     endpoint = req.endpoint
@@ -52,7 +60,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     result: ReviewResult | None = None
     try:
         with progress:
-            result = review.run(req, session=session, rules_for=rules_for, cache=cache)
+            result = review.run(req, session=session, rules_for=rules_for,
+                                cache=open_cache if req.use_cache else None)
         apply_dismissals(req, common, result)
         record_findings(session, result)
     finally:
@@ -68,8 +77,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
         session.record("end", end)
         session.close()
         prune(sessions_dir(common))
-        if cache is not None and cache.writes:  # only a write can take it over cache.max_mb
-            cache.prune()
+        if opened and opened[0].writes:  # only a write can take it over cache.max_mb
+            opened[0].prune()
     return result
 
 

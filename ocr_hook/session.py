@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -47,7 +46,8 @@ Observer = Callable[[str, Mapping[str, Any]], None]
 
 def new_session_id() -> str:
     """``YYYYmmdd-HHMMSS-<6 hex>`` in UTC (sortable by start time)."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    # os.urandom as secrets.token_hex does, without importing secrets (hmac, OpenSSL)
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
 def _scrub(value: Any, secret_values: tuple[str, ...]) -> Any:

@@ -147,11 +147,11 @@ COMMAND_LAYER = {"ocr_hook", "ocr_hook.cli", "ocr_hook.cli.main", "ocr_hook.cli.
 
 def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: ScriptedLLM) -> None:
     """Nothing to review, a preview and a cache hit load no LLM-only module; the first two
-    neither the run lock nor the cache (nothing can be cached or locked without a model)."""
+    neither the run lock nor the result cache (nothing is cached or locked without a model)."""
     repo.commit({"README.md": "hi\n"}, "init")
     rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["status"]) == (0, "skipped")
-    assert ours & (LLM_ONLY | CACHE_HIT) == set()
+    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache"}) == set()
     assert "ocr_hook.session" in ours  # every real run keeps its session log (SPEC §12)
     repo.stage({"app.py": "x = 1\n"})
     rc, _, ours, out = probe_all(["review", "--preview", "--format", "json"], repo.path,
