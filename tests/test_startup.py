@@ -20,6 +20,7 @@ from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
+STDLIB = ("logging", "typing", "dataclasses", "subprocess", "json")  # reported by the probe
 HEAVY = ("tiktoken", "mcp", "mcp_types", "anyio", "httpx2", "requests", "detect_secrets",
          "pydantic", "pathspec")
 
@@ -32,29 +33,32 @@ loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
 sys.stderr.write("\\nLOADED=" + json.dumps(sorted({{m.split(".")[0] for m in loaded}})) + "\\n")
 sys.stderr.write("OCR=" + json.dumps(sorted(m for m in sys.modules if m.startswith("ocr_hook")))
                  + "\\n")
+sys.stderr.write("STD=" + json.dumps(sorted(m for m in {std!r} if m in sys.modules)) + "\\n")
 sys.stderr.write("RC=" + str(rc) + "\\n")
 """
 
 
 def probe(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[str], str]:
     """Run ``cli.main(argv)`` in a new interpreter; return (rc, top-level heavy modules, stdout)."""
-    rc, loaded, _, out = probe_all(argv, cwd, env)
+    rc, loaded, _, out = probe_all(argv, cwd, env)[:4]
     return rc, loaded, out
 
 
 def probe_all(argv: list[str], cwd: Path, env: dict[str, str]
-              ) -> tuple[int, list[str], set[str], str]:
-    """As :func:`probe`, plus the set of ``ocr_hook`` modules the run imported."""
+              ) -> tuple[int, list[str], set[str], str, list[str]]:
+    """As :func:`probe`, plus the set of ``ocr_hook`` modules the run imported and which
+    modules of STDLIB it imported (the probe itself imports ``json``)."""
     full = dict(os.environ)
     full.update(env)
     full["PYTHONPATH"] = str(ROOT)
-    p = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv], cwd=cwd,
+    p = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, std=STDLIB), *argv], cwd=cwd,
                        env=full, capture_output=True, text=True, timeout=120, check=False)
     lines = p.stderr.splitlines()
     loaded = json.loads(next(ln for ln in lines if ln.startswith("LOADED="))[7:])
     ours = set(json.loads(next(ln for ln in lines if ln.startswith("OCR="))[4:]))
+    std = json.loads(next(ln for ln in lines if ln.startswith("STD="))[4:])
     rc = int(next(ln for ln in lines if ln.startswith("RC="))[3:])
-    return rc, loaded, ours, p.stdout
+    return rc, loaded, ours, p.stdout, std
 
 
 def test_help_imports_no_heavy_module(tmp_path: Path) -> None:
@@ -149,22 +153,22 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
     """Nothing to review, a preview and a cache hit load no LLM-only module; the first two
     neither the run lock nor the result cache (nothing is cached or locked without a model)."""
     repo.commit({"README.md": "hi\n"}, "init")
-    rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
+    rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["status"]) == (0, "skipped")
     assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache"}) == set()
     assert "ocr_hook.session" in ours  # every real run keeps its session log (SPEC §12)
     repo.stage({"app.py": "x = 1\n"})
-    rc, _, ours, out = probe_all(["review", "--preview", "--format", "json"], repo.path,
+    rc, _, ours, out, _ = probe_all(["review", "--preview", "--format", "json"], repo.path,
                                  llm.env())
     assert (rc, [(f["path"], f["will_review"]) for f in json.loads(out)["files"]]) == (
         0, [("app.py", True)])
     assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.session",
                                            "ocr_hook.progress"}) == set()
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
+    rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 0, 1)
     assert LLM_ONLY - {"ocr_hook.ranges", "ocr_hook.tokens"} <= ours  # the probe sees it run
-    rc, _, ours, out = probe_all(["review", "--format", "json"], repo.path, llm.env())
+    rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 1)
     assert ours & LLM_ONLY == set()
     assert CACHE_HIT <= ours
@@ -178,5 +182,6 @@ def test_help_and_a_skipped_hook_import_only_the_command_layer(
     repo: GitRepo, argv: list[str], env: dict[str, str],
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
-    rc, loaded, ours, _ = probe_all(argv, repo.path, env)
+    rc, loaded, ours, _, std = probe_all(argv, repo.path, env)
     assert (rc, loaded, ours) == (0, [], COMMAND_LAYER)
+    assert std == ["json"]  # neither logging nor typing: only argparse and the parser

@@ -6,7 +6,6 @@ command modules return an ``Exit`` code or raise; only :func:`main` catches.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,13 +15,14 @@ from ..exitcodes import Exit
 from .common import hook_words, one_line
 from .parser import build_parser, parse
 
-log = logging.getLogger("ocr_hook")
-
 CONFIG_ACTIONS = ("list", "get", "set", "unset", "path", "allow-mcp", "allow-endpoint")
 
 
 def setup_logging(verbose: bool) -> None:
-    """Log ``ocr-hook: <message>`` lines on stderr (stdout carries the result alone)."""
+    """Log ``ocr-hook: <message>`` lines on stderr (stdout carries the result alone). logging
+    is imported here: ``-h`` and a skipped hook never need it."""
+    import logging
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("ocr-hook: %(message)s"))
     root = logging.getLogger("ocr_hook")
@@ -113,13 +113,16 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
         args = parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as e:
         return int(e.code or 0)
-    setup_logging(bool(getattr(args, "verbose", False) or getattr(args, "verbose_all", False)))
     if args.command is None or (args.command == "hook" and not getattr(args, "hook", None)):
         build_parser().print_help(sys.stderr if args.command else sys.stdout)
         return Exit.OK if args.command is None else Exit.USAGE
     if args.command == "hook" and env.get("OCR_HOOK_SKIP", "").strip() in ("1", "true", "yes"):
         print("ocr-hook: skipped (OCR_HOOK_SKIP=1)", file=sys.stderr)
         return Exit.OK
+    setup_logging(bool(getattr(args, "verbose", False) or getattr(args, "verbose_all", False)))
+    import logging
+
+    log = logging.getLogger("ocr_hook")
     on_error_block = env.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower() == "block"
     try:
         return _dispatch(args, env)

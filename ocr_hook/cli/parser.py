@@ -1,5 +1,5 @@
 """The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (SPEC §1). Only
-argparse is imported here, so ``git ocr -h`` stays fast (SPEC §15).
+argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (SPEC §15).
 
 A run parses with the parser of its own command only (:func:`parse`, issue 18): building all
 29 parsers costs several milliseconds and ~90 gettext lookups on every commit. That narrow
@@ -13,12 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..exitcodes import Exit
-
-if TYPE_CHECKING:
-    from _typeshed import SupportsWrite
 
 
 class Parser(argparse.ArgumentParser):
@@ -39,13 +35,13 @@ class _NarrowParser(Parser):
 
     narrowed = False
 
-    def error(self, message: str) -> NoReturn:
+    def error(self, message: str) -> None:  # type: ignore[override]
         raise _Narrowed(message)
 
-    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+    def format_help(self) -> str:
         if self.narrowed:
             raise _Narrowed("help")
-        super().print_help(file)
+        return super().format_help()
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -143,12 +139,12 @@ def build_parser(path: Sequence[str] = ()) -> argparse.ArgumentParser:
     return p
 
 
-def _add_review(sub: Any, _path: Sequence[str]) -> None:
+def _add_review(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     r = sub.add_parser("review", help="review the staged snapshot (default), a commit or a range")
     _add_review_flags(r)
 
 
-def _add_rules(sub: Any, _path: Sequence[str]) -> None:
+def _add_rules(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     ru = sub.add_parser("rules", help="inspect review rules")
     rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=type(ru))
     rc = rus.add_parser("check",
@@ -157,11 +153,11 @@ def _add_rules(sub: Any, _path: Sequence[str]) -> None:
     rc.add_argument("--rule", metavar="FILE", help="rule file to include as the top layer")
 
 
-def _add_hook(sub: Any, path: Sequence[str]) -> None:
+def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> None:
     """``hook pre-commit|pre-merge-commit|pre-push``; with ``path`` = (NAME,) that hook alone."""
     h = sub.add_parser("hook", help="entry points for git hooks and the pre-commit framework")
     hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=type(h))
-    if path:
+    if path and isinstance(h, _NarrowParser):
         h.narrowed = True  # the other hooks are left out
     for name, what in (("pre-commit", "review what is being committed"),
                        ("pre-merge-commit", "review what a merge brings into the current branch")):
@@ -186,7 +182,7 @@ def _add_hook(sub: Any, path: Sequence[str]) -> None:
     _add_review_flags(hpp, hook=True)
 
 
-def _add_install(sub: Any, _path: Sequence[str]) -> None:
+def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``install`` of the native hooks."""
     ins = sub.add_parser("install", help="install native git hooks (chains an existing hook)")
     ins.add_argument("--pre-commit", action="store_true", help="the pre-commit hook (default)")
@@ -197,7 +193,7 @@ def _add_install(sub: Any, _path: Sequence[str]) -> None:
                      help="replace an existing hook instead of running it first")
 
 
-def _add_uninstall(sub: Any, _path: Sequence[str]) -> None:
+def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``uninstall`` of the native hooks."""
     uns = sub.add_parser("uninstall", help="remove the native hooks, restoring earlier ones")
     uns.add_argument("--pre-commit", action="store_true", help="only the pre-commit hook")
@@ -206,7 +202,7 @@ def _add_uninstall(sub: Any, _path: Sequence[str]) -> None:
                      help="only the pre-merge-commit hook")
 
 
-def _add_cache(sub: Any, _path: Sequence[str]) -> None:
+def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``cache stats|clear|prune``."""
     ca = sub.add_parser("cache", help="inspect or empty the result cache")
     cas = ca.add_subparsers(dest="cache_cmd", metavar="ACTION", parser_class=type(ca))
@@ -216,7 +212,7 @@ def _add_cache(sub: Any, _path: Sequence[str]) -> None:
     cap.add_argument("--max-mb", type=int, metavar="N", help="prune to N MiB instead")
 
 
-def _add_session(sub: Any, _path: Sequence[str]) -> None:
+def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``session list|show``."""
     se = sub.add_parser("session", help="list or show review sessions")
     ses = se.add_subparsers(dest="session_cmd", metavar="ACTION", parser_class=type(se))
@@ -230,7 +226,7 @@ def _add_session(sub: Any, _path: Sequence[str]) -> None:
     ss.add_argument("--output", metavar="FILE", help="with --html: write the page to FILE")
 
 
-def _add_dismiss(sub: Any, _path: Sequence[str]) -> None:
+def _add_dismiss(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID`` (issue 19)."""
     d = sub.add_parser(
         "dismiss", help="record that a finding is not a problem (it no longer blocks)",
@@ -248,7 +244,7 @@ def _add_dismiss(sub: Any, _path: Sequence[str]) -> None:
     d.add_argument("--json", action="store_true", help="--list as JSON lines")
 
 
-def _add_config(sub: Any, _path: Sequence[str]) -> None:
+def _add_config(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``config allow-mcp|allow-endpoint|list|get|set|unset|path``. Settings are layered:
     flags > environment > ``.ocr-hook.toml`` at HEAD > user file > defaults; set/unset change
     the user file."""
@@ -272,7 +268,7 @@ def _add_config(sub: Any, _path: Sequence[str]) -> None:
     cs.add_parser("path", help="the user file's path")
 
 
-def _add_llm(sub: Any, _path: Sequence[str]) -> None:
+def _add_llm(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``llm test|providers``."""
     lp = sub.add_parser("llm", help="check the LLM endpoint or list provider presets")
     ls = lp.add_subparsers(dest="llm_cmd", metavar="ACTION", parser_class=type(lp))
@@ -287,7 +283,7 @@ def _add_llm(sub: Any, _path: Sequence[str]) -> None:
 
 
 # Every command in the order of the full parser's help; each adder takes the rest of the path.
-_COMMAND_ADDERS: dict[str, Callable[[Any, Sequence[str]], None]] = {
+_COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequence[str]], None]] = {
     "review": _add_review,
     "rules": _add_rules,
     "hook": _add_hook,
