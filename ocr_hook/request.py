@@ -19,7 +19,7 @@ from .selection import SelectionPolicy
 HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # SPEC §2: hook-stage defaults
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: identity equality (issue 18 start-up)
 class ReviewRequest:
     """Everything a run needs, read once from flags, env and files by ``cli``."""
 

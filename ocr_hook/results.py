@@ -87,7 +87,7 @@ class FileOutcome:
             self.reviewed = True
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: identity equality, less class building (issue 18)
 class GroupReport:
     """How one group's review went (session log ``group_done``; SPEC §6.2 stop reasons).
 
@@ -104,7 +104,7 @@ class GroupReport:
     compressions: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: identity equality (issue 18)
 class GroupOutcome:
     """What one group's worker returns; the run merges these in group order, so the result
     does not depend on which group finished first.
@@ -138,7 +138,7 @@ class GroupOutcome:
         return warning, cause
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: identity equality, less class building (issue 18)
 class ReviewResult:
     """The outcome of a run, rendered by ``output``. ``status``: complete | partial | failed |
     skipped; ``findings`` in output order; ``warnings`` in a stable order (run warnings, then

@@ -53,6 +53,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.cache": 2,
     "ocr_hook.cache_entries": 2,  # the cache's stored shapes
     "ocr_hook.session": 2,
+    "ocr_hook.session_read": 2,  # reading session logs: session list/show, dismiss
     "ocr_hook.output": 2,
     "ocr_hook.output_text": 2,
     "ocr_hook.html_report": 2,  # the self-contained review page (--format html)  # the text output: findings ordered, code shown, verdict in words

@@ -24,7 +24,8 @@ import pytest
 from ocr_hook import cli
 from ocr_hook.cache import TEST_WRITE_PAUSE_ENV, cache_dir
 from ocr_hook.cache_entries import parse_envelope
-from ocr_hook.session import read_records, sessions_dir
+from ocr_hook.session import sessions_dir
+from ocr_hook.session_read import read_records
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

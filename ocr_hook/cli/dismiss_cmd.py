@@ -60,7 +60,8 @@ def _check_id(raw: str) -> str:
 def find_finding(common: Path, prefix: str) -> dict[str, Any]:
     """The newest session record of a finding whose id starts with ``prefix``. Raises
     UsageError when no session has one, or the newest session that has one has several."""
-    from ..session import read_records, sessions_dir
+    from ..session import sessions_dir
+    from ..session_read import read_records
 
     directory = sessions_dir(common)
     try:

@@ -71,9 +71,10 @@ def _cache(args: argparse.Namespace, repo: Path, environ: Mapping[str, str]) -> 
 def _session(args: argparse.Namespace, repo: Path) -> int:
     """``session list [--json]`` or ``session show ID [--json]``."""
     from .. import gitio
-    from .. import session as session_mod
+    from .. import session_read as session_mod
+    from ..session import sessions_dir
 
-    directory = session_mod.sessions_dir(gitio.git_common_dir(repo))
+    directory = sessions_dir(gitio.git_common_dir(repo))
     if getattr(args, "session_cmd", None) == "list":
         items = session_mod.list_sessions(directory)
         if args.json:
@@ -101,7 +102,7 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
 def _session_page(path: Path, output: str | None) -> int:
     """``session show ID --html [--output FILE]``: the review page of a recorded session.
     Raises OcrError when the session has no result record (an older or interrupted run)."""
-    from .. import session as session_mod
+    from .. import session_read as session_mod
     from ..html_report import diff_from_record, render
     from .review_cmd import _check_output_path, _write_output
 
