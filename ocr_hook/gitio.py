@@ -159,17 +159,47 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def find_toplevel(cwd: Path | str) -> Path:
+def find_toplevel(cwd: Path | str, head_files: Sequence[str] = ()) -> Path:
     """Top of the work tree containing ``cwd``. Raises GitError when not in a repository.
 
     One ``git rev-parse`` answers the other questions of a run at the same time (the common
     git directory, the index path, HEAD's commit and tree: :func:`probe`); inside
     :func:`run_scope` the answers are remembered for :func:`git_common_dir`,
-    :func:`git_path` ``index`` and :func:`head_ids`."""
+    :func:`git_path` ``index`` and :func:`head_ids`, and the repository paths ``head_files``
+    are read at HEAD by one ``git cat-file --batch`` running alongside the probe, for
+    :func:`head_blobs` (kept only when it read the HEAD tree the probe saw)."""
+    scope = _scope
+    paths = [p for p in dict.fromkeys(head_files) if "\n" not in p] if scope else []
+    key = ("head_files", str(cwd))
+    if paths:
+        start_ahead(key, lambda: cat_file_batch(cwd, ["HEAD", *(f"HEAD:{p}" for p in paths)],
+                                                10))
     facts = probe(cwd)
-    if _scope is not None:
-        _scope.facts[facts.top] = facts
+    if scope is not None:
+        scope.facts[facts.top] = facts
+        if paths:
+            _keep_head_files(scope, facts, key, paths)
     return facts.top
+
+
+def _keep_head_files(scope: _Scope, facts: RepoFacts, key: Hashable,
+                     paths: Sequence[str]) -> None:
+    """Remember the files read ahead by :func:`find_toplevel` when the commit they were read
+    from has the tree the probe saw (HEAD cannot have moved in between in a way that matters);
+    otherwise, or when the read failed, :func:`head_blobs` asks git again."""
+    try:
+        found, value = take_ahead(key)
+    except GitError:
+        return
+    objs = value if found and isinstance(value, list) else None
+    head = objs[0] if objs else None  # HEAD's commit object ("tree <id>\n…"), None if unborn
+    tree = head[1].split(b"\n", 1)[0].removeprefix(b"tree ").decode("ascii", "replace") \
+        if head else ""
+    if objs is None or facts.head is None or tree != facts.head[1]:
+        return
+    with scope.lock:
+        for p, obj in zip(paths, objs[1:], strict=True):
+            scope.head_files[(facts.top, p)] = obj[1] if obj and obj[0] == "blob" else None
 
 
 class RepoFacts:
@@ -205,26 +235,15 @@ def probe(cwd: Path | str) -> RepoFacts:
     if not top:
         raise GitError("git rev-parse: not inside a work tree (bare repository?)")
     revs = [ln.decode("ascii", "replace") for ln in lines[3:]]
-    if len(lines) not in (3, 5) or not all(_is_oid(r) for r in revs):
-        return RepoFacts(find_toplevel_only(cwd), None, None, None)
+    hexes = all(len(r) in (40, 64) and not r.strip("0123456789abcdef") for r in revs)
+    if len(lines) not in (3, 5) or not hexes:
+        top = os.fsdecode(run_git(cwd, "rev-parse", "--show-toplevel", timeout_s=10).strip())
+        return RepoFacts(Path(top), None, None, None)  # a path with a line break: ask apart
     base = Path(cwd)
     common, index = (Path(os.fsdecode(x)) for x in lines[1:3])
     head = (revs[0], revs[1]) if revs else ("", "")
     return RepoFacts(Path(top), common if common.is_absolute() else (base / common).resolve(),
                      index if index.is_absolute() else (base / index).resolve(), head)
-
-
-def find_toplevel_only(cwd: Path | str) -> Path:
-    """``git rev-parse --show-toplevel`` alone (the probe's output could not be split)."""
-    out = run_git(cwd, "rev-parse", "--show-toplevel", timeout_s=10)
-    top = os.fsdecode(out.strip())
-    if not top:
-        raise GitError("git rev-parse: not inside a work tree (bare repository?)")
-    return Path(top)
-
-
-def _is_oid(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def _facts(repo: Path) -> RepoFacts | None:
@@ -415,7 +434,8 @@ def head_blobs(repo: Path, paths: Sequence[str], prefetch: Sequence[str] = ()
     key = Path(repo)
     if scope is not None:
         with scope.lock:
-            known = {p: scope.head_files[(key, p)] for p in paths if (key, p) in scope.head_files}
+            known = {p: scope.head_files[(key, p)] for p in [*paths, *prefetch]
+                     if (key, p) in scope.head_files}
         wanted = [p for p in dict.fromkeys([*paths, *prefetch]) if p not in known]
     else:
         known, wanted = {}, list(dict.fromkeys(paths))

@@ -90,10 +90,9 @@ def test_nothing_to_review_runs_three_git_processes(
     gitlog.clear()
     rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"], data["gate"]["fail_on"], llm.requests) == (0, [], "low", []), err
-    # probe; then .ocr-hook.toml with the rule and dismissal files, and the snapshot (started
-    # ahead, in parallel), equal to HEAD's tree, so no diff
-    commands = gitlog.commands()
-    assert (commands[0], sorted(commands[1:])) == (PROBE, ["cat-file --batch", "write-tree"])
+    # the probe, with .ocr-hook.toml and the rule and dismissal files read alongside; the
+    # snapshot (started ahead), equal to HEAD's tree, so no diff
+    assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch", "write-tree"])
     assert (repo.path / ".git" / "index").read_bytes() == index
 
 
@@ -132,20 +131,22 @@ def test_one_file_review_runs_six_git_processes_and_a_cache_hit_the_same(
     assert Counter(gitlog.commands()) == expected
 
 
-def test_unborn_head_reads_no_file_at_head_and_diffs_against_the_empty_tree(
+def test_unborn_head_reads_files_once_and_diffs_against_the_empty_tree(
     repo: GitRepo, llm: ScriptedLLM, gitlog: GitLog, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(repo.path)
     rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"]) == (0, []), err
-    assert Counter(gitlog.commands()) == Counter([PROBE, "hash-object", "write-tree"])  # no cat-file
+    # the files read alongside the probe are absent: nothing is read again
+    assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch", "hash-object",
+                                                  "write-tree"])
     repo.stage({"app.py": "x = 1\n"})
     gitlog.clear()
     rc, data, err = run(["review", "--preview", "--format", "json"], llm.env(), capsys)
     assert (rc, [(f["path"], f["status"]) for f in data["files"]]) == (0, [("app.py", "added")])
-    assert Counter(gitlog.commands()) == Counter({PROBE: 1, "hash-object": 1, "write-tree": 1,
-                                                  "diff": 2})
+    assert Counter(gitlog.commands()) == Counter({PROBE: 1, "cat-file --batch": 1,
+                                                  "hash-object": 1, "write-tree": 1, "diff": 2})
 
 
 def test_linked_worktree_probe_matches_gits_separate_answers(
@@ -337,3 +338,22 @@ def test_a_settings_error_wins_over_the_snapshot_started_ahead(
     rc, _, err = run(["review"], env, capsys)
     assert (rc, err.strip()) == (2, "ocr-hook: GIT_INDEX_FILE='missing-index': no such index file")
     assert list(run_dir.iterdir()) == []
+
+
+def test_files_read_alongside_the_probe_serve_the_settings_without_another_process(
+    repo: GitRepo, gitlog: GitLog, tmp_path: Path,
+) -> None:
+    repo.commit({".ocr-hook.toml": "[gate]\nmode = \"advisory\"\n", "sub/x.txt": "x\n"}, "init")
+    with gitio.run_scope():
+        assert gitio.find_toplevel(repo.path / "sub", head_files=[".ocr-hook.toml", "nope"]) \
+            == repo.path
+        assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch"])
+        assert gitio.head_blobs(repo.path, [".ocr-hook.toml", "nope"]) == [
+            b"[gate]\nmode = \"advisory\"\n", None]
+        assert len(gitlog.commands()) == 2  # no process for the second read
+    unborn = GitRepo(tmp_path / "unborn", repo.env)
+    gitlog.clear()
+    with gitio.run_scope():
+        gitio.find_toplevel(unborn.path, head_files=[".ocr-hook.toml"])
+        assert gitio.head_blobs(unborn.path, [".ocr-hook.toml"]) == [None]
+    assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch"])

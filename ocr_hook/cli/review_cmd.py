@@ -103,12 +103,12 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
     (UsageError, ConfigError) for bad flags, configuration or refs."""
     from .. import config_endpoint, gitio, request, runservices
-    from ..config_load import load_settings
+    from ..config_load import HEAD_FILES, load_settings
 
     mode = _review_mode(args)
     from_ref = getattr(args, "from_ref", None) or ""
     to_ref = getattr(args, "to_ref", None) or ""
-    repo = gitio.find_toplevel(Path.cwd())
+    repo = gitio.find_toplevel(Path.cwd(), head_files=HEAD_FILES)  # read alongside the probe
     _snapshot_ahead(repo, mode, stage, environ)
     cfg, from_repo = load_settings(repo, vars(args), environ, llm_command=True)
     targets: tuple[Any, ...] = ()
