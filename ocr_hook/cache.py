@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import atomicfile, resources
 
@@ -219,8 +219,7 @@ class CacheStats:
     newest: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class _EntryFile:
+class _EntryFile(NamedTuple):
     path: Path
     size: int
     mtime: float

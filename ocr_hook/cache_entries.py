@@ -21,9 +21,11 @@ from .shapes import check
 
 EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
 _FORBID = {"extra": "forbid"}  # shapes.check: unknown keys make an entry malformed
+# The shapes have no generated repr (repr=False): an entry is converted as soon as it is read
+# and never printed, and a cache hit builds all six classes (issue 18: ~0.4 ms less each).
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class FindingEntry:
     __pydantic_config__ = _FORBID
 
@@ -43,7 +45,7 @@ class FindingEntry:
     code: str = ""  # the anchored lines' text (absent in entries written before it existed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupEntry:
     __pydantic_config__ = _FORBID
 
@@ -54,7 +56,7 @@ class GroupEntry:
 Effort = Literal["low", "medium", "high"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RunData:
     __pydantic_config__ = _FORBID
 
@@ -64,7 +66,7 @@ class RunData:
     warnings: list[RunWarning] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupData:
     __pydantic_config__ = _FORBID
 
@@ -82,14 +84,14 @@ def effort_covers(stored: str, requested: str) -> bool:
     return EFFORTS.index(stored) >= EFFORTS.index(requested)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GroupingData:
     __pydantic_config__ = _FORBID
 
     groups: list[GroupEntry]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Envelope:
     """One entry file: ``format`` is ``cache.CACHE_FORMAT``; ``data`` the kind's shape."""
 
