@@ -134,7 +134,7 @@ def combined_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
     and detect-secrets' on the values ours left, the literals the run's Redactor replaces)."""
     from ocr_hook import detect_secrets_scan
 
-    rows = secret_scan.added_rows(fds)
+    rows = detect_secrets_scan.added_rows(fds)
     found, literals = detect_secrets_scan.library_findings(detect_secrets_scan.scan(rows), rows, ())
     return [*secret_scan.secret_findings(fds, (), None, literals), *found], literals
 

@@ -84,9 +84,9 @@ def _library_pass(files: Sequence[FileDiff], full: dict[str, str], allow: Sequen
                   ) -> ChangeScan:
     """The detect-secrets pass over the lines our scan reports on; a warning when the package
     is missing (imported here, only when the setting is on)."""
-    from . import detect_secrets_scan, secret_scan
+    from . import detect_secrets_scan
 
-    rows = secret_scan.added_rows(files, full)
+    rows = detect_secrets_scan.added_rows(files, full)
     try:
         hits = detect_secrets_scan.scan(rows)
     except ImportError:

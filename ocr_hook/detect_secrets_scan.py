@@ -1,7 +1,7 @@
 """The optional detect-secrets pass (issue 17; ``security.detect_secrets``, extra
 ``ocr-hook[detect-secrets]``): Yelp's detect-secrets run next to our rules, never instead.
 
-Input: the lines our own scan reports on (``secret_scan.added_rows``: the added lines of each
+Input: the lines our own scan reports on (:func:`added_rows`: the added lines of each
 hunk, or every line of a file scanned whole), per path; never a file read from the repository.
 detect-secrets runs with its default settings (every plugin, its default filters, no
 verification: it makes no network call) over those lines as one file named by its path (its
@@ -30,9 +30,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .diff import FileDiff
 from .findings import Finding, Severity, finding_id
 from .redact import ALLOW_MARKER, is_allowed, redact
-from .secret_scan import SECRET_CONTENT, AddedRow
+from .secret_scan import SECRET_CONTENT, hunk_text, unmarked
 
 INSTALL_HINT = "pip install 'ocr-hook[detect-secrets]'"  # the extra (pyproject.toml)
 SOURCE = "detect-secrets"  # Finding.source, and the prefix of the placeholder types
@@ -54,6 +55,57 @@ class LibraryHit:
     line: int
     type: str
     value: str
+
+
+@dataclass(frozen=True)
+class AddedRow:
+    """One line the scan treats as added: its new-side line number, its text (no diff marker,
+    a ``\r`` kept), whether it is in a hunk (else a line of a file scanned whole), and where it
+    was scanned: row ``index`` of ``context``, its hunk as ``hunk_text`` (``marked``: rows
+    start with their diff marker) or the whole file. The context string is shared by its rows,
+    not copied."""
+
+    new_line: int
+    text: str
+    in_hunk: bool
+    context: str
+    index: int
+    marked: bool
+
+    def redacted(self, memo: dict[int, list[str]]) -> str:
+        """The row after ``redact.redact`` of its whole context (so a PEM body line is already
+        a placeholder), without a diff marker. ``memo``: the caller's redacted contexts by
+        ``id(context)``, filled here (one redaction per hunk or file)."""
+        rows = memo.get(id(self.context))
+        if rows is None:
+            rows = memo[id(self.context)] = redact(self.context)[0].split("\n")
+        return unmarked(rows[self.index], "+") if self.marked else rows[self.index]
+
+
+def added_rows(files: Sequence[FileDiff], full_texts: Mapping[str, str] | None = None
+               ) -> dict[str, list[AddedRow]]:
+    """path → the lines ``secret_findings`` can report, in order: the added lines of each
+    hunk, or every line of a file in ``full_texts``. Files without such lines are left out.
+    Nothing is redacted until ``AddedRow.redacted`` is asked."""
+    full = full_texts or {}
+    out: dict[str, list[AddedRow]] = {}
+    for fd in files:
+        text = full.get(fd.path)
+        rows: list[AddedRow] = []
+        if text is not None:
+            added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
+            rows = [AddedRow(n, t, n in added, text, n - 1, False)
+                    for n, t in enumerate(text.split("\n"), 1)]
+        for h in fd.hunks if text is None else ():
+            if not any(ln.kind == "+" for ln in h.lines):
+                continue
+            context = hunk_text(h)
+            rows.extend(AddedRow(ln.new_line, ln.text, True, context, i, True)
+                        for i, ln in enumerate(h.lines)
+                        if ln.kind == "+" and ln.new_line is not None)
+        if rows:
+            out[fd.path] = rows
+    return out
 
 
 def placeholder_type(plugin_type: str) -> str:

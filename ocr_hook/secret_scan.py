@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .diff import FileDiff, Hunk, Line
@@ -68,8 +67,9 @@ def hunk_text(h: Hunk) -> str:
     return "\n".join(ln.kind + ln.text for ln in h.lines)
 
 
-def _unmark(row: str, kind: str) -> str:
-    """Row text without its diff marker (a redacted row keeps the marker at column 0)."""
+def unmarked(row: str, kind: str) -> str:
+    """Row text without its diff marker ``kind`` (a redacted row keeps the marker at column
+    0)."""
     return row[1:] if row[:1] == kind else row
 
 
@@ -96,57 +96,6 @@ def secret_findings(
             rows = [_Row(ln, ln.new_line) for ln in h.lines]
             out.extend(_hits_to_findings(fd.path, hunk_text(h), rows, allow, literals,
                                          whole=False))
-    return out
-
-
-@dataclass(frozen=True)
-class AddedRow:
-    """One line the scan treats as added: its new-side line number, its text (no diff marker,
-    a ``\r`` kept), whether it is in a hunk (else a line of a file scanned whole), and where it
-    was scanned: row ``index`` of ``context``, its hunk as ``hunk_text`` (``marked``: rows
-    start with their diff marker) or the whole file. The context string is shared by its rows,
-    not copied."""
-
-    new_line: int
-    text: str
-    in_hunk: bool
-    context: str
-    index: int
-    marked: bool
-
-    def redacted(self, memo: dict[int, list[str]]) -> str:
-        """The row after ``redact.redact`` of its whole context (so a PEM body line is already
-        a placeholder), without a diff marker. ``memo``: the caller's redacted contexts by
-        ``id(context)``, filled here (one redaction per hunk or file)."""
-        rows = memo.get(id(self.context))
-        if rows is None:
-            rows = memo[id(self.context)] = redact(self.context)[0].split("\n")
-        return _unmark(rows[self.index], "+") if self.marked else rows[self.index]
-
-
-def added_rows(files: Sequence[FileDiff], full_texts: Mapping[str, str] | None = None
-               ) -> dict[str, list[AddedRow]]:
-    """path → the lines ``secret_findings`` can report, in order: the added lines of each
-    hunk, or every line of a file in ``full_texts``. Files without such lines are left out.
-    Nothing is redacted until ``AddedRow.redacted`` is asked."""
-    full = full_texts or {}
-    out: dict[str, list[AddedRow]] = {}
-    for fd in files:
-        text = full.get(fd.path)
-        rows: list[AddedRow] = []
-        if text is not None:
-            added = {ln.new_line for h in fd.hunks for ln in h.lines if ln.kind == "+"}
-            rows = [AddedRow(n, t, n in added, text, n - 1, False)
-                    for n, t in enumerate(text.split("\n"), 1)]
-        for h in fd.hunks if text is None else ():
-            if not any(ln.kind == "+" for ln in h.lines):
-                continue
-            context = hunk_text(h)
-            rows.extend(AddedRow(ln.new_line, ln.text, True, context, i, True)
-                        for i, ln in enumerate(h.lines)
-                        if ln.kind == "+" and ln.new_line is not None)
-        if rows:
-            out[fd.path] = rows
     return out
 
 
@@ -179,7 +128,7 @@ def _hits_to_findings(
             quote = "\n".join(redacted[i] for i in picked)
             in_hunk = all(rows[i].line is not None for i in picked)
         else:
-            quote = "\n".join(_unmark(redacted[i], "+") for i in picked)
+            quote = "\n".join(unmarked(redacted[i], "+") for i in picked)
             in_hunk = True
         out.append(_finding(path, hit, start, end, quote, "hunk_new" if in_hunk else "file"))
     return out
@@ -233,7 +182,7 @@ def redact_file_diff(fd: FileDiff, redact_text: Callable[[str], str]) -> None:
         if len(rows) != len(h.lines):  # never expected (redaction keeps line breaks)
             rows = [ln.kind + "[REDACTED:hunk]" for ln in h.lines]  # fail closed
         changed = True
-        lines = tuple(ln._replace(text=_unmark(row, ln.kind)) for ln, row in zip(
+        lines = tuple(ln._replace(text=unmarked(row, ln.kind)) for ln, row in zip(
             h.lines, rows, strict=True))
         hunks.append(Hunk(h.old_start, h.old_count, h.new_start, h.new_count, header, lines))
     if changed:
