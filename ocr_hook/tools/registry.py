@@ -18,8 +18,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import resources
 from ..errors import ConfigError
@@ -38,9 +37,10 @@ REQUIRED_TOOLS = ("task_done", "code_comment")
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What the model sees for one tool call. ``is_error`` marks "Error: …" results."""
+class ToolResult(NamedTuple):
+    """What the model sees for one tool call. ``is_error`` marks "Error: …" results. (The
+    registry's records are NamedTuples: defined on every review's path, they cost a fraction
+    of a frozen dataclass to build, issue 18.)"""
 
     text: str
     is_error: bool = False
@@ -53,8 +53,7 @@ class ToolResult:
 Handler = Callable[[dict[str, Any]], ToolResult]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDef:
+class ToolDef(NamedTuple):
     """A tool definition and the phases that offer it (plan | main)."""
 
     spec: ToolSpec
@@ -62,8 +61,7 @@ class ToolDef:
     main: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class Tool:
+class Tool(NamedTuple):
     """A registered tool: its definition, phases and handler (arguments dict → ToolResult).
     ``source`` is ``builtin`` or ``mcp:<server>``. ``alive`` (None = always) says whether the
     tool can still run; a dead one is withdrawn from later ``specs`` (an MCP server that
@@ -256,8 +254,7 @@ class Registry:
             return ToolResult.error(f"Error executing tool {call.name}: {type(e).__name__}")
 
 
-@dataclass(frozen=True, slots=True)
-class ExternalTool:
+class ExternalTool(NamedTuple):
     """A tool offered by an MCP server: ``source`` names it (``mcp:<server>``); ``alive`` is
     False once its server has stopped (see :class:`Tool`)."""
 
