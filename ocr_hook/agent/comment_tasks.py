@@ -20,8 +20,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import prompts
 from ..diff import FileDiff, render_numbered
@@ -67,8 +66,7 @@ Record = Callable[[str, dict[str, Any]], None]
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 
 
-@dataclass(frozen=True, slots=True)
-class FilterOutcome:
+class FilterOutcome(NamedTuple):
     """Result of one review-filter call. ``removed_ids`` ⊆ the ids offered; ``ok`` False means
     the filter failed and every comment was kept (``error`` says why)."""
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import prompts
 from ..errors import BudgetExhausted, DeadlineExceeded, OcrError
@@ -29,8 +28,7 @@ MESSAGE_OVERHEAD_TOKENS = 4  # role/framing tokens per message (OpenAI chat form
 SUMMARY_MAX_TOKENS = 2000  # output cap of the summary call, reserved in the kept zone
 
 
-@dataclass(frozen=True)
-class ContextPolicy:
+class ContextPolicy(NamedTuple):
     """How one conversation is kept inside the model's context (SPEC §6.3).
 
     ``context_tokens``: the context budget (``llm.context_tokens``). ``count_tokens``: text →
