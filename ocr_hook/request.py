@@ -7,14 +7,16 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import target
-from .config import Config
 from .errors import ConfigError
 from .gate import GateOptions
-from .llm.types import Endpoint
 from .selection import SelectionPolicy
+
+if TYPE_CHECKING:  # annotations only: a run without an endpoint never loads llm.types
+    from . import target
+    from .config import Config
+    from .llm.types import Endpoint
 
 HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # SPEC §2: hook-stage defaults
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitio, rules
-from .dismiss import SHARED_FILE as SHARED_DISMISSALS
 from .errors import ConfigError
 from .resources import user_config_dir
 
 OCR_RULE_FILE = ".opencodereview/rule.json"  # the reference project's repository rule file
 REPO_CONFIG_FILE = ".ocr-hook.toml"
+# dismiss.SHARED_FILE, named here so that reading the rules does not import dismiss (issue 18)
+SHARED_DISMISSALS = ".ocr-hook-dismissed.json"
 
 
 @dataclass(frozen=True)

@@ -105,9 +105,9 @@ def record_findings(session: Any, result: ReviewResult) -> None:
     finding by id in these records); then one ``result`` record with the JSON result, the
     verdict line and the reviewed files' diffs (already redacted), from which ``git ocr
     session show ID --html`` renders the review page."""
-    from .dismiss import finding_key
-
     def fields(f: Any) -> dict[str, Any]:
+        from .dismiss import finding_key  # only a result with findings needs it
+
         return {
             "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
             "end_line": f.end_line, "severity": f.severity.label, "category": f.category,

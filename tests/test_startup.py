@@ -155,7 +155,8 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
     repo.commit({"README.md": "hi\n"}, "init")
     rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["status"]) == (0, "skipped")
-    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache"}) == set()
+    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.dismiss",
+                                           "ocr_hook.session_read"}) == set()
     assert "ocr_hook.session" in ours  # every real run keeps its session log (SPEC §12)
     repo.stage({"app.py": "x = 1\n"})
     rc, _, ours, out, _ = probe_all(["review", "--preview", "--format", "json"], repo.path,
@@ -163,7 +164,7 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
     assert (rc, [(f["path"], f["will_review"]) for f in json.loads(out)["files"]]) == (
         0, [("app.py", True)])
     assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.session",
-                                           "ocr_hook.progress"}) == set()
+                                           "ocr_hook.progress", "ocr_hook.dismiss"}) == set()
     llm.tool_calls(("task_done", {"state": "DONE"}))
     rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 0, 1)
@@ -185,3 +186,9 @@ def test_help_and_a_skipped_hook_import_only_the_command_layer(
     rc, loaded, ours, _, std = probe_all(argv, repo.path, env)
     assert (rc, loaded, ours) == (0, [], COMMAND_LAYER)
     assert std == ["json"]  # neither logging nor typing: only argparse and the parser
+
+
+def test_rule_layers_name_the_shared_dismissal_file_without_importing_dismiss() -> None:
+    from ocr_hook import dismiss, rulesources
+
+    assert rulesources.SHARED_DISMISSALS == dismiss.SHARED_FILE == ".ocr-hook-dismissed.json"
