@@ -133,9 +133,18 @@ def test_a_run_builds_only_its_own_parsers(monkeypatch: pytest.MonkeyPatch) -> N
     n_full = len(built)
     assert n_full == 29  # every command, action and hook
     built.clear()
+    with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit):
+        parse(["-h"])  # the top-level help: every command listed, none built
+    assert out.getvalue() == next(c for c in CASES if c["argv"] == ["-h"])["stdout"]
+    assert built == ["git ocr"] + [f"git ocr {name}" for name in cli_parser.COMMANDS]
+    built.clear()
     with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
-        parse(["revew"])  # no known command: the full parser alone
-    assert len(built) == n_full
+        parse(["revew"])  # no known command: the top-level parser, then the full one
+    assert len(built) == 1 + len(cli_parser.COMMANDS) + n_full
+    built.clear()
+    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+        parse(["--verb", "review", "--bogus"])  # a command behind an abbreviation: full
+    assert len(built) == 1 + len(cli_parser.COMMANDS) + n_full
     built.clear()
     with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
         parse(["review", "--bogus"])  # an error: said by the full parser, after the narrow one

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import OcrError
 from ..exitcodes import Exit
 from .common import hook_words, one_line
-from .parser import build_parser, parse
+from .parser import parse, top_parser
 
 CONFIG_ACTIONS = ("list", "get", "set", "unset", "path", "allow-mcp", "allow-endpoint")
 
@@ -81,7 +81,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .maintenance import run_maintenance
 
         return run_maintenance(args, env)
-    build_parser().print_help(sys.stderr)
+    top_parser().print_help(sys.stderr)
     return Exit.USAGE
 
 
@@ -114,7 +114,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     if args.command is None or (args.command == "hook" and not getattr(args, "hook", None)):
-        build_parser().print_help(sys.stderr if args.command else sys.stdout)
+        top_parser().print_help(sys.stderr if args.command else sys.stdout)
         return Exit.OK if args.command is None else Exit.USAGE
     if args.command == "hook" and env.get("OCR_HOOK_SKIP", "").strip() in ("1", "true", "yes"):
         print("ocr-hook: skipped (OCR_HOOK_SKIP=1)", file=sys.stderr)

@@ -16,6 +16,20 @@ from collections.abc import Callable, Sequence
 
 from ..exitcodes import Exit
 
+# Each command's line in the top-level help, in its order (the full and the top-only parser).
+COMMAND_HELP = {
+    "review": "review the staged snapshot (default), a commit or a range",
+    "rules": "inspect review rules",
+    "hook": "entry points for git hooks and the pre-commit framework",
+    "install": "install native git hooks (chains an existing hook)",
+    "uninstall": "remove the native hooks, restoring earlier ones",
+    "cache": "inspect or empty the result cache",
+    "session": "list or show review sessions",
+    "dismiss": "record that a finding is not a problem (it no longer blocks)",
+    "config": "configuration commands",
+    "llm": "check the LLM endpoint or list provider presets",
+}
+
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -44,18 +58,31 @@ class _NarrowParser(Parser):
         return super().format_help()
 
 
+class _CommandsNotBuilt(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The commands of the top-only parser: listed (their help line) but not built, so any
+    use of one goes to the full parser."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: object = None) -> None:
+        raise _Narrowed("command")
+
+
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """``argv`` (without the program name) parsed as the full parser parses it. Raises
     SystemExit as argparse does: 0 after ``-h``/``--version``, ``Exit.USAGE`` (2) after a usage
     error, whose message is on stderr."""
     words = list(argv)
     path = command_path(words)
-    if path:
-        try:
-            return build_parser(path).parse_args(words)
-        except _Narrowed:
-            pass
-    return build_parser().parse_args(words)
+    try:  # no command named: the top-level parser alone (-h, --version, nothing at all)
+        return (build_parser(path) if path else top_parser()).parse_args(words)
+    except _Narrowed:
+        return build_parser().parse_args(words)
+
+
+def top_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every command listed but none built: its help is the full
+    parser's; parsing a command, or an error, raises ``_Narrowed``."""
+    return build_parser(("",))
 
 
 def command_path(argv: Sequence[str]) -> tuple[str, ...]:
@@ -115,7 +142,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
 def build_parser(path: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser of every command; with ``path`` (from :func:`command_path`) the narrow
     parser of that command alone (of that hook alone for ``("hook", NAME)``), which raises
-    ``_Narrowed`` instead of printing an error or a help that lists commands."""
+    ``_Narrowed`` instead of printing an error or a help that lists commands; with ``("",)``
+    the top-only parser (:func:`top_parser`)."""
     cls: type[Parser] = _NarrowParser if path else Parser
     p = cls(
         prog="git ocr",
@@ -129,6 +157,12 @@ def build_parser(path: Sequence[str] = ()) -> argparse.ArgumentParser:
     # before the command, for every command (its own -v would reset a shared dest to False)
     p.add_argument("-v", "--verbose", dest="verbose_all", action="store_true",
                    help="debug logging on stderr (any command: `git ocr -v COMMAND …`)")
+    if path == ("",):  # top-only: the commands' help lines, no command built
+        listed = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls,
+                                  action=_CommandsNotBuilt)
+        for name, line in COMMAND_HELP.items():
+            listed.add_parser(name, help=line)
+        return p
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls)
     if isinstance(p, _NarrowParser):
         p.narrowed = True  # the other commands are left out
@@ -140,12 +174,12 @@ def build_parser(path: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def _add_review(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
-    r = sub.add_parser("review", help="review the staged snapshot (default), a commit or a range")
+    r = sub.add_parser("review", help=COMMAND_HELP["review"])
     _add_review_flags(r)
 
 
 def _add_rules(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
-    ru = sub.add_parser("rules", help="inspect review rules")
+    ru = sub.add_parser("rules", help=COMMAND_HELP["rules"])
     rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=type(ru))
     rc = rus.add_parser("check",
                         help="show which rule layer and pattern apply to PATH, and the text")
@@ -155,7 +189,7 @@ def _add_rules(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) ->
 
 def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> None:
     """``hook pre-commit|pre-merge-commit|pre-push``; with ``path`` = (NAME,) that hook alone."""
-    h = sub.add_parser("hook", help="entry points for git hooks and the pre-commit framework")
+    h = sub.add_parser("hook", help=COMMAND_HELP["hook"])
     hs = h.add_subparsers(dest="hook", metavar="HOOK", parser_class=type(h))
     if path and isinstance(h, _NarrowParser):
         h.narrowed = True  # the other hooks are left out
@@ -184,7 +218,7 @@ def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> N
 
 def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``install`` of the native hooks."""
-    ins = sub.add_parser("install", help="install native git hooks (chains an existing hook)")
+    ins = sub.add_parser("install", help=COMMAND_HELP["install"])
     ins.add_argument("--pre-commit", action="store_true", help="the pre-commit hook (default)")
     ins.add_argument("--pre-push", action="store_true", help="the pre-push hook")
     ins.add_argument("--pre-merge-commit", action="store_true",
@@ -195,7 +229,7 @@ def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
 
 def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``uninstall`` of the native hooks."""
-    uns = sub.add_parser("uninstall", help="remove the native hooks, restoring earlier ones")
+    uns = sub.add_parser("uninstall", help=COMMAND_HELP["uninstall"])
     uns.add_argument("--pre-commit", action="store_true", help="only the pre-commit hook")
     uns.add_argument("--pre-push", action="store_true", help="only the pre-push hook")
     uns.add_argument("--pre-merge-commit", action="store_true",
@@ -204,7 +238,7 @@ def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]
 
 def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``cache stats|clear|prune``."""
-    ca = sub.add_parser("cache", help="inspect or empty the result cache")
+    ca = sub.add_parser("cache", help=COMMAND_HELP["cache"])
     cas = ca.add_subparsers(dest="cache_cmd", metavar="ACTION", parser_class=type(ca))
     cas.add_parser("stats", help="entries, size and location of the cache")
     cas.add_parser("clear", help="delete every cache entry")
@@ -214,7 +248,7 @@ def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) ->
 
 def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``session list|show``."""
-    se = sub.add_parser("session", help="list or show review sessions")
+    se = sub.add_parser("session", help=COMMAND_HELP["session"])
     ses = se.add_subparsers(dest="session_cmd", metavar="ACTION", parser_class=type(se))
     sl = ses.add_parser("list", help="the recorded sessions, newest first")
     sl.add_argument("--json", action="store_true", help="one JSON object per session")
@@ -229,7 +263,7 @@ def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
 def _add_dismiss(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID`` (issue 19)."""
     d = sub.add_parser(
-        "dismiss", help="record that a finding is not a problem (it no longer blocks)",
+        "dismiss", help=COMMAND_HELP["dismiss"],
         description="Dismiss a finding by the id shown with it: it no longer counts for the"
         " gate and is listed as dismissed. The dismissal is keyed on the path, the code the"
         " finding is anchored to and its category, so it survives moved lines, amend, rebase"
@@ -248,7 +282,7 @@ def _add_config(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -
     """``config allow-mcp|allow-endpoint|list|get|set|unset|path``. Settings are layered:
     flags > environment > ``.ocr-hook.toml`` at HEAD > user file > defaults; set/unset change
     the user file."""
-    co = sub.add_parser("config", help="configuration commands")
+    co = sub.add_parser("config", help=COMMAND_HELP["config"])
     cs = co.add_subparsers(dest="config_cmd", metavar="ACTION", parser_class=type(co))
     cs.add_parser("allow-mcp", help="allow the MCP servers of .ocr-hook.toml (at HEAD) to run")
     cs.add_parser("allow-endpoint",
@@ -270,7 +304,7 @@ def _add_config(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -
 
 def _add_llm(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     """``llm test|providers``."""
-    lp = sub.add_parser("llm", help="check the LLM endpoint or list provider presets")
+    lp = sub.add_parser("llm", help=COMMAND_HELP["llm"])
     ls = lp.add_subparsers(dest="llm_cmd", metavar="ACTION", parser_class=type(lp))
     lt = ls.add_parser("test", help="send one review-shaped request (tools included); exit 0"
                        " tools work, 1 the model does not call tools, 2 no endpoint, 3 failed")
