@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .diff import FileDiff
@@ -42,8 +41,7 @@ PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1 gate: non-whitespace characters of a telli
 PLAUSIBLE_SIMILARITY = 0.8  # difflib ratio of a quote line to a diff line that counts as a match
 
 
-@dataclass(frozen=True, slots=True)
-class Anchor:
+class Anchor(NamedTuple):
     """Where a quote was found: 1-based inclusive lines on ``side`` ("new" | "old"); ``method``
     is one of hunk_new, hunk_old, file, loose, relocated, refiled (SPEC §8.1)."""
 

@@ -39,7 +39,6 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -207,8 +206,7 @@ def grouping_key(settings: Mapping[str, Any], files: Sequence[FileDiff]) -> str:
 # ---- the store -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CacheStats:
+class CacheStats(NamedTuple):
     """Counts and sizes of the cache directory (``git ocr cache stats``)."""
 
     path: Path

@@ -15,8 +15,7 @@ medium answers the low-effort pre-commit hook on the same snapshot, never the re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import __version__
 from . import cache as cache_mod
@@ -30,8 +29,7 @@ from .results import CACHEABLE_STOPS, GroupOutcome, RunWarning
 Record = Callable[[str, Any], None]
 
 
-@dataclass(frozen=True)
-class CacheHit:
+class CacheHit(NamedTuple):
     """A stored answer: the findings and warnings of a run or of one group, and for a run the
     groups as (label, paths)."""
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .secret_rules import Rule, rules
@@ -57,8 +56,7 @@ _DIFF_META = (
 )
 
 
-@dataclass(frozen=True)
-class SecretHit:
+class SecretHit(NamedTuple):
     """One secret in a text. `line` is 1-based; `start_col`/`end_col` are 0-based, end exclusive,
     on that line (`text.split("\\n")[line - 1][start_col:end_col]`). A value that continues onto
     later lines (a PEM body, which starts at the end of its BEGIN line) reports its first line,
