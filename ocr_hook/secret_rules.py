@@ -32,15 +32,17 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import resources
 
 RULES_RESOURCE = "secret_patterns.json"  # built-in data, read through ocr_hook.resources
+# regex text -> compiled pattern, filled by Rule.pattern (a plain dict: threads that compile the
+# same rule at once each store an equal pattern)
+_COMPILED: dict[str, re.Pattern[str]] = {}
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One entry of RULES_RESOURCE (fields as described in the module docstring); `where`
     names the entry in errors ("secret_patterns.json[3] (aws-access-key)")."""
 
@@ -52,17 +54,20 @@ class Rule:
     keywords: tuple[str, ...]  # lower case; the rule runs only on a text holding one of them
     assignment: bool = False  # a keyword is followed on its line by ":" or "=" in every match
 
-    @functools.cached_property
+    @property
     def pattern(self) -> re.Pattern[str]:
         """`regex` compiled (once per process, on first use). Raises ValueError on a bad regex
         or a group 1 without a capturing group (a packaging bug; the tests compile every
         rule)."""
-        try:
-            pattern = re.compile(self.regex)
-        except re.error as e:
-            raise ValueError(f"{self.where}: bad regex: {e}") from e
-        if self.group == 1 and pattern.groups == 0:
-            raise ValueError(f"{self.where}: group 1 needs a capturing group")
+        pattern = _COMPILED.get(self.regex)
+        if pattern is None:
+            try:
+                pattern = re.compile(self.regex)
+            except re.error as e:
+                raise ValueError(f"{self.where}: bad regex: {e}") from e
+            if self.group == 1 and pattern.groups == 0:
+                raise ValueError(f"{self.where}: group 1 needs a capturing group")
+            _COMPILED[self.regex] = pattern
         return pattern
 
     def may_match(self, lowered: str) -> bool:
@@ -77,7 +82,7 @@ class Rule:
 
     def is_compiled(self) -> bool:
         """Whether `pattern` has been compiled in this process (for tests and benches)."""
-        return "pattern" in self.__dict__
+        return self.regex in _COMPILED
 
 
 def _assigned(lowered: str, keyword: str) -> bool:

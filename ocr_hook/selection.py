@@ -42,7 +42,7 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import resources
 from .diff import FileDiff, RawEntry
@@ -71,8 +71,7 @@ REASONS = (
 BOUND_REASONS = frozenset({"over_max_files", "over_max_total_bytes"})  # selected, not reviewed
 
 
-@dataclass(frozen=True, slots=True)
-class SelectionPolicy:
+class SelectionPolicy(NamedTuple):
     """What the user configured: globs are gitignore-style (``select.*`` and ``--exclude``);
     ``context_tokens`` is ``llm.context_tokens`` (0 disables gate 10). The bounds of a large
     change set (``changeset``; 0 = no bound): ``max_file_bytes`` per blob, ``max_files``

@@ -7,7 +7,6 @@ over the whole text), and both scans must agree exactly.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from ocr_hook.redact import find_secrets, redact
 from ocr_hook.secret_rules import Rule, _assigned, parse_rules, rules
 from tests.support.secret_corpus import CASES, corpus_files
 
-_FULL_SCAN = tuple(dataclasses.replace(r, keywords=(), assignment=False) for r in rules())
+_FULL_SCAN = tuple(r._replace(keywords=(), assignment=False) for r in rules())
 
 
 def _without_prefilters(fn, *args):  # type: ignore[no-untyped-def]
