@@ -58,6 +58,8 @@ class RuleEntry(NamedTuple):
     text: str  # rule text (Markdown); "" means "no rule of its own"
     merge_system_rule: bool = False  # True: append text to the built-in rule instead of replacing
     origin: str = ""  # where text came from: "python.md", "docs/team.md"; "" when inline
+    # built-in entries: each pattern's regexes (rule_regexes), matched without pathspec
+    regexes: tuple[tuple[str, ...], ...] = ()
 
 
 class RuleSource(NamedTuple):
@@ -178,23 +180,29 @@ def _needles(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
     return glob_needles([glob.lower() for p in patterns for glob in expand_braces(p)])
 
 
-def _matches(patterns: tuple[str, ...], lower_path: str) -> bool:
+def _matches(patterns: tuple[str, ...], lower_path: str,
+             regexes: tuple[tuple[str, ...], ...] = ()) -> bool:
     """Whether the gitignore list ``patterns`` matches ``lower_path``. A path that holds none
     of the patterns' literal parts is no match without compiling them (issue 18: the built-in
-    rule map has ~150 globs, and a path matches one entry)."""
+    rule map has ~150 globs, and a path matches one entry). ``regexes`` (a built-in entry's,
+    per pattern, all including): matched with ``re`` instead of pathspec."""
     needles = _needles(patterns)
     if needles is not None and not any(n in lower_path for n in needles):
         return False
+    if regexes:
+        from ocr_hook.rule_regexes import compiled
+
+        return compiled(tuple(r for rs in regexes for r in rs)).match(lower_path) is not None
     return bool(_compile(patterns).match_file(lower_path))
 
 
 def _matching_pattern(entry: RuleEntry, lower_path: str) -> str | None:
     """The pattern of ``entry`` (as written) that matches, or None. With negations the whole
     list decides; the reported pattern is the first positive one that matches on its own."""
-    if not _matches(entry.patterns, lower_path):
+    if not _matches(entry.patterns, lower_path, entry.regexes):
         return None
-    for p in entry.patterns:
-        if not p.startswith("!") and _matches((p,), lower_path):
+    for i, p in enumerate(entry.patterns):
+        if not p.startswith("!") and _matches((p,), lower_path, entry.regexes[i:i + 1]):
             return p
     return ", ".join(entry.patterns)
 
@@ -432,8 +440,17 @@ def parse_rule_map(data: bytes, read_rule: Callable[[str], str]) -> RuleSource:
 @functools.cache
 def builtin_rules() -> RuleSource:
     """The builtin layer, loaded once from package ``ocr_hook.config`` (``rules/rule_map.json``
-    and the ``rules/*.md`` it names). Raises FileNotFoundError if the package data is missing."""
-    return parse_rule_map(
+    and the ``rules/*.md`` it names), each entry with its patterns' regexes
+    (``rule_regexes``). Raises FileNotFoundError if the package data is missing, ValueError
+    when the regexes do not fit the rule map."""
+    from ocr_hook import rule_regexes
+
+    source = parse_rule_map(
         resources.read_text(BUILTIN_RULE_MAP).encode("utf-8"),
         lambda rule: resources.read_text(f"rules/{rule}"),
     )
+    regexes = rule_regexes.builtin()
+    if [len(e.patterns) for e in source.entries] != [len(r) for r in regexes]:
+        raise ValueError(f"{rule_regexes.RESOURCE} does not fit {BUILTIN_RULE_MAP}")
+    return source._replace(entries=tuple(
+        e._replace(regexes=r) for e, r in zip(source.entries, regexes, strict=True)))

@@ -80,6 +80,7 @@ TIERS: dict[str, int] = {
     "ocr_hook.llm.anthropic": 3,
     "ocr_hook.selection": 3,
     "ocr_hook.rules": 3,
+    "ocr_hook.rule_regexes": 3,  # the built-in rule map's globs as shipped regexes
     "ocr_hook.rulesources": 3,  # the I/O edge of rules: reads rule layers (files, HEAD)
     "ocr_hook.target": 3,
     "ocr_hook.push_scope": 3,  # pushed ranges cut to their newest commits, the rest counted

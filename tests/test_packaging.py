@@ -51,7 +51,8 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
     shipped = {p.relative_to(site / "ocr_hook" / "builtin").as_posix()
                for p in (site / "ocr_hook" / "builtin").rglob("*") if p.is_file()}
     for needed in ("tools.json", "supported_file_types.json", "templates/main_system.md",
-                   "rules/rule_map.json", "rules/python.md", "providers.json"):
+                   "rules/rule_map.json", "rules/rule_map_regex.json", "rules/python.md",
+                   "providers.json"):
         assert needed in shipped
     repo.stage({"pkg/sub/app.py": "print('hi')\n", "pkg/sub/data.bin": b"\x00\x01"})
     env = {**repo.env, "PYTHONPATH": os.pathsep.join([str(site), *sys.path[1:]])}

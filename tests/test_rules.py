@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ocr_hook import rules
 from ocr_hook.errors import ConfigError
@@ -181,7 +183,9 @@ def test_builtin_rules_loads_the_package_data() -> None:
         (RULES_DIR / "rule_map.json").read_bytes(),
         lambda name: (RULES_DIR / name).read_text(encoding="utf-8"),
     )
-    assert source == from_files
+    assert source._replace(entries=tuple(e._replace(regexes=()) for e in source.entries)) == (
+        from_files)
+    assert [len(e.regexes) for e in source.entries] == [len(e.patterns) for e in from_files.entries]
     assert source.layer == "builtin"
     assert len(source.entries) == len(RULE_MAP)
     assert builtin_rules() is source  # cached
@@ -532,14 +536,47 @@ def test_literal_prefilter_never_changes_the_resolved_rule(path: str) -> None:
         assert resolve(path, sources) == expected
 
 
-def test_resolving_a_python_path_compiles_only_the_python_entry() -> None:
-    """In a fresh interpreter: the entries before python.md in the rule map (~100 globs) hold
-    none of their literal parts in ``app.py``, so they are not compiled."""
+def test_resolving_a_python_path_compiles_no_glob_and_imports_no_pathspec() -> None:
+    """In a fresh interpreter: the entries before python.md in the rule map hold none of their
+    literal parts in ``app.py`` and are skipped; python.md's patterns are matched with their
+    shipped regexes (``rule_regexes``), so pathspec is not imported."""
     import subprocess
 
-    code = ("from ocr_hook import rules\n"
+    code = ("import sys\nfrom ocr_hook import rules\n"
             "m = rules.resolve('app.py', [rules.builtin_rules()])\n"
-            "print(m.origin, m.pattern, rules._compile.cache_info().currsize)\n")
+            "print(m.origin, m.pattern, rules._compile.cache_info().currsize,"
+            " 'pathspec' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
-    assert out == "python.md **/*.{py,pyi,pyw,ipynb} 1\n"
+    assert out == "python.md **/*.{py,pyi,pyw,ipynb} 0 False\n"
+
+
+def test_shipped_rule_map_regexes_are_pathspecs_own() -> None:
+    """config/rules/rule_map_regex.json is what pathspec builds from rule_map.json today
+    (regenerate it with rule_regexes.glob_regexes when either changes)."""
+    from ocr_hook import rule_regexes
+
+    expected = [[list(rule_regexes.glob_regexes([g.lower() for g in expand_braces(p)]))
+                 for p in entry["patterns"]] for entry in RULE_MAP]
+    shipped = json.loads((RULES_DIR / "rule_map_regex.json").read_text(encoding="utf-8"))
+    assert shipped["entries"] == expected
+
+
+def _without_regexes() -> RuleSource:
+    source = builtin_rules()
+    return source._replace(entries=tuple(e._replace(regexes=()) for e in source.entries))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["src", "a", ".github", "workflows", "Dockerfile", "x.tf",
+                                 "main.py", "App.JS", "lib.rs", "Gemfile", "README", ".env",
+                                 "page.html.j2", "b.c++", "action.yml", "q.SQL", "run.sh",
+                                 "Dockerfile.dev", "c.py", "d.py.bak", "x.tsx"]),
+                min_size=1, max_size=4).map("/".join))
+def test_shipped_regexes_resolve_like_pathspec(path: str) -> None:
+    assert resolve(path, [builtin_rules()]) == resolve(path, [_without_regexes()])
+
+
+@pytest.mark.parametrize("path", PREFILTER_PATHS)
+def test_shipped_regexes_resolve_like_pathspec_on_known_paths(path: str) -> None:
+    assert resolve(path, [builtin_rules()]) == resolve(path, [_without_regexes()])

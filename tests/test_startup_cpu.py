@@ -7,7 +7,8 @@ compile, in a fresh interpreter (this test process has long imported and compile
 - a user tools file's shapes (``tools.tools_file``) load only for a ``tools.file``;
 - of the 38 secret rules, a clean 1-file change and the review's own prompts compile only
   the rules whose keywords they hold and that need no assignment;
-- of the rule map's globs, only the entry whose literal parts are in the path is compiled.
+- of the rule map's globs, only the entry whose literal parts are in the path is matched,
+  with its shipped regexes (no pathspec spec compiled).
 
 Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback model.
 """
@@ -65,7 +66,7 @@ def test_review_without_cache_loads_no_cache_shapes_and_compiles_few_rules(
     assert report["modules"] == ["ocr_hook.tools.registry", "ocr_hook.redact"]
     # "sk" is in "task": the prompts' only keyword of a rule that needs no assignment
     assert report["secret_rules"] == ["discord-bot-token", "twilio-api-key"]
-    assert report["rule_specs"] == 1  # python.md's entry, one brace pattern
+    assert report["rule_specs"] == 0  # python.md's entry: its shipped regexes, no pathspec
 
 
 def test_cache_miss_stores_without_the_entry_shapes_and_a_hit_reads_them(
