@@ -4,9 +4,10 @@ hit's rule work), because pathspec's own translation of each glob is stored in
 ``config/rules/rule_map_regex.json`` and matched with ``re``.
 
 The file holds, for each entry of ``rule_map.json`` and each of its patterns, the regexes of the
-pattern's brace expansions, lower-cased, as pathspec's ``GitIgnoreSpec`` builds them; the
-tests regenerate it with :func:`glob_regexes` and fail when it differs (a changed rule map or
-pathspec version). Every built-in pattern includes (none starts with ``!``), so a path matches
+pattern's brace expansions, lower-cased, as pathspec's ``GitIgnoreSpec`` builds them
+(:func:`glob_regexes`); ``python -m tests.support.rule_map_regexes`` writes it, and the tests
+fail when it differs from what the installed pathspec builds (a changed rule map or pathspec
+version). Every built-in pattern includes (none starts with ``!``), so a path matches
 a pattern list when one of its regexes matches, as pathspec decides for such a list. User and
 repository rule layers are still matched by pathspec.
 """

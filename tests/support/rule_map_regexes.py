@@ -1,0 +1,31 @@
+"""Regenerate ``config/rules/rule_map_regex.json`` from ``config/rules/rule_map.json`` with the
+installed pathspec (``ocr_hook.rule_regexes``): run ``python -m tests.support.rule_map_regexes``
+after changing the rule map or upgrading pathspec; ``tests/test_rules.py`` compares the shipped
+file with :func:`expected`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ocr_hook.rule_regexes import glob_regexes
+from ocr_hook.rules import expand_braces
+
+RULES_DIR = Path(__file__).resolve().parents[2] / "config" / "rules"
+SOURCE_NOTE = ("generated from rule_map.json (each pattern's brace expansions, lower-cased) by "
+               "pathspec's GitIgnoreSpec: python -m tests.support.rule_map_regexes; "
+               "tests/test_rules.py checks it")
+
+
+def expected() -> dict[str, Any]:
+    """The file's content for the current rule map and pathspec."""
+    rule_map = json.loads((RULES_DIR / "rule_map.json").read_text(encoding="utf-8"))
+    return {"_source": SOURCE_NOTE,
+            "entries": [[list(glob_regexes([g.lower() for g in expand_braces(p)]))
+                         for p in entry["patterns"]] for entry in rule_map]}
+
+
+if __name__ == "__main__":
+    (RULES_DIR / "rule_map_regex.json").write_text(json.dumps(expected(), indent=1) + "\n",
+                                                  encoding="utf-8")
