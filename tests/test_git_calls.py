@@ -22,8 +22,9 @@ import pytest
 
 from ocr_hook import cli, gitio, indexcopy, target
 from ocr_hook.config_load import HEAD_FILES
+from ocr_hook.config_models import REPO_FILE
 from ocr_hook.dismiss import SHARED_FILE
-from ocr_hook.rulesources import OCR_RULE_FILE
+from ocr_hook.rulesources import OCR_RULE_FILE, REPO_CONFIG_FILE, SHARED_DISMISSALS
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -255,6 +256,7 @@ def test_head_blobs_reads_every_kind_of_path_in_one_process(
 
 def test_head_files_read_with_the_settings_are_the_ones_the_review_reads() -> None:
     assert HEAD_FILES == (".ocr-hook.toml", OCR_RULE_FILE, SHARED_FILE)
+    assert (REPO_CONFIG_FILE, SHARED_DISMISSALS) == (REPO_FILE, SHARED_FILE)
 
 
 def test_outside_a_work_tree_the_error_line_is_gits(
