@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import selection
-from .change_load import bound_text, load_targets, scan_inputs
-from .change_scan import change_findings
 from .gate import decide
+from .hookinput import changes_only_notice, filter_paths
 from .input_notes import input_warnings
 from .results import FileOutcome, ReviewResult, RunWarning, merged_findings
 
@@ -21,6 +20,8 @@ if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of
     from .agent.redaction import Redactor
     from .cache import ResultCache
     from .cache_policy import CachePolicy
+    from .diff import FileDiff
+    from .findings import Finding
     from .request import ReviewRequest
     from .session import Session
 
@@ -47,20 +48,10 @@ class RunState:
         self.rules_for = rules_for
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
-        cs, notice = load_targets(req, targets, self.count)
-        self.files, decisions = cs.files, cs.decisions
+        decisions, notice, scan_warnings = self._load(targets)
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
         self.bounded = [d for d in decisions if d.reason in selection.BOUND_REASONS]
-        # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
-        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
-        # come back parsed (cs.probes) for the detect-secrets pass
-        to_scan, listed = scan_inputs(cs)
-        scanned = change_findings(req.repo, to_scan, req.protected_paths,
-                                  self.cfg.security.allow_secrets, scan=not req.preview,
-                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
-        self.config_findings = [*scanned.findings, *cs.findings]
-        self.secret_literals = scanned.literals  # detect-secrets values, redacted like ours
         self.head = targets[0]
         self.result = ReviewResult.start(
             gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
@@ -72,8 +63,39 @@ class RunState:
 
             self.result.input["ranges"] = ranges_json(targets)
             self.result.warnings.extend(skipped_commits_warnings(targets))
-        self.result.warnings.extend(input_warnings(self.files, notice, scanned.warnings))
+        self.result.warnings.extend(input_warnings(self.files, notice, scan_warnings))
         self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
+
+    def _load(self, targets: Sequence[target.Target]
+              ) -> tuple[list[selection.Decision], str, list[str]]:
+        """Load the change of ``targets`` and make its deterministic findings: sets ``files``,
+        ``config_findings`` and ``secret_literals``; returns (the selection decisions, the
+        changes-only notice or "", the secret scan's warnings). A change whose every target's
+        head is its base (an index that matches HEAD) has no file: nothing is loaded or
+        scanned, and neither machinery is imported (issue 18)."""
+        req = self.req
+        self.secret_literals: dict[str, str] = {}  # detect-secrets values, redacted like ours
+        if all(t.base == t.head for t in targets):
+            self.files: list[FileDiff] = []
+            self.config_findings: list[Finding] = []
+            return [], changes_only_notice(
+                filter_paths([], req.path_filter)[1] if req.path_filter is not None else [],
+                0, req.environ, req.mode), []
+        from .change_load import load_targets, scan_inputs
+        from .change_scan import change_findings
+
+        cs, notice = load_targets(req, targets, self.count)
+        self.files = cs.files
+        # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
+        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
+        # come back parsed (cs.probes) for the detect-secrets pass
+        to_scan, listed = scan_inputs(cs)
+        scanned = change_findings(req.repo, to_scan, req.protected_paths,
+                                  self.cfg.security.allow_secrets, scan=not req.preview,
+                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
+        self.config_findings = [*scanned.findings, *cs.findings]
+        self.secret_literals = scanned.literals
+        return cs.decisions, notice, scanned.warnings
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` for the configured model (tiktoken is loaded on first use)."""
@@ -90,6 +112,8 @@ class RunState:
         the review incomplete), stamp the elapsed time on the result and return it."""
         result = self.result
         if self.bounded and not self.req.preview:
+            from .change_load import bound_text
+
             result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
                             bound_text(self.bounded, self.req.selection_policy))
         result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)

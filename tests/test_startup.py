@@ -157,6 +157,8 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
     assert (rc, json.loads(out)["status"]) == (0, "skipped")
     assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.dismiss",
                                            "ocr_hook.session_read"}) == set()
+    # the index matches HEAD: no change set to load or scan
+    assert ours & {"ocr_hook.change_load", "ocr_hook.changeset", "ocr_hook.change_scan"} == set()
     assert "ocr_hook.session" in ours  # every real run keeps its session log (SPEC §12)
     repo.stage({"app.py": "x = 1\n"})
     rc, _, ours, out, _ = probe_all(["review", "--preview", "--format", "json"], repo.path,
