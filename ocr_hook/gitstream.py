@@ -6,6 +6,7 @@ by piece, and a reader that stops early kills the process instead of waiting for
 from __future__ import annotations
 
 import contextlib
+import select
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from typing import IO
 from .errors import GitError
 from .gitio import DEFAULT_TIMEOUT_S, git_env, limiter, sub_name
 
+SMALL_STDIN_BYTES = select.PIPE_BUF  # written at once to an empty pipe, never blocking
 STDERR_KEEP_BYTES = 64 * 1024  # git's stderr kept for the error message of a streamed call
 
 
@@ -73,7 +75,9 @@ def stream_git(
     """Run ``git <args>`` like :func:`run_git`, but hand its stdout out as a :class:`GitStream`
     instead of collecting it, so output of any size is read with bounded memory.
 
-    ``stdin`` is written by a helper thread (git may answer before it has read it all). At the
+    ``stdin`` is written by a helper thread (git may answer before it has read it all), unless
+    it fits the empty pipe (SMALL_STDIN_BYTES, POSIX ``PIPE_BUF``: such a write never blocks);
+    no input at all is ``/dev/null``. At the
     end of the ``with`` block a process whose output was read to the end is waited for and its
     exit code checked; one that was left early is killed (not an error). Raises
     GitError("git <sub>: …") on a non-zero exit after a complete read, on a timeout (the
@@ -82,7 +86,8 @@ def stream_git(
     full_env = git_env(env, extra_env)
     with limiter:
         try:
-            proc = subprocess.Popen(cmd, cwd=str(repo), stdin=subprocess.PIPE,
+            proc = subprocess.Popen(cmd, cwd=str(repo),
+                                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=full_env)
         except OSError as e:
@@ -95,10 +100,12 @@ def stream_git(
 
         timer = threading.Timer(timeout_s, kill_at_deadline)
         timer.daemon = True
-        helpers = [
-            threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True),
-            threading.Thread(target=_drain, args=(proc.stderr, stream.stderr), daemon=True),
-        ]
+        helpers = [threading.Thread(target=_drain, args=(proc.stderr, stream.stderr),
+                                    daemon=True)]
+        if len(stdin) <= SMALL_STDIN_BYTES:  # fits the empty pipe: written without a thread
+            _feed(proc.stdin, stdin)
+        else:
+            helpers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
         timer.start()
         for t in helpers:
             t.start()

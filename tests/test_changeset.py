@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import time
 from pathlib import Path
 from typing import Any
@@ -409,6 +410,20 @@ def test_stream_git_stops_a_reader_that_leaves_early_and_reports_failures(
         with gitstream.stream_git(repo.path, "cat-file", "--batch", stdin=b"", timeout_s=0.2,
                               extra_env={"GIT_TRACE": "0"}) as stream:
             time.sleep(0.5)
+
+
+def test_stream_git_input_up_to_a_pipe_buffer_is_written_at_once_and_more_by_a_thread(
+    repo: GitRepo,
+) -> None:
+    repo.commit({"a.txt": "alpha\n"}, "init")
+    oid = repo.git("rev-parse", "HEAD:a.txt").strip()
+    small = f"{oid}\n".encode()
+    large = small * (select.PIPE_BUF // len(small) + 50)  # more than the pipe takes at once
+    assert len(small) <= gitstream.SMALL_STDIN_BYTES < len(large)
+    for data in (small, large):
+        with gitstream.stream_git(repo.path, "cat-file", "--batch-check", stdin=data) as stream:
+            out = b"".join(stream.chunks())
+        assert out == f"{oid} blob 6\n".encode() * (len(data) // len(small))
 
 
 def test_read_heads_returns_the_first_bytes_of_each_object(repo: GitRepo) -> None:
