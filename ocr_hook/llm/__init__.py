@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import prefetch
 from .types import ChatClient, Endpoint, TokenCounter, estimate_tokens
 
 PROTOCOLS = ("openai", "anthropic")
@@ -20,6 +19,8 @@ def make_client(
     """The client for ``endpoint.protocol`` (openai | anthropic). ``before_attempt(n)`` runs
     before every HTTP attempt (budget/deadline checks raise from it); ``count_tokens`` counts
     usage when a server reports none (default: the bytes/3 estimate)."""
+    from . import prefetch  # (not at import: most paths use llm.types only)
+
     count = count_tokens or estimate_tokens
     prefetch.wait()  # a background import of the HTTP stack started by the review, if any
     if endpoint.protocol == "anthropic":
