@@ -5,6 +5,7 @@ compile, in a fresh interpreter (this test process has long imported and compile
   without a cache, not on a miss that stores its result;
 - the value checks of the secret rules (``secret_values``) load with the first rule match;
 - a user tools file's shapes (``tools.tools_file``) load only for a ``tools.file``;
+- neither ``uuid`` (which loads ``platform``) nor ``pathspec`` loads on these paths;
 - of the 38 secret rules, a clean 1-file change and the review's own prompts compile only
   the rules whose keywords they hold and that need no assignment;
 - of the rule map's globs, only the entry whose literal parts are in the path is matched,
@@ -26,7 +27,8 @@ from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 WATCHED = ("ocr_hook.cache_entries", "ocr_hook.cache_policy", "ocr_hook.secret_values",
-           "ocr_hook.tools.tools_file", "ocr_hook.tools.registry", "ocr_hook.redact")
+           "ocr_hook.tools.tools_file", "ocr_hook.tools.registry", "ocr_hook.redact",
+           "uuid", "platform", "pathspec")
 
 PROBE = """\
 import json, sys
@@ -63,6 +65,7 @@ def test_review_without_cache_loads_no_cache_shapes_and_compiles_few_rules(
     llm.tool_calls(("task_done", {"state": "DONE"}))
     report, out = probe(["review", "--format", "json", "--no-cache"], repo.path, llm.env())
     assert (report["rc"], json.loads(out)["status"], len(llm.requests)) == (0, "complete", 1)
+    # no uuid (it loads platform) for tool-call ids, no pathspec for the built-in rules
     assert report["modules"] == ["ocr_hook.tools.registry", "ocr_hook.redact"]
     # "sk" is in "task": the prompts' only keyword of a rule that needs no assignment
     assert report["secret_rules"] == ["discord-bot-token", "twilio-api-key"]
