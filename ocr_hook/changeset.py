@@ -374,7 +374,7 @@ class _Loader:
             text = "; ".join(x for x in (_detail(d, policy, self.n_selected),
                                          self.notes.get(i, "")) if x)
             out_files.append(d.file)
-            out.append(replace(d, detail=text) if text else d)
+            out.append(d._replace(detail=text) if text else d)
         return ChangeSet(out_files, out, self.findings, self.unchanged_names, self.probes)
 
     def _scan_big(self) -> None:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .config_models import (
     FLAG_KEYS,
@@ -82,8 +81,7 @@ def resolve_endpoint(cfg: LlmConfig, environ: Mapping[str, str], api_key_from_cm
     return resolve(cfg, environ, api_key_from_cmd)
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     """One configuration source: nested ``data`` and a ``source`` name for error messages."""
 
     source: str

@@ -68,8 +68,7 @@ class Line(NamedTuple):
     new_line: int | None  # None for "-" lines
 
 
-@dataclass(frozen=True, slots=True)
-class Hunk:
+class Hunk(NamedTuple):
     """One ``@@ -old_start,old_count +new_start,new_count @@`` block (missing count = 1).
 
     ``header`` is the whole ``@@`` line as git printed it (function context included).
@@ -83,8 +82,7 @@ class Hunk:
     lines: tuple[Line, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RawEntry:
+class RawEntry(NamedTuple):
     """One record of ``git diff --raw -z --no-abbrev`` plus its ``--numstat`` counts.
 
     ``insertions``/``deletions`` are None for binary files (numstat ``-``). ``similarity`` is

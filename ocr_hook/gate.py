@@ -8,7 +8,7 @@ findings, 2 usage/configuration error, 3 incomplete with ``on_error = block``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .exitcodes import Exit
 from .findings import Finding, Severity
@@ -16,15 +16,13 @@ from .findings import Finding, Severity
 __all__ = ["Exit", "GateDecision", "GateOptions", "decide"]
 
 
-@dataclass(frozen=True, slots=True)
-class GateOptions:
+class GateOptions(NamedTuple):  # a NamedTuple: ~10x cheaper to build than a dataclass (issue 18)
     mode: str = "blocking"  # blocking | advisory
     fail_on: str = "high"  # critical | high | medium | low
     on_error: str = "allow"  # allow | block
 
 
-@dataclass(frozen=True, slots=True)
-class GateDecision:
+class GateDecision(NamedTuple):
     verdict: str  # pass | findings | incomplete
     blocking_findings: int
     exit_code: int

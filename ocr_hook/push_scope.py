@@ -11,7 +11,6 @@ through :mod:`gitio`.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from . import gitio
@@ -35,19 +34,19 @@ def bound(repo: Path, t: Target, max_commits: int) -> Target:
     empty = empty_tree(repo)
     total = _count(repo, t.head, t.base, empty)
     if total <= max_commits:
-        return dataclasses.replace(t, commits=total)
+        return t._replace(commits=total)
     args = ["rev-list", "--first-parent", f"--max-count={max_commits}", t.head]
     if t.base != empty:
         args += ["--not", t.base]
     newest = gitio.run_git(repo, *args).decode().split()
     if len(newest) < max_commits:  # the first-parent chain is short: nothing to cut
-        return dataclasses.replace(t, commits=total)
+        return t._replace(commits=total)
     rc, out, _ = gitio.run_git_full(repo, "rev-parse", "--verify", "-q", "--end-of-options",
                                     f"{newest[-1]}^1", ok_codes=(0, 1, 128))
     new_base = out.decode().strip() if rc == 0 else ""
     if not new_base or new_base == t.base:  # the cut reaches the root or the old base
-        return dataclasses.replace(t, commits=total)
+        return t._replace(commits=total)
     kept = _count(repo, t.head, new_base, empty)
-    return dataclasses.replace(
-        t, base=new_base, base_label=new_base, commits=kept, skipped_commits=total - kept,
+    return t._replace(
+        base=new_base, base_label=new_base, commits=kept, skipped_commits=total - kept,
         skipped_base_label=t.base_label or EMPTY_TREE_LABEL)

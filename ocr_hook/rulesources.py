@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from . import gitio, rules
 from .errors import ConfigError
@@ -25,8 +25,7 @@ REPO_CONFIG_FILE = ".ocr-hook.toml"
 SHARED_DISMISSALS = ".ocr-hook-dismissed.json"
 
 
-@dataclass(frozen=True)
-class RuleLayers:
+class RuleLayers(NamedTuple):
     """Rule sources, highest precedence first, and the repository paths that configure the
     review (a staged change to one of them is flagged, SPEC §5)."""
 

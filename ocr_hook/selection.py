@@ -41,7 +41,6 @@ import functools
 import posixpath
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import resources
@@ -86,8 +85,7 @@ class SelectionPolicy(NamedTuple):
     max_total_bytes: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """Outcome for one changed path: ``reason`` is "" when the file will be reviewed.
     ``detail`` says the same in words where a reason needs numbers (sizes, bounds) and states
     the secret scan of a file whose content was not loaded ("" otherwise)."""

@@ -42,8 +42,7 @@ _INT_TEXT = r"[+-]?[0-9]+"
 _FLOAT_TEXT = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Bound:
+class Bound(typing.NamedTuple):
     """Bounds of a number (``gt``/``ge``/``lt``/``le``) or of a length (``min_length``/
     ``max_length``) for ``Annotated[X, Bound(...)]`` fields."""
 
@@ -57,12 +56,11 @@ class Bound:
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         """pydantic's hook: the schema of ``source`` with these bounds as core constraints."""
         schema = dict(handler(source))
-        schema.update({k: v for k, v in dataclasses.asdict(self).items() if v is not None})
+        schema.update({k: v for k, v in self._asdict().items() if v is not None})
         return schema
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Check:
+class Check(typing.NamedTuple):
     """A validating function for ``Annotated[X, Check(fn)]``: ``fn(value)`` returns the value
     (possibly normalised) or raises ValueError with a message for people. :func:`check` treats
     the ValueError as a mismatch (left to pydantic); pydantic runs ``fn`` as an after-validator

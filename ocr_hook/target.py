@@ -9,10 +9,8 @@ runs git through :mod:`gitio`.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,8 +50,7 @@ EMPTY_TREE_LABEL = "(empty tree)"
 _OID_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     """A resolved review input.
 
     ``base``/``head`` are object ids git can diff and read (``head`` is the snapshot tree in
@@ -200,7 +197,7 @@ def merge_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         merged = [m for name in action[1:] if not name.startswith("-")
                   and (m := _rev_parse(repo, f"{name}^{{commit}}"))]
     label = f"(merge of {', '.join(merged)})" if merged else snap.head_label
-    return dataclasses.replace(snap, mode="merge", head_label=label)
+    return snap._replace(mode="merge", head_label=label)
 
 
 def _rev_parse(repo: Path, spec: str) -> str:
@@ -330,8 +327,8 @@ def dedupe_targets(targets: Sequence[Target]) -> list[Target]:
         key = (t.base, t.head)
         if key in merged:
             old = merged[key]
-            merged[key] = dataclasses.replace(
-                old, refs=old.refs + tuple(r for r in t.refs if r not in old.refs))
+            merged[key] = old._replace(
+                refs=old.refs + tuple(r for r in t.refs if r not in old.refs))
         else:
             merged[key] = t
     return list(merged.values())
