@@ -35,6 +35,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from . import bigscan, gitio, gitstream, hookinput, selection, textattr
 from .deleted_refs import EarlySearch, mark_referenced
@@ -58,8 +59,7 @@ EARLY_GATES_MIN_PATHS = 4000  # from this many changed paths the path gates over
 MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this much, if left
 
 
-@dataclass(frozen=True, slots=True)
-class ScanPolicy:
+class ScanPolicy(NamedTuple):
     """The secret scan of files that are not reviewed: ``allow`` as in
     ``redact.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan).
     The sections read for the scan are parsed and handed to the caller (``ChangeSet.probes``),

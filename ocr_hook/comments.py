@@ -18,7 +18,6 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import replace
 
 from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
 from .diff import FileDiff
@@ -121,7 +120,7 @@ class CommentProcessor:
             return finding
         new_file = self.new_file_lines(fd.path) if finding.side == "new" else None
         code = anchored_text(fd, finding.side, finding.start_line, finding.end_line, new_file)
-        return replace(finding, code=code)
+        return finding._replace(code=code)
 
     def _locate(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
         finding, refiled = anchor_comment(c, self.files, self.new_file_lines,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .findings import Finding, normalized_quote
 
@@ -31,8 +31,7 @@ _MARKER = re.compile(r"ocr-hook:\s*ignore(?![\w-])[ \t:=-]*(?P<reason>[^\n]*)", 
 _COMMENT_CLOSERS = ("*/", "-->", "%>", "#}", "}}", "*)")
 
 
-@dataclass(frozen=True, slots=True)
-class Dismissal:
+class Dismissal(NamedTuple):
     """One recorded dismissal. ``key`` is :func:`dismiss_key` (64 hex); ``id`` its first 12
     characters, which ``git ocr dismiss --undo`` accepts. ``scope``: ``personal`` or
     ``shared``. ``finding_id`` and ``message`` describe the finding it was made from (for
@@ -54,8 +53,7 @@ class Dismissal:
         return self.key[:12]
 
 
-@dataclass(frozen=True, slots=True)
-class DismissedFinding:
+class DismissedFinding(NamedTuple):
     """A finding taken out of the gate: ``by`` is ``inline`` (the marker), ``shared`` or
     ``personal``; ``reason`` may be ""; ``author``/``date`` come from the dismissal record."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 
 class Severity(enum.IntEnum):
@@ -46,8 +46,7 @@ CATEGORIES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RawComment:
+class RawComment(NamedTuple):
     """A comment as the model filed it through ``code_comment`` (not yet anchored).
 
     ``line_hint`` is the optional 1-based line the model suggested; it only breaks ties.
@@ -64,8 +63,7 @@ class RawComment:
     source: str = "llm"  # "llm" or "secret-scan"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """An anchored finding.
 
     ``start_line``/``end_line`` are 1-based on ``side`` ("new" = post-change file, "old" =
@@ -93,7 +91,7 @@ class Finding:
     code: str = ""
 
     def with_lines(self, start_line: int, end_line: int) -> Finding:
-        return replace(self, start_line=start_line, end_line=end_line)
+        return self._replace(start_line=start_line, end_line=end_line)
 
 
 def _norm(text: str) -> str:
@@ -173,7 +171,7 @@ def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
         for i, k in enumerate(kept):
             if _placed_twin(k, f):  # the model filed it again with a quote that landed
                 placed = k if k.start_line else f
-                kept[i] = replace(placed, severity=max(k.severity, f.severity))
+                kept[i] = placed._replace(severity=max(k.severity, f.severity))
                 break
             if k.id == f.id or (_overlap(k, f) and same_claim(k, f)):
                 if f.severity > k.severity:

@@ -60,7 +60,7 @@ def run_ranges(
             req.config.review, timeout_s=max(left_s, 0.001),
             max_tokens_budget=max(budget - spent, 1) if budget else 0)
         cfg = dataclasses.replace(req.config, review=review_cfg)
-        r = run_one(dataclasses.replace(req, targets=(t,), config=cfg))
+        r = run_one(req._replace(targets=(t,), config=cfg))
         spent += r.usage.total
         results.append(r)
     merged = _merged_head(req, targets, results)

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ConfigError
 from .gate import GateOptions
@@ -21,8 +19,7 @@ if TYPE_CHECKING:  # annotations only: a run without an endpoint never loads llm
 HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # SPEC §2: hook-stage defaults
 
 
-@dataclass(frozen=True, eq=False)  # never compared: identity equality (issue 18 start-up)
-class ReviewRequest:
+class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up (issue 18)
     """Everything a run needs, read once from flags, env and files by ``cli``."""
 
     repo: Path
@@ -93,6 +90,8 @@ class ReviewRequest:
             raise ConfigError(self.endpoint_error or "no LLM endpoint configured")
         if self.api_key_cmd is None:
             return self.endpoint
+        import dataclasses
+
         return dataclasses.replace(self.endpoint, api_key=self.api_key_cmd())
 
     @property

@@ -231,9 +231,8 @@ def test_inline_reason_parses_marker_and_optional_reason(code: str, reason: str 
 
 def test_key_ignores_lines_indentation_and_wording_but_not_path_code_or_category() -> None:
     a = _finding("    if x  ==  1:\n\n        run()", line=3)
-    b = Finding(**{**{k: getattr(a, k) for k in a.__slots__}, "start_line": 40,  # type: ignore[attr-defined]
-                   "end_line": 42, "content": "other words", "id": "g",
-                   "code": "if x == 1:\n  run()"})
+    b = a._replace(start_line=40, end_line=42, content="other words", id="g",
+                   code="if x == 1:\n  run()")
     key = dismiss_key(a.path, a.code, a.category)
     assert dismiss_key(b.path, b.code, b.category) == key
     assert dismiss_key("b.py", a.code, a.category) != key

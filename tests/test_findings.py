@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from ocr_hook.findings import Finding, Severity, finding_id, merge_same_claims, same_claim
@@ -38,7 +36,7 @@ def test_id_changes_with_path_side_quote_or_content(other: tuple[str, str, str, 
 
 def test_overlapping_same_claim_merges_keeping_highest_severity() -> None:
     low = finding(12, 13, severity=Severity.MEDIUM)
-    crit = replace(finding(13, 14, severity=Severity.CRITICAL), id="other-id")
+    crit = finding(13, 14, severity=Severity.CRITICAL)._replace(id="other-id")
     assert merge_same_claims([low, crit]) == [crit]
     assert merge_same_claims([crit, low]) == [crit]
 
@@ -73,15 +71,15 @@ def test_claims_differing_in_a_quoted_identifier_are_both_kept() -> None:
 
 def test_same_claim_without_overlap_or_on_other_side_is_kept() -> None:
     a = finding(12, 12)
-    far = replace(finding(30, 31), id="far")
-    old = replace(finding(12, 12, side="old"), id="old")
+    far = finding(30, 31)._replace(id="far")
+    old = finding(12, 12, side="old")._replace(id="old")
     assert merge_same_claims([a, far, old]) == [a, far, old]
 
 
 def test_unanchored_duplicates_merge_only_with_the_same_quote() -> None:
-    a = replace(finding(0, 0), id="a")
-    b = replace(finding(0, 0, severity=Severity.CRITICAL), id="b")
-    c = replace(finding(0, 0, quote="something else entirely"), id="c")
+    a = finding(0, 0)._replace(id="a")
+    b = finding(0, 0, severity=Severity.CRITICAL)._replace(id="b")
+    c = finding(0, 0, quote="something else entirely")._replace(id="c")
     assert merge_same_claims([a, b, c]) == [b, c]
 
 
