@@ -63,7 +63,7 @@ FILTER_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 Record = Callable[[str, dict[str, Any]], None]
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_FENCE = r"```[^\n`]*\n(.*?)```"  # re.S; compiled on first use (re's cache)
 
 
 class FilterOutcome(NamedTuple):
@@ -126,7 +126,7 @@ def _ids_value(value: Any) -> list[str] | None:
 def _text_id_array(text: str) -> list[str] | None:
     """The fallback answer: a JSON array of ids in the text (fences and <think> removed)."""
     body = strip_think(text).strip()
-    m = _FENCE.search(body)
+    m = re.search(_FENCE, body, re.S)
     if m:
         body = m.group(1).strip()
     start = body.find("[")
@@ -247,7 +247,7 @@ def first_code_block(text: str) -> str | None:
     """The snippet of a re-location answer: the first fenced code block, else the whole text;
     None for an empty answer or ``NONE``."""
     body = strip_think(text).strip()
-    m = _FENCE.search(body + ("\n```" if body.count("```") == 1 else ""))
+    m = re.search(_FENCE, body + ("\n```" if body.count("```") == 1 else ""), re.S)
     snippet = m.group(1) if m else body
     if not snippet.strip() or snippet.strip().upper() == "NONE":
         return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 
 from ..errors import BudgetExhausted, DeadlineExceeded
 from ..llm.types import Usage
@@ -21,21 +20,23 @@ class Cancelled(DeadlineExceeded):
     """The run was cancelled (Ctrl-C or the caller gave up); no new LLM call may start."""
 
 
-@dataclass
 class Meter:
     """``budget_tokens``: input + output tokens for the run, 0 = unlimited. ``deadline``: a
     ``time.monotonic()`` value or None. ``attempts`` counts HTTP attempts that were allowed to
-    start; ``llm_calls`` counts answered calls (usage recorded)."""
+    start; ``llm_calls`` counts answered calls (usage recorded). A plain class, not a
+    dataclass: built on every review, nothing compares or copies it (issue 18: a dataclass
+    costs ~0.7 ms to build at import)."""
 
-    budget_tokens: int = 0
-    deadline: float | None = None
-    usage: Usage = field(default_factory=Usage)
-    llm_calls: int = 0
-    attempts: int = 0
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # tokens held by the request each thread has in flight (agent.budget.BudgetedClient)
-    _reserved: dict[int, int] = field(default_factory=dict, repr=False)
+    def __init__(self, budget_tokens: int = 0, deadline: float | None = None) -> None:
+        self.budget_tokens = budget_tokens
+        self.deadline = deadline
+        self.usage = Usage()
+        self.llm_calls = 0
+        self.attempts = 0
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        # tokens held by the request each thread has in flight (agent.budget.BudgetedClient)
+        self._reserved: dict[int, int] = {}
 
     def check(self) -> None:
         """Raise Cancelled / DeadlineExceeded / BudgetExhausted when no new LLM call may start."""

@@ -26,13 +26,13 @@ GROUPING_LABEL = "__grouping__"  # session pseudo-path of the grouping call (as 
 PLAN_CUT_NOTE = ("(The plan stopped at the output limit: hypotheses after this point are missing;"
                  " review every file yourself.)")
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
-_FENCED = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
+_FENCED = r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$"  # re.S; compiled on first use
 
 
 def clean_answer(text: str) -> str:
     """Drop a leading ``<think>…</think>`` block and one enclosing code fence; strip."""
     text = _THINK.sub("", text or "", count=1).strip()
-    m = _FENCED.match(text)
+    m = re.match(_FENCED, text, re.S)
     return (m.group(1) if m else text).strip()
 
 

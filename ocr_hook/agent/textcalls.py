@@ -42,8 +42,9 @@ def _json_objects(text: str) -> list[Any]:
         i = end
 
 
-_FUNCTION_TAG = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|$)", re.S)
-_PARAMETER_TAG = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.S)
+# compiled on first use (re's cache): most replies carry native tool calls; both re.S
+_FUNCTION_TAG = r"<function=([\w.-]+)>(.*?)(?:</function>|$)"
+_PARAMETER_TAG = r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>"
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "input", "args")
 
@@ -65,11 +66,11 @@ def _calls_in(text: str, known: set[str]) -> list[tuple[str, Any]]:
     the shapes ``{"name", "arguments"|"parameters"|"input"|"args"}``, ``{"function": {…}}`` and
     ``{"tool_calls": [...]}``. Names not in ``known`` are ignored."""
     found: list[tuple[str, Any]] = []
-    for m in _FUNCTION_TAG.finditer(text):
+    for m in re.finditer(_FUNCTION_TAG, text, re.S):
         name, body = m.group(1), m.group(2)
         if name not in known:
             continue
-        params = _PARAMETER_TAG.findall(body)
+        params = re.findall(_PARAMETER_TAG, body, re.S)
         if params:
             found.append((name, {k: _xml_parameter(v) for k, v in params}))
         elif body.strip():

@@ -59,7 +59,7 @@ SEARCH_CONTEXT_LINES = 1  # lines shown on each side of a match (issue 15)
 SEARCH_CONTEXT_MAX_MATCHES = 30  # context only for searches with at most this many matches
 # A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
 # a JSON value under its key), or that ends in a token-like literal (a first piece).
-_MULTI_LINE_PART = re.compile(
+_MULTI_LINE_PART = (  # compiled on first use (re's cache): most reviews run no search
     r"""^[ \t+\-.&|(\[{,]*(?:["'`][^"'`]*["'`]|[A-Za-z0-9+/=_\-]{16,})[ \t)\]},;\\]*$"""
     r"""|["'`][A-Za-z0-9+/=_\-]{8,}["'`][ \t]*[+.&\\(]?[ \t]*$""")
 
@@ -406,7 +406,7 @@ def _redact_in_context(view: SnapshotView, per_file: dict[str, list[str]]
     one batch, SEARCH_CONTEXT_MAX_BYTES at most; rows of files left unread stay as they are
     (every row is still redacted on its own with the whole result)."""
     suspects = {name: [int(r.split("|", 1)[0]) for r in rows[:SEARCH_MAX_PER_FILE]
-                       if _MULTI_LINE_PART.search(r.split("|", 1)[1])]
+                       if re.search(_MULTI_LINE_PART, r.split("|", 1)[1])]
                 for name, rows in per_file.items()}
     names = [name for name, numbers in suspects.items() if numbers]
     if not names:
