@@ -199,8 +199,6 @@ def resolve_llm_endpoint_deferred(
     command, the endpoint has an empty ``api_key`` and the third value runs the command; a
     review calls it only before its first LLM request, so ``--preview``, a change with nothing
     to review and a cache hit never run it. Raises ConfigError for an unknown provider."""
-    import dataclasses
-
     llm = cfg.llm
     if not (llm.api_key_cmd and not llm.api_key):
         endpoint, why = resolve_endpoint(llm, environ)
@@ -208,5 +206,5 @@ def resolve_llm_endpoint_deferred(
     endpoint, why = resolve_endpoint(llm, environ, "(llm.api_key_cmd)")
     if endpoint is None:  # no url or model: the command's key would not help
         return None, why, None
-    return dataclasses.replace(endpoint, api_key=""), "", ApiKeyCommand(llm.api_key_cmd, environ)
+    return endpoint._replace(api_key=""), "", ApiKeyCommand(llm.api_key_cmd, environ)
 

@@ -90,9 +90,7 @@ class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up (is
             raise ConfigError(self.endpoint_error or "no LLM endpoint configured")
         if self.api_key_cmd is None:
             return self.endpoint
-        import dataclasses
-
-        return dataclasses.replace(self.endpoint, api_key=self.api_key_cmd())
+        return self.endpoint._replace(api_key=self.api_key_cmd())
 
     @property
     def gate(self) -> GateOptions:

@@ -129,7 +129,7 @@ CLI_TIER = 0
 
 # Known edges against the rules, each with why it is tolerated. Keep this short.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    # config builds the resolved llm.types.Endpoint (a plain dataclass; llm.types imports nothing)
+    # config builds the resolved llm.types.Endpoint (a NamedTuple; llm.types imports nothing)
     ("ocr_hook.config_endpoint", "ocr_hook.llm.types"): "config resolves options into llm.types.Endpoint",
 }
 

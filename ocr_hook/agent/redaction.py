@@ -19,7 +19,6 @@ earlier messages on every round, and an already redacted text maps to itself.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Mapping
 
@@ -70,18 +69,18 @@ class Redactor:
         reasoning = self(m.reasoning) if m.reasoning else m.reasoning
         calls = tuple(
             c if (raw := self(c.arguments_raw)) == c.arguments_raw
-            else dataclasses.replace(c, arguments_raw=raw)
+            else c._replace(arguments_raw=raw)
             for c in m.tool_calls
         )
         if content == m.content and reasoning == m.reasoning and calls == m.tool_calls:
             return m
-        return dataclasses.replace(m, content=content, reasoning=reasoning, tool_calls=calls)
+        return m._replace(content=content, reasoning=reasoning, tool_calls=calls)
 
     def tool(self, spec: ToolSpec) -> ToolSpec:
         description = self(spec.description)
         if description == spec.description:
             return spec
-        return dataclasses.replace(spec, description=description)
+        return spec._replace(description=description)
 
 
 class RedactingClient:

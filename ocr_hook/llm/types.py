@@ -11,8 +11,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 TokenCounter = Callable[[str], int]
 """text → token count; the caller injects tiktoken (``ocr_hook.tokens.count_tokens``)."""
@@ -92,8 +91,13 @@ def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
+# The records below are NamedTuples, not frozen dataclasses (issue 18): this module loads on
+# every run that has an endpoint, and the seven dataclasses took ~5 ms to build (a NamedTuple
+# ~0.1 ms). Immutable, compared by value, ``_replace`` for copies; nothing walks them as
+# tuples (the session log and the wire formats are built field by field).
+
+
+class ToolSpec(NamedTuple):
     """A tool offered to the model; ``parameters`` is a JSON Schema object."""
 
     name: str
@@ -101,8 +105,7 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """One tool call from the model, as received, never coerced.
 
     ``arguments_raw`` is the wire text (a JSON string on OpenAI; the JSON of ``input`` on
@@ -121,8 +124,7 @@ class ToolCall:
     synthetic_id: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """A conversation message.
 
     role: system | user | assistant | tool. Assistant messages may carry ``tool_calls``,
@@ -150,8 +152,7 @@ class Message:
         return split_think(self.content)[1]
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(NamedTuple):
     """Token usage of one or more calls. ``input_tokens`` excludes cached prompt tokens, which
     are counted in ``cache_read_tokens`` / ``cache_write_tokens`` (Anthropic's split; OpenAI's
     ``prompt_tokens`` is divided the same way). ``estimated``: counted locally because a server
@@ -168,7 +169,7 @@ class Usage:
         return (self.input_tokens + self.output_tokens + self.cache_read_tokens
                 + self.cache_write_tokens)
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: Usage) -> Usage:  # type: ignore[override]  # not concatenation
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -178,8 +179,7 @@ class Usage:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(NamedTuple):
     """One model reply: the assistant message, usage, finish reason, wall latency in seconds
     (all attempts and retry waits included), HTTP requests made (``attempts``) and the model
     name the server reported."""
@@ -192,17 +192,17 @@ class Turn:
     model: str = ""
 
 
-@dataclass
 class CallStats:
     """Per-client counters for the session log, safe to share between worker threads: completed
     calls, failed calls, HTTP requests (retries included), summed latency and usage."""
 
-    calls: int = 0
-    failures: int = 0
-    requests: int = 0
-    latency_s: float = 0.0
-    usage: Usage = field(default_factory=Usage)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(self) -> None:
+        self.calls = 0
+        self.failures = 0
+        self.requests = 0
+        self.latency_s = 0.0
+        self.usage = Usage()
+        self._lock = threading.Lock()
 
     def add(self, turn: Turn) -> None:
         with self._lock:
@@ -233,8 +233,7 @@ class CallStats:
             }
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """A resolved LLM endpoint (SPEC §2, §13). ``api_key`` is never logged or written.
 
     ``url`` is a base or a full endpoint URL (query string kept, e.g. Azure ``api-version``).
@@ -245,7 +244,7 @@ class Endpoint:
     url: str
     model: str
     protocol: str = "openai"  # openai | anthropic
-    api_key: str = field(default="", repr=False)
+    api_key: str = ""  # never in repr()
     provider: str = "custom"
     timeout_s: float = 120.0
     connect_timeout_s: float = 10.0
@@ -258,6 +257,12 @@ class Endpoint:
     extra_body: tuple[tuple[str, Any], ...] = ()
     auth_header: str = ""
     tool_choice: str = ""  # "" = not sent; "auto" for servers that ignore tools without it
+
+    def __repr__(self) -> str:
+        """Every field but ``api_key`` (which is never logged)."""
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=True)
+                          if k != "api_key")
+        return f"Endpoint({shown})"
 
 
 def mask_key(key: str) -> str:
