@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .findings import Finding, merge_same_claims
 from .gate import GateDecision, GateOptions, decide
@@ -44,8 +44,7 @@ INCOMPLETE_STOPS = frozenset({
 CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answer is cached
 
 
-@dataclass(frozen=True, slots=True)
-class RunWarning:
+class RunWarning(NamedTuple):
     """One run warning (JSON ``warnings[]``, SARIF tool notification, cache entry): ``type`` a
     short code (``comment_refiled``, ``subtask_error``, ``mcp``, …), ``file`` the path or group
     label it concerns ("" for the run), ``message`` one line for people."""

@@ -14,7 +14,8 @@ understood by both sides: this module applies them, and pydantic through
 ``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic import, and not
 ``annotated_types`` either: ~30 ms). A float that is not finite is a mismatch. Unknown keys are
 mismatches when the class's ``__pydantic_config__`` says ``extra="forbid"`` and ignored
-otherwise (pydantic's default); missing keys without a default are mismatches.
+otherwise (pydantic's default); for a ``typing.NamedTuple`` record (no such setting) they are
+always mismatches. Missing keys without a default are mismatches.
 
 ``text_scalars=True`` also accepts the unambiguous text forms of scalars that environment
 variables carry (``"true"``/``"0"``/``"yes"`` for ``bool``, ``"4"``/``"-1"`` for ``int``,
@@ -90,15 +91,38 @@ class Mismatch(Exception):
     """Internal: the data does not have the annotated shape."""
 
 
+def is_record(tp: Any) -> bool:
+    """Whether ``tp`` is a class :func:`check` builds from a mapping: a dataclass or a
+    ``typing.NamedTuple``."""
+    return isinstance(tp, type) and (dataclasses.is_dataclass(tp)
+                                     or (issubclass(tp, tuple) and hasattr(tp, "_fields")))
+
+
 @functools.cache
 def field_types(cls: type) -> dict[str, Any]:
-    """The resolved annotations of dataclass ``cls`` (``Annotated`` kept), by field name."""
+    """The resolved annotations of record ``cls`` (dataclass or NamedTuple; ``Annotated``
+    kept), by field name in declaration order."""
     hints = typing.get_type_hints(cls, include_extras=True)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    record: Any = cls
+    names = ([f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls)
+             else list(record._fields))
+    return {name: hints[name] for name in names}
+
+
+@functools.cache
+def _required(cls: type) -> frozenset[str]:
+    """The fields of record ``cls`` without a default."""
+    record: Any = cls
+    if dataclasses.is_dataclass(cls):
+        return frozenset(f.name for f in dataclasses.fields(cls)
+                         if f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING)
+    return frozenset(record._fields) - frozenset(record._field_defaults)
 
 
 def check(cls: type[T], data: Any, *, text_scalars: bool = False) -> T | None:
-    """``cls(**data)`` when ``data`` has exactly the shape of dataclass ``cls`` (recursively;
+    """``cls(**data)`` when ``data`` has exactly the shape of record ``cls`` (a dataclass or a
+    NamedTuple, recursively;
     with ``text_scalars``, scalars may also be text, see the module doc), else None. Never
     raises for bad data."""
     try:
@@ -108,18 +132,20 @@ def check(cls: type[T], data: Any, *, text_scalars: bool = False) -> T | None:
     return typing.cast(T, value)
 
 
-def _dataclass(cls: type, data: Any, text: bool) -> Any:
+def _record(cls: type, data: Any, text: bool) -> Any:
     if not isinstance(data, Mapping):
         raise Mismatch
     hints = field_types(cls)
-    forbid = getattr(cls, "__pydantic_config__", {}).get("extra") == "forbid"
+    forbid = (not dataclasses.is_dataclass(cls)  # a NamedTuple: always exact
+              or getattr(cls, "__pydantic_config__", {}).get("extra") == "forbid")
     if any(type(k) is not str or (forbid and k not in hints) for k in data):
         raise Mismatch
+    required = _required(cls)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _value(hints[f.name], data[f.name], text)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+    for name, tp in hints.items():
+        if name in data:
+            kwargs[name] = _value(tp, data[name], text)
+        elif name in required:
             raise Mismatch
     return cls(**kwargs)
 
@@ -205,6 +231,6 @@ def _value(tp: Any, data: Any, text: bool = False) -> Any:
         if type(data) is not str:
             raise Mismatch
         return data
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _dataclass(tp, data, text)
+    if is_record(tp):
+        return _record(tp, data, text)
     raise Mismatch  # an annotation this module does not know: let the caller decide

@@ -1,0 +1,66 @@
+"""Class building at start-up (issue 18, session 3 round 2): the records built on every run's
+shared path (nothing to review, ``--preview``, a cache hit) are NamedTuples where nothing relies
+on dataclass behaviour; a frozen dataclass costs ~1 ms to build, a NamedTuple ~0.1 ms. Each
+check runs in a fresh interpreter and lists the dataclasses of the ``ocr_hook`` modules the run
+imported (``ocr_hook.llm`` excepted: its types are another lane's), so a new one on these paths
+is a conscious choice.
+
+Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = """\
+import dataclasses, json, sys
+from ocr_hook import cli
+rc = cli.main(sys.argv[1:])
+found = sorted(
+    f"{name}.{obj.__name__}" for name, mod in list(sys.modules.items())
+    if name.startswith("ocr_hook") and not name.startswith("ocr_hook.llm")
+    for obj in vars(mod).values()
+    if isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj))
+sys.stderr.write("\\nDATACLASSES=" + json.dumps(found) + "\\nRC=" + str(rc) + "\\n")
+"""
+
+CONFIG = {f"ocr_hook.config_models.{c}" for c in (
+    "Config", "LlmConfig", "ReviewConfig", "SelectConfig", "RulesConfig", "GateConfig",
+    "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")}
+RESULTS = {f"ocr_hook.results.{c}" for c in (
+    "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")}
+SHARED = CONFIG | RESULTS | {"ocr_hook.diff.FileDiff"}
+
+
+def dataclasses_of(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, set[str]]:
+    """Run ``cli.main(argv)`` in a new interpreter: (exit code, dataclasses loaded)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=cwd, env=full,
+                       capture_output=True, text=True, timeout=120, check=False)
+    lines = p.stderr.splitlines()
+    found = json.loads(next(ln for ln in lines if ln.startswith("DATACLASSES="))[12:])
+    return int(next(ln for ln in lines if ln.startswith("RC="))[3:]), set(found)
+
+
+def test_shared_paths_build_only_these_dataclasses(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    assert dataclasses_of(["review"], repo.path, llm.env()) == (0, SHARED)
+    repo.stage({"app.py": "x = 1\n"})
+    changes = SHARED | {"ocr_hook.changeset.ChangeSet", "ocr_hook.bigscan.BlobScan",
+                        "ocr_hook.change_scan.ChangeScan"}
+    assert dataclasses_of(["review", "--preview"], repo.path, llm.env()) == (0, changes)
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    assert dataclasses_of(["review"], repo.path, llm.env())[0] == 0
+    assert len(llm.requests) == 1
+    rc, hit = dataclasses_of(["review", "--format", "json"], repo.path, llm.env())
+    assert (rc, len(llm.requests)) == (0, 1)  # answered from the cache
+    assert hit == changes | {"ocr_hook.grouping.Group"}
