@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import quote
 
 from . import __version__
 from .findings import CATEGORIES, Finding, Severity
@@ -260,6 +259,8 @@ _CATEGORY_TEXT = {
 def _sarif_location(f: Finding) -> dict[str, Any]:
     """Physical location: region lines only for anchored new-side findings (the lines exist in
     the reviewed version); old-side and unanchored findings are file-level (SPEC §11)."""
+    from urllib.parse import quote  # SARIF only
+
     uri = quote(os.fsencode(f.path))  # RFC 3986 percent-encoding of the path's exact bytes
     loc: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.side == "new" and f.start_line > 0:

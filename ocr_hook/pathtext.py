@@ -11,7 +11,6 @@ output also carries the exact bytes as base64 (``path_bytes_b64``). Pure: no I/O
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 
@@ -43,4 +42,6 @@ def real_path(text: str) -> str:
 
 def path_bytes_b64(path: str) -> str:
     """The path's exact bytes (``os.fsencode``), base64-encoded (RFC 4648, with padding)."""
+    import base64  # here: only a path that is not valid UTF-8 needs it (issue 18 start-up)
+
     return base64.b64encode(os.fsencode(path)).decode("ascii")
