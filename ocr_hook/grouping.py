@@ -15,7 +15,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .diff import FileDiff
 from .errors import OcrError
@@ -30,21 +30,22 @@ PLAN_MODE_LINE_THRESHOLD = 50  # SPEC §6.1 step 4 (OCR): largest file churn ≥
 PLAN_MODE_GROUP_LINE_THRESHOLD = 100  # SPEC §6.1 step 4 (OCR): ≥ 2 files and ≥ 100 → plan
 BUNDLE_LABEL = "small change set"
 
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?|\n?\s*```\s*$")
-_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
+# compiled on first use (re's cache): only a grouping answer is parsed with them
+_FENCE = r"^\s*```[a-zA-Z0-9_-]*\s*\n?|\n?\s*```\s*$"
+_THINK = r"^\s*<think>.*?</think>\s*"  # re.S
 
 
 class GroupingError(ValueError):
     """The grouping answer cannot be used (not JSON, not a list of groups)."""
 
 
-@dataclass
-class Group:
+class Group(NamedTuple):
     """Files reviewed together in one conversation. ``label`` is shown in output (JSON
-    ``groups[].label``) and session logs; ``files`` keep the order of the diff."""
+    ``groups[].label``) and session logs; ``files`` keep the order of the diff. (A NamedTuple:
+    loaded by every review and cache hit, never changed after it is made, issue 18.)"""
 
     label: str
-    files: list[FileDiff] = field(default_factory=list)
+    files: list[FileDiff]
 
     @property
     def key(self) -> str:
@@ -98,8 +99,8 @@ def file_list(files: Sequence[FileDiff]) -> str:
 
 
 def _json_payload(text: str) -> object:
-    text = _THINK.sub("", text or "", count=1).strip()
-    text = _FENCE.sub("", text).strip()
+    text = re.sub(_THINK, "", text or "", count=1, flags=re.S).strip()
+    text = re.sub(_FENCE, "", text).strip()
     starts = [i for i in (text.find("["), text.find("{")) if i >= 0]
     if not starts:
         raise GroupingError("grouping answer contains no JSON")

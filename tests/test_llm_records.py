@@ -9,9 +9,10 @@ import importlib
 
 from ocr_hook.llm.types import Endpoint, Message, ToolCall, ToolSpec, Usage
 
-# loaded by every review that calls the model (llm.types: by every run with an endpoint)
+# loaded by every review that calls the model (llm.types: by every run with an endpoint;
+# grouping: by every review and cache hit)
 LLM_PATH_MODULES = ("ocr_hook.llm.types", "ocr_hook.agent.meter", "ocr_hook.agent.loop",
-                    "ocr_hook.tools.snapshot")
+                    "ocr_hook.tools.snapshot", "ocr_hook.grouping")
 
 
 def test_the_llm_path_modules_build_no_dataclass() -> None:
