@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from ocr_hook.llm.types import Endpoint, Message, ToolCall, ToolSpec, Usage
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # loaded by every review that calls the model (llm.types: by every run with an endpoint;
 # grouping: by every review and cache hit)
@@ -48,3 +57,45 @@ def test_usage_sums_field_by_field_and_records_compare_by_value() -> None:
         "done", True)
     assert msg._replace(content="ok").tool_calls == (call,)
     assert ToolSpec("t", "d", {})._replace(description="e") == ToolSpec("t", "e", {})
+
+
+PROBE = """\
+import dataclasses, json, sys
+from ocr_hook import cli
+rc = cli.main(sys.argv[1:])
+found = sorted(
+    f"{name}.{obj.__name__}" for name, mod in list(sys.modules.items())
+    if name.startswith("ocr_hook") for obj in vars(mod).values()
+    if isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj))
+sys.stderr.write("\\nDATACLASSES=" + json.dumps(found) + "\\nRC=" + str(rc) + "\\n")
+"""
+
+
+def test_a_review_with_a_finding_builds_no_dataclass_of_the_llm_part(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """A 1-file review whose model files a comment and approves it in the review filter: the
+    dataclasses built are those of the shared path (settings, results, the change set), none
+    of the LLM part (clients, agent, tools, comments, grouping)."""
+    repo.commit({"app.py": "def f(x):\n    return x + 1\n"}, "init")
+    repo.stage({"app.py": "def f(x):\n    return x - 1\n"})
+    llm.tool_calls(("code_comment", {"comments": [{
+        "path": "app.py", "existing_code": "return x - 1", "severity": "low",
+        "category": "other", "content": "Subtracts."}]}), ("task_done", {"state": "DONE"}))
+    llm.tool_calls(("approve_all_comments", {}))
+    full = {**os.environ, **llm.env(), "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", PROBE, "review", "--format", "json", "--no-cache",
+                        "--effort", "low"],
+                       cwd=repo.path, env=full, capture_output=True, text=True, timeout=120,
+                       check=False)
+    line = next(ln for ln in p.stderr.splitlines() if ln.startswith("DATACLASSES="))
+    data = json.loads(p.stdout)
+    assert ([c["start_line"] for c in data["comments"]], len(llm.requests)) == ([2], 2)
+    shared = {f"ocr_hook.config_models.{c}" for c in (
+        "Config", "LlmConfig", "ReviewConfig", "SelectConfig", "RulesConfig", "GateConfig",
+        "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")} | {
+        f"ocr_hook.results.{c}" for c in (
+            "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")} | {
+        "ocr_hook.diff.FileDiff", "ocr_hook.changeset.ChangeSet", "ocr_hook.bigscan.BlobScan",
+        "ocr_hook.change_scan.ChangeScan"}
+    assert set(json.loads(line[12:])) == shared
