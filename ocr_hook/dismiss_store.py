@@ -15,7 +15,6 @@ Parsed with the standard library: a review that only reads dismissals imports no
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 from collections.abc import Sequence
@@ -160,4 +159,6 @@ def author(repo: Path) -> str:
 
 def now_iso() -> str:
     """The current UTC time, ``YYYY-MM-DDTHH:MM:SSZ``."""
+    import datetime as _dt  # here: only a new dismissal needs the date (issue 18 start-up)
+
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -5,10 +5,13 @@ index is never written), in a memory-backed folder where there is one (issue 18,
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO
+
+from .atomicfile import create_unique
+
+COPY_CHUNK_BYTES = 1 << 20
 
 
 def scratch_dirs(environ: Mapping[str, str]) -> list[str | None]:
@@ -23,6 +26,18 @@ def scratch_dirs(environ: Mapping[str, str]) -> list[str | None]:
     return [*dict.fromkeys(found), None]
 
 
+def _copy_into(index: Path, out: BinaryIO) -> bool:
+    """Copy the bytes of ``index`` into ``out``; False when there is no such file."""
+    try:
+        src = open(index, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return False
+    with src:
+        while chunk := src.read(COPY_CHUNK_BYTES):
+            out.write(chunk)
+    return True
+
+
 def private_copy(index: Path, environ: Mapping[str, str]) -> Path:
     """A private copy of ``index`` (mode 0600, :func:`scratch_dirs`), or a fresh path where
     no file exists when there is no index (an absent index is an empty index: fresh
@@ -32,13 +47,15 @@ def private_copy(index: Path, environ: Mapping[str, str]) -> Path:
     for folder in scratch_dirs(environ):
         tmp: Path | None = None
         try:
-            fd, name = tempfile.mkstemp(prefix="ocr-hook-index-", dir=folder)
-            os.close(fd)
+            if folder is None:  # no memory folder: the system's (rare; tempfile is ~5 ms)
+                import tempfile
+
+                folder = tempfile.gettempdir()
+            fd, name = create_unique(folder, "ocr-hook-index-")
             tmp = Path(name)
-            if index.exists():
-                shutil.copyfile(index, tmp)
-            else:
-                tmp.unlink()
+            with os.fdopen(fd, "wb") as out:
+                if not _copy_into(index, out):
+                    tmp.unlink()
             return tmp
         except OSError as e:
             error = e
