@@ -408,7 +408,7 @@ def test_no_retry_starts_after_another_group_used_up_the_budget(
     names = twelve_files(repo, 4)
     llm.reply(costly(openai_text(json.dumps([{"label": n, "files": [n]} for n in names]))),
               match=GROUPING)
-    llm.reply({"error": {"message": "busy"}}, status=503, headers={"retry-after-ms": "400"},
+    llm.reply({"error": {"message": "busy"}}, status=503, headers={"retry-after-ms": "1500"},
               match="value_m0_")
     llm.reply(costly(openai_tool_calls(DONE)), match="value_m1_")
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--concurrency", "2",
