@@ -104,9 +104,9 @@ def _session_page(path: Path, output: str | None) -> int:
     Raises OcrError when the session has no result record (an older or interrupted run)."""
     from .. import session_read as session_mod
     from ..html_report import diff_from_record, render
-    from .review_cmd import _check_output_path, _write_output
+    from .report_out import check_output_path, write_output
 
-    out_path = _check_output_path(output) if output else None
+    out_path = check_output_path(output) if output else None
     rec = next((r for r in reversed(session_mod.read_records(path))
                 if r.get("type") == "result"), None)
     if rec is None or not isinstance(rec.get("report"), dict):
@@ -115,7 +115,7 @@ def _session_page(path: Path, output: str | None) -> int:
     diffs = [diff_from_record(d) for d in rec.get("diffs", []) if isinstance(d, dict)]
     page = render(rec["report"], diffs, str(rec.get("verdict_line", "")))
     if out_path is not None:
-        _write_output(out_path, page)
+        write_output(out_path, page)
     else:
         sys.stdout.write(page)
     return Exit.OK

@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import io
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
-from .common import hook_words, one_line
+from .common import hook_words
+from .report_out import check_output_path, to_stdout, write_output
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -169,7 +169,7 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
 
         write_text(result, stream, environ)
     if out_path is not None:
-        _write_output(out_path, stream.getvalue())
+        write_output(out_path, stream.getvalue())
 
 
 def review_diffs(result: ReviewResult) -> list[Any]:
@@ -188,7 +188,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     gate's exit code (``Exit.OK`` for ``--preview``). Raises OcrError for bad input."""
     from .. import output, runservices
 
-    out_path = _check_output_path(args.output) if args.output else None
+    out_path = check_output_path(args.output) if args.output else None
     req, layers = _build_request(args, environ, stage)
     try:
         result = runservices.run_with_services(req, layers.text_for)
@@ -199,7 +199,10 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
         if w.type in STDERR_WARNINGS:
             log.warning("%s", output.display_text(w.message))
-    _write_result(result, fmt, out_path, environ)
+    # stdout that fails (a reader gone, a full disk) never changes the gate's exit code
+    problem = to_stdout(lambda: _write_result(result, fmt, out_path, environ))
+    if problem and problem != "closed":
+        log.warning("ocr-hook: cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
             log.warning("%s", output.display_text(reason))
@@ -208,43 +211,14 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
                                           result.decision.blocking_findings, result.gate.fail_on))
         for line in dismiss_hints(result, environ):
             log.warning("%s", line)
+    if problem and problem != "closed":  # the report is lost: never a silent success
+        return max(int(Exit.USAGE), int(result.decision.exit_code))
     return int(result.decision.exit_code) if not req.preview else int(Exit.OK)
 
 
 # Run warnings that are also printed on stderr in every format: the user must see them even
 # when the hook passes (issue 16).
 STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed")
-OUTPUT_FILE_MODE = 0o644  # --output: a report for other tools (CI uploads), not a secret
-
-
-def _check_output_path(name: str) -> Path:
-    """``--output FILE`` checked before the review starts: an existing directory, a missing
-    parent directory, or a parent that is not a writable directory is a UsageError (exit 2), so
-    a long review never ends in a result that cannot be written."""
-    path = Path(name)
-    shown = one_line(name)
-    if path.is_dir():
-        raise UsageError(f"--output {shown}: is a directory; give a file name")
-    parent = path.parent
-    if not parent.is_dir():
-        what = "is not a directory" if parent.exists() else "does not exist"
-        raise UsageError(f"--output {shown}: directory {one_line(str(parent))} {what}")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path,
-                                                                                      os.W_OK)):
-        raise UsageError(f"--output {shown}: permission denied")
-    return path
-
-
-def _write_output(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (``atomicfile``: a reader, e.g. a CI step,
-    never sees half a report). Raises UsageError when the write fails."""
-    from ..atomicfile import write_bytes
-
-    try:
-        write_bytes(path, text.encode("utf-8", "replace"), mode=OUTPUT_FILE_MODE)
-    except OSError as e:
-        raise UsageError(f"--output {one_line(str(path))}: cannot write:"
-                         f" {e.strerror or e}") from e
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
