@@ -78,13 +78,7 @@ def load_personal(common_dir: Path) -> list[Dismissal]:
     """The personal dismissals ([] when the file does not exist). Raises UsageError for an
     unreadable or invalid file."""
     path = personal_path(common_dir)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror or e}") from e
-    return parse(text, "personal", str(path))
+    return _load_file(path, "personal", str(path))
 
 
 def load_shared_at_head(repo: Path) -> list[Dismissal]:
@@ -99,14 +93,20 @@ def load_shared_at_head(repo: Path) -> list[Dismissal]:
 def load_shared_worktree(repo: Path) -> list[Dismissal]:
     """The shared file as it is in the work tree (what ``--shared`` edits). Raises UsageError
     for an unreadable or invalid file."""
-    path = shared_path(repo)
+    return _load_file(shared_path(repo), "shared", SHARED_FILE)
+
+
+def _load_file(path: Path, scope: str, source: str) -> list[Dismissal]:
+    """The dismissals in the file at ``path`` ([] when it does not exist), of ``scope``
+    (personal | shared); ``source`` names the file in errors. Raises UsageError for an
+    unreadable or invalid file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from e
-    return parse(text, "shared", SHARED_FILE)
+    return parse(text, scope, source)
 
 
 def load_for_review(repo: Path, common_dir: Path) -> tuple[list[Dismissal], list[str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn, estimate_tokens
+from ..llm.types import ChatClient, Message, ToolSpec, Turn, WrappedClient, estimate_tokens
 from .meter import Meter
 
 MESSAGE_OVERHEAD_TOKENS = 16  # role markers and separators of the chat format, per message
@@ -36,23 +36,15 @@ def request_tokens(messages: list[Message], tools: list[ToolSpec] | None) -> int
             + MESSAGE_OVERHEAD_TOKENS * len(messages) + TOOL_OVERHEAD_TOKENS * len(tools or ()))
 
 
-class BudgetedClient:
+class BudgetedClient(WrappedClient):
     """A ChatClient that reserves each request's input estimate plus its maximum output in
     ``meter`` before delegating to ``inner`` (raises BudgetExhausted when it does not fit).
     The reservation ends when the caller adds the turn's usage to the meter, or when the call
     fails."""
 
     def __init__(self, inner: ChatClient, meter: Meter) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.meter = meter
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self.inner.endpoint
-
-    @property
-    def stats(self) -> CallStats:
-        return self.inner.stats
 
     def complete(
         self,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from ..llm.types import CallStats, ChatClient, Endpoint, Message, ToolSpec, Turn
+from ..llm.types import ChatClient, Message, ToolSpec, Turn, WrappedClient
 from ..pathtext import shown
 from ..redact import redact
 
@@ -83,21 +83,13 @@ class Redactor:
         return spec._replace(description=description)
 
 
-class RedactingClient:
+class RedactingClient(WrappedClient):
     """A ChatClient that redacts every outgoing request (see the module docstring) and then
     delegates to ``inner``. Replies are returned unchanged."""
 
     def __init__(self, inner: ChatClient, redactor: Redactor) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.redactor = redactor
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self.inner.endpoint
-
-    @property
-    def stats(self) -> CallStats:
-        return self.inner.stats
 
     def complete(
         self,

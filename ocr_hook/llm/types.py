@@ -291,3 +291,20 @@ class ChatClient(Protocol):
         *,
         max_output_tokens: int | None = None,
     ) -> Turn: ...
+
+
+class WrappedClient:
+    """Base of a ChatClient that wraps another (``agent.budget.BudgetedClient``,
+    ``agent.redaction.RedactingClient``): ``endpoint`` and ``stats`` are ``inner``'s; a
+    subclass defines ``complete`` and delegates to ``self.inner``."""
+
+    def __init__(self, inner: ChatClient) -> None:
+        self.inner = inner
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.inner.endpoint
+
+    @property
+    def stats(self) -> CallStats:
+        return self.inner.stats
