@@ -30,7 +30,8 @@ print("never")
 
 
 def test_exit_waits_for_threads_runs_handlers_and_flushes_output() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+           "PYTHONPATH": str(ROOT)}  # buffered, as for a user: the flush is what is tested
     p = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
                        timeout=60, check=False)
     assert (p.returncode, p.stdout, p.stderr) == (3, "result\nthread done\nexit handler\n",
@@ -40,7 +41,8 @@ def test_exit_waits_for_threads_runs_handlers_and_flushes_output() -> None:
 def test_a_real_run_exits_with_its_code_and_full_output(tmp_path: Path) -> None:
     """``python -m ocr_hook.cli`` (what native hooks run): a usage error's message and exit
     code 2 arrive whole; ``--version`` prints its line and exits 0."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+           "PYTHONPATH": str(ROOT)}  # buffered, as for a user: the flush is what is tested
     p = subprocess.run([sys.executable, "-m", "ocr_hook.cli", "review", "--no-such-flag"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
                        check=False)

@@ -128,11 +128,17 @@ def _exit_process(code: int) -> None:
         if run_handlers is None:
             return
         run_handlers()
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
     except Exception:  # noqa: BLE001 - let the interpreter's own exit report it
         return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # reader gone, full disk: the exit code stays ours
+            if stream is sys.stdout:
+                from .report_out import stdout_to_devnull
+
+                stdout_to_devnull()
     os._exit(code)
 
 
@@ -155,7 +161,14 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
     log = logging.getLogger("ocr_hook")
     on_error_block = env.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower() == "block"
     try:
-        return _dispatch(args, env)
+        code = _dispatch(args, env)
+        from .report_out import to_stdout
+
+        problem = to_stdout(lambda: None)  # what a command printed is flushed here, not at exit
+        if problem and problem != "closed":
+            log.error("cannot write to stdout: %s", problem)
+            return max(int(code), int(Exit.USAGE))
+        return code
     except OcrError as e:
         log.error("%s", one_line(str(e)))
         if args.command == "hook":  # a bad committed setting must not trap every commit
@@ -165,8 +178,9 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
         print("ocr-hook: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
     except BrokenPipeError:  # stdout closed early (e.g. `| head`): not an error of the review
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        from .report_out import stdout_to_devnull
+
+        stdout_to_devnull()
         return Exit.OK
     except Exception as e:  # noqa: BLE001 - a bug means an incomplete review, not a traceback
         log.error("NOT REVIEWED: internal error %s: %s (%s)", type(e).__name__,

@@ -33,13 +33,25 @@ def _existing_kind(path: Path) -> str:
     return "regular" if stat.S_ISREG(mode) else "other"
 
 
-def check_output_path(name: str) -> Path:
+def _is_stdout(path: Path) -> bool:
+    """Whether ``path`` is this process's own stdout (``/dev/stdout``, ``/proc/self/fd/1``),
+    whatever stdout is: a terminal, a pipe, or a file opened for appending."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):  # missing path; stdout closed or replaced
+        return False
+
+
+def check_output_path(name: str) -> Path | None:
     """``--output FILE`` checked before the review starts, so a long review never ends in a
     result that cannot be written. Returns the path to write: a symbolic link's target
-    (resolved), else ``name``. Raises UsageError (exit 2) for a directory, a missing parent
-    directory, or no permission to write."""
+    (resolved), else ``name``; None when ``name`` is this process's stdout (written as stdout,
+    so ``>> log`` is appended to, not replaced). Raises UsageError (exit 2) for a directory,
+    a missing parent directory, or no permission to write."""
     path = Path(name)
     shown = one_line(name)
+    if _is_stdout(path):
+        return None
     kind = _existing_kind(path)
     if kind == "directory":
         raise UsageError(f"--output {shown}: is a directory; give a file name")
@@ -89,9 +101,15 @@ def to_stdout(write: Callable[[], None]) -> str:
         return ""
     except OSError as e:
         why = "closed" if isinstance(e, BrokenPipeError) else str(e.strerror or e)
+    stdout_to_devnull()
+    return why
+
+
+def stdout_to_devnull() -> None:
+    """Point stdout's file descriptor at /dev/null (after its reader went away or a write
+    failed), so later writes and the flush at exit succeed without output."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, sys.stdout.fileno())
     finally:
         os.close(devnull)
-    return why

@@ -202,7 +202,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     # stdout that fails (a reader gone, a full disk) never changes the gate's exit code
     problem = to_stdout(lambda: _write_result(result, fmt, out_path, environ))
     if problem and problem != "closed":
-        log.warning("ocr-hook: cannot write the report to stdout: %s", problem)
+        log.warning("cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
             log.warning("%s", output.display_text(reason))
