@@ -148,8 +148,9 @@ def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Findi
     """Secret findings in ``text`` (a blob's decoded prefix), line by line in bounded blocks,
     each with the secret value it is about (for the caller only: never output); one finding
     per (line, value)."""
+    from .findings import SECRET_SOURCE
     from .redact import find_secrets  # the rules are compiled on import: only when scanning
-    from .secret_scan import SECRET_CONTENT, SECRET_SOURCE
+    from .secret_scan import SECRET_CONTENT
 
     rows = _rows(text)
     out: list[tuple[Finding, str]] = []

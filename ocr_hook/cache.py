@@ -54,7 +54,8 @@ if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or 
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 2  # bump when the entry layout or key recipe changes (2: effort in entries)
+CACHE_FORMAT = 3  # bump when the entry layout or key recipe changes (2: effort in entries;
+#                  3: findings carry their anchored code, which dismissals key on)
 KINDS = ("run", "group", "grouping")
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write (issue 10 acceptance 4). Never set it otherwise.

@@ -78,7 +78,7 @@ class GroupingData(NamedTuple):
 class Envelope(NamedTuple):
     """One entry file: ``format`` is ``cache.CACHE_FORMAT``; ``data`` the kind's shape."""
 
-    format: Literal[2]
+    format: Literal[3]  # cache.CACHE_FORMAT
     kind: Literal["run", "group", "grouping"]
     key: str
     created: float

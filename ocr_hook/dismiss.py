@@ -21,11 +21,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from .findings import Finding, normalized_quote
+from .findings import SECRET_SOURCE, Finding, normalized_quote
 
 IGNORE_MARKER = "ocr-hook: ignore"  # inline, on the finding's own line (issue 19)
 SHARED_FILE = ".ocr-hook-dismissed.json"  # committed at the top of the repository, read at HEAD
-SECRET_SOURCE = "secret-scan"  # findings.Finding.source of secret findings (secret_scan.py)
 # ``ocr-hook: ignore`` followed by an optional reason; not ``ocr-hook: ignore-...`` words.
 _MARKER = re.compile(r"ocr-hook:\s*ignore(?![\w-])[ \t:=-]*(?P<reason>[^\n]*)", re.IGNORECASE)
 _COMMENT_CLOSERS = ("*/", "-->", "%>", "#}", "}}", "*)")

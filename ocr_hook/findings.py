@@ -63,6 +63,9 @@ class RawComment(NamedTuple):
     source: str = "llm"  # "llm" or "secret-scan"
 
 
+SECRET_SOURCE = "secret-scan"  # Finding.source of secret findings (secret_scan, bigscan)
+
+
 class Finding(NamedTuple):
     """An anchored finding.
 

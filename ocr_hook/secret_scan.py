@@ -24,10 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from .diff import FileDiff, Hunk, Line
-from .findings import Finding, Severity, finding_id
+from .findings import SECRET_SOURCE, Finding, Severity, finding_id
 from .redact import ALLOW_MARKER, SecretHit, find_secrets, redact
 
-SECRET_SOURCE = "secret-scan"  # Finding.source of secret findings
 INJECTION_SOURCE = "injection-scan"  # Finding.source of prompt-injection findings
 
 SECRET_CONTENT = (

@@ -272,6 +272,20 @@ def test_malformed_entry_is_a_miss_and_is_removed(tmp_path: Path) -> None:
     assert cache.hits == 0
 
 
+def test_an_entry_of_the_previous_format_is_a_miss(tmp_path: Path) -> None:
+    """Format 2 entries hold findings without their anchored ``code``; read as format 3 they
+    would make dismissals and inline markers miss on every cache hit."""
+    cache = ResultCache(tmp_path / "c", max_bytes=1 << 20)
+    key = "cd" * 32
+    cache.put_grouping(key, [("g", ["a.py"])])
+    path = cache.root / "grouping" / f"{key}.json"
+    entry = json.loads(path.read_text("utf-8"))
+    assert entry["format"] == 3
+    path.write_text(json.dumps({**entry, "format": 2}), "utf-8")
+    assert cache.get_grouping(key) is None
+    assert cache.hits == 0
+
+
 def test_a_higher_effort_result_answers_the_hook_and_a_lower_one_does_not_answer_review(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

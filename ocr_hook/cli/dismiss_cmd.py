@@ -89,7 +89,8 @@ def find_finding(common: Path, prefix: str) -> dict[str, Any]:
 
 def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> int:
     from .. import dismiss_store as store
-    from ..dismiss import IGNORE_MARKER, SECRET_SOURCE, Dismissal
+    from ..dismiss import IGNORE_MARKER, Dismissal
+    from ..findings import SECRET_SOURCE
 
     rec = find_finding(common, prefix)
     where = f"{rec.get('path')}:{rec.get('start_line')} [{rec.get('severity')} ·" \
