@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from . import gitio, textattr
 from .diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
-from .errors import UsageError
+from .errors import GitError, UsageError
 from .indexcopy import private_copy
 
 # SPEC §3.1 patch flags, plus pins for every user setting measured to change git's output on
@@ -170,7 +170,7 @@ def _write_tree(repo: Path, env: Mapping[str, str]) -> str:
     """``git write-tree`` of the index named in ``env`` → tree id. git refuses an index with
     unmerged entries; only then are they listed (``ls-files --unmerged``), so a clean index
     costs one git call. Raises UsageError naming the conflicted paths, or GitError."""
-    rc, out, _ = gitio.run_git_full(repo, "write-tree", extra_env=env, ok_codes=(0, 1, 128))
+    rc, out, err = gitio.run_git_full(repo, "write-tree", extra_env=env, ok_codes=(0, 1, 128))
     if rc == 0:
         return out.decode().strip()
     unmerged = gitio.run_git(repo, "ls-files", "--unmerged", "-z", extra_env=env)
@@ -180,7 +180,7 @@ def _write_tree(repo: Path, env: Mapping[str, str]) -> str:
             f"unresolved merge conflicts in {', '.join(paths[:5])}"
             f"{' …' if len(paths) > 5 else ''}; resolve them before reviewing"
         )
-    return gitio.run_git(repo, "write-tree", extra_env=env).decode().strip()  # raises its error
+    raise GitError.from_process(["git", "write-tree"], rc, err)
 
 
 def merge_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:

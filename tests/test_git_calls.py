@@ -359,3 +359,21 @@ def test_files_read_alongside_the_probe_serve_the_settings_without_another_proce
         gitio.find_toplevel(unborn.path, head_files=[".ocr-hook.toml"])
         assert gitio.head_blobs(unborn.path, [".ocr-hook.toml"]) == [None]
     assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch"])
+
+
+def test_an_index_git_cannot_write_is_one_error_from_one_write_tree(
+    repo: GitRepo, llm: ScriptedLLM, gitlog: GitLog, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"app.py": BODY}, "init")
+    missing = "1" * 40  # an index entry whose blob does not exist: write-tree refuses it
+    repo.git("update-index", "--add", "--cacheinfo", f"100644,{missing},ghost.py")
+    monkeypatch.chdir(repo.path)
+    gitlog.clear()
+    rc, _, err = run(["review", "--format", "json"], llm.env(), capsys)
+    assert rc == 2 and llm.requests == []
+    [line] = err.splitlines()
+    assert line.startswith("ocr-hook: git write-tree") and missing in line, err
+    commands = gitlog.commands()
+    assert commands.count("write-tree") == 1  # its error is kept, not asked for again
+    assert commands.count("ls-files") == 1  # no unmerged entry: not a conflict
