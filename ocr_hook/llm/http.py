@@ -341,9 +341,9 @@ def _attempt(
             # ended it (SPEC §6.4), not llm.timeout_s / llm.connect_timeout_s
             raise DeadlineExceeded("review deadline reached while waiting for the LLM"
                                    ) from e
-        return None, _transport_error(e, url, timeouts[1])
+        return None, _transport_error(e, _loggable_url(url), timeouts[1])
     except requests.exceptions.RequestException as e:
-        return None, _transport_error(e, url, timeouts[1])
+        return None, _transport_error(e, _loggable_url(url), timeouts[1])
     text = raw.decode("utf-8", "replace")
     try:
         payload: Any = json.loads(text)

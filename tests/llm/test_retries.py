@@ -274,3 +274,17 @@ def test_html_error_page_becomes_one_short_line(
         make_client(endpoint(llm, max_retries=0)).complete(MSGS)
     assert str(e.value) == expected
     assert len(llm.requests) == 1
+
+
+def test_a_connection_error_does_not_show_the_urls_query_or_user_info() -> None:
+    # a key in the URL (`?key=…`, `user:pass@`) must not reach the message: it is printed,
+    # stored in the session and in the JSON result
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ep = Endpoint(url=f"http://user:hunter2@127.0.0.1:{port}/v1?key=sk-query-secret",
+                  model="m", api_key="k", max_retries=0)
+    with pytest.raises(LlmError) as e:
+        make_client(ep).complete(MSGS)
+    assert "hunter2" not in str(e.value) and "sk-query-secret" not in str(e.value)
+    assert str(e.value).startswith(f"cannot connect to LLM endpoint http://127.0.0.1:{port}/v1")
