@@ -4,7 +4,8 @@ A file larger than ``select.max_file_bytes`` is never read whole. Its scan reads
 given number of bytes from the start of its blob (``git cat-file blob`` as a stream, stopped
 there) and looks for secrets with ``redact.find_secrets`` in blocks of lines; a line longer
 than LINE_WINDOW_CHARS (a minified bundle, a one-line data file) is scanned in overlapping
-windows, so no single regex search ever sees more than a block. For a modified file a value
+windows cut at separators (whitespace, quotes, commas, brackets), so a long token is whole in
+one window and no single regex search ever sees more than a block. For a modified file a value
 also present in the old blob is not this change's secret: the old blob is searched for it as
 a stream too. The outcome is one sentence for the file's coverage entry, e.g. ``secret scan:
 first 512.0 KiB of 50.0 MiB scanned, no secret found``.
@@ -26,7 +27,10 @@ from .errors import GitError
 from .findings import Finding, Severity, finding_id
 
 LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
-WINDOW_OVERLAP_CHARS = 512  # consecutive windows overlap so a secret across a cut is whole
+WINDOW_OVERLAP_CHARS = 512  # context repeated from one window of a long line to the next
+# Windows of a long line are cut at these characters, which no secret token contains, so a
+# token (a JWT can be thousands of characters) is whole in one window (issue: bigscan cuts)
+TOKEN_SEPARATORS = " \t\r\f\v\"'`,;()[]{}<>"
 BLOCK_CHARS = 256 * 1024  # rows are handed to find_secrets in blocks of about this size
 BLOCK_OVERLAP_CHARS = 8 * 1024  # blocks overlap by whole rows of up to this many characters,
 # so a multi-line secret (a PEM block of a 4096-bit key is ~3,300 characters) is seen whole
@@ -119,16 +123,48 @@ def _contains_any(repo: Path, oid: str, values: Sequence[bytes]) -> set[bytes]:
     return found
 
 
+def _last_sep(line: str, lo: int, hi: int) -> int:
+    """Index of the last TOKEN_SEPARATORS character in ``line[lo:hi]``, or -1."""
+    return max(line.rfind(c, lo, hi) for c in TOKEN_SEPARATORS)
+
+
+def _first_sep(line: str, lo: int, hi: int) -> int:
+    """Index of the first TOKEN_SEPARATORS character in ``line[lo:hi]``, or -1."""
+    found = [i for i in (line.find(c, lo, hi) for c in TOKEN_SEPARATORS) if i >= 0]
+    return min(found, default=-1)
+
+
+def _windows(line: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of the windows of one long line, each at most
+    LINE_WINDOW_CHARS long. A window ends just before the last separator it holds (at least
+    WINDOW_OVERLAP_CHARS past its start, so the scan moves on), and the next starts after the
+    first separator within WINDOW_OVERLAP_CHARS before that cut: no token is split and about
+    that much context is repeated. Only a window without such a separator is cut hard, the
+    next starting WINDOW_OVERLAP_CHARS before the cut."""
+    out: list[tuple[int, int]] = []
+    at = 0
+    while at + LINE_WINDOW_CHARS < len(line):
+        limit = at + LINE_WINDOW_CHARS
+        cut = _last_sep(line, at + WINDOW_OVERLAP_CHARS, limit)
+        if cut < 0:
+            out.append((at, limit))
+            at = limit - WINDOW_OVERLAP_CHARS
+            continue
+        out.append((at, cut))
+        at = _first_sep(line, cut - WINDOW_OVERLAP_CHARS, cut + 1) + 1  # cut itself at worst
+    out.append((at, len(line)))
+    return out
+
+
 def _rows(text: str) -> list[tuple[int, str]]:
-    """(1-based line number, text) per line, long lines cut into overlapping windows."""
+    """(1-based line number, text) per line, long lines cut into overlapping windows
+    (``_windows``) that keep every token of at most about LINE_WINDOW_CHARS whole."""
     rows: list[tuple[int, str]] = []
-    step = LINE_WINDOW_CHARS - WINDOW_OVERLAP_CHARS
     for n, line in enumerate(text.split("\n"), 1):
         if len(line) <= LINE_WINDOW_CHARS:
             rows.append((n, line))
             continue
-        for at in range(0, len(line) - WINDOW_OVERLAP_CHARS, step):
-            rows.append((n, line[at : at + LINE_WINDOW_CHARS]))
+        rows.extend((n, line[a:b]) for a, b in _windows(line))
     return rows
 
 

@@ -152,6 +152,52 @@ def test_secret_late_in_a_long_single_line_is_found_in_its_windows(
         "secret scan: all 234.4 KiB scanned, 1 secret(s) found (critical finding)")
 
 
+# fake, assembled: a 1,002-character JWT (header, a long payload, signature), no "eyJ" inside
+LONG_JWT = ("eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJ" + "zdWIiOi" + "Qk7mZ2xw" * 113 + "Qk7mZ2x"
+            + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+
+
+def test_long_jwt_across_a_window_cut_of_a_long_line_is_found(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert len(LONG_JWT) == 1002
+    repo.commit({"README.md": "x\n"}, "init")
+    head = data_lines(3)  # the bundle's line is line 4
+    line = "var a=[" + "1," * 7_742 + f'];var t="{LONG_JWT}";' + "2," * 60_000 + "];"
+    assert line.index(LONG_JWT) == 15_500  # crosses the cut at bigscan.LINE_WINDOW_CHARS
+    repo.stage({"bundle.js": head + line + "\n" + data_lines(2)})
+    env = {**LIMITS, "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500000"}
+    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["end_line"], c["severity"], c["anchor"]) == (
+        "bundle.js", 4, 4, "critical", "file")
+    assert c["content"].startswith("Hard-coded secret (jwt)")
+    assert "[REDACTED:jwt]" in c["existing_code"]
+    assert LONG_JWT[:40] not in json.dumps(data)
+    assert by_path(data)["bundle.js"]["detail"].endswith(
+        "scanned, 1 secret(s) found (critical finding)")
+
+
+def test_long_line_windows_end_at_separators_and_stay_bounded() -> None:
+    line = "var a=[" + "1," * 7_742 + f'];var t="{LONG_JWT}";' + "2," * 60_000 + "];"
+    rows = bigscan._rows("x\n" + line + "\n" + "z" * 40_000)
+    assert {n for n, _ in rows} == {1, 2, 3}
+    assert max(len(r) for _, r in rows) <= bigscan.LINE_WINDOW_CHARS
+    assert sum(LONG_JWT in r for n, r in rows if n == 2) == 1  # whole in exactly one window
+    # each window of line 2 is a slice of it; together they cover it all
+    at = 0
+    for n, r in rows:
+        if n == 2:
+            start = line.index(r, max(at - bigscan.WINDOW_OVERLAP_CHARS - 1, 0))
+            assert start <= at
+            at = start + len(r)
+    assert at == len(line)
+    # a line with no separator at all still gets hard cuts overlapping by the old amount
+    zs = [r for n, r in rows if n == 3]
+    assert [len(r) for r in zs] == [16_384, 16_384, 8_256]
+
+
 def test_secret_already_in_the_old_version_of_a_too_large_file_is_not_flagged(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
