@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or 
     from .diff import FileDiff
     from .findings import Finding
     from .llm.types import Endpoint
-    from .results import RunWarning
+    from .findings import RunWarning
 
 log = logging.getLogger(__name__)
 

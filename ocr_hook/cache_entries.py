@@ -15,7 +15,7 @@ import json
 from typing import Any, Literal, NamedTuple
 
 from .findings import Finding, Severity
-from .results import RunWarning
+from .findings import RunWarning
 from .shapes import check
 
 EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)

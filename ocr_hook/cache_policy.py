@@ -24,7 +24,8 @@ from .diff import FileDiff
 from .findings import Finding
 from .grouping import Group
 from .llm.types import Endpoint
-from .results import CACHEABLE_STOPS, GroupOutcome, RunWarning
+from .results import CACHEABLE_STOPS, GroupOutcome
+from .findings import RunWarning
 
 Record = Callable[[str, Any], None]
 

@@ -22,7 +22,7 @@ from concurrent.futures import Executor, Future
 from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
 from .diff import FileDiff
 from .findings import Finding, RawComment
-from .results import RunWarning
+from .findings import RunWarning
 
 log = logging.getLogger(__name__)
 

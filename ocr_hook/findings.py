@@ -190,3 +190,14 @@ def _placed_twin(a: Finding, b: Finding) -> bool:
     claim: the placed one replaces the other (``code_comment`` asks for a new quote)."""
     return (a.path == b.path and (a.start_line == 0) != (b.start_line == 0)
             and same_claim(a, b))
+
+
+class RunWarning(NamedTuple):
+    """One run warning (JSON ``warnings[]``, SARIF tool notification, cache entry): ``type`` a
+    short code (``comment_refiled``, ``subtask_error``, ``mcp``, …), ``file`` the path or group
+    label it concerns ("" for the run), ``message`` one line for people."""
+
+    type: str
+    file: str
+    message: str
+

@@ -36,7 +36,8 @@ from .group_prompts import (
 )
 from .grouping import Group
 from .llm.types import ChatClient
-from .results import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport, RunWarning
+from .results import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
+from .findings import RunWarning
 from .tools.comment import code_comment_handler
 from .tools.registry import Handler, Registry
 

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 
 from .diff import FileDiff
-from .results import RunWarning
+from .findings import RunWarning
 
 log = logging.getLogger("ocr_hook.review")
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from . import target
 from .llm.types import Usage
 from .request import ReviewRequest
-from .results import ReviewResult, RunWarning
+from .results import ReviewResult
+from .findings import RunWarning
 
 
 def ranges_json(targets: Sequence[target.Target]) -> list[dict[str, str | int]]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .findings import Finding, merge_same_claims
+from .findings import Finding, RunWarning, merge_same_claims
 from .gate import GateDecision, GateOptions, decide
 
 if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these (issue 18)
@@ -44,14 +44,6 @@ INCOMPLETE_STOPS = frozenset({
 CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answer is cached
 
 
-class RunWarning(NamedTuple):
-    """One run warning (JSON ``warnings[]``, SARIF tool notification, cache entry): ``type`` a
-    short code (``comment_refiled``, ``subtask_error``, ``mcp``, …), ``file`` the path or group
-    label it concerns ("" for the run), ``message`` one line for people."""
-
-    type: str
-    file: str
-    message: str
 
 
 @dataclass

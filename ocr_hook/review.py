@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from . import target
 from .request import ReviewRequest
-from .results import ReviewResult, RunWarning
+from .results import ReviewResult
+from .findings import RunWarning
 from .run_state import RunState
 
 if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them

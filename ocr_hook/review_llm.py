@@ -34,10 +34,10 @@ from .results import (
     GroupOutcome,
     GroupReport,
     ReviewResult,
-    RunWarning,
     merged_findings,
     not_reviewed_line,
 )
+from .findings import RunWarning
 from .workers import WorkerPool
 
 if TYPE_CHECKING:

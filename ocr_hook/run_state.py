@@ -13,7 +13,8 @@ from . import selection
 from .gate import decide
 from .hookinput import changes_only_notice, filter_paths
 from .input_notes import input_warnings
-from .results import FileOutcome, ReviewResult, RunWarning, merged_findings
+from .results import FileOutcome, ReviewResult, merged_findings
+from .findings import RunWarning
 
 if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
     from . import target

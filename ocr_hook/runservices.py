@@ -90,7 +90,7 @@ def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult)
     if not result.findings or result.preview:
         return
     from .dismiss_store import load_for_review
-    from .results import RunWarning
+    from .findings import RunWarning
 
     dismissals, problems = load_for_review(req.repo, common_dir)
     for p in problems:

@@ -17,7 +17,7 @@ from ocr_hook.comments import Collector, CommentPool, CommentProcessor
 from ocr_hook.findings import Finding, RawComment, Severity, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint
-from ocr_hook.results import RunWarning
+from ocr_hook.findings import RunWarning
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_anchor import APP, GUARD, staged

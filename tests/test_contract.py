@@ -20,7 +20,7 @@ import pytest
 from ocr_hook import cli, prompts, resources
 from ocr_hook.comments import Collector, CommentPool, CommentProcessor
 from ocr_hook.findings import Finding, RawComment, Severity, finding_id, merge_same_claims
-from ocr_hook.results import RunWarning
+from ocr_hook.findings import RunWarning
 from ocr_hook.tools.comment import NOT_PLACED, landing_text
 from ocr_hook.tools.registry import parse_tools_json
 from tests.support.gitrepo import GitRepo

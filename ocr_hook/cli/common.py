@@ -5,18 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits on
-
-
-def one_line(text: str) -> str:
-    """``text`` with every line break escaped (``\\n``, ``\\r``…): user-supplied names (file
-    names, values) inside an error message cannot split it into several lines (issue 10)."""
-    if not any(ch in text for ch in _LINE_BREAKS):
-        return text
-    return "".join(ch.encode("unicode_escape").decode("ascii") if ch in _LINE_BREAKS else ch
-                   for ch in text)
-
-
 HOOK_WORDS = {  # hook stage -> (what it gates, the hook id in .pre-commit-hooks.yaml)
     "pre-commit": ("commit", "ocr-review"),
     "pre-merge-commit": ("merge", "ocr-review-merge"),

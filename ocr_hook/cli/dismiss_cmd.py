@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..exitcodes import Exit
-from .common import one_line
+from ..text import one_line
 
 ID_MIN_CHARS = 4
 _ID = re.compile(r"[0-9a-f]+")

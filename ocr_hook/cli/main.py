@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import OcrError
 from ..exitcodes import Exit
-from .common import hook_words, one_line
+from ..text import one_line
+from .common import hook_words
 from .parser import parse, top_parser
 
 CONFIG_ACTIONS = ("list", "get", "set", "unset", "path", "allow-mcp", "allow-endpoint")

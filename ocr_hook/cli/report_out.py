@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import one_line
+from ..text import one_line
 
 OUTPUT_FILE_MODE = 0o644  # --output: a report for other tools (CI uploads), not a secret
 
