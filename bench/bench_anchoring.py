@@ -2,7 +2,7 @@
 """Anchoring accuracy on real diffs (SPEC §15): sdists of several releases of popular packages
 from PyPI are unpacked into a git history, one commit per release; for every run of 1–5 added
 lines in every diff, the run is quoted with perturbed indentation (as a model would copy it)
-and anchored with ``ocr_hook.anchor.locate``.
+and anchored with ``ocr_hook.comments.anchor.locate``.
 
 Outcomes per quote:
 - exact: anchored to exactly the run's lines;
@@ -32,8 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ocr_hook import anchor, target  # noqa: E402
-from ocr_hook.diff import FileDiff  # noqa: E402
+from ocr_hook.comments import anchor  # noqa: E402
+from ocr_hook.diff.patch import FileDiff  # noqa: E402
+from ocr_hook.git import target  # noqa: E402
 
 DEFAULT = {
     "requests": ["2.28.0", "2.29.0", "2.31.0", "2.32.3"],

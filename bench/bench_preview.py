@@ -42,8 +42,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ocr_hook import changeset, selection, target  # noqa: E402
-from ocr_hook.config import SelectConfig  # noqa: E402
+from ocr_hook.change import changeset, selection  # noqa: E402
+from ocr_hook.config.layering import SelectConfig  # noqa: E402
+from ocr_hook.git import target  # noqa: E402
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,

@@ -59,10 +59,10 @@ def _import_path() -> None:
 _import_path()
 
 from bench.benchlib import load_line, table  # noqa: E402
-from ocr_hook import secret_scan  # noqa: E402
-from ocr_hook.agent.redaction import Redactor  # noqa: E402
-from ocr_hook.diff import FileDiff, Hunk, Line  # noqa: E402
+from ocr_hook.agent.redactor import Redactor  # noqa: E402
+from ocr_hook.diff.patch import FileDiff, Hunk, Line  # noqa: E402
 from ocr_hook.findings import Finding  # noqa: E402
+from ocr_hook.secrets import diff_scan  # noqa: E402
 from tests.support.secret_corpus import CASES, corpus_files  # noqa: E402
 
 
@@ -126,17 +126,17 @@ Scan = Callable[[list[FileDiff]], tuple[list[Finding], dict[str, str]]]
 
 def ours_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
     """ocr-hook's own scan: (findings, no literals)."""
-    return secret_scan.secret_findings(fds), {}
+    return diff_scan.secret_findings(fds), {}
 
 
 def combined_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
     """ocr-hook with ``security.detect_secrets`` on, as ``change_scan`` runs it: (our findings
     and detect-secrets' on the values ours left, the literals the run's Redactor replaces)."""
-    from ocr_hook import detect_secrets_scan
+    from ocr_hook.secrets import detect_secrets_pass
 
-    rows = detect_secrets_scan.added_rows(fds)
-    found, literals = detect_secrets_scan.library_findings(detect_secrets_scan.scan(rows), rows, ())
-    return [*secret_scan.secret_findings(fds, (), None, literals), *found], literals
+    rows = detect_secrets_pass.added_rows(fds)
+    found, literals = detect_secrets_pass.library_findings(detect_secrets_pass.scan(rows), rows, ())
+    return [*diff_scan.secret_findings(fds, (), None, literals), *found], literals
 
 
 def ours_detection(scan: Scan = ours_scan) -> tuple[int, int, list[str]]:
@@ -187,7 +187,7 @@ def ours_cost(runs: int, scan: Scan = ours_scan) -> list[tuple[str, float, float
 
 # Every rule compiled (since issue 18 each regex compiles on first need, in secret_rules; a tree
 # from before compiles them all in redact._rules()): the import cost's upper bound.
-_COMPILE_ALL = ("try:\n    from ocr_hook.secret_rules import rules\n"
+_COMPILE_ALL = ("try:\n    from ocr_hook.secrets.patterns import rules\n"
                 "    [r.pattern for r in rules()]\n"
                 "except ImportError:\n    redact._rules()\n")
 
@@ -199,7 +199,7 @@ def ours_report(runs: int) -> dict[str, Any]:
         "false_positives": ours_false_positives(clean_inputs()),
         "cost": ours_cost(runs),
         "import_ms": import_ms(
-            "from ocr_hook import secret_scan, redact\n" + _COMPILE_ALL, runs, sys.path[:2]),
+            "from ocr_hook.secrets import diff_scan as secret_scan, redact\n" + _COMPILE_ALL, runs, sys.path[:2]),
     }
 
 
@@ -211,7 +211,7 @@ def combined_report(runs: int) -> dict[str, Any]:
         "false_positives": ours_false_positives(clean_inputs(), combined_scan),
         "cost": ours_cost(runs, combined_scan),
         "import_ms": import_ms(
-            "from ocr_hook import secret_scan, redact, detect_secrets_scan\n" + _COMPILE_ALL +
+            "from ocr_hook.secrets import diff_scan as secret_scan, redact, detect_secrets_scan\n" + _COMPILE_ALL +
             "from detect_secrets.settings import default_settings\n"
             "from detect_secrets.core.scan import _process_line_based_plugins\n"
             "with default_settings(): pass", runs, sys.path[:2]),

@@ -9,7 +9,7 @@ effort) against the request-driven scripted model of bench/benchlib.py (EchoMode
 answer, one ``file_read`` + ``code_search`` turn, one ``code_comment`` turn, ``task_done``;
 review filter approves). Its replies carry no ``usage``, so ocr-hook counts with tiktoken.
 
-Every request the model received is split and counted with ``ocr_hook.tokens.count_tokens``
+Every request the model received is split and counted with ``ocr_hook.util.tokens.count_tokens``
 (o200k_base, as for any model tiktoken does not know), summed over the review's requests (each
 request re-sends the conversation, so a part counts once per request that carries it):
 - ``system``: the system prompt; ``tools``: the JSON tool definitions sent with the request;
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_repos
 from benchlib import OCR_CMD, EchoModel, clean_env, echo_llm, run_child, table, task_of
 
-from ocr_hook.tokens import count_tokens
+from ocr_hook.util.tokens import count_tokens
 
 PARTS = ("system", "tools", "rules", "diffs", "tool results", "history", "other")
 _BLOCKS = (("rules", re.compile(r"<review_checklist>.*?</review_checklist>", re.S)),

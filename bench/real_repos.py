@@ -80,7 +80,7 @@ from benchlib import (
     table,
 )
 
-from ocr_hook.results import INCOMPLETE_STOPS
+from ocr_hook.report.result import INCOMPLETE_STOPS
 
 
 @dataclass(frozen=True)

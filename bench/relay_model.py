@@ -18,7 +18,7 @@ built from it. An answer is one JSON object, either::
 
 Tool call ids (``call_N_i``) are generated, arguments are sent as JSON strings (as the OpenAI
 API does), ``finish_reason`` is ``tool_calls`` or ``stop``. ``usage.prompt_tokens`` is the
-project's offline count (``ocr_hook.tokens.count_tokens``, o200k table; a bytes/4 estimate when
+project's offline count (``ocr_hook.util.tokens.count_tokens``, o200k table; a bytes/4 estimate when
 the package cannot be imported) over every message's content, every tool call's arguments and
 every tool definition; ``completion_tokens`` the same over the answer. ocr-hook never asks for
 ``stream: true``; a request that does gets the same non-streamed JSON reply.
@@ -36,7 +36,7 @@ Commands (``python bench/relay_model.py CMD -h`` for the flags):
   and write ``D/N.answer.json`` atomically; exit 2 with one line when it is not valid;
 - ``log --dir D``: per-request prompt/completion tokens and totals, per folder.
 
-Only the standard library is used (plus ``ocr_hook.tokens`` read-only when importable).
+Only the standard library is used (plus ``ocr_hook.util.tokens`` read-only when importable).
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ _REQ_RE = re.compile(r"^(\d+)\.request\.json$")
 # --- token counting -----------------------------------------------------------------------
 
 def _counter() -> Callable[[str], int]:
-    """``ocr_hook.tokens.count_tokens`` (offline tiktoken) or a bytes/4 estimate."""
+    """``ocr_hook.util.tokens.count_tokens`` (offline tiktoken) or a bytes/4 estimate."""
     try:
         if str(ROOT) not in sys.path:
             sys.path.insert(0, str(ROOT))
-        from ocr_hook.tokens import count_tokens
+        from ocr_hook.util.tokens import count_tokens
     except Exception:  # noqa: BLE001 - the relay also works without the package
         return lambda text: (len(text.encode("utf-8")) + 3) // 4
     return lambda text: count_tokens(text, "trial-model")

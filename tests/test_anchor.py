@@ -18,16 +18,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocr_hook import gitio, target
-from ocr_hook.anchor import (
+from ocr_hook.comments.anchor import (
     anchor_comment,
     locate,
     plausibly_in_diff,
     quote_lines,
     split_change_quote,
 )
-from ocr_hook.diff import FileDiff, parse_hunks, split_patch_sections
+from ocr_hook.diff.patch import FileDiff, parse_hunks, split_patch_sections
 from ocr_hook.findings import RawComment, Severity
+from ocr_hook.git import process, target
 from tests.support.gitrepo import GitRepo
 
 APP = """\
@@ -209,7 +209,7 @@ def staged(repo: GitRepo, old: dict[str, str], new: dict[str, str | None]
 
     def lines(path: str) -> list[str] | None:
         data = target.read_blob(repo.path, t.head, by_path[path].new_path)
-        return None if data is None else gitio.decode_text(data).split("\n")
+        return None if data is None else process.decode_text(data).split("\n")
 
     return by_path, lines, [f.path for f in files if f.status != "deleted"]
 

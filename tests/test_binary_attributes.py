@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, target, textattr
+from ocr_hook import cli
+from ocr_hook.git import attributes, target
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -96,6 +97,6 @@ def test_committed_attribute_and_rename_keep_the_rename_pairing(
 def test_binary_attributes_names_the_marking_from_index_then_work_tree(repo: GitRepo) -> None:
     repo.stage({".gitattributes": "a.txt binary\nb.txt -diff\nc.txt diff=x\n"})
     repo.write({"sub/.gitattributes": "e.txt -diff\n"})  # not staged: git diff still reads it
-    assert textattr.binary_attributes(
+    assert attributes.binary_attributes(
         repo.path, ["a.txt", "b.txt", "c.txt", "d.txt", "sub/e.txt"]) == {
         "a.txt": "binary", "b.txt": "-diff", "c.txt": "diff=x", "d.txt": "", "sub/e.txt": "-diff"}

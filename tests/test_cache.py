@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.cache import ResultCache, cache_dir
-from ocr_hook.cache_entries import parse_envelope
+from ocr_hook.pipeline.cache.entries import parse_envelope
+from ocr_hook.pipeline.cache.store import ResultCache, cache_dir
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 

@@ -15,12 +15,16 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import bigscan, changeset, cli, gitstream, selection, target
-from ocr_hook.diff import split_patch_sections
+from ocr_hook import cli
+from ocr_hook.change import changeset, selection
+from ocr_hook.diff.patch import split_patch_sections
+from ocr_hook.diff.stream import PatchStream
 from ocr_hook.errors import GitError
-from ocr_hook.output import _files_block
-from ocr_hook.patchstream import PatchStream
-from ocr_hook.tools.context import SnapshotView, file_read, file_read_diff
+from ocr_hook.git import stream as gitstream
+from ocr_hook.git import target
+from ocr_hook.report.machine import _files_block
+from ocr_hook.secrets import blobs
+from ocr_hook.tools.builtin.context import SnapshotView, file_read, file_read_diff
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -147,7 +151,7 @@ def test_secret_late_in_a_long_single_line_is_found_in_its_windows(
     [c] = data["comments"]
     assert (c["path"], c["start_line"], c["anchor"]) == ("bundle.js", 1, "file")
     assert "[REDACTED:aws-access-key]" in c["existing_code"]
-    assert len(c["existing_code"]) <= bigscan.QUOTE_CHARS
+    assert len(c["existing_code"]) <= blobs.QUOTE_CHARS
     assert by_path(data)["bundle.js"]["detail"].endswith(
         "secret scan: all 234.4 KiB scanned, 1 secret(s) found (critical finding)")
 
@@ -181,15 +185,15 @@ def test_long_jwt_across_a_window_cut_of_a_long_line_is_found(
 
 def test_long_line_windows_end_at_separators_and_stay_bounded() -> None:
     line = "var a=[" + "1," * 7_742 + f'];var t="{LONG_JWT}";' + "2," * 60_000 + "];"
-    rows = bigscan._rows("x\n" + line + "\n" + "z" * 40_000)
+    rows = blobs._rows("x\n" + line + "\n" + "z" * 40_000)
     assert {n for n, _ in rows} == {1, 2, 3}
-    assert max(len(r) for _, r in rows) <= bigscan.LINE_WINDOW_CHARS
+    assert max(len(r) for _, r in rows) <= blobs.LINE_WINDOW_CHARS
     assert sum(LONG_JWT in r for n, r in rows if n == 2) == 1  # whole in exactly one window
     # each window of line 2 is a slice of it; together they cover it all
     at = 0
     for n, r in rows:
         if n == 2:
-            start = line.index(r, max(at - bigscan.WINDOW_OVERLAP_CHARS - 1, 0))
+            start = line.index(r, max(at - blobs.WINDOW_OVERLAP_CHARS - 1, 0))
             assert start <= at
             at = start + len(r)
     assert at == len(line)
@@ -448,7 +452,7 @@ def test_stream_git_stops_a_reader_that_leaves_early_and_reports_failures(
     oid = repo.git("rev-parse", "HEAD:big.txt").strip()
     with gitstream.stream_git(repo.path, "cat-file", "blob", oid) as stream:
         assert stream.read(10) == b"x" * 10  # git is killed at the end of the block
-    assert bigscan.read_prefix(repo.path, oid, 1000) == b"x" * 1000
+    assert blobs.read_prefix(repo.path, oid, 1000) == b"x" * 1000
     with pytest.raises(GitError, match=r"^git cat-file: .*\(exit 128\)$"):
         with gitstream.stream_git(repo.path, "cat-file", "blob", "0" * 40) as stream:
             assert stream.read(10) == b""
@@ -476,7 +480,7 @@ def test_read_heads_returns_the_first_bytes_of_each_object(repo: GitRepo) -> Non
     repo.commit({"a.txt": "a" * 5000, "b.txt": "bb\n"}, "init")
     a = repo.git("rev-parse", "HEAD:a.txt").strip()
     b = repo.git("rev-parse", "HEAD:b.txt").strip()
-    assert bigscan.read_heads(repo.path, [a, "f" * 40, b], 100) == [b"a" * 100, None, b"bb\n"]
+    assert blobs.read_heads(repo.path, [a, "f" * 40, b], 100) == [b"a" * 100, None, b"bb\n"]
 
 
 def test_files_block_is_the_text_json_dumps_would_print() -> None:

@@ -11,7 +11,10 @@ import os
 
 import pytest
 
-from ocr_hook import changeset, cli, html_report, selection, target
+from ocr_hook import cli
+from ocr_hook.change import changeset, selection
+from ocr_hook.git import target
+from ocr_hook.report import html
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -112,6 +115,6 @@ def test_review_page_lists_bound_files_as_not_reviewed_with_their_detail() -> No
                 {"path": "a.py", "status": "added", "reviewed": True, "reason": ""},
                 {"path": "b.py", "status": "added", "reviewed": False,
                  "reason": "over_max_files", "detail": detail}]}
-    page = html_report.render(data, [], "PASS")
+    page = html.render(data, [], "PASS")
     assert ('<td>b.py</td><td>added</td><td class="miss">not reviewed: over select.max_files: '
             f"{detail}</td>") in page

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.cli import parser as cli_parser
+from ocr_hook.cli import parser
 from ocr_hook.cli.parser import build_parser, command_path, parse
 
 GOLDEN = Path(__file__).parent / "data" / "cli" / "parser_golden.json"
@@ -129,22 +129,22 @@ def test_a_run_builds_only_its_own_parsers(monkeypatch: pytest.MonkeyPatch) -> N
     assert built == ["git ocr", "git ocr hook", "git ocr hook pre-commit"]
     built.clear()
     full = len(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert full == len(cli_parser.COMMANDS) == 10
+    assert full == len(parser.COMMANDS) == 10
     n_full = len(built)
     assert n_full == 29  # every command, action and hook
     built.clear()
     with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit):
         parse(["-h"])  # the top-level help: every command listed, none built
     assert out.getvalue() == next(c for c in CASES if c["argv"] == ["-h"])["stdout"]
-    assert built == ["git ocr"] + [f"git ocr {name}" for name in cli_parser.COMMANDS]
+    assert built == ["git ocr"] + [f"git ocr {name}" for name in parser.COMMANDS]
     built.clear()
     with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
         parse(["revew"])  # no known command: the top-level parser, then the full one
-    assert len(built) == 1 + len(cli_parser.COMMANDS) + n_full
+    assert len(built) == 1 + len(parser.COMMANDS) + n_full
     built.clear()
     with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
         parse(["--verb", "review", "--bogus"])  # a command behind an abbreviation: full
-    assert len(built) == 1 + len(cli_parser.COMMANDS) + n_full
+    assert len(built) == 1 + len(parser.COMMANDS) + n_full
     built.clear()
     with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
         parse(["review", "--bogus"])  # an error: said by the full parser, after the narrow one

@@ -11,13 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ocr_hook.agent.comment_tasks import first_code_block, relocate_snippet
+from ocr_hook.agent.filtering import first_code_block, relocate_snippet
 from ocr_hook.agent.meter import Meter
-from ocr_hook.comments import Collector, CommentPool, CommentProcessor
-from ocr_hook.findings import Finding, RawComment, Severity, finding_id
+from ocr_hook.comments.pool import Collector, CommentPool, CommentProcessor
+from ocr_hook.findings import Finding, RawComment, RunWarning, Severity, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint
-from ocr_hook.findings import RunWarning
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_anchor import APP, GUARD, staged

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import cli, config
-from ocr_hook.config import Layer, azure_url, build, parse_toml
-from ocr_hook.config_endpoint import resolve_llm_endpoint
-from ocr_hook.config_load import config_layers
-from ocr_hook.config_toml import dump_toml, edit_toml
+from ocr_hook import cli
+from ocr_hook.config import layering
+from ocr_hook.config.endpoint import resolve_llm_endpoint
+from ocr_hook.config.layering import Layer, azure_url, build, parse_toml
+from ocr_hook.config.load import config_layers
+from ocr_hook.config.toml_edit import dump_toml, edit_toml
 from ocr_hook.errors import ConfigError
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -42,7 +43,7 @@ def test_precedence_flags_env_repo_user_defaults(repo: GitRepo) -> None:
     assert (cfg.review.concurrency, cfg.llm.model, cfg.gate.mode) == (5, "repo-model",
                                                                       "advisory")
     assert cfg.gate.fail_on == "high"  # default
-    _, origin = config.merge(config_layers(repo.path, env))
+    _, origin = layering.merge(config_layers(repo.path, env))
     assert origin["llm.model"] == ".ocr-hook.toml (HEAD)"
     assert origin["review.concurrency"] == "environment"
 
@@ -329,7 +330,7 @@ def test_config_set_reads_a_secret_from_stdin_and_list_masks_it(
     lines = dict(line.split(" = ", 1) for line in out.splitlines())
     assert lines["llm.api_key"].startswith('"sk-a…wxyz"\t# ')
     assert lines["gate.mode"] == '"blocking"\t# default'
-    assert len(lines) == len(config.all_keys())
+    assert len(lines) == len(layering.all_keys())
     assert "sk-abcdefghijklmnopqrstuvwxyz" not in out
 
 

@@ -17,12 +17,19 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, prompts, resources
-from ocr_hook.comments import Collector, CommentPool, CommentProcessor
-from ocr_hook.findings import Finding, RawComment, Severity, finding_id, merge_same_claims
-from ocr_hook.findings import RunWarning
-from ocr_hook.tools.comment import NOT_PLACED, landing_text
+from ocr_hook import cli
+from ocr_hook.comments.pool import Collector, CommentPool, CommentProcessor
+from ocr_hook.findings import (
+    Finding,
+    RawComment,
+    RunWarning,
+    Severity,
+    finding_id,
+    merge_same_claims,
+)
+from ocr_hook.tools.builtin.comment import NOT_PLACED, landing_text
 from ocr_hook.tools.registry import parse_tools_json
+from ocr_hook.util import resources, templates
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_anchor import APP, GUARD, staged
@@ -111,7 +118,7 @@ def test_an_escaped_path_copied_from_the_prompt_anchors_on_its_hunk(repo: GitRep
     files, lines, reviewed = staged(repo, dict.fromkeys(names, APP), dict.fromkeys(names, GUARD))
     processor = CommentProcessor(files, lines, reviewed)
     for name in names:
-        shown = prompts.xml_attr(name)
+        shown = templates.xml_attr(name)
         assert shown != name
         f, warnings = processor.place(raw("if item.price < 0:", path=shown))
         assert (f.path, f.start_line, f.anchor, warnings) == (name, 13, "hunk_new", [])
@@ -133,7 +140,7 @@ def test_a_comment_filed_again_with_a_landing_quote_replaces_its_unplaced_copy()
 
 
 def test_one_severity_scale_stated_once_and_nowhere_else() -> None:
-    scale = prompts.render("severity", {})
+    scale = templates.render("severity", {})
     assert scale.count("- critical:") == 1
     tools = json.dumps([[t.spec.description, t.spec.parameters]
                         for t in parse_tools_json().values()])

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import changeset, cli, deleted_refs, selection, target
+from ocr_hook import cli
+from ocr_hook.change import changeset, deleted_refs, selection
+from ocr_hook.git import target
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

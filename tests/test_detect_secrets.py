@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.agent.redaction import Redactor
-from ocr_hook.detect_secrets_scan import placeholder_type
-from ocr_hook.redact import redact
+from ocr_hook.agent.redactor import Redactor
+from ocr_hook.secrets.detect_secrets_pass import placeholder_type
+from ocr_hook.secrets.redaction import redact
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.secret_corpus import GH_CLASSIC

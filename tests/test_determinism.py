@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.comments import Collector
-from ocr_hook.findings import Finding, Severity, finding_id
-from ocr_hook.findings import RunWarning
+from ocr_hook.comments.pool import Collector
+from ocr_hook.findings import Finding, RunWarning, Severity, finding_id
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 

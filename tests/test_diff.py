@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_hook import target
-from ocr_hook.diff import (
+from ocr_hook.diff.patch import (
     DiffParseError,
     Line,
     build_file_diffs,
@@ -15,6 +14,7 @@ from ocr_hook.diff import (
     render_numbered,
     split_patch_sections,
 )
+from ocr_hook.git import target
 from tests.support.gitrepo import GitRepo
 
 Z40 = "0" * 40

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.dismiss import apply, dismiss_key, inline_reason
+from ocr_hook.comments.dismissals import apply, dismiss_key, inline_reason
 from ocr_hook.findings import Finding, Severity
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -238,7 +238,7 @@ def test_key_ignores_lines_indentation_and_wording_but_not_path_code_or_category
     assert dismiss_key("b.py", a.code, a.category) != key
     assert dismiss_key(a.path, a.code, "security") != key
     assert dismiss_key(a.path, "if x == 2:\n run()", a.category) != key
-    from ocr_hook.dismiss import Dismissal
+    from ocr_hook.comments.dismissals import Dismissal
     d = Dismissal(key, "a.py", "bug", a.code, "r", "", "", "f", "c")
     kept, gone = apply([a, b, _finding("z = 2")], [d])
     assert [f.code for f in kept] == ["z = 2"]
@@ -248,12 +248,12 @@ def test_key_ignores_lines_indentation_and_wording_but_not_path_code_or_category
 def test_dismissals_file_is_private_and_written_atomically(
     repo: GitRepo, tmp_path: Path,
 ) -> None:
-    from ocr_hook import dismiss_store
-    from ocr_hook.dismiss import Dismissal
+    from ocr_hook.comments import dismissal_files
+    from ocr_hook.comments.dismissals import Dismissal
 
     d = Dismissal("a" * 64, "a.py", "bug", "x", "r", "T <t@e>", "2026-01-01T00:00:00Z", "f", "m")
-    path = dismiss_store.save_personal(repo.path / ".git", [d, d])
+    path = dismissal_files.save_personal(repo.path / ".git", [d, d])
     assert path == repo.path / ".git" / "ocr-hook" / "dismissed.json"
     assert path.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in path.parent.iterdir()] == ["dismissed.json"]
-    assert dismiss_store.load_personal(repo.path / ".git") == [d]
+    assert dismissal_files.load_personal(repo.path / ".git") == [d]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import cli, consent
+from ocr_hook import cli
+from ocr_hook.config import consent
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

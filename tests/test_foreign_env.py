@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import gitio, install
+from ocr_hook.git import process
+from ocr_hook.hooks import native
 from tests.support.gitrepo import GitRepo
 from tests.support.mcp_servers import SCRIPT
 from tests.support.scripted_llm import ScriptedLLM
@@ -36,7 +37,7 @@ KEY_HELPER = (
 def test_local_env_vars_match_git() -> None:
     out = subprocess.run(["git", "rev-parse", "--local-env-vars"], capture_output=True,
                          text=True, check=True).stdout.split()
-    assert sorted(gitio.LOCAL_ENV_VARS) == sorted(out)
+    assert sorted(process.LOCAL_ENV_VARS) == sorted(out)
 
 
 def linked_worktree(repo: GitRepo, tmp_path: Path) -> GitRepo:
@@ -61,7 +62,7 @@ def test_api_key_cmd_in_a_linked_worktree_hook_cannot_touch_the_commit(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
     wt = linked_worktree(repo, tmp_path)
-    install.install(wt.path, ["pre-commit"])
+    native.install(wt.path, ["pre-commit"])
     seen = tmp_path / "key-helper-env"
     wt.stage({"app.py": "X = 1\n"})
     p = commit_in_hook(wt, llm, OCR_HOOK_LLM_API_KEY_CMD=KEY_HELPER.format(seen=seen))
@@ -78,7 +79,7 @@ def test_mcp_setup_and_server_in_a_linked_worktree_hook_see_no_repo_variables(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
     wt = linked_worktree(repo, tmp_path)
-    install.install(wt.path, ["pre-commit"])
+    native.install(wt.path, ["pre-commit"])
     dump = ("import os, sys; open(sys.argv[1], 'w').write("
             "'|'.join(os.environ.get(k, '') for k in ('GIT_DIR', 'GIT_INDEX_FILE', 'GIT_PREFIX')))")
     serve = dump.replace("sys.argv[1]", "sys.argv[2]") + "; import runpy; sys.argv = sys.argv[:1]" \
@@ -106,8 +107,8 @@ def test_mcp_setup_and_server_in_a_linked_worktree_hook_see_no_repo_variables(
 
 @pytest.mark.parametrize("env_name", ["GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE"])
 def test_run_command_drops_each_local_variable(env_name: str) -> None:
-    rc, out, _ = gitio.run_command(f'printf "%s" "${{{env_name}-unset}}"', 5,
+    rc, out, _ = process.run_command(f'printf "%s" "${{{env_name}-unset}}"', 5,
                                    env={**os.environ, env_name: "/somewhere", "KEEP": "1"})
     assert (rc, out) == (0, b"unset")
-    rc, out, _ = gitio.run_command('printf "%s" "$KEEP"', 5, env={**os.environ, "KEEP": "1"})
+    rc, out, _ = process.run_command('printf "%s" "$KEEP"', 5, env={**os.environ, "KEEP": "1"})
     assert (rc, out) == (0, b"1")

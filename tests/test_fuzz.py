@@ -16,11 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocr_hook import cli, config, diff, target
+from ocr_hook import cli
+from ocr_hook.config import layering
+from ocr_hook.diff import patch as diff
 from ocr_hook.errors import ConfigError, OcrError
+from ocr_hook.git import target
 from ocr_hook.llm.types import ToolCall, decode_arguments
-from ocr_hook.tools.comment import code_comment_handler, parse_task_done
-from ocr_hook.tools.context import builtin_handlers
+from ocr_hook.tools.builtin.comment import code_comment_handler, parse_task_done
+from ocr_hook.tools.builtin.context import builtin_handlers
 from ocr_hook.tools.registry import build_registry, parse_tools_json
 from ocr_hook.tools.snapshot import SnapshotView
 from tests.support.gitrepo import GitRepo
@@ -162,17 +165,17 @@ def test_random_hunks_parse_or_raise_diff_parse_error(
 @given(text=st.text(max_size=200))
 def test_toml_text_parses_or_raises_one_line_config_error(text: str) -> None:
     try:
-        data = config.parse_toml(text, "fuzz.toml")
+        data = layering.parse_toml(text, "fuzz.toml")
     except ConfigError as e:
         assert "\n" not in str(e) and str(e).startswith("fuzz.toml: invalid TOML")
         return
     try:
-        config.build([config.Layer("fuzz.toml", data)])
+        layering.build([layering.Layer("fuzz.toml", data)])
     except ConfigError as e:
         assert "\n" not in str(e)
 
 
-keys = st.sampled_from([*config.all_keys(), "llm.nope", "review", "x.y", "gate.mode.z"])
+keys = st.sampled_from([*layering.all_keys(), "llm.nope", "review", "x.y", "gate.mode.z"])
 
 
 @FUZZ
@@ -186,16 +189,16 @@ def test_any_layer_builds_or_raises_one_line_config_error(items: list[tuple[str,
         elif isinstance(data.get(section), dict) or section not in data:
             data.setdefault(section, {})[rest] = value
     try:
-        cfg = config.build([config.Layer("fuzz.toml", data)])
+        cfg = layering.build([layering.Layer("fuzz.toml", data)])
     except ConfigError as e:
         assert "\n" not in str(e) and "fuzz.toml" in str(e) or "configuration" in str(e)
         return
-    assert isinstance(cfg, config.Config)
+    assert isinstance(cfg, layering.Config)
 
 
 env_names = st.sampled_from(
-    [f"OCR_HOOK_{k.replace('.', '_').upper()}" for k in config.all_keys()]
-    + [f"OCR_HOOK_{k.upper()}" for k in config.FLAG_KEYS]
+    [f"OCR_HOOK_{k.replace('.', '_').upper()}" for k in layering.all_keys()]
+    + [f"OCR_HOOK_{k.upper()}" for k in layering.FLAG_KEYS]
     + ["OCR_LLM_URL", "OCR_LLM_MODEL", "OCR_LLM_PROTOCOL", "OCR_HOOK_", "OCR_HOOK_LLM_"])
 
 
@@ -203,18 +206,18 @@ env_names = st.sampled_from(
 @given(env=st.dictionaries(env_names, st.text(max_size=30), max_size=5))
 def test_environment_layer_builds_or_raises_one_line_config_error(env: dict[str, str]) -> None:
     try:
-        cfg = config.build([config.env_layer(env)])
+        cfg = layering.build([layering.env_layer(env)])
     except ConfigError as e:
         assert "\n" not in str(e)
         return
-    assert isinstance(cfg, config.Config)
+    assert isinstance(cfg, layering.Config)
 
 
 @FUZZ
 @given(key=keys, text=st.text(max_size=30))
 def test_config_set_values_parse_or_raise_one_line_config_error(key: str, text: str) -> None:
     try:
-        config.parse_value(key, text)
+        layering.parse_value(key, text)
     except ConfigError as e:
         assert "\n" not in str(e)
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_hook.diff import FileDiff
-from ocr_hook.grouping import (
+from ocr_hook.agent.grouping import (
     BUNDLE_LABEL,
     Group,
     GroupingError,
@@ -19,6 +18,7 @@ from ocr_hook.grouping import (
     split_over_budget,
     strategy,
 )
+from ocr_hook.diff.patch import FileDiff
 
 
 def fd(path: str, ins: int = 1, dels: int = 0, status: str = "modified", old: str = "") -> FileDiff:

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, resources
-from ocr_hook.config import Layer
-from ocr_hook.config_repo import needs_endpoint_consent, repo_relative
+from ocr_hook import cli
+from ocr_hook.config.layering import Layer
+from ocr_hook.config.repo import needs_endpoint_consent, repo_relative
 from ocr_hook.errors import ConfigError
+from ocr_hook.util import resources
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

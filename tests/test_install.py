@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, install
+from ocr_hook import cli
+from ocr_hook.hooks import native
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -62,7 +63,7 @@ def test_native_pre_commit_hook_blocks_passes_skips_and_no_verify_bypasses(
     hook = repo.path / ".git" / "hooks" / "pre-commit"
     assert rc == 0 and out == f"installed pre-commit hook: {hook}\n"
     assert hook.stat().st_mode & stat.S_IXUSR
-    assert install.is_managed(hook)
+    assert native.is_managed(hook)
 
     # blocked: exit 1 from the hook, the finding and how to bypass on the terminal
     repo.stage({"calc.py": BUGGY})
@@ -188,7 +189,7 @@ def test_install_honours_core_hooks_path_and_worktrees(
     repo.git("config", "core.hooksPath", str(outside))
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
     assert out == f"installed pre-commit hook: {outside / 'pre-commit'}\n"
-    assert install.is_managed(outside / "pre-commit")
+    assert native.is_managed(outside / "pre-commit")
     assert not (common_hooks / "pre-commit").exists()
     ocr(monkeypatch, capsys, repo.path, "uninstall")
     assert list(outside.iterdir()) == []
@@ -198,14 +199,14 @@ def test_hook_falls_back_to_path_and_lets_the_commit_through_when_git_ocr_is_gon
     repo: GitRepo, llm: ScriptedLLM,
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
-    install.install(repo.path, ["pre-commit"], command=("/nonexistent/venv/bin/git-ocr",))
+    native.install(repo.path, ["pre-commit"], command=("/nonexistent/venv/bin/git-ocr",))
     repo.stage({"ok.py": "X = 1\n"})
     p = git(repo, llm, "commit", "-m", "no reviewer")
     assert p.returncode == 0
     assert ("ocr-hook: git-ocr not found (installed from /nonexistent/venv/bin/git-ocr); "
             "not reviewed.") in p.stderr
     assert llm.requests == []
-    venv_bin = str(Path(install.hook_command()[0]).parent)
+    venv_bin = str(Path(native.hook_command()[0]).parent)
     repo.stage({"ok2.py": "Y = 2\n"})
     p = git(repo, llm, "commit", "-m", "reviewer on PATH", PATH=f"{venv_bin}:{SYSTEM_PATH}")
     assert p.returncode == 0, p.stderr
@@ -354,15 +355,15 @@ def test_install_re_points_every_installed_hook_at_the_running_git_ocr(
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     old = ("/old/venv/bin/git-ocr",)
-    install.install(repo.path, ["pre-commit", "pre-push"], command=old)
-    install.install(repo.path, ["pre-merge-commit"], command=old, force=True)
+    native.install(repo.path, ["pre-commit", "pre-push"], command=old)
+    native.install(repo.path, ["pre-merge-commit"], command=old, force=True)
     hooks = repo.path / ".git" / "hooks"
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
     assert rc == 0
     assert out == (f"updated pre-commit hook: {hooks / 'pre-commit'}\n"
                    f"updated pre-merge-commit hook: {hooks / 'pre-merge-commit'}\n"
                    f"updated pre-push hook: {hooks / 'pre-push'}\n")
-    now = install.hook_command()
+    now = native.hook_command()
     for name in ("pre-commit", "pre-merge-commit", "pre-push"):
         text = (hooks / name).read_text()
         assert "/old/venv" not in text and now[0] in text

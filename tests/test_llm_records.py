@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # loaded by every review that calls the model (llm.types: by every run with an endpoint;
 # grouping: by every review and cache hit)
 LLM_PATH_MODULES = ("ocr_hook.llm.types", "ocr_hook.agent.meter", "ocr_hook.agent.loop",
-                    "ocr_hook.tools.snapshot", "ocr_hook.grouping")
+                    "ocr_hook.tools.snapshot", "ocr_hook.agent.grouping")
 
 
 def test_the_llm_path_modules_build_no_dataclass() -> None:
@@ -91,11 +91,11 @@ def test_a_review_with_a_finding_builds_no_dataclass_of_the_llm_part(
     line = next(ln for ln in p.stderr.splitlines() if ln.startswith("DATACLASSES="))
     data = json.loads(p.stdout)
     assert ([c["start_line"] for c in data["comments"]], len(llm.requests)) == ([2], 2)
-    shared = {f"ocr_hook.config_models.{c}" for c in (
+    shared = {f"ocr_hook.config.models.{c}" for c in (
         "Config", "LlmConfig", "ReviewConfig", "SelectConfig", "RulesConfig", "GateConfig",
         "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")} | {
-        f"ocr_hook.results.{c}" for c in (
+        f"ocr_hook.report.result.{c}" for c in (
             "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")} | {
-        "ocr_hook.diff.FileDiff", "ocr_hook.changeset.ChangeSet", "ocr_hook.bigscan.BlobScan",
-        "ocr_hook.change_scan.ChangeScan"}
+        "ocr_hook.diff.patch.FileDiff", "ocr_hook.change.changeset.ChangeSet", "ocr_hook.secrets.blobs.BlobScan",
+        "ocr_hook.change.scan.ChangeScan"}
     assert set(json.loads(line[12:])) == shared

@@ -21,8 +21,8 @@ import pytest
 
 from ocr_hook import cli
 from ocr_hook.agent.loop import TOOL_ARGS_MAX_CHARS, TOOL_CALLS_PER_TURN_MAX
-from ocr_hook.cache import TEST_WRITE_PAUSE_ENV, cache_dir
 from ocr_hook.llm.http import RESPONSE_MAX_BYTES
+from ocr_hook.pipeline.cache.store import TEST_WRITE_PAUSE_ENV, cache_dir
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import Reply, ScriptedLLM, openai_tool_calls
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, pathtext
+from ocr_hook import cli
+from ocr_hook.util import pathtext
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

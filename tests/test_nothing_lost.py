@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.cache import TEST_WRITE_PAUSE_ENV, cache_dir
-from ocr_hook.cache_entries import parse_envelope
-from ocr_hook.session import sessions_dir
-from ocr_hook.session_read import read_records
+from ocr_hook.pipeline.cache.entries import parse_envelope
+from ocr_hook.pipeline.cache.store import TEST_WRITE_PAUSE_ENV, cache_dir
+from ocr_hook.report.session import sessions_dir
+from ocr_hook.report.session_read import read_records
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

@@ -19,10 +19,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ocr_hook import cli, output, output_text
+from ocr_hook import cli
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
-from ocr_hook.results import FileOutcome, ReviewResult
+from ocr_hook.report import machine, text
+from ocr_hook.report.result import FileOutcome, ReviewResult
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -126,7 +127,7 @@ def test_sarif_levels_rules_and_file_level_results(
     ]
     files = [FileOutcome("src/a b.py", "src/a b.py", "modified", True, "", 1, 1, True),
              FileOutcome("big.py", "big.py", "added", False, "timeout", 9, 0, True)]
-    log = output.to_sarif(_result(findings, files, status="partial", incomplete=True))
+    log = machine.to_sarif(_result(findings, files, status="partial", incomplete=True))
     assert list(sarif_validator.iter_errors(log)) == []
     [run] = log["runs"]
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["security", "performance", "style"]
@@ -151,7 +152,7 @@ def test_sarif_levels_rules_and_file_level_results(
 
 
 def test_sarif_without_findings_is_valid(sarif_validator: jsonschema.Draft4Validator) -> None:
-    log = output.to_sarif(_result([], []))
+    log = machine.to_sarif(_result([], []))
     assert list(sarif_validator.iter_errors(log)) == []
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
     # the validator does reject what SARIF forbids
@@ -215,26 +216,26 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
     result = _result([_finding("a.py", "new", 2, 2, Severity.CRITICAL, "bug", "hunk_new")],
                      [FileOutcome("a.py", "a.py", "added", True, "", 2, 0, True)])
     plain = io.StringIO()
-    output_text.write_text(result, plain, {})
+    text.write_text(result, plain, {})
     assert "\033[" not in plain.getvalue()
     assert "BLOCKING a.py:2 [critical · bug] id a.py-2" in plain.getvalue()
     master, slave = os.openpty()
     try:
         with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as tty:
-            assert output.use_color(tty, {}) is True
-            assert output.use_color(tty, {"NO_COLOR": "1"}) is False
-            assert output.use_color(tty, {"TERM": "dumb"}) is False
+            assert machine.use_color(tty, {}) is True
+            assert machine.use_color(tty, {"NO_COLOR": "1"}) is False
+            assert machine.use_color(tty, {"TERM": "dumb"}) is False
             buf = io.StringIO()
             buf.isatty = tty.isatty  # type: ignore[method-assign]
-            output_text.write_text(result, buf, {})
+            text.write_text(result, buf, {})
             assert "\033[1;31m[critical · bug]\033[0m" in buf.getvalue()
             buf2 = io.StringIO()
             buf2.isatty = tty.isatty  # type: ignore[method-assign]
-            output_text.write_text(result, buf2, {"NO_COLOR": ""})
+            text.write_text(result, buf2, {"NO_COLOR": ""})
             assert "\033[" in buf2.getvalue()  # NO_COLOR set but empty does not count
             buf3 = io.StringIO()
             buf3.isatty = tty.isatty  # type: ignore[method-assign]
-            output_text.write_text(result, buf3, {"NO_COLOR": "1"})
+            text.write_text(result, buf3, {"NO_COLOR": "1"})
             assert "\033[" not in buf3.getvalue()
     finally:
         os.close(master)
@@ -303,14 +304,14 @@ def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
     files = [FileOutcome(f"v/{i}.js", f"v/{i}.js", "added", False, "provider_directory", 1, 0)
              for i in range(23)]
     files.append(FileOutcome("a.bin", "a.bin", "added", False, "binary", 0, 0))
-    lines = output_text.coverage_lines(files, "git ocr review --preview")
+    lines = text.coverage_lines(files, "git ocr review --preview")
     assert len(lines) == 21
     assert lines[0] == "excluded: v/0.js (build output)"
     assert lines[-1] == ("excluded: 4 more (3 build output, 1 binary; `git ocr review"
                          " --preview` lists every path)")
     # no single command lists the paths (a merge, several pushed ranges): no hint
-    assert output_text.coverage_lines(files)[-1] == "excluded: 4 more (3 build output, 1 binary)"
-    assert [output_text.preview_command(i) for i in (
+    assert text.coverage_lines(files)[-1] == "excluded: 4 more (3 build output, 1 binary)"
+    assert [text.preview_command(i) for i in (
         {"mode": "staged", "base": "abc", "head": "(index)"},
         {"mode": "commit", "base": "abc", "head": "def"},
         {"mode": "range", "base": "abc", "head": "def"},
@@ -324,5 +325,5 @@ def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
         "git ocr review --preview", "git ocr review --preview --commit def",
         "git ocr review --preview --from abc --to def",
         "git ocr review --preview --from abc --to def", "", "", ""]
-    assert output_text.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
+    assert text.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
         == []

@@ -72,7 +72,7 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
 # where the built-in data is read from, whether importlib.resources was needed, data readable
 WHERE = """\
 import json, sys
-from ocr_hook import resources
+from ocr_hook.util import resources
 root = resources._root()
 print(json.dumps([str(root), "importlib.resources" in sys.modules,
                   "openai" in resources.load_json("providers.json")["providers"]]))

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.results import not_reviewed_cause, not_reviewed_line
+from ocr_hook.report.result import not_reviewed_cause, not_reviewed_line
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.progress import HEARTBEAT_S, Progress
+from ocr_hook.report.progress import HEARTBEAT_S, Progress
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -36,7 +36,7 @@ def test_heartbeat_interval_is_within_the_spec() -> None:
 
 def test_progress_counts_session_records_and_beats_until_stopped() -> None:
     handler = _Lines()
-    logger = logging.getLogger("ocr_hook.progress")
+    logger = logging.getLogger("ocr_hook.report.progress")
     logger.addHandler(handler)
     level = logger.level
     logger.setLevel(logging.INFO)
@@ -64,7 +64,7 @@ def test_progress_counts_session_records_and_beats_until_stopped() -> None:
 
 
 def test_start_line_names_files_groups_and_model() -> None:
-    from ocr_hook.progress import start_line
+    from ocr_hook.report.progress import start_line
 
     assert start_line({"groups": [{"label": "a"}, {"label": "b"}], "files": 3,
                        "model": "gpt-x"}) == "reviewing 3 files in 2 groups with gpt-x…"

@@ -1,4 +1,4 @@
-"""Tests for ocr_hook.redact: secret detection and redaction on literal texts and diffs.
+"""Tests for ocr_hook.secrets.redaction: secret detection and redaction on literal texts and diffs.
 
 Nothing is faked: the real rule file (config/secret_patterns.json) is loaded. Fixture secrets are
 made up and assembled from pieces at import time, so this file itself contains no string that a
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocr_hook.redact import ALLOW_MARKER, SecretHit, find_secrets, redact
-from ocr_hook.secret_chunks import find_secrets_in_chunks
+from ocr_hook.secrets.chunks import find_secrets_in_chunks
+from ocr_hook.secrets.redaction import ALLOW_MARKER, SecretHit, find_secrets, redact
 from tests.support.secret_corpus import CASES, corpus_files
 
 
@@ -407,7 +407,7 @@ def test_every_rule_match_in_the_examples_passes_its_rules_prefilter() -> None:
     """The keyword and assignment pre-filters skip a rule on a text they say it cannot match:
     sound only when every match passes them on its own (checked on every positive example, the
     corpus and the negatives)."""
-    from ocr_hook.secret_rules import rules
+    from ocr_hook.secrets.patterns import rules
 
     texts = [t for t, _, _ in POSITIVES] + [c.text for c in CASES] + NEGATIVES
     checked = set()

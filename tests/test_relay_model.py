@@ -15,7 +15,7 @@ import pytest
 
 from ocr_hook.llm.openai import OpenAIClient
 from ocr_hook.llm.types import Endpoint, Message, ToolSpec
-from ocr_hook.tokens import count_tokens
+from ocr_hook.util.tokens import count_tokens
 
 RELAY_PATH = Path(__file__).resolve().parents[1] / "bench" / "relay_model.py"
 READ = ToolSpec("file_read", "Read a file.", {

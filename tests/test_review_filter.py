@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.agent.comment_tasks import APPROVE_TOOL, REPORT_TOOL, review_filter
+from ocr_hook.agent.filtering import APPROVE_TOOL, REPORT_TOOL, review_filter
 from ocr_hook.agent.meter import Meter
-from ocr_hook.diff import FileDiff
+from ocr_hook.diff.patch import FileDiff
 from ocr_hook.findings import Finding, Severity, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint

@@ -1,4 +1,4 @@
-"""Tests of ocr_hook.rules: built-in rule data, brace expansion, layered resolution, rule files.
+"""Tests of ocr_hook.change.rules: built-in rule data, brace expansion, layered resolution, rule files.
 
 Everything is real: the shipped config/rules data, JSON and TOML parsing, pathspec matching.
 Rule files that a rule.json names are served by a dict-backed ``read_md``, as the caller's
@@ -15,9 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocr_hook import rules
-from ocr_hook.errors import ConfigError
-from ocr_hook.rules import (
+from ocr_hook.change import rules
+from ocr_hook.change.rules import (
     RULE_FILE_MAX_BYTES,
     RuleEntry,
     RuleMatch,
@@ -30,6 +29,7 @@ from ocr_hook.rules import (
     parse_rule_mapping,
     resolve,
 )
+from ocr_hook.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -542,7 +542,7 @@ def test_resolving_a_python_path_compiles_no_glob_and_imports_no_pathspec() -> N
     shipped regexes (``rule_regexes``), so pathspec is not imported."""
     import subprocess
 
-    code = ("import sys\nfrom ocr_hook import rules\n"
+    code = ("import sys\nfrom ocr_hook.change import rules\n"
             "m = rules.resolve('app.py', [rules.builtin_rules()])\n"
             "print(m.origin, m.pattern, rules._compile.cache_info().currsize,"
             " 'pathspec' in sys.modules)\n")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import runlock
+from ocr_hook.pipeline import lock
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -48,14 +48,14 @@ def test_a_second_run_on_the_same_snapshot_waits_and_answers_from_the_first(
 
 
 def test_the_wait_for_the_lock_is_bounded(tmp_path: Path) -> None:
-    key = runlock.lock_key("base", "head")
+    key = lock.lock_key("base", "head")
     locks = tmp_path / "locks"
-    with runlock.held(locks, key, 1.0) as waited_s:
+    with lock.held(locks, key, 1.0) as waited_s:
         assert waited_s < 1.0
-        with pytest.raises(runlock.LockTimeout) as e, runlock.held(locks, key, 0.2):
+        with pytest.raises(lock.LockTimeout) as e, lock.held(locks, key, 0.2):
             pass
     assert str(e.value) == ("another ocr-hook review of the same changes was still running"
                             " after 0s of waiting")
-    with runlock.held(locks, key, 0.2):  # released when the first block ended
+    with lock.held(locks, key, 0.2):  # released when the first block ended
         pass
     assert [p.name for p in locks.iterdir()] == [f"{key[:2]}.lock"]

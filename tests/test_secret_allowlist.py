@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.config import Layer, build
+from ocr_hook.config.layering import Layer, build
 from ocr_hook.errors import ConfigError
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, secret_scan
-from ocr_hook.diff import FileDiff, Hunk, Line
-from ocr_hook.redact import find_secrets, redact
-from ocr_hook.session import sessions_dir
+from ocr_hook import cli
+from ocr_hook.diff.patch import FileDiff, Hunk, Line
+from ocr_hook.report.session import sessions_dir
+from ocr_hook.secrets import diff_scan
+from ocr_hook.secrets.redaction import find_secrets, redact
 from tests.support import secret_corpus as corpus
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text
@@ -70,7 +71,7 @@ def expected_findings() -> list[tuple[str, int, int, str]]:
 
 def test_scanning_the_corpus_as_added_files_anchors_every_finding_to_its_lines() -> None:
     files = [_added(path, text) for path, text in corpus_files().items()]
-    found = secret_scan.secret_findings(files)
+    found = diff_scan.secret_findings(files)
     assert sorted((f.path, f.start_line, f.end_line,
                    f.content[len(SECRET_CONTENT_START):].split(")")[0]) for f in found
                   ) == expected_findings()
@@ -79,7 +80,7 @@ def test_scanning_the_corpus_as_added_files_anchors_every_finding_to_its_lines()
     shown = json.dumps([f.existing_code for f in found])
     assert [leak for leak in all_leaks() if leak in shown] == []
     for fd in files:
-        secret_scan.redact_file_diff(fd, lambda s: redact(s)[0])
+        diff_scan.redact_file_diff(fd, lambda s: redact(s)[0])
     sent = "\n".join(fd.patch + "".join(ln.text for h in fd.hunks for ln in h.lines)
                      for fd in files)
     assert [leak for leak in all_leaks() if leak in sent] == []

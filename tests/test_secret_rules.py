@@ -1,4 +1,4 @@
-"""Tests for ocr_hook.secret_rules: the rule data, its pre-filters and compiling on first need.
+"""Tests for ocr_hook.secrets.patterns: the rule data, its pre-filters and compiling on first need.
 
 The real rule file is used throughout. The pre-filters must never change a result: every text is
 also scanned with the same rules stripped of their keywords and assignment flag (each regex run
@@ -17,16 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocr_hook import redact as redact_module
-from ocr_hook.redact import find_secrets, redact
-from ocr_hook.secret_rules import Rule, _assigned, parse_rules, rules
+from ocr_hook.secrets import redaction
+from ocr_hook.secrets.patterns import Rule, _assigned, parse_rules, rules
+from ocr_hook.secrets.redaction import find_secrets, redact
 from tests.support.secret_corpus import CASES, corpus_files
 
 _FULL_SCAN = tuple(r._replace(keywords=(), assignment=False) for r in rules())
 
 
 def _without_prefilters(fn, *args):  # type: ignore[no-untyped-def]
-    with mock.patch.object(redact_module, "rules", lambda: _FULL_SCAN):
+    with mock.patch.object(redaction, "rules", lambda: _FULL_SCAN):
         return fn(*args)
 
 
@@ -115,8 +115,8 @@ def test_a_review_prompt_compiles_no_assignment_rule() -> None:
     """In a fresh interpreter: prose about secrets (the review's own prompts) compiles only the
     rules whose keywords it holds and that need no assignment; an assignment compiles those."""
     code = textwrap.dedent("""
-        from ocr_hook.redact import redact
-        from ocr_hook.secret_rules import rules
+        from ocr_hook.secrets.redaction import redact
+        from ocr_hook.secrets.patterns import rules
         def compiled():
             return sorted({r.type for r in rules() if r.is_compiled()})
         redact("def f(x):\\n    return x + 1\\n")

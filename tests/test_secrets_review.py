@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli, secret_scan
-from ocr_hook.diff import FileDiff, Hunk, Line, render_numbered
-from ocr_hook.redact import redact
-from ocr_hook.session import sessions_dir
+from ocr_hook import cli
+from ocr_hook.diff.patch import FileDiff, Hunk, Line, render_numbered
+from ocr_hook.report.session import sessions_dir
+from ocr_hook.secrets import diff_scan
+from ocr_hook.secrets.redaction import redact
 from tests.support.gitrepo import GitRepo
 from tests.support.mcp_servers import SCRIPT
 from tests.support.scripted_llm import ScriptedLLM
@@ -320,7 +321,7 @@ def test_a_secret_on_a_context_or_deleted_line_is_not_this_change() -> None:
         Line("+", "gone = os.environ['GH']", None, 21),
         Line("+", "new = 'ASIAQWERTYUIOPASDFGH'", None, 22),
     ])
-    [f] = secret_scan.secret_findings([fd])
+    [f] = diff_scan.secret_findings([fd])
     assert (f.start_line, f.end_line, f.existing_code) == (
         22, 22, "new = '[REDACTED:aws-access-key]'")
 
@@ -334,7 +335,7 @@ def test_redacting_a_diff_keeps_every_line_number_and_marker() -> None:
         Line("+", "-----END EC PRIVATE KEY-----'", None, 6),
     ])
     before = [(ln.kind, ln.old_line, ln.new_line) for ln in fd.hunks[0].lines]
-    secret_scan.redact_file_diff(fd, lambda s: redact(s)[0])
+    diff_scan.redact_file_diff(fd, lambda s: redact(s)[0])
     after = fd.hunks[0].lines
     assert [(ln.kind, ln.old_line, ln.new_line) for ln in after] == before
     assert [ln.text for ln in after] == [

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocr_hook import selection
-from ocr_hook.diff import FileDiff, Hunk, Line
-from ocr_hook.selection import SelectionPolicy
+from ocr_hook.change import selection
+from ocr_hook.change.selection import SelectionPolicy
+from ocr_hook.diff.patch import FileDiff, Hunk, Line
 
 
 def fd(
@@ -271,7 +271,7 @@ def test_glob_list_with_its_needles_answers_like_pathspec_on_any_path(path: str)
 
 
 def _builtin_lists() -> list[list[str]]:
-    from ocr_hook import resources
+    from ocr_hook.util import resources
 
     lists = resources.load_json("path_lists.json")
     defaults = resources.load_json("default_exclude_patterns.json")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.session import KEEP_SESSIONS, Session, sessions_dir
+from ocr_hook.report.session import KEEP_SESSIONS, Session, sessions_dir
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

@@ -19,13 +19,13 @@ from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
-WATCHED = ("importlib.resources", "hashlib", "base64", "ocr_hook.config_endpoint",
+WATCHED = ("importlib.resources", "hashlib", "base64", "ocr_hook.config.endpoint",
            "ocr_hook.llm.types", "pydantic")
 
 SETTINGS = """\
 import json, os, sys
 from pathlib import Path
-from ocr_hook import config_load
+from ocr_hook.config import load as config_load
 cfg, from_repo = config_load.load_settings(Path.cwd(), {}, os.environ)
 print(json.dumps({"loaded": [m for m in WATCHED if m in sys.modules],
                   "fail_on": cfg.gate.fail_on, "allow": cfg.security.allow_secrets}))

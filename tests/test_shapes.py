@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from ocr_hook.config_models import Config
-from ocr_hook.shapes import Bound, check, field_types, plain_type
+from ocr_hook.config.models import Config
+from ocr_hook.util.shapes import Bound, check, field_types, plain_type
 
 
 @dataclass(frozen=True)

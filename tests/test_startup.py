@@ -136,17 +136,18 @@ def test_detect_secrets_loads_only_when_on_and_never_for_a_preview(
 
 # The LLM part of a run (issue 18, session 3): loaded only when there is something to send to a
 # model and no cached result answers it.
-LLM_ONLY = {"ocr_hook.review_llm", "ocr_hook.group_prompts", "ocr_hook.group_review",
-            "ocr_hook.workers", "ocr_hook.prompts", "ocr_hook.comments", "ocr_hook.anchor",
+LLM_ONLY = {"ocr_hook.pipeline.llm_stage", "ocr_hook.agent.prompts", "ocr_hook.pipeline.group",
+            "ocr_hook.util.workers", "ocr_hook.util.templates", "ocr_hook.comments.pool", "ocr_hook.comments.anchor",
             "ocr_hook.agent.loop", "ocr_hook.agent.meter", "ocr_hook.llm.http", "ocr_hook.tools",
-            "ocr_hook.tokens", "ocr_hook.ranges"}
+            "ocr_hook.util.tokens", "ocr_hook.pipeline.ranges"}
 # ... and what a cache hit needs besides: the redaction of the diffs (the key), the lock, the
 # cached groups
-CACHE_HIT = {"ocr_hook.agent", "ocr_hook.agent.redaction", "ocr_hook.runlock",
-             "ocr_hook.cache_policy", "ocr_hook.grouping"}
+CACHE_HIT = {"ocr_hook.agent", "ocr_hook.agent.redactor", "ocr_hook.pipeline.lock",
+             "ocr_hook.pipeline.cache.policy", "ocr_hook.agent.grouping"}
 # The command layer only: what `-h` and a skipped hook import.
 COMMAND_LAYER = {"ocr_hook", "ocr_hook.cli", "ocr_hook.cli.main", "ocr_hook.cli.parser",
-                 "ocr_hook.cli.common", "ocr_hook.errors", "ocr_hook.exitcodes"}
+                 "ocr_hook.cli.common", "ocr_hook.errors", "ocr_hook.exitcodes", "ocr_hook.util",
+                 "ocr_hook.util.lazy", "ocr_hook.util.text"}
 
 
 def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: ScriptedLLM) -> None:
@@ -155,22 +156,22 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
     repo.commit({"README.md": "hi\n"}, "init")
     rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["status"]) == (0, "skipped")
-    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.dismiss",
-                                           "ocr_hook.session_read"}) == set()
+    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.pipeline.cache.store", "ocr_hook.comments.dismissals",
+                                           "ocr_hook.report.session_read"}) == set()
     # the index matches HEAD: no change set to load or scan
-    assert ours & {"ocr_hook.change_load", "ocr_hook.changeset", "ocr_hook.change_scan"} == set()
-    assert "ocr_hook.session" in ours  # every real run keeps its session log (SPEC §12)
+    assert ours & {"ocr_hook.pipeline.input", "ocr_hook.change.changeset", "ocr_hook.change.scan"} == set()
+    assert "ocr_hook.report.session" in ours  # every real run keeps its session log (SPEC §12)
     repo.stage({"app.py": "x = 1\n"})
     rc, _, ours, out, _ = probe_all(["review", "--preview", "--format", "json"], repo.path,
                                  llm.env())
     assert (rc, [(f["path"], f["will_review"]) for f in json.loads(out)["files"]]) == (
         0, [("app.py", True)])
-    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.cache", "ocr_hook.session",
-                                           "ocr_hook.progress", "ocr_hook.dismiss"}) == set()
+    assert ours & (LLM_ONLY | CACHE_HIT | {"ocr_hook.pipeline.cache.store", "ocr_hook.report.session",
+                                           "ocr_hook.report.progress", "ocr_hook.comments.dismissals"}) == set()
     llm.tool_calls(("task_done", {"state": "DONE"}))
     rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 0, 1)
-    assert LLM_ONLY - {"ocr_hook.ranges", "ocr_hook.tokens"} <= ours  # the probe sees it run
+    assert LLM_ONLY - {"ocr_hook.pipeline.ranges", "ocr_hook.util.tokens"} <= ours  # the probe sees it run
     rc, _, ours, out, _ = probe_all(["review", "--format", "json"], repo.path, llm.env())
     assert (rc, json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 1)
     assert ours & LLM_ONLY == set()
@@ -191,6 +192,7 @@ def test_help_and_a_skipped_hook_import_only_the_command_layer(
 
 
 def test_rule_layers_name_the_shared_dismissal_file_without_importing_dismiss() -> None:
-    from ocr_hook import dismiss, rulesources
+    from ocr_hook.change import rule_sources
+    from ocr_hook.comments import dismissals
 
-    assert rulesources.SHARED_DISMISSALS == dismiss.SHARED_FILE == ".ocr-hook-dismissed.json"
+    assert rule_sources.SHARED_DISMISSALS == dismissals.SHARED_FILE == ".ocr-hook-dismissed.json"

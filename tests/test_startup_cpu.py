@@ -26,15 +26,16 @@ from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
-WATCHED = ("ocr_hook.cache_entries", "ocr_hook.cache_policy", "ocr_hook.secret_values",
-           "ocr_hook.tools.tools_file", "ocr_hook.tools.registry", "ocr_hook.redact",
+WATCHED = ("ocr_hook.pipeline.cache.entries", "ocr_hook.pipeline.cache.policy", "ocr_hook.secrets.values",
+           "ocr_hook.tools.tools_file", "ocr_hook.tools.registry", "ocr_hook.secrets.redaction",
            "uuid", "platform", "pathspec")
 
 PROBE = """\
 import json, sys
 from ocr_hook import cli
 rc = cli.main(sys.argv[1:])
-from ocr_hook import rules, secret_rules
+from ocr_hook.change import rules
+from ocr_hook.secrets import patterns as secret_rules
 report = {{
     "rc": rc,
     "modules": [m for m in {watched!r} if m in sys.modules],
@@ -66,7 +67,7 @@ def test_review_without_cache_loads_no_cache_shapes_and_compiles_few_rules(
     report, out = probe(["review", "--format", "json", "--no-cache"], repo.path, llm.env())
     assert (report["rc"], json.loads(out)["status"], len(llm.requests)) == (0, "complete", 1)
     # no uuid (it loads platform) for tool-call ids, no pathspec for the built-in rules
-    assert report["modules"] == ["ocr_hook.tools.registry", "ocr_hook.redact"]
+    assert report["modules"] == ["ocr_hook.tools.registry", "ocr_hook.secrets.redaction"]
     # "sk" is in "task": the prompts' only keyword of a rule that needs no assignment
     assert report["secret_rules"] == ["discord-bot-token", "twilio-api-key"]
     assert report["rule_specs"] == 0  # python.md's entry: its shipped regexes, no pathspec
@@ -79,13 +80,13 @@ def test_cache_miss_stores_without_the_entry_shapes_and_a_hit_reads_them(
     llm.tool_calls(("task_done", {"state": "DONE"}))
     report, out = probe(["review", "--format", "json"], repo.path, llm.env())
     assert (report["rc"], json.loads(out)["status"], len(llm.requests)) == (0, "complete", 1)
-    assert "ocr_hook.cache_entries" not in report["modules"]
-    assert "ocr_hook.cache_policy" in report["modules"]
+    assert "ocr_hook.pipeline.cache.entries" not in report["modules"]
+    assert "ocr_hook.pipeline.cache.policy" in report["modules"]
     report, out = probe(["review", "--format", "json"], repo.path, llm.env())
     assert (report["rc"], json.loads(out)["summary"]["cache_hits"], len(llm.requests)) == (
         0, 1, 1)
-    assert report["modules"] == ["ocr_hook.cache_entries", "ocr_hook.cache_policy",
-                                 "ocr_hook.redact"]
+    assert report["modules"] == ["ocr_hook.pipeline.cache.entries", "ocr_hook.pipeline.cache.policy",
+                                 "ocr_hook.secrets.redaction"]
     assert report["secret_rules"] == ["discord-bot-token"]  # the hunk, scanned again
 
 
@@ -99,5 +100,5 @@ def test_a_secret_in_the_change_loads_the_value_checks_and_its_rules(
     data = json.loads(out)
     assert (report["rc"], [c["category"] for c in data["comments"]]) == (1, ["security"])
     assert value not in json.dumps(llm.requests)
-    assert "ocr_hook.secret_values" in report["modules"]
+    assert "ocr_hook.secrets.values" in report["modules"]
     assert {"generic-secret", "password"} <= set(report["secret_rules"])

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook.atomicfile import create_unique
 from ocr_hook.cli.parser import Formatter, terminal_columns
+from ocr_hook.util.atomicfile import create_unique
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -43,12 +43,12 @@ sys.stderr.write("\\nDATACLASSES=" + json.dumps(found) + "\\nUNUSED=" + json.dum
 """
 UNUSED = ("shutil", "tempfile", "random", "bz2", "lzma", "datetime", "base64")
 
-CONFIG = {f"ocr_hook.config_models.{c}" for c in (
+CONFIG = {f"ocr_hook.config.models.{c}" for c in (
     "Config", "LlmConfig", "ReviewConfig", "SelectConfig", "RulesConfig", "GateConfig",
     "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")}
-RESULTS = {f"ocr_hook.results.{c}" for c in (
+RESULTS = {f"ocr_hook.report.result.{c}" for c in (
     "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")}
-SHARED = CONFIG | RESULTS | {"ocr_hook.diff.FileDiff"}
+SHARED = CONFIG | RESULTS | {"ocr_hook.diff.patch.FileDiff"}
 
 
 def dataclasses_of(argv: list[str], cwd: Path, env: dict[str, str],
@@ -69,8 +69,8 @@ def test_shared_paths_build_only_these_dataclasses(repo: GitRepo, llm: ScriptedL
     repo.commit({"README.md": "hi\n"}, "init")
     assert dataclasses_of(["review"], repo.path, llm.env()) == (0, SHARED)
     repo.stage({"app.py": "x = 1\n"})
-    changes = SHARED | {"ocr_hook.changeset.ChangeSet", "ocr_hook.bigscan.BlobScan",
-                        "ocr_hook.change_scan.ChangeScan"}
+    changes = SHARED | {"ocr_hook.change.changeset.ChangeSet", "ocr_hook.secrets.blobs.BlobScan",
+                        "ocr_hook.change.scan.ChangeScan"}
     assert dataclasses_of(["review", "--preview"], repo.path, llm.env()) == (0, changes)
     llm.tool_calls(("task_done", {"state": "DONE"}))
     assert dataclasses_of(["review"], repo.path, llm.env(), cheap=False)[0] == 0

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import target
 from ocr_hook.errors import UsageError
+from ocr_hook.git import target
 from tests.support.gitrepo import GitRepo, git_env
 from tests.support.scripted_llm import ScriptedLLM
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook.dismiss import DismissedFinding
+from ocr_hook.comments.dismissals import DismissedFinding
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
 from ocr_hook.llm.types import Usage
-from ocr_hook.output_text import verdict_line, write_text
-from ocr_hook.results import FileOutcome, ReviewResult
+from ocr_hook.report.result import FileOutcome, ReviewResult
+from ocr_hook.report.text import verdict_line, write_text
 
 GOLDEN_DIR = Path(__file__).parent / "data" / "text"
 REGEN = os.environ.get("OCR_HOOK_REGEN_GOLDENS") == "1"

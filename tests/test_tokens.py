@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import tiktoken.registry
 
-from ocr_hook import tokens
+from ocr_hook.util import tokens
 
 
 @pytest.fixture

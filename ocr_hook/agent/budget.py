@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from ..llm.types import ChatClient, Message, ToolSpec, Turn, WrappedClient, estimate_tokens
+from ..llm import ChatClient, Message, ToolSpec, Turn, WrappedClient, estimate_tokens
 from .meter import Meter
 
 MESSAGE_OVERHEAD_TOKENS = 16  # role markers and separators of the chat format, per message

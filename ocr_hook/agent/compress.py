@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
-from .. import prompts
+from .. import util
 from ..errors import BudgetExhausted, DeadlineExceeded, OcrError
-from ..llm.types import Message
+from ..llm import Message
 from .textcalls import strip_think
 
 SOFT_FRACTION = 0.60  # SPEC §6.3: background compression starts (OCR tokenSoftThreshold)
@@ -135,7 +135,7 @@ class Compressor:
         for n, m in enumerate(zone, 1):
             attrs = f'index="{n}" role="{m.role}"'
             if m.role == "tool":
-                attrs += f' tool="{prompts.xml_attr(m.name)}"'
+                attrs += f' tool="{util.xml_attr(m.name)}"'
             body = [strip_think(m.content) if m.role == "assistant" else m.content]
             body.extend(f"[called {c.name}] {c.arguments_raw}" for c in m.tool_calls)
             text = "\n".join(b for b in body if b) or "(empty)"

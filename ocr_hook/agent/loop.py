@@ -18,11 +18,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import prompts
+from .. import util
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
-from ..llm.types import ChatClient, Message, ToolCall, ToolSpec, Turn, Usage
-from ..tools.comment import parse_task_done
-from ..tools.registry import Handler, Registry, ToolResult
+from ..llm import ChatClient, Message, ToolCall, ToolSpec, Turn, Usage
+from ..tools import Handler, Registry, ToolResult, parse_task_done
 from .compress import (
     ACTIVE_FRACTION,
     HARD_FRACTION,
@@ -188,7 +187,7 @@ def run_loop(
             return st.done(stop)
         if calls and st.rounds >= max_rounds:
             st.grace = True
-            st.msgs.append(Message("user", prompts.render("grace", {})))
+            st.msgs.append(Message("user", util.render("grace", {})))
 
 
 def _over_cap(calls: Sequence[ToolCall]) -> tuple[str, str] | None:
@@ -209,7 +208,7 @@ def _no_calls(st: _State, reply: Message) -> str | None:
     text = strip_think(reply.content)
     st.msgs.append(Message("assistant", text or "(no output)", reasoning=reply.reasoning,
                            reasoning_field=reply.reasoning_field, native=reply.native))
-    st.msgs.append(Message("user", prompts.render("nudge", {})))
+    st.msgs.append(Message("user", util.render("nudge", {})))
     st.empty += 1
     if st.empty >= MAX_EMPTY_ROUNDS:
         return "no_tool_calls"

@@ -13,7 +13,7 @@ import threading
 import time
 
 from ..errors import BudgetExhausted, DeadlineExceeded
-from ..llm.types import Usage
+from ..llm import Usage
 
 
 class Cancelled(DeadlineExceeded):

@@ -18,7 +18,7 @@ answered with no tool, another tool, or comments only) has no final answer: stop
 
 from __future__ import annotations
 
-from ..llm.types import Endpoint, Turn
+from ..llm import Endpoint, Turn
 
 OUTPUT_LIMIT_FINISH = frozenset({"length", "max_tokens"})  # OpenAI / Anthropic wire values
 OUTPUT_RETRY_FACTOR = 2  # the retry asks for twice the limit in force

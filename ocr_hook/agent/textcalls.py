@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from ..llm.types import ToolCall, decode_arguments, split_think
+from ..llm import ToolCall, decode_arguments, split_think
 
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
 

@@ -24,10 +24,10 @@ def say(text: object = "") -> None:
 
 def repo_or_none() -> Path | None:
     """The top level of the repository around the working directory, or None outside one."""
-    from .. import gitio
+    from .. import git
     from ..errors import GitError
 
     try:
-        return gitio.find_toplevel(Path.cwd())
+        return git.find_toplevel(Path.cwd())
     except GitError:
         return None

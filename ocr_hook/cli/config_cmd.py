@@ -24,7 +24,7 @@ log = logging.getLogger("ocr_hook.cli")
 
 def run_config_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``config <action>``; returns the exit code. Raises OcrError for usage errors."""
-    from ..config_load import user_config_path
+    from ..config import user_config_path
 
     action = getattr(args, "config_cmd", None)
     if action == "path":
@@ -44,10 +44,10 @@ def run_config_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 def _display(key: str, value: Any, raw: bool) -> str:
     """A value as ``get``/``list`` show it: a TOML literal, ``llm.api_key`` masked unless
     ``raw``; ``raw`` strings bare."""
-    from ..config_toml import toml_literal
+    from ..config import toml_literal
 
     if key == "llm.api_key" and value and not raw:
-        from ..llm.types import mask_key
+        from ..llm import mask_key
 
         return toml_literal(mask_key(str(value)))
     if raw and isinstance(value, str):
@@ -58,7 +58,7 @@ def _display(key: str, value: Any, raw: bool) -> str:
 def _list_or_get(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``config list [--show-origin]`` (every key) or ``config get KEY`` (exit 1 when unset)."""
     from .. import config
-    from ..config_load import config_layers
+    from ..config import config_layers
 
     action = args.config_cmd
     layers = config_layers(repo_or_none(), environ)
@@ -89,8 +89,7 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     user file. The value and then the whole edited file are validated before anything is
     written. Raises ConfigError naming the command line or the file."""
     from .. import config
-    from ..config_load import read_user_file, user_config_path, write_private
-    from ..config_toml import edit_toml
+    from ..config import edit_toml, read_user_file, user_config_path, write_private
 
     path = user_config_path(environ)
     config.field_of(args.key)
@@ -119,11 +118,12 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def allow_mcp(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-mcp``: show the MCP servers of ``.ocr-hook.toml`` at HEAD and
     record the user's consent for exactly that list (ocr_hook/consent.py)."""
-    from .. import consent, gitio
-    from ..config_load import REPO_SOURCE, repo_mcp_servers
-    from ..tools.mcp_bridge import describe_server, parse_servers
+    from .. import config as consent
+    from .. import git
+    from ..config import REPO_SOURCE, repo_mcp_servers
+    from ..tools import describe_server, parse_servers
 
-    repo = gitio.find_toplevel(Path.cwd())
+    repo = git.find_toplevel(Path.cwd())
     src = REPO_SOURCE
     servers = parse_servers(repo_mcp_servers(repo), src)
     if not servers:
@@ -141,10 +141,11 @@ def allow_mcp(environ: Mapping[str, str]) -> int:
 def allow_endpoint(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-endpoint``: trust the endpoint settings of ``.ocr-hook.toml`` at
     HEAD for this repository and its linked worktrees (ocr_hook/consent.py)."""
-    from .. import config, consent, gitio
-    from ..config_load import REPO_SOURCE, read_repo_file, repo_endpoint_settings
+    from .. import config, git
+    from .. import config as consent
+    from ..config import REPO_SOURCE, read_repo_file, repo_endpoint_settings
 
-    repo = gitio.find_toplevel(Path.cwd())
+    repo = git.find_toplevel(Path.cwd())
     src = REPO_SOURCE
     data = read_repo_file(repo) or {}
     settings = repo_endpoint_settings(config.Layer(src, data))

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..exitcodes import Exit
-from ..text import one_line
+from ..util import one_line
 
 ID_MIN_CHARS = 4
 _ID = re.compile(r"[0-9a-f]+")
@@ -31,10 +31,10 @@ FINDING_RECORDS = ("comment", "dismissed")  # session record types that carry a 
 def run_dismiss_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``dismiss``; returns the exit code. Raises UsageError for a bad or unknown id, a
     secret finding, or an unreadable/unwritable store."""
-    from .. import gitio
+    from .. import git
 
-    repo = gitio.find_toplevel(Path.cwd())
-    common = gitio.git_common_dir(repo)
+    repo = git.find_toplevel(Path.cwd())
+    common = git.git_common_dir(repo)
     if args.list:
         if args.id or args.undo:
             raise UsageError("--list takes no ID")
@@ -60,8 +60,7 @@ def _check_id(raw: str) -> str:
 def find_finding(common: Path, prefix: str) -> dict[str, Any]:
     """The newest session record of a finding whose id starts with ``prefix``. Raises
     UsageError when no session has one, or the newest session that has one has several."""
-    from ..session import sessions_dir
-    from ..session_read import read_records
+    from ..report import read_records, sessions_dir
 
     directory = sessions_dir(common)
     try:
@@ -88,8 +87,8 @@ def find_finding(common: Path, prefix: str) -> dict[str, Any]:
 
 
 def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> int:
-    from .. import dismiss_store as store
-    from ..dismiss import IGNORE_MARKER, Dismissal
+    from .. import comments
+    from ..comments import IGNORE_MARKER, Dismissal
     from ..findings import SECRET_SOURCE
 
     rec = find_finding(common, prefix)
@@ -108,27 +107,27 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
         return Exit.OK
     d = Dismissal(
         key=key, path=str(rec.get("path", "")), category=str(rec.get("category", "")),
-        code=str(rec.get("code", "")), reason=reason, author=store.author(repo),
-        date=store.now_iso(), finding_id=str(rec.get("id", "")),
+        code=str(rec.get("code", "")), reason=reason, author=comments.author(repo),
+        date=comments.now_iso(), finding_id=str(rec.get("id", "")),
         message=" ".join(str(rec.get("content", "")).split())[:200],
         scope="shared" if shared else "personal")
     if shared:
-        items = store.load_shared_worktree(repo)
-        path = store.save_shared(repo, [*[x for x in items if x.key != key], d])
+        items = comments.load_shared_worktree(repo)
+        path = comments.save_shared(repo, [*[x for x in items if x.key != key], d])
         print(f"dismissed {d.finding_id} ({one_line(where)}) in {path.name}; commit that file:"
               " it applies to reviews from the next commit on")
     else:
-        items = store.load_personal(common)
-        path = store.save_personal(common, [*[x for x in items if x.key != key], d])
+        items = comments.load_personal(common)
+        path = comments.save_personal(common, [*[x for x in items if x.key != key], d])
         print(f"dismissed {d.finding_id} ({one_line(where)}) for you ({path})")
     return Exit.OK
 
 
 def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
-    from .. import dismiss_store as store
+    from .. import comments
 
-    personal = [] if shared else store.load_personal(common)
-    team = store.load_shared_worktree(repo)
+    personal = [] if shared else comments.load_personal(common)
+    team = comments.load_shared_worktree(repo)
     keys = {d.key for d in [*personal, *team]
             if d.id.startswith(prefix) or d.finding_id.startswith(prefix)}
     if not keys:
@@ -143,9 +142,9 @@ def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
         raise UsageError(f"id {prefix!r} matches several dismissals: "
                          + ", ".join(sorted({d.id for d in removed})))
     if any(d.scope == "personal" for d in removed):
-        store.save_personal(common, [d for d in personal if d.key not in keys])
+        comments.save_personal(common, [d for d in personal if d.key not in keys])
     if any(d.scope == "shared" for d in removed):
-        store.save_shared(repo, [d for d in team if d.key not in keys])
+        comments.save_shared(repo, [d for d in team if d.key not in keys])
     for d in removed:
         note = "; commit .ocr-hook-dismissed.json" if d.scope == "shared" else ""
         print(f"undone: {d.id} {one_line(d.path)} [{d.category}] ({d.scope}){note}")
@@ -153,9 +152,9 @@ def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
 
 
 def _list(repo: Path, common: Path, as_json: bool) -> int:
-    from .. import dismiss_store as store
+    from .. import comments
 
-    items = [*store.load_personal(common), *store.load_shared_worktree(repo)]
+    items = [*comments.load_personal(common), *comments.load_shared_worktree(repo)]
     if as_json:
         for d in items:
             print(json.dumps({"id": d.id, "scope": d.scope, "path": d.path,

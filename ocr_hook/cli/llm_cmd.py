@@ -56,15 +56,11 @@ def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Send the review's request shape (system + user message, every main tool) once; report
     latency, whether the model called a tool, and the resolved endpoint with the key masked."""
-    from .. import config, tokens
-    from ..agent.loop import text_tool_calls
-    from ..config_endpoint import resolve_llm_endpoint
-    from ..config_load import config_layers
-    from ..llm import make_client
-    from ..llm.anthropic import messages_url
-    from ..llm.openai import chat_url
-    from ..llm.types import Message, mask_key
-    from ..tools.registry import load_tool_specs
+    from .. import config, util
+    from ..agent import text_tool_calls
+    from ..config import config_layers, resolve_llm_endpoint
+    from ..llm import Message, chat_url, make_client, mask_key, messages_url
+    from ..tools import load_tool_specs
 
     flags: dict[str, Any] = {}
     if args.provider:
@@ -85,7 +81,7 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         "url": url, "api_key": mask_key(endpoint.api_key) or "(none)",
     }
     tools = [spec for spec, _plan, main in load_tool_specs().values() if main]
-    client = make_client(endpoint, count_tokens=lambda s: tokens.count_tokens(s, endpoint.model))
+    client = make_client(endpoint, count_tokens=lambda s: util.count_tokens(s, endpoint.model))
     messages = [Message("system", PROBE_SYSTEM), Message("user", PROBE_USER)]
     t0 = time.monotonic()
     try:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import OcrError
 from ..exitcodes import Exit
-from ..text import one_line
+from ..util import one_line
 from .common import hook_words
 from .parser import parse, top_parser
 
@@ -56,11 +56,11 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Run the chosen command; returns its exit code. Commands are imported in their branch."""
     command = args.command
     if command == "review" or command == "hook":
-        from .. import gitio
+        from .. import git
         from .review_cmd import run_review_command
 
         stage = "review" if command == "review" else args.hook
-        with gitio.run_scope():  # git's answers remembered for this one run (issue 18)
+        with git.run_scope():  # git's answers remembered for this one run (issue 18)
             return run_review_command(args, env, stage)
     if command == "rules" and getattr(args, "rules_cmd", None) == "check":
         from .maintenance import rules_check
@@ -137,7 +137,7 @@ def _exit_process(code: int) -> None:
                 stream.flush()
         except (OSError, ValueError):  # reader gone, full disk: the exit code stays ours
             if stream is sys.stdout:
-                from .report_out import stdout_to_devnull
+                from ..report import stdout_to_devnull
 
                 stdout_to_devnull()
     os._exit(code)
@@ -163,7 +163,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
     on_error_block = env.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower() == "block"
     try:
         code = _dispatch(args, env)
-        from .report_out import to_stdout
+        from ..report import to_stdout
 
         problem = to_stdout(lambda: None)  # what a command printed is flushed here, not at exit
         if problem and problem != "closed":
@@ -179,7 +179,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
         print("ocr-hook: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
     except BrokenPipeError:  # stdout closed early (e.g. `| head`): not an error of the review
-        from .report_out import stdout_to_devnull
+        from ..report import stdout_to_devnull
 
         stdout_to_devnull()
         return Exit.OK

@@ -16,9 +16,9 @@ from ..exitcodes import Exit
 def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``install``/``uninstall``/``cache``/``session``; returns the exit code. Raises
     OcrError for a missing action or an unknown session id."""
-    from .. import gitio
+    from .. import git
 
-    repo = gitio.find_toplevel(Path.cwd())
+    repo = git.find_toplevel(Path.cwd())
     if args.command in ("install", "uninstall"):
         return _install(args, repo)
     if args.command == "cache":
@@ -28,7 +28,7 @@ def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 
 def _install(args: argparse.Namespace, repo: Path) -> int:
     """``install``/``uninstall`` the native hooks; prints one line per change."""
-    from .. import install
+    from .. import hooks as install
 
     hooks = [h for h, on in (("pre-commit", args.pre_commit),
                              ("pre-merge-commit", args.pre_merge_commit),
@@ -44,14 +44,14 @@ def _install(args: argparse.Namespace, repo: Path) -> int:
 
 def _cache(args: argparse.Namespace, repo: Path, environ: Mapping[str, str]) -> int:
     """``cache stats|clear|prune [--max-mb N]`` on the repository's result cache."""
-    from .. import gitio
-    from ..cache import ResultCache
-    from ..config_load import load_config
+    from .. import git
+    from ..config import load_config
+    from ..pipeline import ResultCache
 
     if not getattr(args, "cache_cmd", None):
         raise OcrError("usage: git ocr cache stats|clear|prune")
     cfg = load_config(repo, vars(args), environ)
-    cache = ResultCache.for_repo(gitio.git_common_dir(repo), cfg.cache.max_mb)
+    cache = ResultCache.for_repo(git.git_common_dir(repo), cfg.cache.max_mb)
     if args.cache_cmd == "stats":
         st = cache.stats()
         print(f"location: {st.path}")
@@ -70,13 +70,12 @@ def _cache(args: argparse.Namespace, repo: Path, environ: Mapping[str, str]) -> 
 
 def _session(args: argparse.Namespace, repo: Path) -> int:
     """``session list [--json]`` or ``session show ID [--json]``."""
-    from .. import gitio
-    from .. import session_read as session_mod
-    from ..session import sessions_dir
+    from .. import git, report
+    from ..report import sessions_dir
 
-    directory = sessions_dir(gitio.git_common_dir(repo))
+    directory = sessions_dir(git.git_common_dir(repo))
     if getattr(args, "session_cmd", None) == "list":
-        items = session_mod.list_sessions(directory)
+        items = report.list_sessions(directory)
         if args.json:
             import dataclasses
             import json
@@ -84,17 +83,17 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
             for s in items:
                 print(json.dumps(dataclasses.asdict(s), ensure_ascii=False))
         else:
-            sys.stdout.write(session_mod.format_list(items))
+            sys.stdout.write(report.format_list(items))
         return Exit.OK
     if getattr(args, "session_cmd", None) == "show":
-        path = session_mod.find_session(directory, args.id)
+        path = report.find_session(directory, args.id)
         if getattr(args, "html", False):
             return _session_page(path, args.output)
         if args.json:
             sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
         else:
-            for rec in session_mod.read_records(path):
-                print(session_mod.format_record(rec))
+            for rec in report.read_records(path):
+                print(report.format_record(rec))
         return Exit.OK
     raise OcrError("usage: git ocr session list|show ID")
 
@@ -102,12 +101,11 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
 def _session_page(path: Path, output: str | None) -> int:
     """``session show ID --html [--output FILE]``: the review page of a recorded session.
     Raises OcrError when the session has no result record (an older or interrupted run)."""
-    from .. import session_read as session_mod
-    from ..html_report import diff_from_record, render
-    from .report_out import check_output_path, write_output
+    from .. import report
+    from ..report import check_output_path, diff_from_record, render, write_output
 
     out_path = check_output_path(output) if output else None
-    rec = next((r for r in reversed(session_mod.read_records(path))
+    rec = next((r for r in reversed(report.read_records(path))
                 if r.get("type") == "result"), None)
     if rec is None or not isinstance(rec.get("report"), dict):
         raise OcrError(f"session {path.stem} has no recorded result (interrupted, or written by"
@@ -123,11 +121,11 @@ def _session_page(path: Path, output: str | None) -> int:
 
 def rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``git ocr rules check PATH``: the rule layer, pattern and text that apply to PATH."""
-    from .. import gitio
-    from ..config_load import load_config
+    from .. import git
+    from ..config import load_config
     from .review_cmd import rule_layers
 
-    repo = gitio.find_toplevel(Path.cwd())
+    repo = git.find_toplevel(Path.cwd())
     cfg = load_config(repo, vars(args), environ)
     layers = rule_layers(repo, cfg, args, environ)
     rel = os.path.relpath(Path.cwd() / args.path, repo).replace(os.sep, "/")

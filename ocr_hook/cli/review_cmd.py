@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
+from ..report import check_output_path, to_stdout, write_output
 from .common import hook_words
-from .report_out import check_output_path, to_stdout, write_output
 
 if TYPE_CHECKING:
+    from ..change import RuleLayers
     from ..config import Config
-    from ..request import ReviewRequest
-    from ..results import ReviewResult
-    from ..rulesources import RuleLayers
+    from ..pipeline import ReviewRequest
+    from ..report import ReviewResult
 
 log = logging.getLogger("ocr_hook")
 
@@ -58,7 +58,7 @@ def _hook_input(stage: str, environ: Mapping[str, str]) -> tuple[str, str, str]:
 
 def _with_rule_globs(cfg: Config, layers: RuleLayers) -> Config:
     """``cfg`` with the include/exclude globs of the rule layers added to ``[select]``."""
-    from ..rulesources import selection_globs
+    from ..change import selection_globs
 
     inc, exc = selection_globs(layers)
     if not (inc or exc):
@@ -75,8 +75,7 @@ def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
     if not cfg.review.background_file:
         return cfg.review.background
     if "review.background_file" in from_repo:
-        from ..config_load import REPO_SOURCE
-        from ..config_repo import read_repo_path
+        from ..config import REPO_SOURCE, read_repo_path
 
         return read_repo_path(repo, "review.background_file", cfg.review.background_file,
                               REPO_SOURCE)
@@ -93,22 +92,22 @@ def _snapshot_ahead(repo: Path, mode: str, stage: str, environ: Mapping[str, str
     if stage in ("pre-commit", "pre-merge-commit"):
         mode = _hook_input(stage, environ)[0]
     if stage != "pre-push" and mode in ("staged", "merge"):
-        from .. import target
+        from .. import git
 
-        target.snapshot_ahead(repo, environ)
+        git.snapshot_ahead(repo, environ)
 
 
 def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
                    stage: str) -> tuple[ReviewRequest, RuleLayers]:
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
     (UsageError, ConfigError) for bad flags, configuration or refs."""
-    from .. import config_endpoint, gitio, request, runservices
-    from ..config_load import HEAD_FILES, load_settings
+    from .. import config, git, pipeline
+    from ..config import HEAD_FILES, load_settings
 
     mode = _review_mode(args)
     from_ref = getattr(args, "from_ref", None) or ""
     to_ref = getattr(args, "to_ref", None) or ""
-    repo = gitio.find_toplevel(Path.cwd(), head_files=HEAD_FILES)  # read alongside the probe
+    repo = git.find_toplevel(Path.cwd(), head_files=HEAD_FILES)  # read alongside the probe
     _snapshot_ahead(repo, mode, stage, environ)
     cfg, from_repo = load_settings(repo, vars(args), environ, llm_command=True)
     targets: tuple[Any, ...] = ()
@@ -121,10 +120,10 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     layers = rule_layers(repo, cfg, args, environ)
     cfg = _with_rule_globs(cfg, layers)
     # llm.api_key_cmd runs only when the review is about to call the LLM (review.run)
-    endpoint, why, key_cmd = config_endpoint.resolve_llm_endpoint_deferred(cfg, environ)
+    endpoint, why, key_cmd = config.resolve_llm_endpoint_deferred(cfg, environ)
     background = _read_background(cfg, repo, from_repo)
     preview = bool(getattr(args, "preview", False))
-    req = request.ReviewRequest(
+    req = pipeline.ReviewRequest(
         repo=repo,
         config=cfg,
         environ=environ,
@@ -142,8 +141,8 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         use_cache=cfg.cache.enabled,
         background=background,
         protected_paths=layers.protected_paths,
-        tool_defs=runservices.tool_defs(cfg, repo, from_repo),
-        mcp=None if preview else runservices.mcp_bridge(repo, cfg, environ),
+        tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
+        mcp=None if preview else pipeline.mcp_bridge(repo, cfg, environ),
     )
     return req, layers
 
@@ -151,21 +150,20 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
 def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
                   environ: Mapping[str, str]) -> None:
     """Render ``result`` as text, JSON or SARIF to stdout, or atomically to ``out_path``."""
-    from .. import output
+    from .. import report
 
     stream: Any = io.StringIO() if out_path is not None else sys.stdout
     if fmt == "json":
-        output.write_json(result, stream)
+        report.write_json(result, stream)
     elif fmt == "sarif":
-        output.write_sarif(result, stream)
+        report.write_sarif(result, stream)
     elif fmt == "html":
-        from ..html_report import render
-        from ..output_text import verdict_line
+        from ..report import render, verdict_line
 
-        stream.write(render(output.utf8_safe(output.to_json(result)), review_diffs(result),
+        stream.write(render(report.utf8_safe(report.to_json(result)), review_diffs(result),
                             verdict_line(result)))
     else:
-        from ..output_text import write_text
+        from ..report import write_text
 
         write_text(result, stream, environ)
     if out_path is not None:
@@ -186,26 +184,26 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     """``git ocr review`` (stage ``review``) or a hook (``pre-commit``/``pre-push``): review,
     write the result, warn on stderr about incomplete files and blocking findings; returns the
     gate's exit code (``Exit.OK`` for ``--preview``). Raises OcrError for bad input."""
-    from .. import output, runservices
+    from .. import pipeline, report
 
     out_path = check_output_path(args.output) if args.output else None
     req, layers = _build_request(args, environ, stage)
     try:
-        result = runservices.run_with_services(req, layers.text_for)
+        result = pipeline.run_with_services(req, layers.text_for)
     finally:
         if req.mcp is not None:
             req.mcp.close()
     fmt = args.format or "text"
     for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
         if w.type in STDERR_WARNINGS:
-            log.warning("%s", output.display_text(w.message))
+            log.warning("%s", report.display_text(w.message))
     # stdout that fails (a reader gone, a full disk) never changes the gate's exit code
     problem = to_stdout(lambda: _write_result(result, fmt, out_path, environ))
     if problem and problem != "closed":
         log.warning("cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:
         if fmt != "text" or args.output:
-            log.warning("%s", output.display_text(reason))
+            log.warning("%s", report.display_text(reason))
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
                                           result.decision.blocking_findings, result.gate.fail_on))
@@ -228,19 +226,19 @@ def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, s
     ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``, absent on the push of a root history.
     Each range is bounded to its newest ``max_commits`` commits (``push_scope``). Raises
     UsageError when neither applies or a line/ref cannot be resolved."""
-    from .. import push_scope, target
+    from .. import git
 
     if args.remote:
         data = sys.stdin.buffer.read() if sys.stdin is not None else b""
-        lines = target.parse_push_lines(data.decode("utf-8", "surrogateescape"))
-        found = target.push_targets(repo, args.remote, lines)
+        lines = git.parse_push_lines(data.decode("utf-8", "surrogateescape"))
+        found = git.push_targets(repo, args.remote, lines)
     elif any(environ.get(k) for k in ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF",
                                        "PRE_COMMIT_REMOTE_NAME", "PRE_COMMIT")):
-        found = target.pre_commit_push_targets(repo, environ)
+        found = git.pre_commit_push_targets(repo, environ)
     else:
         found = None
     if found is not None:
-        return [push_scope.bound(repo, t, max_commits) for t in found]
+        return [git.bound(repo, t, max_commits) for t in found]
     raise UsageError("git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines"
                      " on stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit framework)")
 
@@ -248,9 +246,9 @@ def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, s
 def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
                 environ: Mapping[str, str]) -> RuleLayers:
     """Rule layers of SPEC §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
-    from .. import rulesources
+    from .. import change
 
-    return rulesources.load(
+    return change.load(
         repo,
         cli_rule=getattr(args, "rule", None) or "",
         repo_rule_file=getattr(getattr(cfg, "rules", None), "file", "") or "",
@@ -268,10 +266,10 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     ``git-ocr`` lives in its own environment, one more line: how to run that one."""
     import shlex
 
-    from ..dismiss import IGNORE_MARKER, can_dismiss
+    from ..comments import IGNORE_MARKER, can_dismiss
     from ..findings import Severity
-    from ..install import hook_command
-    from ..output_text import location
+    from ..hooks import hook_command
+    from ..report import location
 
     if result.decision.verdict != "findings":
         return []

@@ -5,8 +5,26 @@ this package stays below ``tokens`` in the import order."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ..util import lazy_exports
 from .types import ChatClient, Endpoint, TokenCounter, estimate_tokens
+
+if TYPE_CHECKING:
+    from .anthropic import messages_url
+    from .openai import chat_url
+    from .prefetch import start
+    from .types import (
+        Message,
+        ToolCall,
+        ToolSpec,
+        Turn,
+        Usage,
+        WrappedClient,
+        decode_arguments,
+        mask_key,
+        split_think,
+    )
 
 PROTOCOLS = ("openai", "anthropic")
 
@@ -30,3 +48,14 @@ def make_client(
     from .openai import OpenAIClient
 
     return OpenAIClient(endpoint, before_attempt, count)
+
+
+__getattr__, __dir__, _lazy = lazy_exports(__name__, {
+    "anthropic": ("messages_url",),
+    "openai": ("chat_url",),
+    "prefetch": ("start",),
+    "types": ("Message", "ToolCall", "ToolSpec", "Turn", "Usage", "WrappedClient",
+              "decode_arguments", "mask_key", "split_think"),
+})
+__all__ = ["PROTOCOLS", "ChatClient", "Endpoint", "TokenCounter", "estimate_tokens", "make_client",
+           *_lazy]

@@ -1,0 +1,38 @@
+"""The tools the model calls: the registry, the built-in tools (one module each, in ``builtin/``), the snapshot they read, and MCP servers (``mcp/``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .builtin.comment import code_comment_handler, parse_task_done
+    from .builtin.context import builtin_handlers
+    from .mcp.bridge import McpBridge, describe_server, parse_servers
+    from .registry import (
+        Handler,
+        Registry,
+        ToolResult,
+        apply_tools_file,
+        build_registry,
+        load_tool_specs,
+        parse_tools_json,
+    )
+    from .snapshot import SnapshotView
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "builtin.comment": ("code_comment_handler", "parse_task_done",),
+    "builtin.context": ("builtin_handlers",),
+    "mcp.bridge": ("McpBridge", "describe_server", "parse_servers",),
+    "registry": (
+        "Handler",
+        "Registry",
+        "ToolResult",
+        "apply_tools_file",
+        "build_registry",
+        "load_tool_specs",
+        "parse_tools_json",
+    ),
+    "snapshot": ("SnapshotView",),
+})

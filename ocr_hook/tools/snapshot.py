@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import gitio, resources
+from .. import git, util
 from ..diff import FileDiff
-from ..pathtext import real_path
+from ..util import real_path
 
 GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
 READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
@@ -52,7 +52,7 @@ def confine(path: object) -> str | None:
 def _secret_spec() -> Any:
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(resources.load_json("path_lists.json")["secret_paths"])
+    return pathspec.GitIgnoreSpec.from_lines(util.load_json("path_lists.json")["secret_paths"])
 
 
 def is_secret_path(path: str) -> bool:
@@ -116,10 +116,10 @@ class SnapshotView:
         fd = self._by_path.get(path)
         data = None
         if fd is not None and fd.status != "deleted":
-            data = gitio.known_blob(fd.new_oid)
+            data = git.known_blob(fd.new_oid)
             if data is None:
                 data = self.read(fd.new_path)
-        lines = None if data is None else self.redact(gitio.decode_text(data)).split("\n")
+        lines = None if data is None else self.redact(git.decode_text(data)).split("\n")
         with self._lock:
             self._lines[path] = lines
         return lines
@@ -127,7 +127,7 @@ class SnapshotView:
     def read(self, path: str) -> bytes | None:
         """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a
         directory, a submodule). Raises GitError on a timeout (30 s) or when git cannot run."""
-        rc, out, _ = gitio.run_git_full(
+        rc, out, _ = git.run_git_full(
             self.repo, "cat-file", "blob", f"{self.head}:{path}", timeout_s=READ_TIMEOUT_S,
             ok_codes=(0, 128),
         )
@@ -144,7 +144,7 @@ class SnapshotView:
         if not names:
             return {}
         query = "".join(f"{self.head}:{p}\n" for p in names).encode()
-        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch-check", stdin=query,
+        _, out, _ = git.run_git_full(self.repo, "cat-file", "--batch-check", stdin=query,
                                        timeout_s=READ_TIMEOUT_S)
         wanted: list[str] = []
         total = 0
@@ -159,7 +159,7 @@ class SnapshotView:
         if not wanted:
             return {}
         query = "".join(f"{self.head}:{p}\n" for p in wanted).encode()
-        _, out, _ = gitio.run_git_full(self.repo, "cat-file", "--batch", stdin=query,
+        _, out, _ = git.run_git_full(self.repo, "cat-file", "--batch", stdin=query,
                                        timeout_s=READ_TIMEOUT_S)
         blobs: dict[str, bytes] = {}
         pos = 0
@@ -214,9 +214,9 @@ class SnapshotView:
         GitError on a timeout (10 s)."""
         with self._lock:
             if self._tree is None:
-                out = gitio.run_git(
+                out = git.run_git(
                     self.repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "-z",
                     "--end-of-options", self.head, timeout_s=GREP_TIMEOUT_S,
                 )
-                self._tree = gitio.zsplit(out)
+                self._tree = git.zsplit(out)
             return self._tree

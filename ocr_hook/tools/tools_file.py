@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..errors import ConfigError
-from ..shapes import Bound, check
+from ..util import Bound, check
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 from ocr_hook.llm import make_client
 from ocr_hook.llm.anthropic import messages_url
 from ocr_hook.llm.types import Endpoint, Message, ToolSpec
-from ocr_hook.tokens import count_tokens
+from ocr_hook.util.tokens import count_tokens
 from tests.support.scripted_llm import ScriptedLLM, anthropic_text, anthropic_tool_calls
 
 TOOL = ToolSpec("file_read", "Read a file.", {"type": "object", "properties": {

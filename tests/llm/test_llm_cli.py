@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from ocr_hook import cli, config
+from ocr_hook import cli
+from ocr_hook.config import layering
 from ocr_hook.tools.registry import load_tool_specs
 from tests.support.scripted_llm import ScriptedLLM, openai_text
 
@@ -92,7 +93,7 @@ def test_llm_providers_lists_every_preset(capsys: pytest.CaptureFixture[str]) ->
     rc, out, _ = run(["llm", "providers"], {}, capsys)
     assert rc == 0
     names = [line.split()[0] for line in out.splitlines()[1:] if line.strip()][:13]
-    assert names == list(config.presets())
+    assert names == list(layering.presets())
     assert {"openai", "anthropic", "azure-openai", "deepseek", "dashscope", "moonshot",
             "openrouter", "mistral", "gemini", "ollama", "llama-cpp", "vllm",
             "litellm"} == set(names)

@@ -13,7 +13,7 @@ from ocr_hook.errors import LlmError
 from ocr_hook.llm import make_client
 from ocr_hook.llm.openai import chat_url, decode_arguments, message_to_wire, parse_response
 from ocr_hook.llm.types import Endpoint, Message, ToolSpec, split_think
-from ocr_hook.tokens import count_tokens
+from ocr_hook.util.tokens import count_tokens
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
 TOOL = ToolSpec("file_read", "Read a file.", {"type": "object", "properties": {
@@ -291,11 +291,11 @@ def test_request_body_is_utf8_json(llm: ScriptedLLM) -> None:
 
 
 def test_llama_cpp_preset_sends_tool_choice_auto_only_with_tools(llm: ScriptedLLM) -> None:
-    from ocr_hook import config
+    from ocr_hook.config import layering
 
-    cfg = config.build([config.Layer("test", {"llm": {"provider": "llama-cpp",
+    cfg = layering.build([layering.Layer("test", {"llm": {"provider": "llama-cpp",
                                                       "base_url": llm.url, "model": "m"}})])
-    endpoint, why = config.resolve_endpoint(cfg.llm, {})
+    endpoint, why = layering.resolve_endpoint(cfg.llm, {})
     assert endpoint is not None, why
     client = make_client(endpoint)
     tool = ToolSpec("task_done", "finish", {"type": "object", "properties": {}})

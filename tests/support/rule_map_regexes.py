@@ -1,5 +1,5 @@
 """Regenerate ``config/rules/rule_map_regex.json`` from ``config/rules/rule_map.json`` with the
-installed pathspec (``ocr_hook.rule_regexes``): run ``python -m tests.support.rule_map_regexes``
+installed pathspec (``ocr_hook.change.rule_globs``): run ``python -m tests.support.rule_map_regexes``
 after changing the rule map or upgrading pathspec; ``tests/test_rules.py`` compares the shipped
 file with :func:`expected`."""
 
@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ocr_hook.rule_regexes import glob_regexes
-from ocr_hook.rules import expand_braces
+from ocr_hook.change.rule_globs import glob_regexes
+from ocr_hook.change.rules import expand_braces
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "config" / "rules"
 SOURCE_NOTE = ("generated from rule_map.json (each pattern's brace expansions, lower-cased) by "

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import target
-from ocr_hook.tools.context import code_search, file_find, file_read, file_read_diff
+from ocr_hook.git import target
+from ocr_hook.tools.builtin.context import code_search, file_find, file_read, file_read_diff
 from ocr_hook.tools.snapshot import SnapshotView, confine
 from tests.support.gitrepo import GitRepo
 

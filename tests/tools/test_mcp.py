@@ -23,7 +23,7 @@ import pytest
 
 from ocr_hook import cli
 from ocr_hook.errors import ConfigError
-from ocr_hook.tools.mcp_bridge import (
+from ocr_hook.tools.mcp.bridge import (
     RESULT_MAX_CHARS,
     HttpServer,
     McpBridge,

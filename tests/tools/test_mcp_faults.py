@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.tools.mcp_bridge import McpBridge, parse_servers
+from ocr_hook.tools.mcp.bridge import McpBridge, parse_servers
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 

@@ -68,7 +68,7 @@ def test_shipped_tools_and_phases() -> None:
 def test_shipped_tools_read_as_they_are_equal_the_validated_file() -> None:
     """The shipped file is read without validation on a review's path (issue 18); validated
     as a user's tools file, it gives exactly the same definitions, phases and order."""
-    from ocr_hook import resources
+    from ocr_hook.util import resources
 
     shipped = parse_tools_json()
     text = json.dumps(resources.load_json("tools.json"))

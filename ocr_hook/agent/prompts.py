@@ -1,0 +1,125 @@
+"""The main-task prompt of one group (SPEC §6.2), assembled from explicit fields with
+``prompts.render``: the other changed files, the group's numbered diffs, rules, background, the
+plan (round 1) and the findings of earlier rounds (rounds ≥ 2); plus the prompt size check
+(SPEC §6.3). Pure: the date, rules and redaction are passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .. import util
+from ..diff import FileDiff, render_numbered
+from ..findings import RawComment
+from ..llm import Message
+from .grouping import Group
+
+CONFIRMED_CAP = 30  # SPEC §6.1 step 5 (OCR confirmedCap)
+CONFIRMED_CODE_CHARS = 200  # SPEC §6.1 step 5 (OCR confirmedMaxExistingCode)
+CONFIRMED_ISSUE_CHARS = 300  # SPEC §6.1 step 5 (OCR confirmedMaxContent)
+PROMPT_CONTEXT_FRACTION = 0.8  # SPEC §6.3: a group prompt above 80 % of the context is skipped
+
+
+def exceeds_tokens(texts: Sequence[str], limit: int, count: Callable[[str], int]) -> bool:
+    """True when ``texts`` together have more than ``limit`` tokens. Counts exactly only when
+    their UTF-8 size (an upper bound: a token is at least one byte) is above ``limit``, so small
+    reviews never load a BPE table (SPEC §15)."""
+    if sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) <= limit:
+        return False
+    return sum(count(t) for t in texts) > limit
+
+
+def prompt_path(path: str) -> str:
+    """A path as shown in a prompt: XML-escaped and on one line, so a file name cannot close a
+    delimiter or start a line of its own (SPEC §14)."""
+    return util.xml_attr(path).replace("\r", "\\r").replace("\n", "\\n")
+
+
+OTHER_FILES_MAX = 200  # lines of the prompt's "other changed files" list (issue 20)
+
+
+def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
+    """The other changed files for the prompt, one line each, at most OTHER_FILES_MAX of them
+    and then a line counting the rest."""
+    mine = {id(f) for f in group.files}
+    others = [f for f in all_files if id(f) not in mine]
+    lines = [
+        f"{f.status.upper():<9} {prompt_path(f.path)} (+{f.insertions}/-{f.deletions})"
+        for f in others[:OTHER_FILES_MAX]
+    ]
+    if len(others) > OTHER_FILES_MAX:
+        lines.append(f"... and {len(others) - OTHER_FILES_MAX} more changed files")
+    return "\n".join(lines) if lines else "(none)"
+
+
+def _file_element(f: FileDiff, line_count: Callable[[str], int | None]) -> str:
+    """One file of ``<review_files>``: ``<file path="…" lines="N">`` (N, the file's line count
+    after the change, lets the model size a ``file_read``; left out when unknown), the note on
+    a deleted file the snapshot still uses (issue 16), and its numbered diff."""
+    n = line_count(f.path)
+    lines = f' lines="{n}"' if n is not None else ""
+    return (f'<file path="{prompt_path(f.path)}"{lines}>\n{_deleted_note(f)}'
+            f'{render_numbered(f)}\n</file>')
+
+
+def _deleted_note(f: FileDiff) -> str:
+    """For a deleted file the snapshot still refers to (issue 16): what the review is for and
+    the referring lines; "" otherwise."""
+    if f.status != "deleted" or not f.referenced_by:
+        return ""
+    users = "\n".join(f"  {u}" for u in f.referenced_by)
+    return ("This file is deleted by the change, but the snapshot still refers to it here:\n"
+            f"{users}\nCheck whether these users break without it.\n")
+
+
+def group_fields(
+    group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str,
+    line_count: Callable[[str], int | None] = lambda _path: None,
+) -> dict[str, str]:
+    """Template fields shared by the plan and main prompts of ``group``: date, other changed
+    files (status + path, SPEC §6.2), the group's numbered diffs in ``<file>`` elements (with
+    the new file's line count from ``line_count``), rules and background."""
+    return {
+        "date": now,
+        "other_files": _other_files(all_files, group),
+        "diffs": "\n".join(_file_element(f, line_count) for f in group.files),
+        "rules": rules_text,
+        "background": background,
+    }
+
+
+def contract_fields(language: str) -> dict[str, str]:
+    """The system-prompt fields every reviewing phase shares (plan and main): the one
+    severity scale (``config/templates/severity.md``) and the answer language."""
+    return {"severity": util.render("severity", {}), "language": language or "English"}
+
+
+def group_messages(
+    fields: dict[str, str],
+    language: str,
+    redact: Callable[[str], str],
+    *,
+    plan: str = "",
+    confirmed: str = "",
+) -> list[Message]:
+    """System + user messages of one group's main task (SPEC §6.2) from its ``group_fields``;
+    ``plan`` only in round 1, ``confirmed`` (earlier findings) only in rounds ≥ 2."""
+    system = util.render("main_system", contract_fields(language))
+    user = util.render("main_user", {**fields, "plan": plan, "confirmed": confirmed})
+    return [Message("system", system), Message("user", redact(user))]
+
+
+def confirmed_block(confirmed: Sequence[RawComment]) -> str:
+    """Findings of earlier rounds for rounds ≥ 2 (SPEC §6.1 step 5): at most 30, each on
+    one line per field and trimmed (code 200, issue 300 characters, then "...")."""
+
+    def trim(text: str, limit: int) -> str:
+        flat = " ".join(text.split())
+        return flat if len(flat) <= limit else flat[:limit] + "..."
+
+    items = []
+    for i, c in enumerate(confirmed[:CONFIRMED_CAP], 1):
+        code = trim(c.existing_code, CONFIRMED_CODE_CHARS)
+        issue = trim(c.content, CONFIRMED_ISSUE_CHARS)
+        items.append(f"{i}. {c.path}\n   code: {code}\n   issue: {issue}")
+    return "\n".join(items)

@@ -1,0 +1,24 @@
+"""The change a review reads: the change set loaded within bounds, file selection, review rules, the hook's file names, deleted files still referred to, findings made without the model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .changeset import ChangeSet, ScanPolicy, human_bytes, load_change_set
+    from .hookinput import changes_only_notice, filter_paths
+    from .notes import input_warnings
+    from .rule_sources import RuleLayers, load, selection_globs
+    from .scan import change_findings
+    from .selection import BOUND_REASONS, Decision, SelectionPolicy, reason_words
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "changeset": ("ChangeSet", "ScanPolicy", "human_bytes", "load_change_set",),
+    "hookinput": ("changes_only_notice", "filter_paths",),
+    "notes": ("input_warnings",),
+    "rule_sources": ("RuleLayers", "load", "selection_globs",),
+    "scan": ("change_findings",),
+    "selection": ("BOUND_REASONS", "Decision", "SelectionPolicy", "reason_words",),
+})

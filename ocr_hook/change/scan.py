@@ -1,0 +1,127 @@
+"""The deterministic findings of a change, made without the LLM and so also without an
+endpoint or a reviewable file: secrets and prompt-injection phrases (SPEC §14, through
+``secret_scan``) and edits to review-configuration files (SPEC §5).
+
+The only I/O is ``git cat-file`` of a renamed or copied secret file (``gitio``). With
+``security.detect_secrets`` on, detect-secrets also scans the lines our secret scan reports on
+(``detect_secrets_scan``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import git
+from ..diff import FileDiff
+from ..findings import Finding, Severity, finding_id
+from .selection import Decision
+
+BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
+
+
+@dataclass
+class ChangeScan:
+    """The deterministic part of a run: ``findings``; ``literals``, values found by the
+    optional detect-secrets pass → placeholder type, for the run's ``Redactor`` (empty when
+    the pass is off); ``warnings``, one line each for people (the pass is on but detect-secrets
+    is not installed)."""
+
+    findings: list[Finding]
+    literals: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def change_findings(
+    repo: Path, decisions: Sequence[Decision], protected: Sequence[str], allow: Sequence[str],
+    *, scan: bool = True, detect_secrets: bool = False,
+    listed: Sequence[FileDiff] | None = None,
+) -> ChangeScan:
+    """Every deterministic finding of the change: ``protected_path_findings`` of all changed
+    files (``listed``, default the decisions' files: a caller that scans only some of them
+    passes them all), then (when ``scan``; a preview does not scan) ``scan_findings``."""
+    found = protected_path_findings(
+        [d.file for d in decisions] if listed is None else listed, protected)
+    if not scan:
+        return ChangeScan(found)
+    scanned = scan_findings(repo, decisions, allow, detect_secrets=detect_secrets)
+    return ChangeScan([*found, *scanned.findings], scanned.literals, scanned.warnings)
+
+
+def scan_findings(
+    repo: Path, decisions: Sequence[Decision], allow: Sequence[str], *,
+    detect_secrets: bool = False,
+) -> ChangeScan:
+    """Deterministic security findings of the change (``secret_scan``): secrets added to any
+    changed file, scanned whole for a rename or copy away from a secret path (``git mv .env
+    notes.txt`` has no hunks), and prompt-injection phrases in the files sent to the LLM. With
+    ``detect_secrets``, the detect-secrets pass runs over the same lines
+    (``detect_secrets_scan``): its findings follow ours, and without the package the result
+    carries a warning instead. Raises GitError when ``git cat-file`` times out, cannot run or
+    fails other than with exit code 128 (object missing: the file is then scanned by its hunks
+    only)."""
+    if not decisions:
+        return ChangeScan([])
+    from .. import secrets  # its patterns are compiled on import: only with files to scan
+
+    full: dict[str, str] = {}
+    for d in decisions:
+        f = d.file
+        if d.reason == "secret_path" and f.status in ("renamed", "copied") and f.new_oid:
+            rc, out, _ = git.run_git_full(repo, "cat-file", "blob", f.new_oid, ok_codes=(0, 128))
+            if rc == 0 and b"\0" not in out[:BINARY_SNIFF_BYTES]:
+                full[f.path] = git.decode_text(out)
+    files = [d.file for d in decisions]
+    library = _library_pass(files, full, allow) if detect_secrets else ChangeScan([])
+    return ChangeScan(
+        [*secrets.secret_findings(files, allow, full, library.literals), *library.findings,
+         *secrets.injection_findings([d.file for d in decisions if d.reviewed])],
+        library.literals, library.warnings)
+
+
+def _library_pass(files: Sequence[FileDiff], full: dict[str, str], allow: Sequence[str]
+                  ) -> ChangeScan:
+    """The detect-secrets pass over the lines our scan reports on; a warning when the package
+    is missing (imported here, only when the setting is on)."""
+    from .. import secrets
+
+    rows = secrets.added_rows(files, full)
+    try:
+        hits = secrets.scan(rows)
+    except ImportError:
+        return ChangeScan([], warnings=[secrets.NOT_INSTALLED])
+    found, literals = secrets.library_findings(hits, rows, allow)
+    return ChangeScan(found, literals)
+
+
+def protected_path_findings(
+    files: Sequence[FileDiff], protected: Sequence[str]
+) -> list[Finding]:
+    """A ``medium``/``security`` finding for each staged change to a file that configures the
+    review (``.ocr-hook.toml``, rule files): it does not take effect for this review, which uses
+    the rules at HEAD (SPEC §5). Anchored to the first changed line of the file."""
+    wanted = set(protected)
+    out: list[Finding] = []
+    for f in files:
+        if f.path not in wanted and f.old_path not in wanted:
+            continue
+        first = next(
+            ((ln.new_line, ln.text) for h in f.hunks for ln in h.lines
+             if ln.kind == "+" and ln.new_line is not None),
+            None,
+        )
+        content = (
+            f"This change edits review configuration ({f.path}). The change does not apply to "
+            "the review of this commit, which used the rules committed at HEAD; make sure the "
+            "edit is intended, since it changes how future commits are reviewed."
+        )
+        quote = first[1] if first else ""
+        out.append(Finding(
+            id=finding_id(f.path, "new", quote, content), path=f.path, side="new",
+            start_line=first[0] if first else 0, end_line=first[0] if first else 0,
+            severity=Severity.MEDIUM, category="security", content=content,
+            existing_code=quote, suggestion_code="", anchor="hunk_new" if first else "none",
+            source="config-guard", code=quote if first else "",
+        ))
+    return out

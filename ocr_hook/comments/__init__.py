@@ -1,0 +1,48 @@
+"""Comments: anchoring a quoted snippet to exact lines (pure), the thread-safe comment pool, dismissals and their files."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .dismissal_files import (
+        author,
+        load_for_review,
+        load_personal,
+        load_shared_worktree,
+        now_iso,
+        save_personal,
+        save_shared,
+    )
+    from .dismissals import (
+        IGNORE_MARKER,
+        Dismissal,
+        DismissedFinding,
+        apply,
+        can_dismiss,
+        finding_key,
+    )
+    from .pool import Collector, CommentPool, CommentProcessor
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "dismissal_files": (
+        "author",
+        "load_for_review",
+        "load_personal",
+        "load_shared_worktree",
+        "now_iso",
+        "save_personal",
+        "save_shared",
+    ),
+    "dismissals": (
+        "Dismissal",
+        "DismissedFinding",
+        "IGNORE_MARKER",
+        "apply",
+        "can_dismiss",
+        "finding_key",
+    ),
+    "pool": ("Collector", "CommentPool", "CommentProcessor",),
+})

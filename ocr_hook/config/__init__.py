@@ -1,0 +1,68 @@
+"""Configuration: section models, layering of defaults, user file, repository file, environment and flags, endpoint resolution, consent, TOML editing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .consent import fingerprint, is_allowed, record
+    from .endpoint import resolve_llm_endpoint, resolve_llm_endpoint_deferred
+    from .layering import (
+        Config,
+        Layer,
+        all_keys,
+        build,
+        field_of,
+        merge,
+        parse_toml,
+        parse_value,
+        presets,
+    )
+    from .load import (
+        HEAD_FILES,
+        REPO_SOURCE,
+        config_layers,
+        load_config,
+        load_settings,
+        read_repo_file,
+        read_user_file,
+        repo_endpoint_settings,
+        repo_mcp_servers,
+        user_config_path,
+        write_private,
+    )
+    from .repo import read_repo_path
+    from .toml_edit import edit_toml, toml_literal
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "consent": ("fingerprint", "is_allowed", "record",),
+    "endpoint": ("resolve_llm_endpoint", "resolve_llm_endpoint_deferred",),
+    "layering": (
+        "Config",
+        "Layer",
+        "all_keys",
+        "build",
+        "field_of",
+        "merge",
+        "parse_toml",
+        "parse_value",
+        "presets",
+    ),
+    "load": (
+        "HEAD_FILES",
+        "REPO_SOURCE",
+        "config_layers",
+        "load_config",
+        "load_settings",
+        "read_repo_file",
+        "read_user_file",
+        "repo_endpoint_settings",
+        "repo_mcp_servers",
+        "user_config_path",
+        "write_private",
+    ),
+    "repo": ("read_repo_path",),
+    "toml_edit": ("edit_toml", "toml_literal",),
+})

@@ -1,0 +1,36 @@
+"""The diff model and its parser: git's ``--raw --numstat -z`` and ``-p`` bytes -> files, hunks and lines. Pure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .patch import (
+        DiffParseError,
+        FileDiff,
+        Hunk,
+        Line,
+        RawEntry,
+        build_file_diffs,
+        parse_raw_numstat_z,
+        render_numbered,
+        split_raw_and_patch,
+    )
+    from .stream import PatchStream, fill_from_sections
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "patch": (
+        "DiffParseError",
+        "FileDiff",
+        "Hunk",
+        "Line",
+        "RawEntry",
+        "build_file_diffs",
+        "parse_raw_numstat_z",
+        "render_numbered",
+        "split_raw_and_patch",
+    ),
+    "stream": ("PatchStream", "fill_from_sections",),
+})

@@ -1,0 +1,82 @@
+"""Everything that runs git (the only code that starts processes): the runner, streamed output, the reviewed targets (staged snapshot, commits, ranges, pushes), push scope, attributes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .attributes import text_marked_binary
+    from .process import (
+        BLOB_MEMO_MAX_BLOB,
+        decode_text,
+        find_toplevel,
+        foreign_env,
+        git_common_dir,
+        git_path,
+        head_blobs,
+        known_blob,
+        remember_blob,
+        run_command,
+        run_git,
+        run_git_full,
+        run_scope,
+        zsplit,
+    )
+    from .push_scope import bound
+    from .stream import stream_git
+    from .target import (
+        CONTEXT_LINES,
+        GENERATED_SCAN_BYTES,
+        Target,
+        commit_target,
+        diff_command,
+        merge_snapshot,
+        parse_push_lines,
+        pre_commit_push_targets,
+        push_targets,
+        range_target,
+        read_objects,
+        rediff_as_text,
+        snapshot_ahead,
+        staged_snapshot,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "attributes": ("text_marked_binary",),
+    "process": (
+        "BLOB_MEMO_MAX_BLOB",
+        "decode_text",
+        "find_toplevel",
+        "foreign_env",
+        "git_common_dir",
+        "git_path",
+        "head_blobs",
+        "known_blob",
+        "remember_blob",
+        "run_command",
+        "run_git",
+        "run_git_full",
+        "run_scope",
+        "zsplit",
+    ),
+    "push_scope": ("bound",),
+    "stream": ("stream_git",),
+    "target": (
+        "CONTEXT_LINES",
+        "GENERATED_SCAN_BYTES",
+        "Target",
+        "commit_target",
+        "diff_command",
+        "merge_snapshot",
+        "parse_push_lines",
+        "pre_commit_push_targets",
+        "push_targets",
+        "range_target",
+        "read_objects",
+        "rediff_as_text",
+        "snapshot_ahead",
+        "staged_snapshot",
+    ),
+})

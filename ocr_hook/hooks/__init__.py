@@ -1,0 +1,14 @@
+"""Native git hooks: install, chain an existing hook, uninstall."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .native import HOOK_TYPES, hook_command, install, uninstall
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "native": ("HOOK_TYPES", "hook_command", "install", "uninstall",),
+})

@@ -1,0 +1,18 @@
+"""A review run: the request, input, run-level preparation, the LLM stage with its group pool and deadline, ranges, the lock, the result cache and the services around a run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .cache.store import ResultCache
+    from .request import ReviewRequest
+    from .services import mcp_bridge, run_with_services, tool_defs
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "cache.store": ("ResultCache",),
+    "request": ("ReviewRequest",),
+    "services": ("mcp_bridge", "run_with_services", "tool_defs",),
+})

@@ -1,0 +1,104 @@
+"""The stored shapes of the result cache (SPEC §10): the JSON entry files ``cache`` writes
+and reads, as NamedTuples checked with ``shapes.check`` (exact shapes, no pydantic, so a
+cache hit stays cheap: issue 18), and their conversion to findings. Only reading an entry needs
+them: ``cache`` writes plain JSON (``cache.finding_to_entry``), so a review that misses the
+cache and stores its result never imports this module.
+
+An entry file is an :class:`Envelope` (format, kind, key, creation time, ocr-hook version) whose
+``data`` is a :class:`RunData`, :class:`GroupData` or :class:`GroupingData`. Run and group data
+carry the effort they were reviewed at (:func:`effort_covers`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, NamedTuple
+
+from ...findings import Finding, RunWarning, Severity
+from ...util import check
+
+EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
+# The shapes are NamedTuples (``shapes.check`` reads them like dataclasses): a cache hit builds
+# all six classes, ~0.1 ms each instead of ~1 ms for a frozen dataclass (issue 18). Unknown
+# keys make an entry malformed (``shapes.check`` refuses them for every NamedTuple).
+
+
+class FindingEntry(NamedTuple):
+    id: str
+    path: str
+    side: Literal["new", "old"]
+    start_line: int
+    end_line: int
+    severity: Literal["critical", "high", "medium", "low"]
+    category: str
+    content: str
+    existing_code: str
+    suggestion_code: str
+    anchor: str
+    ambiguous: bool = False
+    source: str = "llm"
+    code: str = ""  # the anchored lines' text (absent in entries written before it existed)
+
+
+class GroupEntry(NamedTuple):
+    label: str
+    files: list[str]
+
+
+Effort = Literal["low", "medium", "high"]
+
+
+class RunData(NamedTuple):
+    findings: list[FindingEntry]
+    groups: list[GroupEntry]
+    effort: Effort
+    warnings: tuple[RunWarning, ...] = ()
+
+
+class GroupData(NamedTuple):
+    findings: list[FindingEntry]
+    effort: Effort
+    stop_reason: str = ""
+    warnings: tuple[RunWarning, ...] = ()
+
+
+def effort_covers(stored: str, requested: str) -> bool:
+    """Whether an entry reviewed at effort ``stored`` answers a request at ``requested``: the
+    same effort or a higher one (an unknown effort answers nothing)."""
+    if stored not in EFFORTS or requested not in EFFORTS:
+        return False
+    return EFFORTS.index(stored) >= EFFORTS.index(requested)
+
+
+class GroupingData(NamedTuple):
+    groups: list[GroupEntry]
+
+
+class Envelope(NamedTuple):
+    """One entry file: ``format`` is ``cache.CACHE_FORMAT``; ``data`` the kind's shape."""
+
+    format: Literal[3]  # cache.CACHE_FORMAT
+    kind: Literal["run", "group", "grouping"]
+    key: str
+    created: float
+    version: str
+    data: dict[str, Any]
+
+
+def parse_envelope(raw: bytes) -> Envelope | None:
+    """The entry file ``raw`` (canonical JSON) as an envelope, or None when it is not valid
+    JSON or not of this format."""
+    try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (canonical_json)
+        value = json.loads(raw.decode("utf-8", "surrogatepass"))
+    except ValueError:
+        return None
+    return check(Envelope, value)
+
+
+def entry_to_finding(e: FindingEntry) -> Finding:
+    return Finding(
+        id=e.id, path=e.path, side=e.side, start_line=e.start_line, end_line=e.end_line,
+        severity=Severity[e.severity.upper()], category=e.category, content=e.content,
+        existing_code=e.existing_code, suggestion_code=e.suggestion_code, anchor=e.anchor,
+        ambiguous=e.ambiguous, source=e.source, code=e.code,
+    )

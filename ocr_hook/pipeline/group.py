@@ -1,0 +1,262 @@
+"""One group's review (SPEC §6.1 steps 4–6, §10 group level), run on a group-pool thread:
+the cache lookup, the prompt size check, the optional plan, the effort rounds of the tool loop,
+the review filter once over all the group's comments (issue 18: only when there is something
+to filter, at most one call per group, on the group's own thread so groups filter in
+parallel), and the group's comments drained before it returns.
+
+``review_group`` returns a ``GroupOutcome`` (stop reason, report, the group's own warnings)
+and writes no shared state besides the run's thread-safe services: comments go through the
+``CommentPool`` into the ``Collector``, ordered by the group's index, and the filter removes
+findings from it by id. The pools themselves belong to ``review`` (STYLE §3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .. import agent
+from ..agent import (
+    CONFIRMED_CAP,
+    ContextPolicy,
+    Group,
+    Meter,
+    confirmed_block,
+    exceeds_tokens,
+    group_fields,
+    group_messages,
+    run_loop,
+    stop_reason_for,
+)
+from ..comments import Collector, CommentPool
+from ..config import Config
+from ..diff import FileDiff
+from ..errors import BudgetExhausted, DeadlineExceeded, LlmError
+from ..findings import Finding, RawComment, RunWarning
+from ..llm import ChatClient
+from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
+from ..tools import Handler, Registry, code_comment_handler
+
+if TYPE_CHECKING:  # a review without a cache never imports it (issue 18)
+    from .cache.policy import CachePolicy
+
+# Default tokens per group, in context windows (issue 17: a model looping on tools spent 715 K
+# tokens on one group). A thorough review of a large group fills the context a few times
+# (compression keeps each request under 80 % of it); ten fills is far past that.
+GROUP_TOKENS_CONTEXTS = 10
+
+
+class GroupDeps(NamedTuple):
+    """What every group review of a run shares, built once by ``review`` (each thread-safe;
+    a NamedTuple: built once per run, it costs ~1 ms less to define than a dataclass).
+
+    ``files``: every changed file (the prompts' "other files"); ``by_path``: changed files by
+    old and new path; ``rules``: paths → rule text; ``now``: the prompts' date;
+    ``context_limit``: tokens above which a group prompt is skipped (SPEC §6.3); ``spawn``:
+    runs a compression summary on the run's background pool; ``cache``: None without a cache;
+    ``line_count``: a changed file's line count after the change (None when unknown).
+    """
+
+    client: ChatClient
+    registry: Registry
+    meter: Meter
+    comment_pool: CommentPool
+    collector: Collector
+    files: Sequence[FileDiff]
+    by_path: Mapping[str, FileDiff]
+    rules: Callable[[Sequence[str]], str]
+    cfg: Config
+    background: str
+    now: str
+    context_limit: int
+    rounds_total: int
+    count: Callable[[str], int]
+    record: Callable[[str, Any], None]
+    redact: Callable[[str], str]
+    spawn: Callable[[Callable[[], str]], Future[str]]
+    cache: CachePolicy | None = None
+    line_count: Callable[[str], int | None] = lambda _path: None
+
+    @property
+    def language(self) -> str:
+        return self.cfg.review.language or "English"
+
+    @property
+    def group_tokens_cap(self) -> int:
+        """Input + output tokens one group's tool loops may use, 0 = no cap
+        (``review.max_group_tokens``; unset: GROUP_TOKENS_CONTEXTS × ``llm.context_tokens``)."""
+        cap = self.cfg.review.max_group_tokens
+        return GROUP_TOKENS_CONTEXTS * self.cfg.llm.context_tokens if cap is None else cap
+
+    @property
+    def summary_tokens(self) -> int:
+        return min(self.cfg.llm.max_output_tokens, 2000)
+
+
+def review_group(deps: GroupDeps, group: Group, rank: int) -> GroupOutcome:
+    """Review ``group``, the ``rank``-th group of the run (its comments sort by it). A stored
+    answer for the same group input (SPEC §10) replaces the review: its findings and warnings
+    go to the collector and the outcome is ``cache_hit``. Otherwise see ``_GroupRun``; the
+    outcome then carries the group's cache key (when there is a cache)."""
+    if deps.cache is None:
+        return _GroupRun(deps, group, rank).run()
+    key = deps.cache.group_key(group)
+    hit = deps.cache.lookup_group(group, key)
+    if hit is None:
+        return dataclasses.replace(_GroupRun(deps, group, rank).run(), cache_key=key)
+    for i, f in enumerate(hit.findings):
+        deps.collector.add(f, (rank, i))
+    for i, w in enumerate(hit.warnings):
+        deps.collector.warn(w, (rank, i))
+    return GroupOutcome("cache_hit", "", GroupReport(
+        group.label, [f.path for f in group.files], ["cache_hit"]))
+
+
+class _GroupRun:
+    """The state of one group's review, private to its thread: the report, the group's own
+    warnings and its raw comments (guarded by a lock: the tool handler files them)."""
+
+    def __init__(self, deps: GroupDeps, group: Group, rank: int) -> None:
+        self.deps = deps
+        self.group = group
+        self.rank = rank
+        self.key = f"group-{rank}"  # the comment pool's key of this group
+        self.report = GroupReport(group.label, [f.path for f in group.files])
+        self.warnings: list[RunWarning] = []
+        self.raw: list[RawComment] = []
+        self.raw_lock = threading.Lock()
+
+    def warn(self, type_: str, message: str) -> None:
+        self.warnings.append(RunWarning(type_, self.group.label, message))
+
+    def sink(self, cs: list[RawComment]) -> list[Finding | None]:
+        """``code_comment``'s sink: keep the comments and hand them to the comment pool;
+        per comment its finding when anchored at once, else None."""
+        with self.raw_lock:  # one lock: raw and the pool see comments in the same order
+            self.raw.extend(cs)
+            return self.deps.comment_pool.submit(cs, self.key, self.rank)
+
+    def run(self) -> GroupOutcome:
+        """Rounds, then wait for every comment filed to be anchored (SPEC §8.2: also of a
+        group that failed later). ``stop`` in INCOMPLETE_STOPS leaves the group unreviewed;
+        ``round_incomplete`` means round 1 completed but a later round was cut short."""
+        local = {"code_comment": code_comment_handler(self.sink, self.group.label)}
+        try:
+            stop, err = self.rounds(local)
+            self.filter_group(stop)
+        finally:
+            self.deps.comment_pool.drain(self.key)
+        self.report.reason = stop if stop in INCOMPLETE_STOPS else ""
+        return GroupOutcome(stop, err, self.report, tuple(self.warnings))
+
+    def plan(self, fields: dict[str, str]) -> tuple[str, str, str]:
+        """SPEC §6.1 step 4: the plan when the group needs one. Returns (plan, stop, error):
+        a stop when budget or deadline ended the call; a failed call is a warning only."""
+        d = self.deps
+        if not agent.plan_required(self.group.files):
+            return "", "", ""
+        try:
+            plan = agent.plan_call(
+                d.client, plan_tools=d.registry.specs("main"), user_fields=fields,
+                language=d.language, redact=d.redact, meter=d.meter, record=d.record,
+                label=self.group.label)
+        except (BudgetExhausted, DeadlineExceeded) as e:
+            stop = stop_reason_for(e)
+            self.report.stop_reasons.append(stop)
+            return "", stop, str(e)
+        except LlmError as e:
+            self.warn("plan_failed", f"{e} (continuing without a plan)")
+            return "", "", ""
+        self.report.planned = True
+        return plan, "", ""
+
+    def rounds(self, local: Mapping[str, Handler]) -> tuple[str, str]:
+        """The prompt size check, the plan and the effort rounds (SPEC §6.1 step 5: round 1
+        with the plan, later rounds with the findings so far, before the filter; stop early
+        when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
+        d, group = self.deps, self.group
+        rules_text = d.rules([f.path for f in group.files])
+        fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count)
+        first = group_messages(fields, d.language, d.redact)
+        if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
+            msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
+                   f"({d.cfg.llm.context_tokens}); group skipped")
+            self.warn("token_threshold_exceeded", msg)
+            self.report.stop_reasons.append("token_threshold_exceeded")
+            return "token_threshold_exceeded", msg
+        plan, stop, err = self.plan(fields)
+        if stop:
+            return stop, err
+        cap, used = d.group_tokens_cap, 0
+        for rnd in range(1, d.rounds_total + 1):
+            with self.raw_lock:
+                before = len(self.raw)
+                confirmed = confirmed_block(self.raw) if rnd > 1 else ""
+            msgs = group_messages(fields, d.language, d.redact,
+                                  plan=plan if rnd == 1 else "", confirmed=confirmed)
+            res = run_loop(d.client, d.registry, msgs, local=local, meter=d.meter,
+                           max_rounds=d.cfg.review.max_tool_rounds, redact=d.redact,
+                           record=d.record, label=group.label, context=self.context_policy(),
+                           max_tokens=max(cap - used, 1) if cap else 0)
+            used += res.usage.total
+            self.report.stop_reasons.append(res.stop_reason)
+            self.report.compressions += res.compressions
+            if res.stop_reason in CAP_STOPS:  # a cap hit in any round: incomplete (issue 17)
+                return res.stop_reason, res.error or res.stop_reason
+            if res.stop_reason in INCOMPLETE_STOPS:
+                if rnd == 1:
+                    return res.stop_reason, res.error or res.stop_reason
+                self.warn("round_incomplete",
+                          f"effort round {rnd} stopped: {res.error or res.stop_reason}")
+                return "round_incomplete", ""
+            stop, err = res.stop_reason, ""
+            if res.stop_reason == "compression_failed":
+                self.warn("compression_failed", res.error)
+            with self.raw_lock:
+                added, total = len(self.raw) - before, len(self.raw)
+            if not added or total >= CONFIRMED_CAP:  # early stop: nothing new, or cap reached
+                break
+        return stop, err
+
+    def filter_group(self, stop: str) -> None:
+        """SPEC §8.4, issue 18: once the rounds are over, the review filter sees every comment
+        of the group (anchored, with ids) in one call and removes only those it reports. No call
+        without a comment, with ``review.filter`` off, or when the group stopped incomplete
+        (also ``round_incomplete``: budget or deadline would refuse the call; comments kept)."""
+        d = self.deps
+        found = d.comment_pool.drain(self.key)
+        if d.cfg.review.filter and found and stop not in (*INCOMPLETE_STOPS, "round_incomplete"):
+            self.filter_findings(found)
+
+    def filter_findings(self, new: Sequence[Finding]) -> frozenset[str]:
+        """Run the review filter on the group's findings; remove and return the ids it
+        reports (none when it fails: fail-open)."""
+        d = self.deps
+        shown = list(self.group.files)  # plus the diffs of files comments were re-filed to
+        for f in new:
+            fd = d.by_path.get(f.path)
+            if fd is not None and all(fd is not x for x in shown):
+                shown.append(fd)
+        outcome = agent.review_filter(
+            d.client, shown, new, meter=d.meter, redact=d.redact, record=d.record,
+            label=self.group.label, language=d.language)
+        if not outcome.ok:
+            self.warn("review_filter_failed", f"{outcome.error}; all comments kept")
+        d.collector.remove(outcome.removed_ids)
+        return outcome.removed_ids
+
+    def context_policy(self) -> ContextPolicy:
+        """How the tool loop compresses its history (summaries run on the background pool)."""
+        d, label = self.deps, self.group.label
+        return ContextPolicy(
+            context_tokens=d.cfg.llm.context_tokens,
+            count_tokens=d.count,
+            summarize=lambda text: agent.summary_call(
+                d.client, text, language=d.language, max_output_tokens=d.summary_tokens,
+                meter=d.meter, record=d.record, label=label),
+            spawn=d.spawn,
+            summary_max_tokens=d.summary_tokens,
+        )

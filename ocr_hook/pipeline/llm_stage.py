@@ -1,0 +1,295 @@
+"""The LLM part of one run (SPEC §6.1 steps 3–7), imported only when a run has files to send
+to a model and no cached result: the client behind the Meter, the tool registry, grouping, the
+group, comment and compression pools, the deadline, the merge and the gate.
+
+Budget and time (SPEC §6.4): one Meter per run is checked before every LLM attempt (the
+clients' ``before_attempt``), which also caps each attempt's timeouts by the time left. At the
+deadline queued groups are cancelled and running ones stop at their next check; both are
+incomplete with reason ``timeout``. Pools are daemon-thread WorkerPools joined before
+``review_with_llm`` returns; on Ctrl-C the Meter is cancelled and the KeyboardInterrupt
+propagates (exit 130).
+
+Determinism: group workers return their outcomes and share only thread-safe services; the
+merge takes outcomes in group order and the collector orders comments by (group, submission),
+so the result does not depend on which thread finished first.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from typing import TYPE_CHECKING, Any
+
+from .. import agent
+from ..agent import PROMPT_CONTEXT_FRACTION, Group, exceeds_tokens
+from ..diff import FileDiff
+from ..errors import OcrError
+from ..findings import RawComment, RunWarning, merge_same_claims
+from ..gate import decide
+from ..llm import Endpoint
+from ..report import GroupOutcome, GroupReport, ReviewResult, merged_findings, not_reviewed_line
+from ..util import WorkerPool
+
+if TYPE_CHECKING:
+    from ..agent import Redactor
+    from ..report import Session
+    from .prepare import RunState
+
+__all__ = ["review_with_llm", "run_groups"]
+
+log = logging.getLogger(__name__)
+
+EFFORT_ROUNDS = {"low": 1, "medium": 2, "high": 3}  # SPEC §2 (OCR effort presets)
+DEADLINE_GRACE_S = 5.0  # after the deadline: wait this long for running groups to stop
+INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: wait this long for workers before giving up on them
+
+
+def review_with_llm(state: RunState, redactor: Redactor,
+                    session: Session | None) -> ReviewResult:
+    """After a run-level cache miss: the endpoint's key, groups, their reviews, merge and gate.
+    Never raises for LLM/tool failures (they are in the result)."""
+    req = state.req
+    from .. import llm  # the LLM will be called: import HTTP meanwhile (issue 18)
+
+    llm.start()
+    try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
+        endpoint = req.endpoint_with_key()
+    except OcrError as e:
+        return state.not_reviewed("no_endpoint", f"no LLM endpoint: {e}")
+    if req.api_key_cmd is not None and session is not None:
+        session.add_secret(endpoint.api_key)
+    runner = _GroupRunner(state, endpoint, redactor)
+    groups = runner.build_groups()
+    outcomes = runner.review_groups(groups)
+    runner.merge(groups, outcomes)
+    return runner.gate(groups, outcomes)
+
+
+class _GroupRunner:
+    """The LLM part of one run (SPEC §6.1 steps 3–7): the client behind the Meter, the tool
+    registry, grouping, the group, comment and compression pools, the merge and the gate.
+    Group workers share only thread-safe services (meter, client, pools, collector) and return
+    their outcomes; the merge takes them in group order, not in the order they finished."""
+
+    def __init__(self, state: RunState, endpoint: Endpoint, redactor: Redactor) -> None:
+        from ..agent import BudgetedClient, Meter, RedactingClient
+        from ..comments import Collector, CommentPool, CommentProcessor
+        from ..llm import make_client
+        from ..tools import SnapshotView, build_registry, builtin_handlers, parse_tools_json
+
+        self.st = state
+        self.req = req = state.req
+        self.cfg = cfg = state.cfg
+        self.result = state.result
+        self.record = state.record
+        self.meter = Meter(budget_tokens=req.budget_tokens,
+                           deadline=state.t0 + cfg.review.timeout_s)
+        # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
+        # included; the remaining run time caps each attempt's timeouts.
+        self.client = RedactingClient(BudgetedClient(make_client(  # SPEC §14: redacted
+            endpoint, before_attempt=self.meter.before_attempt,
+            count_tokens=state.count), self.meter), redactor)  # count: when usage is absent
+        self.redact: Callable[[str], str] = redactor
+        self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact)
+        external: list[Any] = []
+        self.mcp_warnings_seen = 0
+        if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
+            req.mcp.start()
+            external = req.mcp.tools()
+            self.result.warnings.extend(
+                RunWarning("mcp", "", msg) for _server, msg in req.mcp.warnings)
+            self.mcp_warnings_seen = len(req.mcp.warnings)
+        shipped = parse_tools_json()
+        self.registry = build_registry(req.tool_defs or shipped, builtin_handlers(self.view),
+                                       external, reserved=shipped, warn=self.tool_warning)
+        self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
+        # comments, anchoring and compression (their threads start on first use)
+        self.collector = Collector()
+        # SPEC §8.2: comments are anchored when filed (code_comment says where they landed);
+        # re-location runs on their own pool and the loop never waits for it.
+        self.comment_workers = WorkerPool(cfg.review.concurrency, "ocr-comment")
+        processor = CommentProcessor(
+            self.view.changed, self.view.new_file_lines, [f.path for f in state.reviewable],
+            relocate=self._relocate)
+        self.comment_pool = CommentPool(self.comment_workers, processor, self.collector,
+                                        place=processor.place)
+        # Background compression summaries run here; the run waits for them at the end.
+        self.background_pool = WorkerPool(cfg.review.concurrency, "ocr-compress")
+        self.causes: list[tuple[int, str]] = []  # (files, why) of each group left unreviewed
+
+    def tool_warning(self, msg: str) -> None:
+        """A tool registry problem (MCP tool rejected or renamed): logged and a warning."""
+        log.warning("%s", msg)
+        self.result.warnings.append(RunWarning("mcp", "", msg))
+
+    def build_groups(self) -> list[Group]:
+        """Split the reviewable files into groups (deterministic, or one grouping call)."""
+        groups = agent.build_groups(
+            self.st.reviewable,
+            ask_model=self.ask_grouping,
+            group_too_large=lambda fs: exceeds_tokens([f.patch for f in fs], self.context_limit,
+                                                      self.st.count),
+            on_failure=lambda msg: self.result.warnings.append(
+                RunWarning("grouping_failed", "", msg)),
+        )
+        self.result.groups = groups
+        self.record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
+                                            for g in groups],
+                                 "files": sum(len(g.files) for g in groups),
+                                 "model": self.req.llm_labels.get("model", "")})
+        return groups
+
+    def ask_grouping(self, fs: Sequence[FileDiff]) -> list[Group]:
+        """The grouping call, answered from the cache when the same file list with the same
+        stats was grouped before (SPEC §10)."""
+        from .. import agent
+
+        def ask(files: Sequence[FileDiff]) -> list[Group]:
+            return agent.grouping_call(self.client, files, meter=self.meter, record=self.record)
+
+        policy = self.st.cache_policy
+        return ask(fs) if policy is None else policy.grouping(fs, ask)
+
+    def review_groups(self, groups: Sequence[Group]) -> list[GroupOutcome]:
+        """Review every group on the group pool and return each one's outcome, in group order;
+        then wait (bounded) for the comments of groups cut off by the deadline to be anchored."""
+        from .group import GroupDeps, review_group
+
+        st, cfg = self.st, self.cfg
+        deps = GroupDeps(
+            client=self.client, registry=self.registry, meter=self.meter,
+            comment_pool=self.comment_pool, collector=self.collector, files=st.files,
+            by_path=self.view.changed, rules=st.rules, cfg=cfg, background=self.req.background,
+            now=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),  # the prompts' date
+            context_limit=self.context_limit, rounds_total=EFFORT_ROUNDS[self.req.effort],
+            count=st.count, record=self.record, redact=self.redact,
+            spawn=self.background_pool.submit, cache=st.cache_policy,
+            line_count=self._line_count)
+        outcomes = run_groups(groups, lambda g, rank: review_group(deps, g, rank),
+                              concurrency=cfg.review.concurrency, meter=self.meter,
+                              background=self.background_pool)
+        self.comment_workers.shutdown(
+            timeout_s=max(0.0, self.meter.remaining_s() or 0.0) + DEADLINE_GRACE_S)
+        return outcomes
+
+    def _line_count(self, path: str) -> int | None:
+        """Lines of changed file ``path`` after the change (None when unreadable)."""
+        try:
+            lines = self.view.new_file_lines(path)
+        except OcrError:
+            return None
+        if lines is None:
+            return None
+        return len(lines) - (1 if lines and lines[-1] == "" else 0)
+
+    def _relocate(self, fd: FileDiff, c: RawComment) -> str | None:
+        """Ask the model where comment ``c`` belongs in ``fd`` (SPEC §8.2 re-location)."""
+        from .. import agent
+
+        return agent.relocate_snippet(
+            self.client, fd, c, meter=self.meter, redact=self.redact, record=self.record,
+            label=c.group)
+
+    def merge(self, groups: Sequence[Group], outcomes: Sequence[GroupOutcome]) -> None:
+        """In group order: record each group's outcome on its files, its warnings and report;
+        then the comment warnings and the merged findings (ordered by the collector)."""
+        cfg, req, result = self.cfg, self.req, self.result
+        if req.mcp is not None:  # servers that died or wrote junk during the review
+            result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
+                                   in req.mcp.warnings[self.mcp_warnings_seen:])
+        for g, o in zip(groups, outcomes, strict=True):
+            reason = o.reason
+            for f in g.files:
+                self.st.outcomes[id(f)].settle(reason)
+            result.warnings.extend(o.warnings)
+            if reason:
+                warning, cause = o.not_reviewed(timeout_s=cfg.review.timeout_s,
+                                                budget_tokens=req.budget_tokens)
+                result.warnings.append(warning)
+                self.causes.append((len(g.files), cause))
+            report = o.report
+            report.reason = reason
+            result.group_reports.append(report)
+            self.record("group_done", {
+                "group": g.label, "stop_reason": o.stop, "round_stop_reasons": report.stop_reasons,
+                "reason": reason, "planned": report.planned, "compressions": report.compressions})
+        result.warnings.extend(self.collector.warnings)
+        result.findings = merged_findings([*self.st.config_findings, *self.collector.snapshot()])
+
+    def gate(self, groups: Sequence[Group], outcomes: Sequence[GroupOutcome]) -> ReviewResult:
+        """Status, gate decision and LLM statistics; store complete results in the cache."""
+        result = self.result
+        reviewed_n = sum(1 for o in self.st.outcomes.values() if o.reviewed)
+        wanted = len(self.st.reviewable)
+        result.status = ("complete" if reviewed_n == wanted
+                         else ("partial" if reviewed_n else "failed"))
+        result.incomplete_reasons = [not_reviewed_line(self.causes, wanted)] if self.causes else []
+        result.decision = decide(result.findings, reviewed_n < wanted, self.req.gate)
+        result.usage = self.meter.usage
+        result.llm_calls = self.meter.llm_calls
+        result.llm_attempts = self.meter.attempts
+        self.record("llm_stats", self.client.stats.snapshot())  # HTTP requests and latency
+        policy = self.st.cache_policy
+        if policy is not None:
+            policy.store(groups, outcomes, merge_same_claims(self.collector.snapshot()),
+                         self.collector.warnings, result.status == "complete")
+            result.cache_hits = policy.hits
+        return self.st.finished()
+
+
+def run_groups(
+    groups: Sequence[Group],
+    review: Callable[[Group, int], GroupOutcome],
+    *,
+    concurrency: int,
+    meter: Any,
+    background: WorkerPool,
+) -> list[GroupOutcome]:
+    """Run ``review(group, index)`` for every group on ``concurrency`` threads (SPEC §6.1 step
+    3) and return each group's outcome, in group order whatever order they finished in.
+
+    Isolation: a group that raises becomes an ``error`` outcome. Deadline (SPEC §6.4,
+    ``meter.deadline``): queued groups are cancelled and running ones stop at their next check
+    (calls in flight end by then: their timeouts are capped by the deadline); both come back as
+    ``timeout`` outcomes. Finally the background pool (compression summaries) is awaited.
+    Ctrl-C: ``meter.cancel()`` stops every later LLM attempt, workers get INTERRUPT_GRACE_S,
+    and the KeyboardInterrupt propagates.
+    """
+    if not groups:
+        background.shutdown(timeout_s=DEADLINE_GRACE_S)
+        return []
+    pool = WorkerPool(min(concurrency, len(groups)), "ocr-group")
+    futures: list[Future[GroupOutcome]] = [
+        pool.submit(review, g, rank) for rank, g in enumerate(groups)]
+    try:
+        left = meter.remaining_s()
+        _, pending = wait_futures(futures, timeout=None if left is None else max(0.0, left))
+        if pending:  # the run deadline: nothing new starts, running groups wind down
+            for f in pending:
+                f.cancel()
+            wait_futures(pending, timeout=DEADLINE_GRACE_S)
+        pool.shutdown(cancel_futures=True, timeout_s=DEADLINE_GRACE_S)
+        left = meter.remaining_s()
+        background.shutdown(timeout_s=max(0.0, left or 0.0) + DEADLINE_GRACE_S)
+    except BaseException:
+        meter.cancel()
+        pool.shutdown(cancel_futures=True, timeout_s=INTERRUPT_GRACE_S)
+        background.shutdown(cancel_futures=True, timeout_s=0.2)
+        raise
+    return [_outcome_of(g, f) for g, f in zip(groups, futures, strict=True)]
+
+
+def _outcome_of(g: Group, fut: Future[GroupOutcome]) -> GroupOutcome:
+    """The outcome of ``g``'s future after the group pool is shut down."""
+    if fut.cancelled():
+        stop, err = "timeout", "review deadline reached before the group started"
+    elif not fut.done():
+        stop, err = "timeout", "review deadline reached while the group was running"
+    elif (e := fut.exception()) is not None:
+        log.debug("group %s crashed", g.label, exc_info=e)
+        stop, err = "error", f"internal error: {type(e).__name__}: {e}"
+    else:
+        return fut.result()
+    return GroupOutcome(stop, err, GroupReport(g.label, [f.path for f in g.files], [stop]))

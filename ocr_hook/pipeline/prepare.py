@@ -1,0 +1,186 @@
+"""One single-range run up to its first LLM call (SPEC §6.1 steps 1–2 and §10's run-level
+lookup): the change loaded (``change_load``), the selection, the deterministic findings
+(``change_scan``), the result being filled in, the redaction of the reviewed diffs and the
+run-level cache lookup. ``review`` wires it to the groups' LLM work.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import change
+from ..change import changes_only_notice, filter_paths, input_warnings
+from ..findings import RunWarning
+from ..gate import decide
+from ..report import FileOutcome, ReviewResult, merged_findings
+
+if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
+    from .. import git
+    from ..agent import Redactor
+    from ..diff import FileDiff
+    from ..findings import Finding
+    from ..report import Session
+    from .cache.policy import CachePolicy
+    from .cache.store import ResultCache
+    from .request import ReviewRequest
+
+__all__ = ["RunState"]
+
+
+class RunState:
+    """One single-range run up to the first LLM call: the loaded diff, the selection, the
+    deterministic findings, the result being filled in and the run-level cache lookup."""
+
+    def __init__(
+        self,
+        req: ReviewRequest,
+        targets: Sequence[git.Target],
+        t0: float,
+        *,
+        session: Session | None,
+        rules_for: Callable[[Sequence[str]], str] | None,
+    ) -> None:
+        self.req = req
+        self.cfg = req.config
+        self.t0 = t0
+        self.session = session
+        self.rules_for = rules_for
+        self.record: Callable[[str, Any], None] = (
+            session.record if session else (lambda kind, data: None))
+        decisions, notice, scan_warnings = self._load(targets)
+        self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
+        self.reviewable = [d.file for d in decisions if d.reviewed]
+        self.bounded = [d for d in decisions if d.reason in change.BOUND_REASONS]
+        self.head = targets[0]
+        self.result = ReviewResult.start(
+            gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
+            input={"mode": req.mode, "base": self.head.base_label, "head": self.head.head_label,
+                   "snapshot_tree": self.head.snapshot_tree},
+            llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
+        if req.mode == "push":
+            from .ranges import ranges_json, skipped_commits_warnings
+
+            self.result.input["ranges"] = ranges_json(targets)
+            self.result.warnings.extend(skipped_commits_warnings(targets))
+        self.result.warnings.extend(input_warnings(self.files, notice, scan_warnings))
+        self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
+
+    def _load(self, targets: Sequence[git.Target]
+              ) -> tuple[list[change.Decision], str, list[str]]:
+        """Load the change of ``targets`` and make its deterministic findings: sets ``files``,
+        ``config_findings`` and ``secret_literals``; returns (the selection decisions, the
+        changes-only notice or "", the secret scan's warnings). A change whose every target's
+        head is its base (an index that matches HEAD) has no file: nothing is loaded or
+        scanned, and neither machinery is imported (issue 18)."""
+        req = self.req
+        self.secret_literals: dict[str, str] = {}  # detect-secrets values, redacted like ours
+        if all(t.base == t.head for t in targets):
+            self.files: list[FileDiff] = []
+            self.config_findings: list[Finding] = []
+            return [], changes_only_notice(
+                filter_paths([], req.path_filter)[1] if req.path_filter is not None else [],
+                0, req.environ, req.mode), []
+        from ..change import change_findings
+        from .input import load_targets, scan_inputs
+
+        cs, notice = load_targets(req, targets, self.count)
+        self.files = cs.files
+        # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
+        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
+        # come back parsed (cs.probes) for the detect-secrets pass
+        to_scan, listed = scan_inputs(cs)
+        scanned = change_findings(req.repo, to_scan, req.protected_paths,
+                                  self.cfg.security.allow_secrets, scan=not req.preview,
+                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
+        self.config_findings = [*scanned.findings, *cs.findings]
+        self.secret_literals = scanned.literals
+        return cs.decisions, notice, scanned.warnings
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` for the configured model (tiktoken is loaded on first use)."""
+        from ..util import count_tokens
+
+        return count_tokens(text, self.cfg.llm.model)
+
+    def rules(self, paths: Sequence[str]) -> str:
+        """The rule text for ``paths`` ("" without a rules source)."""
+        return self.rules_for(paths) if self.rules_for else ""
+
+    def finished(self) -> ReviewResult:
+        """Account for the files left out by a bound of the change set (issue 20: they make
+        the review incomplete), stamp the elapsed time on the result and return it."""
+        result = self.result
+        if self.bounded and not self.req.preview:
+            from .input import bound_text
+
+            result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
+                            bound_text(self.bounded, self.req.selection_policy))
+        result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
+        return result
+
+    def finish_without_llm(self) -> ReviewResult:
+        """Preview, or nothing to review: only the deterministic findings are reported."""
+        result = self.result
+        if not self.req.preview:
+            result.findings = self.config_findings
+            result.decision = decide(self.config_findings, False, self.req.gate)
+            if self.config_findings:
+                result.status = "complete"
+        return self.finished()
+
+    def not_reviewed(self, reason: str, why: str) -> ReviewResult:
+        """No LLM review at all (``reason``: ``no_endpoint``, SPEC §2; ``locked``): the
+        deterministic findings are reported and gated, every reviewable file is not reviewed
+        with ``reason``, and gate.on_error decides."""
+        result = self.result
+        for f in self.reviewable:
+            self.outcomes[id(f)].settle(reason)
+        result.incomplete_reasons.append(f"NOT REVIEWED: {why}")
+        result.warnings.append(RunWarning(reason, "", why))
+        result.status = "failed"
+        result.findings = self.config_findings
+        result.decision = decide(self.config_findings, True, self.req.gate)
+        return self.finished()
+
+    def redact_reviewed(self) -> Redactor:
+        """SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys
+        and anchoring all see placeholders; other files' diffs reach the model only through
+        file_read_diff, whose output the view redacts); the client redacts every request again.
+        Returns the run's redactor."""
+        from .. import secrets
+        from ..agent import Redactor
+
+        # no allow-list: allowed values are redacted too (issue 17)
+        redactor = Redactor(self.secret_literals)
+        for f in self.reviewable:
+            secrets.redact_file_diff(f, redactor)
+        return redactor
+
+    def run_cache_hit(self, cache: ResultCache | None) -> ReviewResult | None:
+        """SPEC §10: run-level cache lookup in ``cache`` (None: no cache) before any LLM work;
+        an unchanged snapshot makes no call. Returns the finished result on a hit; sets
+        ``cache_policy`` for the groups."""
+        req, result = self.req, self.result
+        if cache is None or req.endpoint is None:
+            return None
+        from ..agent import Group
+        from .cache.policy import CachePolicy
+
+        self.cache_policy = CachePolicy.for_run(
+            cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
+            self.rules, self.record, req.tool_defs)
+        hit = self.cache_policy.lookup_run(self.reviewable)
+        if hit is None:
+            return None
+        paths = {f.path: f for f in self.reviewable}
+        result.groups = [Group(label, [paths[p] for p in ps if p in paths])
+                         for label, ps in hit.groups]
+        for f in self.reviewable:
+            self.outcomes[id(f)].settle("")
+        result.warnings.extend(hit.warnings)
+        result.findings = merged_findings([*self.config_findings, *hit.findings])
+        result.status = "complete"
+        result.decision = decide(result.findings, False, req.gate)
+        result.cache_hits = self.cache_policy.hits
+        return self.finished()

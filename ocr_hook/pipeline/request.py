@@ -1,0 +1,99 @@
+"""What a review run is asked to do: ``ReviewRequest``, read once from flags, env and files by
+``cli`` and handed to ``review.run`` (STYLE §3: the argparse namespace goes no further)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..change import SelectionPolicy
+from ..errors import ConfigError
+from ..gate import GateOptions
+
+if TYPE_CHECKING:  # annotations only: a run without an endpoint never loads llm.types
+    from .. import git
+    from ..config import Config
+    from ..llm import Endpoint
+
+HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # SPEC §2: hook-stage defaults
+
+
+class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up (issue 18)
+    """Everything a run needs, read once from flags, env and files by ``cli``."""
+
+    repo: Path
+    config: Config
+    environ: Mapping[str, str]
+    mode: str = "staged"  # staged | merge | commit | range | push
+    stage: str = "review"  # review | pre-commit | pre-merge-commit | pre-push
+    commit: str = ""
+    from_ref: str = ""
+    to_ref: str = ""
+    targets: tuple[git.Target, ...] = ()  # pre-resolved (push mode)
+    # File names the hook was given (pre-commit framework, pass_filenames): only these of the
+    # changed paths are reviewed; None = no list was given. An empty tuple reviews nothing.
+    path_filter: tuple[str, ...] | None = None
+    endpoint: Endpoint | None = None
+    endpoint_error: str = ""
+    # Runs llm.api_key_cmd (config_cli.ApiKeyCommand): set when the endpoint's key is still to
+    # come from it. Called only right before the first LLM request; raises ConfigError when the
+    # command fails, which makes the endpoint unavailable (reason no_endpoint, SPEC §2).
+    api_key_cmd: Callable[[], str] | None = None
+    preview: bool = False
+    use_cache: bool = True
+    background: str = ""
+    protected_paths: tuple[str, ...] = ()  # review-configuration files (SPEC §5)
+    # SPEC §7.2/§7.3: built-in tool definitions after tools.file (None = shipped tools.json),
+    # and the MCP bridge (tools.mcp_bridge.McpBridge, built by cli, started by review only when
+    # a review reaches the tool loop, closed by cli).
+    tool_defs: Mapping[str, Any] | None = None
+    mcp: Any = None
+
+    @property
+    def effort(self) -> str:
+        """review.effort, else ``low`` for pre-commit/pre-merge-commit, ``medium`` otherwise."""
+        e = self.config.review.effort
+        if e:
+            return e
+        return "low" if self.stage in ("pre-commit", "pre-merge-commit") else "medium"
+
+    @property
+    def budget_tokens(self) -> int:
+        """review.max_tokens_budget, else 300,000 in hooks and 0 (no limit) otherwise."""
+        b = self.config.review.max_tokens_budget
+        if b is not None:
+            return b
+        return 300_000 if self.stage in HOOK_STAGES else 0
+
+    @property
+    def selection_policy(self) -> SelectionPolicy:
+        """What the select.* settings and the context size make of file selection (SPEC §4)."""
+        sel = self.config.select
+        return SelectionPolicy(include=tuple(sel.include), exclude=tuple(sel.exclude),
+                               review_tests=sel.review_tests,
+                               context_tokens=self.config.llm.context_tokens,
+                               max_file_bytes=sel.max_file_bytes, max_files=sel.max_files,
+                               max_total_bytes=sel.max_total_bytes)
+
+    @property
+    def llm_labels(self) -> dict[str, str]:
+        """JSON ``llm``: the endpoint's provider and model ("" without an endpoint)."""
+        e = self.endpoint
+        return {"provider": e.provider if e else "", "model": e.model if e else ""}
+
+    def endpoint_with_key(self) -> Endpoint:
+        """``endpoint`` with its API key from ``api_key_cmd`` when that is set (runs the
+        command: call it only right before the first LLM request). Raises OcrError when the
+        key command fails, ConfigError (``endpoint_error``) when there is no endpoint."""
+        if self.endpoint is None:
+            raise ConfigError(self.endpoint_error or "no LLM endpoint configured")
+        if self.api_key_cmd is None:
+            return self.endpoint
+        return self.endpoint._replace(api_key=self.api_key_cmd())
+
+    @property
+    def gate(self) -> GateOptions:
+        """The gate settings of this run."""
+        g = self.config.gate
+        return GateOptions(g.mode, g.fail_on, g.on_error)

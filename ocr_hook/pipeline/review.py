@@ -1,0 +1,97 @@
+"""Wires the stages of a review (SPEC §6.1) up to the LLM, and hands over to ``review_llm``.
+
+input (target + diff) → selection → deterministic findings (``change_scan``) in ``RunState``;
+a preview or a run with nothing to send to a model ends there. Otherwise the reviewed diffs are
+redacted, the run takes its lock (``runlock``: one run per input at a time) and looks up the
+run-level cache; only on a miss is ``review_llm`` imported, with groups (``grouping.
+build_groups``: deterministic or one grouping call), the group pool (``group_review``), the run
+deadline, the merge in group order and the gate. Nothing else wires stages. LLM and tool
+failures come back inside the result; only input/config problems raise (OcrError).
+
+Start-up (issue 18): a preview, nothing to review or a cache hit imports none of the LLM
+machinery (grouping, pools, prompts, clients, tools); the result cache is opened (``cache``:
+a function that opens it on first call) only by a run with something for the model.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from .. import git
+from ..findings import RunWarning
+from ..report import ReviewResult
+from .prepare import RunState
+from .request import ReviewRequest
+
+if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
+    from ..agent import Redactor
+    from ..report import Session
+    from .cache.store import ResultCache
+
+__all__ = ["CacheOpener", "resolve_targets", "run"]
+
+CacheOpener = Callable[[], "ResultCache | None"]  # the run's cache, opened on first call
+
+
+def resolve_targets(req: ReviewRequest) -> list[git.Target]:
+    """The review inputs of ``req`` (one, or one per pushed range; none for a push with
+    nothing new)."""
+    if req.targets or req.mode == "push":
+        return list(req.targets)
+    if req.mode == "commit":
+        return [git.commit_target(req.repo, req.commit)]
+    if req.mode == "range":
+        return [git.range_target(req.repo, req.from_ref, req.to_ref)]
+    if req.mode == "merge":
+        return [git.merge_snapshot(req.repo, req.environ)]
+    return [git.staged_snapshot(req.repo, req.environ)]
+
+
+def run(
+    req: ReviewRequest,
+    *,
+    session: Session | None = None,
+    rules_for: Callable[[Sequence[str]], str] | None = None,
+    cache: CacheOpener | None = None,
+) -> ReviewResult:
+    """Review ``req`` end to end and return the result (never raises for LLM/tool failures).
+    ``cache`` opens the result cache (SPEC §10) when the run first needs it; None: no cache.
+
+    Raises UsageError/GitError/ConfigError for input problems (bad ref, conflicts).
+    """
+    t0 = time.monotonic()
+    targets = resolve_targets(req)
+    if len(targets) != 1:  # push mode: no range, or several (SPEC §3.4)
+        from .ranges import run_ranges
+
+        return run_ranges(
+            req, targets, lambda r: run(r, session=session, rules_for=rules_for, cache=cache)
+        )
+    # input → selection → deterministic findings
+    state = RunState(req, targets, t0, session=session, rules_for=rules_for)
+    if req.preview or not state.reviewable:
+        return state.finish_without_llm()
+    if req.endpoint is None:
+        return state.not_reviewed("no_endpoint", req.endpoint_error)
+    from . import lock
+
+    redactor = state.redact_reviewed()
+    opened = cache() if cache else None
+    return lock.exclusive(  # one run per input at a time; a second one uses the cache
+        opened.root if opened else None, state.head.base, state.head.head,
+        req.config.review.timeout_s, lambda: _review_with_llm(state, redactor, session, opened),
+        locked=lambda why: state.not_reviewed("locked", why),
+        note=lambda msg: state.result.warnings.append(RunWarning("lock_wait", "", msg)))
+
+
+def _review_with_llm(state: RunState, redactor: Redactor, session: Session | None,
+                     cache: ResultCache | None) -> ReviewResult:
+    """From the cache lookup on: a cached result, or (``review_llm``) groups, their reviews,
+    merge and gate."""
+    run_hit = state.run_cache_hit(cache)
+    if run_hit is not None:
+        return run_hit
+    from .llm_stage import review_with_llm
+
+    return review_with_llm(state, redactor, session)

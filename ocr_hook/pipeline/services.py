@@ -1,0 +1,192 @@
+"""The services a real review runs with, built around ``review.run``: the session log (SPEC
+§12) with its start/comment/end records, the result cache (§10), the stderr heartbeat (§11),
+the tools file (§7.2) and the MCP bridge, whose repository-defined servers start only with the
+user's recorded consent (§7.3). Prints nothing; heavy modules are imported when used.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import REPO_SOURCE, repo_mcp_servers
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..report import ReviewResult
+    from .cache.store import ResultCache
+    from .request import ReviewRequest
+
+log = logging.getLogger("ocr_hook")
+
+
+def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
+    """Run ``review.run`` with the run's services: the session log (SPEC §12), the result cache
+    (§10, opened only by a run with something for the model, pruned only after a run that
+    wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
+    from .. import __version__, git
+    from . import review
+
+    if req.preview:
+        return review.run(req, rules_for=rules_for)
+    from ..report import Progress, Session, new_session_id, prune, sessions_dir
+
+    common = git.git_common_dir(req.repo)
+    opened: list[ResultCache] = []
+
+    def open_cache() -> ResultCache | None:
+        if not opened:
+            from .cache.store import ResultCache
+
+            opened.append(ResultCache.for_repo(common, req.config.cache.max_mb, __version__))
+        return opened[0]
+
+    progress = Progress()
+    sid = new_session_id()
+    endpoint = req.endpoint
+    session = Session(sid, sessions_dir(common) / f"{sid}.jsonl",
+                      secret_values=[endpoint.api_key] if endpoint else [],
+                      observer=progress.event)
+    session.record("start", {
+        "mode": req.mode, "stage": req.stage, "effort": req.effort,
+        "provider": endpoint.provider if endpoint else "",
+        "model": endpoint.model if endpoint else "",
+        "base_url": endpoint.url if endpoint else "",
+        "cache": req.use_cache, "version": __version__,
+    })
+    result: ReviewResult | None = None
+    try:
+        with progress:
+            result = review.run(req, session=session, rules_for=rules_for,
+                                cache=open_cache if req.use_cache else None)
+        apply_dismissals(req, common, result)
+        record_findings(session, result)
+    finally:
+        end: dict[str, Any] = {"status": "error"}
+        if result is not None:
+            end = {
+                "status": result.status, "verdict": result.decision.verdict,
+                "findings": len(result.findings), "llm_calls": result.llm_calls,
+                "input_tokens": result.usage.input_tokens,
+                "output_tokens": result.usage.output_tokens,
+                "cache_hits": result.cache_hits, "elapsed_ms": result.elapsed_ms,
+            }
+        session.record("end", end)
+        session.close()
+        prune(sessions_dir(common))
+        if opened and opened[0].writes:  # only a write can take it over cache.max_mb
+            opened[0].prune()
+    return result
+
+
+def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult) -> None:
+    """Gate time (issue 19): take the dismissed findings out of ``result`` (inline markers,
+    ``.ocr-hook-dismissed.json`` at HEAD, the personal file) and decide the gate again. A file
+    that cannot be read is a warning and its dismissals are not applied. A result without
+    findings has nothing to dismiss: no file is read (no git call, issue 18 start-up)."""
+    if not result.findings or result.preview:
+        return
+    from ..comments import load_for_review
+    from ..findings import RunWarning
+
+    dismissals, problems = load_for_review(req.repo, common_dir)
+    for p in problems:
+        log.warning("%s", p)
+        result.warnings.append(RunWarning("dismissals", "", p))
+    result.dismiss(dismissals)
+
+
+def record_findings(session: Any, result: ReviewResult) -> None:
+    """One ``comment`` record per finding and one ``dismissed`` record per dismissed finding,
+    each with its dismissal ``key`` and anchored ``code`` (``git ocr dismiss ID`` finds a
+    finding by id in these records); then one ``result`` record with the JSON result, the
+    verdict line and the reviewed files' diffs (already redacted), from which ``git ocr
+    session show ID --html`` renders the review page."""
+    def fields(f: Any) -> dict[str, Any]:
+        from ..comments import finding_key  # only a result with findings needs it
+
+        return {
+            "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
+            "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
+            "anchor": f.anchor, "content": f.content, "source": f.source, "code": f.code,
+            "key": finding_key(f),
+        }
+
+    for f in result.findings:
+        session.record("comment", fields(f))
+    for d in result.dismissed:
+        session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
+
+    from ..report import to_json, utf8_safe, verdict_line
+
+    diffs: dict[str, Any] = {}
+    for g in result.groups:
+        for fd in g.files:
+            diffs.setdefault(fd.path, diff_record(fd))
+    session.record("result", utf8_safe({"report": to_json(result),
+                                        "verdict_line": verdict_line(result),
+                                        "diffs": list(diffs.values())}))
+
+
+def diff_record(fd: Any) -> dict[str, Any]:
+    """A ``diff.FileDiff`` as plain JSON data for the session's ``result`` record (the review
+    page of ``git ocr session show ID --html`` is rendered from it, ``html_report.
+    diff_from_record``): paths, status, counts and the hunks as ``[old_start, old_count,
+    new_start, new_count, header, [[kind, text, old, new], …]]``."""
+    return {
+        "status": fd.status, "old_path": fd.old_path, "new_path": fd.new_path,
+        "insertions": fd.insertions, "deletions": fd.deletions,
+        "hunks": [[h.old_start, h.old_count, h.new_start, h.new_count, h.header,
+                   [list(ln) for ln in h.lines]] for h in fd.hunks],
+    }
+
+
+def tool_defs(cfg: Config, repo: Path | None = None,
+              from_repo: frozenset[str] = frozenset()) -> Any:
+    """Built-in tool definitions narrowed by ``tools.file`` / ``--tools`` (SPEC §7.2), or None
+    for the shipped ones. A ``tools.file`` of the repository file (``"tools.file" in
+    from_repo``) is read from HEAD of ``repo``, any other from disk. Raises ConfigError at
+    start-up for an unreadable or invalid file."""
+    if not cfg.tools.file:
+        return None
+    from ..tools import apply_tools_file, parse_tools_json
+
+    if "tools.file" in from_repo and repo is not None:
+        from ..config import read_repo_path
+
+        text = read_repo_path(repo, "tools.file", cfg.tools.file, REPO_SOURCE)
+        return apply_tools_file(parse_tools_json(), text, f"{cfg.tools.file} (HEAD)")
+    try:
+        text = Path(cfg.tools.file).expanduser().read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read tools file {cfg.tools.file}: {e}") from e
+    return apply_tools_file(parse_tools_json(), text, cfg.tools.file)
+
+
+def mcp_bridge(repo: Path, cfg: Config, environ: Mapping[str, str]) -> Any:
+    """An McpBridge (not started) for the configured servers, or None when there are none.
+    Servers defined in the repository file run only with the consent recorded by
+    ``git ocr config allow-mcp`` for that exact list (SPEC §7.3); without it they are left out
+    with a warning. Raises ConfigError for an invalid server entry."""
+    if not cfg.mcp.servers:
+        return None
+    from .. import config
+    from ..tools import McpBridge, parse_servers
+
+    servers = parse_servers(cfg.mcp.servers)
+    src = REPO_SOURCE
+    repo_servers = parse_servers(repo_mcp_servers(repo), src)
+    from_repo = [n for n, s in servers.items() if repo_servers.get(n) == s]
+    notes: list[tuple[str, str]] = []
+    if from_repo:
+        fp = config.fingerprint({n: s.model_dump() for n, s in repo_servers.items()})
+        if not config.is_allowed(environ, repo, fp):
+            for n in from_repo:
+                del servers[n]
+            notes.append(("", f"MCP servers of {src} not started: {', '.join(from_repo)}; this"
+                              " server list has not been allowed; review it and run"
+                              " `git ocr config allow-mcp` to let it run"))
+    return McpBridge(servers, cwd=repo, environ=environ, notes=notes)

@@ -1,0 +1,54 @@
+"""What a review reports: the result, its formats (text, JSON, SARIF, HTML), where it is written, progress on stderr, and the session log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..util import lazy_exports
+
+if TYPE_CHECKING:
+    from .destination import check_output_path, stdout_to_devnull, to_stdout, write_output
+    from .html import diff_from_record, render
+    from .machine import display_text, to_json, utf8_safe, write_json, write_sarif
+    from .progress import Progress
+    from .result import (
+        CACHEABLE_STOPS,
+        CAP_STOPS,
+        INCOMPLETE_STOPS,
+        FileOutcome,
+        GroupOutcome,
+        GroupReport,
+        ReviewResult,
+        merged_findings,
+        not_reviewed_line,
+    )
+    from .session import Session, new_session_id, prune, sessions_dir
+    from .session_read import find_session, format_list, format_record, list_sessions, read_records
+    from .text import location, verdict_line, write_text
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
+    "html": ("diff_from_record", "render",),
+    "machine": ("display_text", "to_json", "utf8_safe", "write_json", "write_sarif",),
+    "progress": ("Progress",),
+    "result": (
+        "CACHEABLE_STOPS",
+        "CAP_STOPS",
+        "FileOutcome",
+        "GroupOutcome",
+        "GroupReport",
+        "INCOMPLETE_STOPS",
+        "ReviewResult",
+        "merged_findings",
+        "not_reviewed_line",
+    ),
+    "session": ("Session", "new_session_id", "prune", "sessions_dir",),
+    "session_read": (
+        "find_session",
+        "format_list",
+        "format_record",
+        "list_sessions",
+        "read_records",
+    ),
+    "text": ("location", "verdict_line", "write_text",),
+})

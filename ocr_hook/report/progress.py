@@ -1,0 +1,111 @@
+"""Progress and heartbeat on stderr during a review (SPEC §11).
+
+stdout carries only the result; this module writes through the ``ocr_hook`` logger, whose only
+handler (installed by ``cli``) is on stderr. A background thread logs a heartbeat line every
+``HEARTBEAT_S`` seconds while the review runs — comfortably inside the spec's "at least every
+20 s" — with what has happened so far (LLM calls, tokens, groups done), so a hook that waits on a
+slow model never looks hung. Once a review has lasted long enough to get a heartbeat, each
+finished group is reported too. One start line (``reviewing 3 files in 2 groups with MODEL…``)
+is logged as soon as the groups are known, before the first review call, so a slow first
+reply never leaves the committer looking at a silent terminal.
+
+Counts come from session records (``Session(observer=progress.event)``), so the pipeline needs
+no second reporting channel.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S = 15.0  # SPEC §11: a heartbeat line at least every 20 s
+
+
+def start_line(data: Mapping[str, Any]) -> str:
+    """The line printed when the model is first asked to review (issue 19), from the session's
+    ``grouping`` record: ``reviewing 3 files in 2 groups with MODEL…``."""
+    groups = data.get("groups")
+    n_groups = len(groups) if isinstance(groups, list) else 0
+    n_files = data.get("files", 0)
+    model = data.get("model") or "the model"
+    return (f"reviewing {n_files} file{'s' if n_files != 1 else ''} in {n_groups}"
+            f" group{'s' if n_groups != 1 else ''} with {model}…")
+
+
+class Progress:
+    """Thread-safe progress counter with a heartbeat thread; use as a context manager."""
+
+    def __init__(
+        self,
+        interval_s: float = HEARTBEAT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = clock()
+        self.llm_calls = 0
+        self.tokens = 0
+        self.groups_done = 0
+        self.cache_hits = 0
+        self.beats = 0
+
+    def event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Session observer: count LLM responses, tokens, finished groups and cache hits."""
+        line = ""
+        with self._lock:
+            if kind == "llm_response":
+                self.llm_calls += 1
+                usage = data.get("usage")
+                if isinstance(usage, Mapping):
+                    self.tokens += sum(v for v in usage.values() if isinstance(v, int))
+            elif kind == "group_done":
+                self.groups_done += 1
+                if self.beats:
+                    line = (f"group {data.get('group', '?')} done "
+                            f"({data.get('stop_reason', '')}); {self.groups_done} finished")
+            elif kind == "cache_hit":
+                self.cache_hits += 1
+            elif kind == "grouping":
+                line = start_line(data)
+        if line:
+            log.info("%s", line)
+
+    def heartbeat_line(self) -> str:
+        with self._lock:
+            elapsed = self._clock() - self._t0
+            return (
+                f"still reviewing: {elapsed:.0f}s elapsed, {self.llm_calls} LLM call(s), "
+                f"{self.tokens} tokens, {self.groups_done} group(s) done"
+            )
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            with self._lock:
+                self.beats += 1
+            log.info("%s", self.heartbeat_line())
+
+    def start(self) -> Progress:
+        self._t0 = self._clock()
+        self._thread = threading.Thread(target=self._run, name="ocr-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+    def __enter__(self) -> Progress:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,265 @@
+"""What a review run returns (SPEC §8.3, §11): the result, each changed path's coverage, each
+group's report and outcome, the one run-warning type, and the words of the ``NOT REVIEWED``
+line (SPEC §9).
+
+Plain data and pure functions. ``output`` renders these types, ``cache`` stores the warnings,
+``comments`` raises anchoring warnings, and ``review`` fills the result in; none of them needs
+``review`` for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..findings import Finding, RunWarning, merge_same_claims
+from ..gate import GateDecision, GateOptions, decide
+
+if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these (issue 18)
+    from ..agent import Group
+    from ..change import Decision
+    from ..comments import Dismissal, DismissedFinding
+    from ..llm import Usage
+
+
+def _no_usage() -> Usage:
+    """A zero ``llm.types.Usage`` (imported here, not at module load: start-up cost)."""
+    from ..llm import Usage
+
+    return Usage()
+
+# Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
+# (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
+# A group without a final answer (``max_rounds``: the round limit was reached; the grace
+# turn's comments are kept) or with a reply cut at the output limit (``output_limit``) is
+# unreviewed too, and so is one that hit another cap (tokens per group, tool calls per reply,
+# argument size; issue 17): neither passed nor cached.
+CAP_STOPS = frozenset({"max_rounds", "group_tokens", "too_many_tool_calls",
+                       "tool_args_too_large"})
+INCOMPLETE_STOPS = frozenset({
+    "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
+    "empty_rounds", "token_threshold_exceeded", "error", "output_limit", *CAP_STOPS,
+})
+CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answer is cached
+
+
+
+
+@dataclass
+class FileOutcome:
+    """Coverage entry of one changed path (SPEC §8.3)."""
+
+    path: str
+    old_path: str
+    status: str
+    reviewed: bool
+    reason: str
+    insertions: int
+    deletions: int
+    will_review: bool = False
+    detail: str = ""  # the reason in words, and the secret scan of a file not loaded (issue 20)
+    size_bytes: int | None = None  # the larger blob's size, when it made the file too_large
+
+    @classmethod
+    def selected(cls, d: Decision) -> FileOutcome:
+        """The entry of a selection decision: not reviewed yet, excluded with its reason;
+        ``will_review`` also for a file left out only by a bound of the change set (issue 20:
+        it keeps its ``over_max_*`` reason and makes the review incomplete)."""
+        f = d.file
+        return cls(f.path, f.old_path, f.status, False, d.reason, f.insertions, f.deletions,
+                   d.selected, d.detail, f.size_bytes)
+
+    def settle(self, reason: str) -> None:
+        """The file's review ended: reviewed when ``reason`` is "", else not, with ``reason``."""
+        if reason:
+            self.reason = reason
+        else:
+            self.reviewed = True
+
+
+@dataclass(eq=False)  # never compared: identity equality, less class building (issue 18)
+class GroupReport:
+    """How one group's review went (session log ``group_done``; SPEC §6.2 stop reasons).
+
+    ``stop_reasons``: the loop's stop reason per effort round run (agent.loop.STOP_REASONS),
+    or the single reason the group never reached a loop (``token_threshold_exceeded``,
+    ``timeout`` before it started, ``error``). ``reason``: the incomplete reason ("" when the
+    group counts as reviewed). ``planned``: a plan was used in round 1."""
+
+    label: str
+    files: list[str]
+    stop_reasons: list[str] = field(default_factory=list)
+    reason: str = ""
+    planned: bool = False
+    compressions: int = 0
+
+
+@dataclass(frozen=True, eq=False)  # never compared: identity equality (issue 18)
+class GroupOutcome:
+    """What one group's worker returns; the run merges these in group order, so the result
+    does not depend on which group finished first.
+
+    ``stop``: the loop's stop reason of the last round run, or a group outcome (``cache_hit``,
+    ``round_incomplete``, ``token_threshold_exceeded``, ``timeout``, ``error``); in
+    INCOMPLETE_STOPS the group is not reviewed. ``error``: one line, "" when none.
+    ``warnings``: the group's own warnings in the order it raised them (its comments' anchoring
+    warnings go to the run's collector). ``cache_key``: the group's cache key when it was
+    freshly reviewed with a cache ("" otherwise)."""
+
+    stop: str
+    error: str
+    report: GroupReport
+    warnings: tuple[RunWarning, ...] = ()
+    cache_key: str = ""
+
+    @property
+    def reason(self) -> str:
+        """The incomplete reason ("" when the group counts as reviewed)."""
+        return self.stop if self.stop in INCOMPLETE_STOPS else ""
+
+    def not_reviewed(self, *, timeout_s: float, budget_tokens: int) -> tuple[RunWarning, str]:
+        """For a group left unreviewed: its ``subtask_error`` warning (the error, else the
+        stop reason in words) and its cause for the NOT REVIEWED line (``not_reviewed_cause``)."""
+        err = "" if self.error == self.stop else self.error
+        warning = RunWarning("subtask_error", self.report.label,
+                             err or STOP_REASON_TEXT.get(self.stop, self.stop))
+        cause = not_reviewed_cause(self.stop, err, timeout_s=timeout_s,
+                                   budget_tokens=budget_tokens)
+        return warning, cause
+
+
+@dataclass(eq=False)  # never compared: identity equality, less class building (issue 18)
+class ReviewResult:
+    """The outcome of a run, rendered by ``output``. ``status``: complete | partial | failed |
+    skipped; ``findings`` in output order; ``warnings`` in a stable order (run warnings, then
+    each group's in group order, then the comments')."""
+
+    status: str  # complete | partial | failed | skipped
+    decision: GateDecision
+    gate: GateOptions
+    findings: list[Finding]
+    files: list[FileOutcome]
+    groups: list[Group]
+    warnings: list[RunWarning]
+    input: dict[str, Any]
+    llm: dict[str, str]
+    usage: Usage = field(default_factory=_no_usage)
+    llm_calls: int = 0
+    llm_attempts: int = 0  # HTTP attempts started, failed ones and retries included
+    cache_hits: int = 0
+    elapsed_ms: int = 0
+    session_id: str = ""
+    preview: bool = False
+    incomplete_reasons: list[str] = field(default_factory=list)
+    group_reports: list[GroupReport] = field(default_factory=list)
+    dismissed: list[DismissedFinding] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> bool:
+        """Some selected file was not reviewed (SPEC §9 ``incomplete``)."""
+        return any(o.will_review and not o.reviewed for o in self.files)
+
+    def dismiss(self, dismissals: Sequence[Dismissal]) -> None:
+        """Gate time (issue 19): move the findings that are dismissed (inline marker, shared or
+        personal record) to ``dismissed`` and decide the gate again on the rest. Applied to
+        every result, cached ones included, so a dismissal never needs a new review."""
+        if self.preview:
+            return
+        from ..comments import apply as apply_dismissals
+
+        kept, gone = apply_dismissals(self.findings, dismissals)
+        if not gone:
+            return
+        self.findings = kept
+        self.dismissed = [*self.dismissed, *gone]
+        self.decision = decide(kept, self.incomplete, self.gate)
+
+    def left_out(self, bounded: int, selected: int, why: str) -> None:
+        """``bounded`` of the ``selected`` files were left out by a bound of the change set
+        (issue 20; ``why`` in words): the NOT REVIEWED line says so (its first reason gains
+        ``why``), a complete or skipped run becomes partial (failed when nothing was reviewed)
+        and the gate decides as for an incomplete review."""
+        if self.incomplete_reasons:
+            self.incomplete_reasons[0] += f"; {why}"
+        else:
+            self.incomplete_reasons.append(f"NOT REVIEWED: {bounded} of {selected} files: {why}")
+        if self.status in ("complete", "skipped"):
+            self.status = "partial" if any(o.reviewed for o in self.files) else "failed"
+        self.decision = decide(self.findings, True, self.gate)
+
+    @classmethod
+    def start(
+        cls, *, gate: GateOptions, input: dict[str, Any], llm: dict[str, str],
+        session_id: str, preview: bool, files: Sequence[FileOutcome] = (),
+        findings: Sequence[Finding] = (), status: str = "skipped", incomplete: bool = False,
+    ) -> ReviewResult:
+        """A result without groups or warnings yet, gated on ``findings`` (``incomplete``:
+        files were not reviewed)."""
+        return cls(status=status, decision=decide(findings, incomplete, gate), gate=gate,
+                   findings=list(findings), files=list(files), groups=[], warnings=[],
+                   input=input, llm=llm, session_id=session_id, preview=preview)
+
+
+def finding_order(f: Finding) -> tuple[str, bool, int, int]:
+    """Sort key of the findings in a result: by path, anchored before unanchored, by first
+    line, most severe first."""
+    return (f.path, f.start_line == 0, f.start_line, -f.severity)
+
+
+def merged_findings(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with same claims merged (``merge_same_claims``: the first of equals wins,
+    so the input order must not depend on timing) in ``finding_order``, ties in input order."""
+    return sorted(merge_same_claims(findings), key=finding_order)
+
+
+# --- the NOT REVIEWED line (SPEC §9) -------------------------------------------------------
+
+# What a stop reason (agent.loop.STOP_REASONS, group outcomes) means, for people: the
+# ``NOT REVIEWED`` line and the warnings never show internal codes such as ``empty_rounds``.
+STOP_REASON_TEXT = {
+    "no_tool_calls": "the model made no tool calls (3 replies in a row without one; check the"
+                     " model and server with `git ocr llm test`)",
+    "empty_rounds": "the model's tool calls failed 3 rounds in a row",
+    "task_failed": "the model gave up on the review (task_done FAILED)",
+    "cancelled": "the review was cancelled",
+    "timeout": "the review's time limit was reached",
+    "budget": "the token budget was used up",
+    "token_threshold_exceeded": "the change is too large for the model's context",
+    "llm_error": "the LLM request failed",
+    "max_rounds": "the model reached the tool-round limit without finishing"
+                  " (review.max_tool_rounds, --max-tools)",
+    "output_limit": "the model's reply stopped at the output limit (llm.max_output_tokens)",
+    "error": "internal error",
+    "group_tokens": "the group used up its token cap (review.max_group_tokens)",
+    "too_many_tool_calls": "the model asked for too many tool calls in one reply",
+    "tool_args_too_large": "the model sent oversized tool-call arguments",
+}
+MAX_CAUSES_SHOWN = 3  # distinct reasons on the NOT REVIEWED line; the rest are in the warnings
+
+
+def not_reviewed_cause(stop: str, err: str, *, timeout_s: float, budget_tokens: int) -> str:
+    """Why a group was not reviewed, in words for the ``NOT REVIEWED`` line. Limits are stated
+    once with their setting (the per-group details stay in the warnings); errors (LLM, internal,
+    context size) keep their own one-line message."""
+    if stop == "timeout":
+        return f"time limit of {timeout_s:g}s reached (review.timeout_s, --timeout)"
+    if stop == "budget":
+        return (f"token budget of {budget_tokens} used up (review.max_tokens_budget,"
+                " --max-tokens-budget)")
+    if stop in ("llm_error", "error", "token_threshold_exceeded", *CAP_STOPS) and err:
+        return err
+    return STOP_REASON_TEXT.get(stop, err or stop)
+
+
+def not_reviewed_line(causes: Sequence[tuple[int, str]], selected: int) -> str:
+    """The one loud line of an incomplete review (SPEC §9): ``NOT REVIEWED: [k of n files: ]
+    <reason>[; <reason>…]`` from the (file count, reason) of each unreviewed group; distinct
+    reasons in order of first appearance, at most MAX_CAUSES_SHOWN."""
+    reasons = list(dict.fromkeys(why for _n, why in causes))
+    shown = "; ".join(reasons[:MAX_CAUSES_SHOWN])
+    if len(reasons) > MAX_CAUSES_SHOWN:
+        shown += f"; and {len(reasons) - MAX_CAUSES_SHOWN} more (see the warnings)"
+    missing = sum(n for n, _why in causes)
+    count = f"{missing} of {selected} files: " if missing < selected else ""
+    return f"NOT REVIEWED: {count}{shown}"

@@ -1,0 +1,150 @@
+"""Reading the session logs (SPEC §12) for ``git ocr session list|show`` and ``git ocr
+dismiss``: the records of one file, a summary line per session, a session found by id prefix,
+and the records as text. The writer is ``session``; a review imports only that.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One line of ``git ocr session list``."""
+
+    id: str
+    started: float | None
+    stage: str
+    mode: str
+    model: str
+    status: str  # from the end record; "running?" when there is none
+    verdict: str
+    findings: int
+    llm_calls: int
+    elapsed_ms: int | None
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Records of one session file; unreadable lines (a torn last line) are skipped."""
+    out: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read session {path.name}: {e.strerror}") from e
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def summarize(session_id: str, records: list[dict[str, Any]]) -> SessionSummary:
+    start = next((r for r in records if r.get("type") == "start"), {})
+    end = next((r for r in reversed(records) if r.get("type") == "end"), None)
+    llm_calls = sum(1 for r in records if r.get("type") == "llm_response")
+    comments = sum(1 for r in records if r.get("type") == "comment")
+    return SessionSummary(
+        id=session_id,
+        started=start.get("ts"),
+        stage=str(start.get("stage", "")),
+        mode=str(start.get("mode", "")),
+        model=str(start.get("model", "")),
+        status=str(end.get("status", "")) if end else "running?",
+        verdict=str(end.get("verdict", "")) if end else "",
+        findings=int(end.get("findings", comments)) if end else comments,
+        llm_calls=int(end.get("llm_calls", llm_calls)) if end else llm_calls,
+        elapsed_ms=end.get("elapsed_ms") if end else None,
+    )
+
+
+def list_sessions(directory: Path) -> list[SessionSummary]:
+    """Summaries of every session in ``directory``, newest first."""
+    try:
+        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
+    except OSError:
+        return []
+    out = []
+    for p in files:
+        try:
+            out.append(summarize(p.stem, read_records(p)))
+        except UsageError:
+            continue
+    return out
+
+
+def find_session(directory: Path, id_prefix: str) -> Path:
+    """The session file whose id is ``id_prefix`` or starts with it. Raises UsageError when
+    none or several match."""
+    if not id_prefix or "/" in id_prefix or id_prefix.startswith("."):
+        raise UsageError(f"invalid session id {id_prefix!r}")
+    exact = directory / f"{id_prefix}.jsonl"
+    if exact.is_file():
+        return exact
+    try:
+        matches = sorted(p for p in directory.glob("*.jsonl") if p.stem.startswith(id_prefix))
+    except OSError:
+        matches = []
+    if not matches:
+        raise UsageError(f"no session {id_prefix!r} (see `git ocr session list`)")
+    if len(matches) > 1:
+        raise UsageError(
+            f"session id {id_prefix!r} is ambiguous: {', '.join(p.stem for p in matches[:5])}"
+        )
+    return matches[0]
+
+
+def format_list(summaries: list[SessionSummary]) -> str:
+    """Text table of ``git ocr session list`` (times in local time)."""
+    if not summaries:
+        return "no sessions\n"
+    rows = [("ID", "STARTED", "STAGE", "MODEL", "STATUS", "VERDICT", "FINDINGS", "LLM", "TIME")]
+    for s in summaries:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started)) if s.started else ""
+        elapsed = f"{s.elapsed_ms / 1000:.1f}s" if isinstance(s.elapsed_ms, (int, float)) else ""
+        rows.append((s.id, started, s.stage or s.mode, s.model, s.status, s.verdict,
+                     str(s.findings), str(s.llm_calls), elapsed))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n" for r in rows
+    )
+
+
+def format_record(rec: Mapping[str, Any]) -> str:
+    """One record as a readable line for ``git ocr session show``."""
+    ts = rec.get("ts")
+    when = "--:--:--"
+    if isinstance(ts, (int, float)):
+        when = time.strftime("%H:%M:%S", time.localtime(ts))
+    kind = str(rec.get("type", "?"))
+    rest = {k: v for k, v in rec.items() if k not in ("type", "ts")}
+    if kind in ("comment", "dismissed"):
+        loc = f"{rest.get('path')}:{rest.get('start_line')}-{rest.get('end_line')}"
+        by = f" ({rest.get('by')}: {rest.get('reason', '')})" if kind == "dismissed" else ""
+        return (f"{when} {kind:<10} {loc} [{rest.get('severity')} · {rest.get('category')}] "
+                f"{' '.join(str(rest.get('content', '')).split())}{by} id {rest.get('id', '')}")
+    if kind == "result":  # the review page's data: shown by `git ocr session show ID --html`
+        diffs = rest.get("diffs")
+        return (f"{when} result     {rest.get('verdict_line', '')}; "
+                f"{len(diffs) if isinstance(diffs, list) else 0} file diff(s) kept for --html")
+    if kind == "tool_call":
+        result = " ".join(str(rest.get("result", "")).split())
+        if len(result) > 160:
+            result = result[:157] + "..."
+        args = json.dumps(rest.get("arguments"), ensure_ascii=False, default=str)
+        if len(args) > 160:
+            args = args[:157] + "..."
+        ok = "ok" if rest.get("ok") else "error"
+        return (f"{when} tool_call  [{rest.get('group', '')}] {rest.get('tool')} {args} "
+                f"→ {ok}: {result}")
+    body = json.dumps(rest, ensure_ascii=False, default=str)
+    return f"{when} {kind:<10} {body}"

@@ -1,0 +1,1 @@
+"""The built-in tools: one module per tool, each giving its handler."""

@@ -1,0 +1,153 @@
+"""``code_comment`` and ``task_done`` (SPEC §7.1): validate and normalise arguments into
+RawComment values. No anchoring here: comments are handed to a sink, which may answer with where
+each landed (its Finding) so the result can tell the model (:func:`landing_text`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...findings import CATEGORIES, Finding, RawComment, Severity
+from ...util import real_path
+from ..registry import ToolResult
+
+COMMENTED = "Successfully commented."
+TASK_DONE = "Task completed successfully."
+
+
+def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComment], list[str]]:
+    """``code_comment`` arguments → (comments, notes for the model).
+
+    ``comments`` may be a list or a JSON string of a list (or a single object); items without
+    ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
+    other, each with a note (SPEC §7.1). Raises ValueError when nothing usable is given.
+    """
+    raw = args.get("comments")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            raise ValueError(f"failed to parse 'comments' JSON string: {e}") from e
+    if isinstance(raw, dict):
+        raw = [raw]
+    if raw is None and "path" in args and "content" in args:
+        raw = [args]
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(
+            "'comments' array is required, e.g. {\"comments\": [{\"path\": ..., \"content\": ...,"
+            " \"existing_code\": ..., \"severity\": ..., \"category\": ...}]}"
+        )
+    out: list[RawComment] = []
+    notes: list[str] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            notes.append(f"comment {i + 1} ignored: not an object")
+            continue
+        path = item.get("path")
+        content = item.get("content")
+        if not (isinstance(path, str) and path.strip()) or not (
+            isinstance(content, str) and content.strip()
+        ):
+            notes.append(f"comment {i + 1} ignored: 'path' and 'content' are required")
+            continue
+        sev = Severity.parse(item.get("severity"))
+        if sev is None:
+            notes.append(
+                f"comment {i + 1}: unknown severity {item.get('severity')!r} recorded as low"
+                " (allowed: critical, high, medium, low)"
+            )
+            sev = Severity.LOW
+        cat = item.get("category")
+        cat = cat.strip().lower() if isinstance(cat, str) else ""
+        if cat not in CATEGORIES:
+            notes.append(
+                f"comment {i + 1}: unknown category {item.get('category')!r} recorded as other"
+            )
+            cat = "other"
+        hint = item.get("line")
+        existing = item.get("existing_code")
+        suggestion = item.get("suggestion_code")
+        path = real_path(path.strip())  # a non-UTF-8 name the model saw as \xNN
+        while path.startswith("./"):
+            path = path[2:]
+        out.append(
+            RawComment(
+                path=path,
+                content=content.strip(),
+                existing_code=existing if isinstance(existing, str) else "",
+                suggestion_code=suggestion if isinstance(suggestion, str) else "",
+                severity=sev,
+                category=cat,
+                line_hint=(
+                    hint if isinstance(hint, int) and not isinstance(hint, bool) and hint > 0
+                    else None
+                ),
+                group=group,
+            )
+        )
+    return out, notes
+
+
+Sink = Callable[[list[RawComment]], "Sequence[Finding | None] | None"]
+NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file it again)"
+
+
+def _where(c: RawComment, f: Finding | None) -> str:
+    """Where one comment landed, for the model: ``path:start-end (side)`` plus what to know
+    about it, or why it was not placed and what to quote instead."""
+    if f is None or f.anchor == "none":
+        return f"{c.path}: {NOT_PLACED}"
+    lines = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+    text = f"{f.path}:{lines} ({f.side} side"
+    if f.anchor == "file":
+        text += ", unchanged code outside the diff"
+    elif f.anchor == "refiled":
+        text += f", moved from {c.path}: the quote is in this file"
+    text += ")"
+    if f.ambiguous:
+        text += "; the quote fits several places, the first was used: quote more lines"
+    return text
+
+
+def landing_text(comments: Sequence[RawComment], placed: Sequence[Finding | None]) -> str:
+    """The ``code_comment`` result: ``Filed: <where>`` for one comment, else ``Filed N
+    comments:`` and one numbered ``<where>`` line each (see :func:`_where`)."""
+    where = [_where(c, f) for c, f in zip(comments, placed, strict=True)]
+    if len(where) == 1:
+        return f"Filed: {where[0]}"
+    return f"Filed {len(where)} comments:\n" + "\n".join(
+        f"{i}. {w}" for i, w in enumerate(where, 1))
+
+
+def code_comment_handler(sink: Sink, group: str = "") -> Callable[[dict[str, Any]], ToolResult]:
+    """A ``code_comment`` handler that sends parsed comments to ``sink``. When the sink
+    answers with where each landed, the result says so (:func:`landing_text`); a sink that
+    answers None gets the plain ``Successfully commented.``."""
+
+    def handle(args: dict[str, Any]) -> ToolResult:
+        try:
+            comments, notes = parse_comments(args, group)
+        except ValueError as e:
+            return ToolResult.error(f"Error: {e}")
+        if not comments:
+            return ToolResult.error("Error: no valid comments. " + "; ".join(notes))
+        placed = sink(comments)
+        text = COMMENTED if placed is None else landing_text(comments, placed)
+        return ToolResult(text + ("\nNote: " + "; ".join(notes) if notes else ""))
+
+    return handle
+
+
+def parse_task_done(args: dict[str, Any]) -> tuple[str | None, str]:
+    """``task_done`` arguments → (state DONE|FAILED or None when invalid, result text)."""
+    state = args.get("state", "DONE")
+    if state is None:
+        state = "DONE"
+    if not isinstance(state, str):
+        return None, "Error: task_done state must be DONE or FAILED."
+    s = state.strip().upper()
+    if s not in ("DONE", "FAILED"):
+        return None, f'Error: invalid task_done state "{state}"; expected DONE or FAILED.'
+    return s, TASK_DONE

@@ -1,0 +1,43 @@
+"""A package's public names, loaded on first use.
+
+Each stage package lists its public names in its ``__init__.py`` as ``{module: names}`` and
+hands that table to :func:`lazy_exports`. ``from ocr_hook.change import select`` then imports
+``ocr_hook.change.selection`` at that moment and nothing else of the package, so a hook run
+loads only the modules its path uses (PEP 562 module ``__getattr__``). The same names are
+imported under ``if TYPE_CHECKING:`` in each ``__init__.py`` for type checkers and editors;
+``tests/test_layers.py`` checks that the two lists agree and that every name exists.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ``git ocr -h`` loads this
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+
+def lazy_exports(package: str, table: Mapping[str, Sequence[str]]
+            ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``(__getattr__, __dir__, __all__)`` for ``package`` from ``table``, which maps a module
+    path relative to the package (``"selection"``, ``"mcp.bridge"``) to the names it provides.
+    A name is looked up once: its value is stored in the package's namespace. An unknown name
+    raises AttributeError, as for any module (so ``from pkg import submodule`` still imports
+    the submodule)."""
+    where = {name: module for module, names in table.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        full = f"{package}.{module}"
+        __import__(full)
+        value = getattr(sys.modules[full], name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(where) | set(vars(sys.modules[package])))
+
+    return __getattr__, __dir__, sorted(where)
