@@ -135,7 +135,7 @@ def combined_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
     from ocr_hook.secrets import detect_secrets_pass
 
     rows = detect_secrets_pass.added_rows(fds)
-    found, literals = detect_secrets_pass.library_findings(detect_secrets_pass.scan(rows), rows, ())
+    found, literals = detect_secrets_pass.library_findings(detect_secrets_pass.detect_secrets_hits(rows), rows, ())
     return [*diff_scan.secret_findings(fds, (), None, literals), *found], literals
 
 

@@ -115,6 +115,6 @@ def test_review_page_lists_bound_files_as_not_reviewed_with_their_detail() -> No
                 {"path": "a.py", "status": "added", "reviewed": True, "reason": ""},
                 {"path": "b.py", "status": "added", "reviewed": False,
                  "reason": "over_max_files", "detail": detail}]}
-    page = html.render(data, [], "PASS")
+    page = html.render_html(data, [], "PASS")
     assert ('<td>b.py</td><td>added</td><td class="miss">not reviewed: over select.max_files: '
             f"{detail}</td>") in page

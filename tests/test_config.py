@@ -15,7 +15,7 @@ import pytest
 from ocr_hook import cli
 from ocr_hook.config import layering
 from ocr_hook.config.endpoint import resolve_llm_endpoint
-from ocr_hook.config.layering import Layer, azure_url, build, parse_toml
+from ocr_hook.config.layering import Layer, azure_url, build_config, parse_toml
 from ocr_hook.config.load import config_layers
 from ocr_hook.config.toml_edit import dump_toml, edit_toml
 from ocr_hook.errors import ConfigError
@@ -37,13 +37,13 @@ def test_precedence_flags_env_repo_user_defaults(repo: GitRepo) -> None:
                 "cfg")
     env = {"OCR_HOOK_REVIEW_CONCURRENCY": "5", "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
     flags = Layer("command line", {"review": {"concurrency": 7}})
-    cfg = build(config_layers(repo.path, env, flags))
+    cfg = build_config(config_layers(repo.path, env, flags))
     assert cfg.review.concurrency == 7
-    cfg = build(config_layers(repo.path, env))
+    cfg = build_config(config_layers(repo.path, env))
     assert (cfg.review.concurrency, cfg.llm.model, cfg.gate.mode) == (5, "repo-model",
                                                                       "advisory")
     assert cfg.gate.fail_on == "high"  # default
-    _, origin = layering.merge(config_layers(repo.path, env))
+    _, origin = layering.merge_layers(config_layers(repo.path, env))
     assert origin["llm.model"] == ".ocr-hook.toml (HEAD)"
     assert origin["review.concurrency"] == "environment"
 
@@ -53,7 +53,7 @@ def test_ocr_llm_variables_and_ocr_hook_names(tmp_path: Path) -> None:
            "OCR_LLM_PROTOCOL": "anthropic", "OCR_HOOK_FAIL_ON": "critical",
            "OCR_HOOK_NO_CACHE": "1", "OCR_HOOK_SELECT_EXCLUDE": "a/**, b.py",
            "OCR_HOOK_LLM_EXTRA_HEADERS": '{"X-Team": "core"}'}
-    cfg = build(config_layers(None, env))
+    cfg = build_config(config_layers(None, env))
     assert (cfg.llm.base_url, cfg.llm.model, cfg.llm.api_key, cfg.llm.protocol) == (
         "http://127.0.0.1:9/v1", "m", "t", "anthropic")
     assert (cfg.gate.fail_on, cfg.cache.enabled, cfg.select.exclude) == ("critical", False,
@@ -65,7 +65,7 @@ def test_openai_variables_apply_to_the_openai_preset_only(tmp_path: Path) -> Non
     write_user('[llm]\nprovider = "openai"\nmodel = "gpt-5"\napi_key = "sk-from-file-000"\n')
     env = {"OPENAI_API_KEY": "sk-from-env-111", "OPENAI_BASE_URL": "https://proxy.example/v1",
            "ANTHROPIC_API_KEY": "ant-unused", "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
-    cfg = build(config_layers(None, env))
+    cfg = build_config(config_layers(None, env))
     ep, why = resolve_llm_endpoint(cfg, env)
     assert why == "" and ep is not None
     # environment beats the user file (SPEC §2 precedence)
@@ -73,14 +73,14 @@ def test_openai_variables_apply_to_the_openai_preset_only(tmp_path: Path) -> Non
                                                  "openai")
     # our own variables beat the standard ones
     env["OCR_LLM_TOKEN"] = "sk-ocr-222"
-    ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, _ = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None and ep.api_key == "sk-ocr-222"
 
 
 def test_anthropic_preset_reads_anthropic_variables(tmp_path: Path) -> None:
     env = {"OCR_HOOK_LLM_PROVIDER": "anthropic", "OCR_HOOK_LLM_MODEL": "claude-x",
            "ANTHROPIC_API_KEY": "ant-123", "OPENAI_API_KEY": "sk-unused"}
-    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None, why
     assert (ep.url, ep.api_key, ep.protocol, ep.output_tokens_field) == (
         "https://api.anthropic.com", "ant-123", "anthropic", "max_completion_tokens")
@@ -88,7 +88,7 @@ def test_anthropic_preset_reads_anthropic_variables(tmp_path: Path) -> None:
 
 def test_no_provider_means_no_guessing(tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": "sk-x", "OCR_LLM_MODEL": "gpt-5"}
-    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is None
     assert why.startswith("no LLM endpoint configured (missing url)")
 
@@ -100,7 +100,7 @@ def test_no_provider_means_no_guessing(tmp_path: Path) -> None:
 ])
 def test_api_key_is_missing_only_where_one_is_required(url: str, missing: str) -> None:
     env = {"OCR_LLM_URL": url}
-    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is None
     assert why == (f"no LLM endpoint configured (missing {missing}); set OCR_LLM_URL,"
                    " OCR_LLM_MODEL and OCR_LLM_TOKEN (no token for a local server), or"
@@ -109,7 +109,7 @@ def test_api_key_is_missing_only_where_one_is_required(url: str, missing: str) -
 
 def test_local_server_needs_no_key(tmp_path: Path) -> None:
     env = {"OCR_HOOK_LLM_PROVIDER": "ollama", "OCR_HOOK_LLM_MODEL": "qwen3"}
-    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None and ep.api_key == "" and ep.url == "http://localhost:11434/v1"
     assert ep.output_tokens_field == "max_tokens"
 
@@ -131,7 +131,7 @@ def test_azure_preset_uses_api_key_header_and_api_version(tmp_path: Path) -> Non
     env = {"OCR_HOOK_LLM_PROVIDER": "azure-openai", "OCR_HOOK_LLM_MODEL": "gpt4o-prod",
            "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com",
            "AZURE_OPENAI_API_KEY": "az-key", "OPENAI_API_VERSION": "2024-10-21"}
-    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None, why
     assert ep.url == "https://r.openai.azure.com/openai/deployments/gpt4o-prod?api-version=2024-10-21"
     assert (ep.auth_header, ep.api_key) == ("api-key", "az-key")
@@ -162,7 +162,7 @@ def test_invalid_value_is_one_line_naming_key_file_and_allowed_values(
 
 def test_unknown_key_names_the_allowed_keys() -> None:
     with pytest.raises(ConfigError) as e:
-        build([Layer("/u/config.toml", {"gate": {"mode": "blocking", "fail": "x"}})])
+        build_config([Layer("/u/config.toml", {"gate": {"mode": "blocking", "fail": "x"}})])
     assert str(e.value).startswith("unknown key gate.fail in /u/config.toml; allowed keys: mode,"
                                    " fail_on, on_error")
 
@@ -170,7 +170,7 @@ def test_unknown_key_names_the_allowed_keys() -> None:
 def test_unknown_provider_lists_presets(tmp_path: Path) -> None:
     env = {"OCR_HOOK_LLM_PROVIDER": "openia", "OCR_HOOK_LLM_MODEL": "m"}
     with pytest.raises(ConfigError) as e:
-        resolve_llm_endpoint(build(config_layers(None, env)), env)
+        resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert str(e.value).startswith("invalid llm.provider = 'openia'; allowed: custom, openai,"
                                    " anthropic, azure-openai")
 
@@ -179,7 +179,7 @@ def test_api_key_cmd_supplies_the_key(tmp_path: Path) -> None:
     write_user('[llm]\nprovider = "openai"\nmodel = "gpt-5"\n'
                'api_key_cmd = "printf \'sk-from-cmd-123\\\\nsecond line\\\\n\'"\n')
     env = dict(os.environ)
-    ep, why = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None, why
     assert ep.api_key == "sk-from-cmd-123"
 
@@ -189,7 +189,7 @@ def test_failing_api_key_cmd_is_a_config_error_without_its_output(tmp_path: Path
                'api_key_cmd = "echo sk-secret; echo vault locked >&2; exit 3"\n')
     env = dict(os.environ)
     with pytest.raises(ConfigError) as e:
-        resolve_llm_endpoint(build(config_layers(None, env)), env)
+        resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert str(e.value) == "llm.api_key_cmd failed (exit 3): vault locked"
 
 
@@ -198,7 +198,7 @@ def test_static_key_wins_over_api_key_cmd(tmp_path: Path) -> None:
     write_user(f'[llm]\nprovider = "openai"\nmodel = "m"\napi_key = "sk-static-000"\n'
                f'api_key_cmd = "touch {marker}; echo sk-cmd"\n')
     env = dict(os.environ)
-    ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, _ = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None and ep.api_key == "sk-static-000"
     assert not marker.exists()
 
@@ -441,5 +441,5 @@ def test_edit_toml_falls_back_to_a_rewrite_for_dotted_root_keys() -> None:
 def test_output_tokens_field_for_custom_endpoints(url: str, configured: str, field: str) -> None:
     env = {"OCR_LLM_URL": url, "OCR_LLM_MODEL": "m", "OCR_LLM_TOKEN": "t",
            "OCR_HOOK_LLM_OUTPUT_TOKENS_FIELD": configured}
-    ep, _ = resolve_llm_endpoint(build(config_layers(None, env)), env)
+    ep, _ = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None and ep.output_tokens_field == field

@@ -140,14 +140,14 @@ def test_a_comment_filed_again_with_a_landing_quote_replaces_its_unplaced_copy()
 
 
 def test_one_severity_scale_stated_once_and_nowhere_else() -> None:
-    scale = templates.render("severity", {})
+    scale = templates.render_template("severity", {})
     assert scale.count("- critical:") == 1
     tools = json.dumps([[t.spec.description, t.spec.parameters]
                         for t in parse_tools_json().values()])
     assert "exploitable" not in tools and "critical:" not in tools
-    for name in resources.list_dir("rules"):
+    for name in resources.list_builtin_dir("rules"):
         if name.endswith(".md"):
-            assert "**critical** =" not in resources.read_text(f"rules/{name}"), name
+            assert "**critical** =" not in resources.read_builtin_text(f"rules/{name}"), name
     for phase in ("main_system", "plan_system"):
         assert resources.template(phase).count("{{severity}}") == 1
 

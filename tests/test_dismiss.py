@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.comments.dismissals import apply, dismiss_key, inline_reason
+from ocr_hook.comments.dismissals import apply_dismissals, dismiss_key, inline_reason
 from ocr_hook.findings import Finding, Severity
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -240,7 +240,7 @@ def test_key_ignores_lines_indentation_and_wording_but_not_path_code_or_category
     assert dismiss_key(a.path, "if x == 2:\n run()", a.category) != key
     from ocr_hook.comments.dismissals import Dismissal
     d = Dismissal(key, "a.py", "bug", a.code, "r", "", "", "f", "c")
-    kept, gone = apply([a, b, _finding("z = 2")], [d])
+    kept, gone = apply_dismissals([a, b, _finding("z = 2")], [d])
     assert [f.code for f in kept] == ["z = 2"]
     assert [(g.finding.start_line, g.by) for g in gone] == [(3, "personal"), (40, "personal")]
 

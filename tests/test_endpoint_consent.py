@@ -88,7 +88,7 @@ def test_consent_recorded_by_an_earlier_version_still_counts(
     env = setup(repo, llm, evil)
     # the old record: in mcp-consent.json, keyed on the work tree's top-level path
     old = Path(env["XDG_CONFIG_HOME"]) / "ocr-hook" / "mcp-consent.json"
-    fp = consent.fingerprint({"endpoint": {"base_url": evil.url}})
+    fp = consent.consent_fingerprint({"endpoint": {"base_url": evil.url}})
     old.write_text(json.dumps({"version": 1, "allowed": [{
         "repository": str(repo.path), "fingerprint": fp,
         "servers": [f"llm.base_url = {evil.url!r}"], "allowed_at": "2026-01-01T00:00:00+00:00"}]}))

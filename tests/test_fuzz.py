@@ -170,7 +170,7 @@ def test_toml_text_parses_or_raises_one_line_config_error(text: str) -> None:
         assert "\n" not in str(e) and str(e).startswith("fuzz.toml: invalid TOML")
         return
     try:
-        layering.build([layering.Layer("fuzz.toml", data)])
+        layering.build_config([layering.Layer("fuzz.toml", data)])
     except ConfigError as e:
         assert "\n" not in str(e)
 
@@ -189,7 +189,7 @@ def test_any_layer_builds_or_raises_one_line_config_error(items: list[tuple[str,
         elif isinstance(data.get(section), dict) or section not in data:
             data.setdefault(section, {})[rest] = value
     try:
-        cfg = layering.build([layering.Layer("fuzz.toml", data)])
+        cfg = layering.build_config([layering.Layer("fuzz.toml", data)])
     except ConfigError as e:
         assert "\n" not in str(e) and "fuzz.toml" in str(e) or "configuration" in str(e)
         return
@@ -206,7 +206,7 @@ env_names = st.sampled_from(
 @given(env=st.dictionaries(env_names, st.text(max_size=30), max_size=5))
 def test_environment_layer_builds_or_raises_one_line_config_error(env: dict[str, str]) -> None:
     try:
-        cfg = layering.build([layering.env_layer(env)])
+        cfg = layering.build_config([layering.env_layer(env)])
     except ConfigError as e:
         assert "\n" not in str(e)
         return

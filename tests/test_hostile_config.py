@@ -87,7 +87,7 @@ def test_a_committed_tools_file_is_read_from_head(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    shipped = json.loads(resources.read_text("tools.json"))
+    shipped = json.loads(resources.read_builtin_text("tools.json"))
     for t in shipped["tools"]:
         if t["name"] == "file_find":
             t["definition"]["description"] = "TEAM DESCRIPTION of file_find"

@@ -89,6 +89,6 @@ def test_non_utf8_file_name_is_reviewed_and_reported_alike_in_every_format(
 ])
 def test_shown_and_real_path_round_trip(raw: bytes, text: str) -> None:
     path = os.fsdecode(raw)
-    assert pathtext.shown(path) == text
-    assert pathtext.real_path(pathtext.shown(path)) == path
-    assert pathtext.shown(path).encode("utf-8")
+    assert pathtext.shown_text(path) == text
+    assert pathtext.real_path(pathtext.shown_text(path)) == path
+    assert pathtext.shown_text(path).encode("utf-8")

@@ -25,7 +25,7 @@ from ocr_hook import cli
 from ocr_hook.pipeline.cache.entries import parse_envelope
 from ocr_hook.pipeline.cache.store import TEST_WRITE_PAUSE_ENV, cache_dir
 from ocr_hook.report.session import sessions_dir
-from ocr_hook.report.session_read import read_records
+from ocr_hook.report.session_read import read_session_records
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -148,7 +148,7 @@ def test_torn_session_line_is_skipped_by_list_and_show(
     path = directory / "20250101-000000-abcdef.jsonl"
     path.write_text('{"type": "start", "ts": 1, "mode": "staged", "stage": "review"}\n'
                     '{"type": "llm_request", "ts": 2, "gro', encoding="utf-8")
-    assert [r["type"] for r in read_records(path)] == ["start"]
+    assert [r["type"] for r in read_session_records(path)] == ["start"]
     monkeypatch.chdir(repo.path)
     assert cli.main(["session", "list"], environ=dict(os.environ)) == 0
     assert "20250101-000000-abcdef" in capsys.readouterr().out

@@ -75,7 +75,7 @@ import json, sys
 from ocr_hook.util import resources
 root = resources._root()
 print(json.dumps([str(root), "importlib.resources" in sys.modules,
-                  "openai" in resources.load_json("providers.json")["providers"]]))
+                  "openai" in resources.load_builtin_json("providers.json")["providers"]]))
 """
 
 

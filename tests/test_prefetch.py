@@ -55,7 +55,7 @@ def test_a_failed_background_import_changes_nothing() -> None:
     p = run("""
         sys.meta_path.insert(0, Blocker())
         from ocr_hook.llm import make_client, prefetch
-        print(prefetch.start(), prefetch.start())
+        print(prefetch.start_prefetch(), prefetch.start_prefetch())
         prefetch.wait()
         print(prefetch._thread.is_alive(), "requests" in sys.modules)
         try:
@@ -74,7 +74,7 @@ def test_a_slow_background_import_is_waited_for_and_done_once() -> None:
     p = run("""
         sys.meta_path.insert(0, Slow())
         from ocr_hook.llm import prefetch
-        prefetch.start()
+        prefetch.start_prefetch()
         prefetch.wait(0.01)  # returns while the thread still imports
         print(prefetch._thread.is_alive())
         import ocr_hook.llm.http  # blocks on the module until the thread has imported it
@@ -93,7 +93,7 @@ def test_no_thread_once_the_http_stack_is_imported() -> None:
     p = run("""
         import ocr_hook.llm.http
         from ocr_hook.llm import prefetch
-        print(prefetch.start(), prefetch._thread)
+        print(prefetch.start_prefetch(), prefetch._thread)
     """)
     assert p.stdout.splitlines() == ["False None"]
 
@@ -102,14 +102,14 @@ PROBE = """\
 import json, sys
 from ocr_hook.llm import prefetch
 snap = {}
-real_start, real_wait = prefetch.start, prefetch.wait
+real_start, real_wait = prefetch.start_prefetch, prefetch.wait
 def start():
     snap["at_start"] = sorted(sys.modules)
     return real_start() if MODE == "real" else False
 def wait(timeout=prefetch.JOIN_TIMEOUT_S):
     snap.setdefault("at_wait", sorted(sys.modules))
     return real_wait(timeout)
-prefetch.start, prefetch.wait = start, wait
+prefetch.start_prefetch, prefetch.wait = start, wait
 from ocr_hook import cli
 rc = cli.main(sys.argv[1:])
 thread = prefetch._thread

@@ -32,7 +32,7 @@ def test_each_layer_wins_over_the_next(repo: GitRepo, tmp_path: Path) -> None:
                                 {"path": "*.go", "rule": "user go rule"}]))
     cli_file = tmp_path / "cli.json"
     cli_file.write_text(_rule_json([{"path": "src/**", "rule": "cli rule"}]))
-    layers = rule_sources.load(repo.path, cli_rule=str(cli_file))
+    layers = rule_sources.load_rule_layers(repo.path, cli_rule=str(cli_file))
     assert [s.layer for s in layers.sources] == ["cli", "repo", "user", "builtin"]
     m = layers.check("src/a.py")
     assert (m.layer, m.pattern, m.text) == ("cli", "src/**", "cli rule")
@@ -48,7 +48,7 @@ def test_merge_system_rule_appends_and_plain_rule_replaces(repo: GitRepo) -> Non
         {"path": "*.py", "rule": "docs/team.md", "merge_system_rule": True},
         {"path": "*.java", "rule": "only this"},
     ]), "docs/team.md": "Never log passwords.\n"}, "rules")
-    layers = rule_sources.load(repo.path)
+    layers = rule_sources.load_rule_layers(repo.path)
     py = layers.check("app.py")
     assert py.text.startswith(PY_MARK) and py.text.rstrip().endswith("Never log passwords.")
     assert py.origin == "python.md + docs/team.md"
@@ -60,13 +60,13 @@ def test_md_reference_outside_the_repository_is_rejected(repo: GitRepo) -> None:
     repo.commit({".opencodereview/rule.json": _rule_json(
         [{"path": "*.py", "rule": "../secrets.md"}])}, "rules")
     with pytest.raises(ConfigError, match=r"\.\."):
-        rule_sources.load(repo.path)
+        rule_sources.load_rule_layers(repo.path)
 
 
 def test_rules_file_from_repo_config_is_read_at_head(repo: GitRepo) -> None:
     repo.commit({".ocr-hook.toml": '[rules]\nfile = "review/rules.json"\n',
                  "review/rules.json": _rule_json([{"path": "*.py", "rule": "from rules.file"}])})
-    layers = rule_sources.load(repo.path, repo_rule_file="review/rules.json")
+    layers = rule_sources.load_rule_layers(repo.path, repo_rule_file="review/rules.json")
     assert layers.check("a.py").text == "from rules.file"
     assert "review/rules.json" in layers.protected_paths
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ocr_hook import cli
-from ocr_hook.config.layering import Layer, build
+from ocr_hook.config.layering import Layer, build_config
 from ocr_hook.errors import ConfigError
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -22,7 +22,7 @@ SECRET_CONTENT_START = "Hard-coded secret ("
 
 
 def _build(entries: list[str]) -> None:
-    build([Layer(".ocr-hook.toml", {"security": {"allow_secrets": entries}})])
+    build_config([Layer(".ocr-hook.toml", {"security": {"allow_secrets": entries}})])
 
 
 @pytest.mark.parametrize("pattern", [
@@ -49,7 +49,7 @@ def test_an_invalid_regular_expression_is_refused_naming_the_setting() -> None:
 
 def test_literal_values_and_narrow_patterns_are_accepted() -> None:
     entries = [GH_ALLOWED, "AKIAQWERTY[A-Z]+", r"sk_test_fixture_[0-9]{4}", "ghp_R8x2[A-Za-z0-9]+"]
-    assert build([Layer(".ocr-hook.toml", {"security": {"allow_secrets": entries}})]
+    assert build_config([Layer(".ocr-hook.toml", {"security": {"allow_secrets": entries}})]
                  ).security.allow_secrets == entries
 
 

@@ -134,14 +134,14 @@ def test_rule_reference_to_a_symlink_reads_the_link_text_never_its_target(
         {"path": "*.py", "rule": "docs/team.md"}]})}, "rules")
     repo.git("add", "docs/team.md", "ext")
     repo.git("commit", "-q", "-m", "links")
-    layers = rule_sources.load(repo.path)
+    layers = rule_sources.load_rule_layers(repo.path)
     text = layers.check("a.py").text
     assert text == str(outside) and "OUTSIDE RULE CONTENT" not in text
     # a reference through a symlinked directory finds nothing at HEAD
     repo.commit({".opencodereview/rule.json": json.dumps({"rules": [
         {"path": "*.py", "rule": "ext/outside.md"}]})}, "rules 2")
     with pytest.raises(ConfigError):
-        rule_sources.load(repo.path)
+        rule_sources.load_rule_layers(repo.path)
 
 
 @pytest.mark.parametrize("ref", ["/etc/passwd.md", "../outside.md", "sub/../../outside.md"])
@@ -151,7 +151,7 @@ def test_repository_rule_references_outside_the_repository_are_refused(
     repo.commit({".opencodereview/rule.json": json.dumps({"rules": [
         {"path": "*.py", "rule": ref}]})}, "rules")
     with pytest.raises(ConfigError):
-        rule_sources.load(repo.path)
+        rule_sources.load_rule_layers(repo.path)
 
 
 def test_user_rule_reference_through_a_symlink_out_of_the_config_dir_is_refused(
@@ -165,7 +165,7 @@ def test_user_rule_reference_through_a_symlink_out_of_the_config_dir_is_refused(
     os.symlink(str(outside), cfg / "team.md")
     (cfg / "rule.json").write_text(json.dumps({"rules": [{"path": "*", "rule": "team.md"}]}))
     with pytest.raises(ConfigError, match="outside"):
-        rule_sources.load(repo.path)
+        rule_sources.load_rule_layers(repo.path)
 
 
 def test_staged_symlinks_are_reviewed_as_link_text_and_never_followed(

@@ -273,8 +273,8 @@ def test_glob_list_with_its_needles_answers_like_pathspec_on_any_path(path: str)
 def _builtin_lists() -> list[list[str]]:
     from ocr_hook.util import resources
 
-    lists = resources.load_json("path_lists.json")
-    defaults = resources.load_json("default_exclude_patterns.json")
+    lists = resources.load_builtin_json("path_lists.json")
+    defaults = resources.load_builtin_json("default_exclude_patterns.json")
     return [lists["secret_paths"], lists["provider_directories"],
             [p.lower() for p in defaults["tests"]],
             [p.lower() for p in defaults["generated"] + defaults["lock_files"]]]

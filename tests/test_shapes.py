@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from ocr_hook.config.models import Config
-from ocr_hook.util.shapes import Bound, check, field_types, plain_type
+from ocr_hook.util.shapes import Bound, check_shape, field_types, plain_type
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Loose:  # pydantic's default for a dataclass: unknown keys ignored
     ("x", None),
 ])
 def test_check_accepts_exact_shapes_only(data: Any, expected: Outer | None) -> None:
-    assert check(Outer, data) == expected
+    assert check_shape(Outer, data) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -70,8 +70,8 @@ def test_check_accepts_exact_shapes_only(data: Any, expected: Outer | None) -> N
 ])
 def test_text_scalars_accept_plain_number_forms_only(text: dict[str, str],
                                                      expected: Inner | None) -> None:
-    assert check(Inner, text, text_scalars=True) == expected
-    assert check(Inner, text) is None
+    assert check_shape(Inner, text, text_scalars=True) == expected
+    assert check_shape(Inner, text) is None
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,12 @@ class Flags:
 
 @pytest.mark.parametrize("text", ["true", "TRUE", "1", "yes", "on", "t", "y"])
 def test_text_scalars_accept_the_boolean_words_pydantic_accepts(text: str) -> None:
-    assert check(Flags, {"on": text}, text_scalars=True) == Flags(True)
+    assert check_shape(Flags, {"on": text}, text_scalars=True) == Flags(True)
     assert TypeAdapter(Flags).validate_python({"on": text}) == Flags(True)
 
 
 def test_unknown_keys_are_ignored_without_extra_forbid_and_bounds_reach_pydantic() -> None:
-    assert check(Loose, {"name": "a", "zzz": 1}) == Loose("a")
+    assert check_shape(Loose, {"name": "a", "zzz": 1}) == Loose("a")
     with pytest.raises(ValidationError) as e:
         TypeAdapter(Outer).validate_python({"name": "x", "inner": {"n": 11}})
     assert e.value.errors()[0]["msg"] == "Input should be less than or equal to 10"
@@ -119,7 +119,7 @@ CONFIG = TypeAdapter(Config)
 @settings(max_examples=200, deadline=None)
 @given(config_data())
 def test_fast_path_agrees_with_pydantic_on_every_configuration(data: dict[str, Any]) -> None:
-    fast = check(Config, data, text_scalars=True)
+    fast = check_shape(Config, data, text_scalars=True)
     try:
         slow: Config | None = CONFIG.validate_python(data)
     except ValidationError:

@@ -199,8 +199,8 @@ def review_filter(
     if not findings:
         return FilterOutcome(frozenset(), True, 0)
     offered = {f.id for f in findings}
-    system = util.render("review_filter_system", {"language": language or "English"})
-    user = util.render("review_filter_user", {"diffs": diffs_block(files),
+    system = util.render_template("review_filter_system", {"language": language or "English"})
+    user = util.render_template("review_filter_user", {"diffs": diffs_block(files),
                                                  "comments": comments_json(findings)})
     base = [Message("system", system), Message("user", redact(user))]
     msgs = list(base)
@@ -223,7 +223,7 @@ def review_filter(
                                      "removed": sorted(removed), "attempts": attempts,
                                      "ok": True})
             return FilterOutcome(removed, True, attempts)
-        msgs = [*base, Message("user", util.render("review_filter_retry", {"problem": why}))]
+        msgs = [*base, Message("user", util.render_template("review_filter_retry", {"problem": why}))]
     return _failed(record, label, attempts, f"malformed answer ({why})")
 
 
@@ -266,8 +266,8 @@ def relocate_snippet(
 ) -> str | None:
     """Ask once for the exact lines of ``fd``'s diff that ``comment`` is about (SPEC §8.1).
     Returns the snippet or None (no answer, ``NONE``, or any LLM failure)."""
-    system = util.render("relocation_system", {})
-    user = util.render("relocation_user", {
+    system = util.render_template("relocation_system", {})
+    user = util.render_template("relocation_user", {
         "path": util.xml_attr(fd.path),
         "diff": diff_text(fd),
         "existing_code": comment.existing_code,

@@ -187,7 +187,7 @@ def run_loop(
             return st.done(stop)
         if calls and st.rounds >= max_rounds:
             st.grace = True
-            st.msgs.append(Message("user", util.render("grace", {})))
+            st.msgs.append(Message("user", util.render_template("grace", {})))
 
 
 def _over_cap(calls: Sequence[ToolCall]) -> tuple[str, str] | None:
@@ -208,7 +208,7 @@ def _no_calls(st: _State, reply: Message) -> str | None:
     text = strip_think(reply.content)
     st.msgs.append(Message("assistant", text or "(no output)", reasoning=reply.reasoning,
                            reasoning_field=reply.reasoning_field, native=reply.native))
-    st.msgs.append(Message("user", util.render("nudge", {})))
+    st.msgs.append(Message("user", util.render_template("nudge", {})))
     st.empty += 1
     if st.empty >= MAX_EMPTY_ROUNDS:
         return "no_tool_calls"

@@ -91,7 +91,7 @@ def group_fields(
 def contract_fields(language: str) -> dict[str, str]:
     """The system-prompt fields every reviewing phase shares (plan and main): the one
     severity scale (``config/templates/severity.md``) and the answer language."""
-    return {"severity": util.render("severity", {}), "language": language or "English"}
+    return {"severity": util.render_template("severity", {}), "language": language or "English"}
 
 
 def group_messages(
@@ -104,8 +104,8 @@ def group_messages(
 ) -> list[Message]:
     """System + user messages of one group's main task (SPEC §6.2) from its ``group_fields``;
     ``plan`` only in round 1, ``confirmed`` (earlier findings) only in rounds ≥ 2."""
-    system = util.render("main_system", contract_fields(language))
-    user = util.render("main_user", {**fields, "plan": plan, "confirmed": confirmed})
+    system = util.render_template("main_system", contract_fields(language))
+    user = util.render_template("main_user", {**fields, "plan": plan, "confirmed": confirmed})
     return [Message("system", system), Message("user", redact(user))]
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 from ..llm import ChatClient, Message, ToolSpec, Turn, WrappedClient
 from ..secrets import redact
-from ..util import shown
+from ..util import shown_text
 
 MEMO_MAX_ENTRIES = 4096  # memoised texts kept per run before the memo is cleared (ours)
 MEMO_MAX_CHARS = 64 * 1024 * 1024  # and their total size: tools redact whole files (ours)
@@ -51,7 +51,7 @@ class Redactor:
             hit = self._memo.get(text)
         if hit is not None:
             return hit
-        out, n = redact(shown(text), self.literals)  # non-UTF-8 path bytes as \xNN (pathtext)
+        out, n = redact(shown_text(text), self.literals)  # non-UTF-8 path bytes as \xNN (pathtext)
         with self._lock:
             if len(self._memo) >= MEMO_MAX_ENTRIES or self._memo_chars >= MEMO_MAX_CHARS:
                 self._memo.clear()

@@ -87,8 +87,8 @@ def grouping_call(
     return the validated groups (:func:`grouping.parse_grouping_answer`). Raises LlmError
     (also for an unusable answer), BudgetExhausted or DeadlineExceeded."""
     msgs = [
-        Message("system", util.render("grouping_system", {})),
-        Message("user", util.render("grouping_user", {"file_list": grouping.file_list(files)})),
+        Message("system", util.render_template("grouping_system", {})),
+        Message("user", util.render_template("grouping_user", {"file_list": grouping.file_list(files)})),
     ]
     answer = ask(client, msgs, meter=meter, record=record, task="grouping", label=GROUPING_LABEL)
     try:
@@ -131,10 +131,10 @@ def plan_call(
     A plan cut at the output limit ends with PLAN_CUT_NOTE, so the reviewer knows the rest
     is missing. Raises LlmError (also for an empty answer), BudgetExhausted or
     DeadlineExceeded."""
-    system = util.render("plan_system", {"plan_tools": plan_tools_text(plan_tools),
-                                            "severity": util.render("severity", {}),
+    system = util.render_template("plan_system", {"plan_tools": plan_tools_text(plan_tools),
+                                            "severity": util.render_template("severity", {}),
                                             "language": language or "English"})
-    user = redact(util.render("plan_user", user_fields))
+    user = redact(util.render_template("plan_user", user_fields))
     turn = ask_turn(client, [Message("system", system), Message("user", user)], meter=meter,
                     record=record, task="plan", label=label)
     answer = clean_answer(turn.message.content)
@@ -158,8 +158,8 @@ def summary_call(
     """The compression summary of SPEC §6.3 for ``transcript`` (the rendered compress zone).
     Raises LlmError (also for an empty answer), BudgetExhausted or DeadlineExceeded."""
     msgs = [
-        Message("system", util.render("compression_system", {"language": language})),
-        Message("user", util.render("compression_user", {"context": transcript})),
+        Message("system", util.render_template("compression_system", {"language": language})),
+        Message("user", util.render_template("compression_user", {"context": transcript})),
     ]
     answer = ask(client, msgs, meter=meter, record=record, task="compression", label=label,
                  max_output_tokens=max_output_tokens)

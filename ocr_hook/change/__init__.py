@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from .changeset import ChangeSet, ScanPolicy, human_bytes, load_change_set
     from .hookinput import changes_only_notice, filter_paths
     from .notes import input_warnings
-    from .rule_sources import RuleLayers, load, selection_globs
+    from .rule_sources import RuleLayers, load_rule_layers, selection_globs
     from .scan import change_findings
     from .selection import BOUND_REASONS, Decision, SelectionPolicy, reason_words
 
@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "changeset": ("ChangeSet", "ScanPolicy", "human_bytes", "load_change_set",),
     "hookinput": ("changes_only_notice", "filter_paths",),
     "notes": ("input_warnings",),
-    "rule_sources": ("RuleLayers", "load", "selection_globs",),
+    "rule_sources": ("RuleLayers", "load_rule_layers", "selection_globs",),
     "scan": ("change_findings",),
     "selection": ("BOUND_REASONS", "Decision", "SelectionPolicy", "reason_words",),
 })

@@ -46,7 +46,7 @@ def glob_regexes(globs: Sequence[str]) -> tuple[str, ...]:
 def builtin() -> tuple[Regexes, ...]:
     """The regexes of RESOURCE: per entry of the rule map, per pattern, per expansion. Raises
     ValueError when the file is malformed (a packaging bug)."""
-    data = util.load_json(RESOURCE)
+    data = util.load_builtin_json(RESOURCE)
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(
             isinstance(e, list) and all(

@@ -81,7 +81,7 @@ def _cli_layer(rule_file: str, cwd: Path) -> rules.RuleSource:
     return rules.RuleSource("cli", (rules.RuleEntry(("**/*",), text, False, path.name),))
 
 
-def load(
+def load_rule_layers(
     repo: Path,
     *,
     cli_rule: str = "",

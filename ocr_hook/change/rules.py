@@ -446,8 +446,8 @@ def builtin_rules() -> RuleSource:
     from . import rule_globs
 
     source = parse_rule_map(
-        util.read_text(BUILTIN_RULE_MAP).encode("utf-8"),
-        lambda rule: util.read_text(f"rules/{rule}"),
+        util.read_builtin_text(BUILTIN_RULE_MAP).encode("utf-8"),
+        lambda rule: util.read_builtin_text(f"rules/{rule}"),
     )
     regexes = rule_globs.builtin()
     if [len(e.patterns) for e in source.entries] != [len(r) for r in regexes]:

@@ -88,7 +88,7 @@ def _library_pass(files: Sequence[FileDiff], full: dict[str, str], allow: Sequen
 
     rows = secrets.added_rows(files, full)
     try:
-        hits = secrets.scan(rows)
+        hits = secrets.detect_secrets_hits(rows)
     except ImportError:
         return ChangeScan([], warnings=[secrets.NOT_INSTALLED])
     found, literals = secrets.library_findings(hits, rows, allow)

@@ -189,9 +189,9 @@ class _Builtin:
     """The built-in lists, compiled once per process."""
 
     def __init__(self) -> None:
-        lists = util.load_json("path_lists.json")
-        defaults = util.load_json("default_exclude_patterns.json")
-        types = util.load_json("supported_file_types.json")
+        lists = util.load_builtin_json("path_lists.json")
+        defaults = util.load_builtin_json("default_exclude_patterns.json")
+        types = util.load_builtin_json("supported_file_types.json")
         self.secret = GlobList(lists["secret_paths"])
         self.provider = GlobList(lists["provider_directories"])
         self.tests = GlobList([p.lower() for p in defaults["tests"]])

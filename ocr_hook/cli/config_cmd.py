@@ -62,8 +62,8 @@ def _list_or_get(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     action = args.config_cmd
     layers = config_layers(repo_or_none(), environ)
-    cfg = config.build(layers)
-    _, origin = config.merge(layers)
+    cfg = config.build_config(layers)
+    _, origin = config.merge_layers(layers)
     keys = config.all_keys() if action == "list" else [args.key]
     if action == "get":
         config.field_of(args.key)
@@ -104,10 +104,10 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         new_value = config.parse_value(args.key, raw)
         section, _, name = args.key.partition(".")
         # the value itself first: its error names the command line, not the file
-        config.build([config.Layer("command line", {section: {name: new_value}})])
+        config.build_config([config.Layer("command line", {section: {name: new_value}})])
     new_text = edit_toml(text, args.key, new_value, str(path))
     # then what the file will hold, naming the file in the error
-    config.build([config.Layer(str(path), config.parse_toml(new_text, str(path)))])
+    config.build_config([config.Layer(str(path), config.parse_toml(new_text, str(path)))])
     if args.config_cmd == "unset" and new_text == text:
         log.info("%s is not set in %s", args.key, path)
         return Exit.OK
@@ -117,9 +117,8 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def allow_mcp(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-mcp``: show the MCP servers of ``.ocr-hook.toml`` at HEAD and
-    record the user's consent for exactly that list (ocr_hook/consent.py)."""
-    from .. import config as consent
-    from .. import git
+    record the user's consent for exactly that list (ocr_hook/config/consent.py)."""
+    from .. import config, git
     from ..config import REPO_SOURCE, repo_mcp_servers
     from ..tools import describe_server, parse_servers
 
@@ -129,8 +128,8 @@ def allow_mcp(environ: Mapping[str, str]) -> int:
     if not servers:
         raise OcrError(f"{src} defines no mcp.servers; nothing to allow")
     lines = [describe_server(n, s) for n, s in servers.items()]
-    fp = consent.fingerprint({n: s.model_dump() for n, s in servers.items()})
-    path = consent.record(environ, repo, fp, lines)
+    fp = config.consent_fingerprint({n: s.model_dump() for n, s in servers.items()})
+    path = config.record_consent(environ, repo, fp, lines)
     print(f"Allowed the MCP servers of {src} in {repo} to run during reviews:")
     for line in lines:
         print(f"  {line}")
@@ -140,9 +139,8 @@ def allow_mcp(environ: Mapping[str, str]) -> int:
 
 def allow_endpoint(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-endpoint``: trust the endpoint settings of ``.ocr-hook.toml`` at
-    HEAD for this repository and its linked worktrees (ocr_hook/consent.py)."""
+    HEAD for this repository and its linked worktrees (ocr_hook/config/consent.py)."""
     from .. import config, git
-    from .. import config as consent
     from ..config import REPO_SOURCE, read_repo_file, repo_endpoint_settings
 
     repo = git.find_toplevel(Path.cwd())
@@ -153,8 +151,8 @@ def allow_endpoint(environ: Mapping[str, str]) -> int:
         raise OcrError(f"{src} sets no endpoint setting (llm.provider, llm.protocol,"
                        " llm.base_url, llm.extra_headers, llm.extra_body); nothing to allow")
     lines = [f"llm.{k} = {settings[k]!r}" for k in settings]
-    path = consent.record(environ, repo, consent.fingerprint({"endpoint": settings}), lines,
-                          kind="endpoint")
+    fp = config.consent_fingerprint({"endpoint": settings})
+    path = config.record_consent(environ, repo, fp, lines, kind="endpoint")
     print(f"Trusting the endpoint settings of {src} in {repo}:")
     for line in lines:
         print(f"  {line}")

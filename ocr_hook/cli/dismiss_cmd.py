@@ -60,7 +60,7 @@ def _check_id(raw: str) -> str:
 def find_finding(common: Path, prefix: str) -> dict[str, Any]:
     """The newest session record of a finding whose id starts with ``prefix``. Raises
     UsageError when no session has one, or the newest session that has one has several."""
-    from ..report import read_records, sessions_dir
+    from ..report import read_session_records, sessions_dir
 
     directory = sessions_dir(common)
     try:
@@ -69,7 +69,7 @@ def find_finding(common: Path, prefix: str) -> dict[str, Any]:
         files = []
     for path in files:
         try:
-            records = read_records(path)
+            records = read_session_records(path)
         except UsageError:
             continue
         found: dict[str, dict[str, Any]] = {}
@@ -107,7 +107,7 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
         return Exit.OK
     d = Dismissal(
         key=key, path=str(rec.get("path", "")), category=str(rec.get("category", "")),
-        code=str(rec.get("code", "")), reason=reason, author=comments.author(repo),
+        code=str(rec.get("code", "")), reason=reason, author=comments.git_author(repo),
         date=comments.now_iso(), finding_id=str(rec.get("id", "")),
         message=" ".join(str(rec.get("content", "")).split())[:200],
         scope="shared" if shared else "personal")

@@ -31,7 +31,7 @@ def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 
     action = getattr(args, "llm_cmd", None)
     if action == "providers":
-        table = config.presets()
+        table = config.provider_presets()
         if args.json:
             say(json.dumps(table, indent=2, ensure_ascii=False))
             return Exit.OK
@@ -70,7 +70,7 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     layers = config_layers(repo_or_none(), environ,
                            config.Layer("command line", {"llm": flags} if flags else {}),
                            llm_command=True)
-    cfg = config.build(layers)
+    cfg = config.build_config(layers)
     endpoint, why = resolve_llm_endpoint(cfg, environ)
     if endpoint is None:
         raise ConfigError(why)

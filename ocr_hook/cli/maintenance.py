@@ -28,15 +28,15 @@ def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 
 def _install(args: argparse.Namespace, repo: Path) -> int:
     """``install``/``uninstall`` the native hooks; prints one line per change."""
-    from .. import hooks as install
+    from .. import hooks
 
-    hooks = [h for h, on in (("pre-commit", args.pre_commit),
-                             ("pre-merge-commit", args.pre_merge_commit),
-                             ("pre-push", args.pre_push)) if on]
+    chosen = [h for h, on in (("pre-commit", args.pre_commit),
+                              ("pre-merge-commit", args.pre_merge_commit),
+                              ("pre-push", args.pre_push)) if on]
     if args.command == "install":
-        changes = install.install(repo, hooks or ["pre-commit"], force=args.force)
+        changes = hooks.install(repo, chosen or ["pre-commit"], force=args.force)
     else:
-        changes = install.uninstall(repo, hooks or list(install.HOOK_TYPES))
+        changes = hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))
     for c in changes:
         print(c.describe())
     return Exit.OK
@@ -83,7 +83,7 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
             for s in items:
                 print(json.dumps(dataclasses.asdict(s), ensure_ascii=False))
         else:
-            sys.stdout.write(report.format_list(items))
+            sys.stdout.write(report.format_session_list(items))
         return Exit.OK
     if getattr(args, "session_cmd", None) == "show":
         path = report.find_session(directory, args.id)
@@ -92,8 +92,8 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
         if args.json:
             sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
         else:
-            for rec in report.read_records(path):
-                print(report.format_record(rec))
+            for rec in report.read_session_records(path):
+                print(report.format_session_record(rec))
         return Exit.OK
     raise OcrError("usage: git ocr session list|show ID")
 
@@ -102,16 +102,16 @@ def _session_page(path: Path, output: str | None) -> int:
     """``session show ID --html [--output FILE]``: the review page of a recorded session.
     Raises OcrError when the session has no result record (an older or interrupted run)."""
     from .. import report
-    from ..report import check_output_path, diff_from_record, render, write_output
+    from ..report import check_output_path, diff_from_record, render_html, write_output
 
     out_path = check_output_path(output) if output else None
-    rec = next((r for r in reversed(report.read_records(path))
+    rec = next((r for r in reversed(report.read_session_records(path))
                 if r.get("type") == "result"), None)
     if rec is None or not isinstance(rec.get("report"), dict):
         raise OcrError(f"session {path.stem} has no recorded result (interrupted, or written by"
                        " an older ocr-hook)")
     diffs = [diff_from_record(d) for d in rec.get("diffs", []) if isinstance(d, dict)]
-    page = render(rec["report"], diffs, str(rec.get("verdict_line", "")))
+    page = render_html(rec["report"], diffs, str(rec.get("verdict_line", "")))
     if out_path is not None:
         write_output(out_path, page)
     else:

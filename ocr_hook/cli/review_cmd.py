@@ -158,9 +158,9 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
     elif fmt == "sarif":
         report.write_sarif(result, stream)
     elif fmt == "html":
-        from ..report import render, verdict_line
+        from ..report import render_html, verdict_line
 
-        stream.write(render(report.utf8_safe(report.to_json(result)), review_diffs(result),
+        stream.write(render_html(report.utf8_safe(report.to_json(result)), review_diffs(result),
                             verdict_line(result)))
     else:
         from ..report import write_text
@@ -238,7 +238,7 @@ def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, s
     else:
         found = None
     if found is not None:
-        return [git.bound(repo, t, max_commits) for t in found]
+        return [git.bound_push_range(repo, t, max_commits) for t in found]
     raise UsageError("git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines"
                      " on stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit framework)")
 
@@ -248,7 +248,7 @@ def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
     """Rule layers of SPEC §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
     from .. import change
 
-    return change.load(
+    return change.load_rule_layers(
         repo,
         cli_rule=getattr(args, "rule", None) or "",
         repo_rule_file=getattr(getattr(cfg, "rules", None), "file", "") or "",
@@ -269,7 +269,7 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     from ..comments import IGNORE_MARKER, can_dismiss
     from ..findings import Severity
     from ..hooks import hook_command
-    from ..report import location
+    from ..report import finding_location
 
     if result.decision.verdict != "findings":
         return []
@@ -277,7 +277,7 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     blocking = [f for f in result.findings if f.severity >= threshold]
     lines = [f"not a problem? dismiss it (or put `{IGNORE_MARKER} <reason>` on its line):"]
     for f in blocking[:DISMISS_HINTS_MAX]:
-        where = f"{location(f)} [{f.severity.label} · {f.category}]"
+        where = f"{finding_location(f)} [{f.severity.label} · {f.category}]"
         if can_dismiss(f):
             lines.append(f"  git ocr dismiss {f.id} --reason '…'    # {where}")
         else:

@@ -8,7 +8,7 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .dismissal_files import (
-        author,
+        git_author,
         load_for_review,
         load_personal,
         load_shared_worktree,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
         IGNORE_MARKER,
         Dismissal,
         DismissedFinding,
-        apply,
+        apply_dismissals,
         can_dismiss,
         finding_key,
     )
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "dismissal_files": (
-        "author",
+        "git_author",
         "load_for_review",
         "load_personal",
         "load_shared_worktree",
@@ -40,7 +40,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "Dismissal",
         "DismissedFinding",
         "IGNORE_MARKER",
-        "apply",
+        "apply_dismissals",
         "can_dismiss",
         "finding_key",
     ),

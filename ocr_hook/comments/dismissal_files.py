@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import git
 from ..errors import OcrError, UsageError
-from ..util import write_bytes
+from ..util import write_atomic
 from .dismissals import SHARED_FILE, Dismissal
 
 FILE_VERSION = 1
@@ -129,7 +129,7 @@ def save_personal(common_dir: Path, items: Sequence[Dismissal]) -> Path:
     Raises UsageError when it cannot be written."""
     path = personal_path(common_dir)
     try:
-        write_bytes(path, dump(items))
+        write_atomic(path, dump(items))
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
     return path
@@ -140,13 +140,13 @@ def save_shared(repo: Path, items: Sequence[Dismissal]) -> Path:
     path. Raises UsageError when it cannot be written."""
     path = shared_path(repo)
     try:
-        write_bytes(path, dump(items), mode=SHARED_FILE_MODE)
+        write_atomic(path, dump(items), mode=SHARED_FILE_MODE)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
     return path
 
 
-def author(repo: Path) -> str:
+def git_author(repo: Path) -> str:
     """``Name <email>`` of the git identity (``git var GIT_AUTHOR_IDENT``), "" when none is
     configured."""
     rc, out, _ = git.run_git_full(repo, "var", "GIT_AUTHOR_IDENT", ok_codes=(0, 128),

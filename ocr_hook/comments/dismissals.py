@@ -99,7 +99,7 @@ def can_dismiss(f: Finding) -> bool:
     return f.source != SECRET_SOURCE
 
 
-def apply(
+def apply_dismissals(
     findings: Sequence[Finding], dismissals: Iterable[Dismissal]
 ) -> tuple[list[Finding], list[DismissedFinding]]:
     """Split ``findings`` into those that still count and those dismissed (both in input

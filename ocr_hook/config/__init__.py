@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .consent import fingerprint, is_allowed, record
+    from .consent import consent_fingerprint, consent_given, record_consent
     from .endpoint import resolve_llm_endpoint, resolve_llm_endpoint_deferred
     from .layering import (
         Config,
         Layer,
         all_keys,
-        build,
+        build_config,
         field_of,
-        merge,
+        merge_layers,
         parse_toml,
         parse_value,
-        presets,
+        provider_presets,
     )
     from .load import (
         HEAD_FILES,
@@ -37,18 +37,18 @@ if TYPE_CHECKING:
     from .toml_edit import edit_toml, toml_literal
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "consent": ("fingerprint", "is_allowed", "record",),
+    "consent": ("consent_fingerprint", "consent_given", "record_consent",),
     "endpoint": ("resolve_llm_endpoint", "resolve_llm_endpoint_deferred",),
     "layering": (
         "Config",
         "Layer",
         "all_keys",
-        "build",
+        "build_config",
         "field_of",
-        "merge",
+        "merge_layers",
         "parse_toml",
         "parse_value",
-        "presets",
+        "provider_presets",
     ),
     "load": (
         "HEAD_FILES",

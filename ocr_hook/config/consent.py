@@ -53,7 +53,7 @@ def repository_key(repository: Path) -> str:
     return str(git_common_dir(repository).resolve())
 
 
-def fingerprint(servers: Mapping[str, Mapping[str, Any]]) -> str:
+def consent_fingerprint(servers: Mapping[str, Mapping[str, Any]]) -> str:
     """SHA-256 (hex) of the canonical JSON (sorted keys, no spaces) of the server tables
     (name → the validated entry as plain data)."""
     canon = json.dumps(servers, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -71,7 +71,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return [a for a in allowed if isinstance(a, dict)] if isinstance(allowed, list) else []
 
 
-def is_allowed(environ: Mapping[str, str], repository: Path, fp: str, kind: str = "mcp") -> bool:
+def consent_given(environ: Mapping[str, str], repository: Path, fp: str, kind: str = "mcp") -> bool:
     """True when the user allowed ``fp`` (a server list, or endpoint settings for ``kind``
     ``endpoint``) for ``repository`` (a work-tree top level): recorded under its common
     directory, or under this top-level path by an earlier version. Raises ConfigError when a
@@ -86,7 +86,7 @@ def is_allowed(environ: Mapping[str, str], repository: Path, fp: str, kind: str 
     return any(a.get("repository") in keys for a in entries)
 
 
-def record(
+def record_consent(
     environ: Mapping[str, str], repository: Path, fp: str, lines: Sequence[str],
     now: _dt.datetime | None = None, kind: str = "mcp",
 ) -> Path:
@@ -104,7 +104,7 @@ def record(
                     "allowed_at": stamp})
     data = json.dumps({"version": STORE_VERSION, "allowed": entries}, indent=2) + "\n"
     try:
-        util.write_bytes(path, data.encode("utf-8"), mode=0o600)
+        util.write_atomic(path, data.encode("utf-8"), mode=0o600)
     except OSError as e:
         raise ConfigError(f"cannot write consent file {path}: {e}") from e
     return path

@@ -24,7 +24,7 @@ API_KEY_CMD_TIMEOUT_S = 30.0  # a password manager may be slow to unlock, but a 
 def presets() -> dict[str, dict[str, Any]]:
     """Provider presets from ``config/providers.json`` (SPEC §2): name → {protocol, base_url,
     key_env, base_url_env?, keyless?, output_tokens_field?, auth_header?, azure?, extra_body?}."""
-    return dict(util.load_json("providers.json")["providers"])
+    return dict(util.load_builtin_json("providers.json")["providers"])
 
 
 def _is_local(url: str) -> bool:

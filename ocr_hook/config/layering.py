@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConfigError
-from ..util import check, field_types, plain_type
+from ..util import check_shape, field_types, plain_type
 from .models import (
     FLAG_KEYS,
     LIST_KEYS,
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
 __all__ = [
     "FLAG_KEYS", "LIST_KEYS", "REPO_FILE", "SECRET_KEYS", "SECTIONS", "CacheConfig", "Config",
     "GateConfig", "Layer", "LlmConfig", "McpConfig", "ReviewConfig", "RulesConfig",
-    "SecurityConfig", "SelectConfig", "ToolsConfig", "all_keys", "azure_url", "build",
-    "check_repo_layer", "env_layer", "field_of", "flag_layer", "merge", "parse_toml",
-    "parse_value", "preset_env_layer", "presets", "resolve_endpoint",
+    "SecurityConfig", "SelectConfig", "ToolsConfig", "all_keys", "azure_url", "build_config",
+    "check_repo_layer", "env_layer", "field_of", "flag_layer", "merge_layers", "parse_toml",
+    "parse_value", "preset_env_layer", "provider_presets", "resolve_endpoint",
 ]
 
 
@@ -58,7 +58,7 @@ __all__ = [
 # names below only when a run needs them (issue 18, start-up)
 
 
-def presets() -> dict[str, dict[str, Any]]:
+def provider_presets() -> dict[str, dict[str, Any]]:
     """``config_endpoint.presets``: the provider presets of ``config/providers.json``."""
     from .endpoint import presets as table
 
@@ -163,7 +163,7 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
     return Layer("environment", data)
 
 
-def merge(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
+def merge_layers(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
     """Merge layers lowest-precedence first: returns (data, dotted key → source)."""
     data: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -202,14 +202,14 @@ def _adapter() -> Any:
     return TypeAdapter(Config)
 
 
-def build(layers: Sequence[Layer]) -> Config:
+def build_config(layers: Sequence[Layer]) -> Config:
     """Merge and validate. Raises ConfigError("invalid <key> = <value> in <source>; allowed:
     …") for the first invalid or unknown key."""
     for layer in layers:  # before merging: a later table must not hide an invalid one
         for section, value in layer.data.items():
             if section in SECTIONS and not isinstance(value, Mapping):
                 raise ConfigError(f"[{section}] in {layer.source} must be a table")
-    data, origin = merge(layers)
+    data, origin = merge_layers(layers)
     for section, value in data.items():
         if section not in SECTIONS:
             src = next((s for k, s in origin.items() if k.startswith(section)), "configuration")
@@ -218,7 +218,7 @@ def build(layers: Sequence[Layer]) -> Config:
         if not isinstance(value, Mapping):
             where = origin.get(section, "configuration")
             raise ConfigError(f"[{section}] in {where} must be a table")
-    fast = check(Config, data, text_scalars=True)
+    fast = check_shape(Config, data, text_scalars=True)
     if fast is not None:
         return fast
     from pydantic import ValidationError
@@ -254,10 +254,10 @@ def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Lay
     and ``OPENAI_API_VERSION`` for ``azure-openai``) as a layer. Callers put it just below the
     ``OCR_HOOK_*`` / ``OCR_LLM_*`` layer: it overrides the files, never our own variables.
     Only the preset named by ``llm.provider`` is consulted: nothing is guessed."""
-    data, _ = merge(layers)
+    data, _ = merge_layers(layers)
     name = _get(data, "llm.provider")
     # no provider (OCR_LLM_URL…) or "custom": no preset, and the presets file is not read
-    preset = presets().get(name) if isinstance(name, str) and name not in ("", "custom") \
+    preset = provider_presets().get(name) if isinstance(name, str) and name not in ("", "custom") \
         else None
     out: dict[str, Any] = {}
     if preset:

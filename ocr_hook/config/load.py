@@ -100,8 +100,8 @@ def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
         return layer
     from . import consent  # hashlib: only for settings that need a consent fingerprint
 
-    fp = consent.fingerprint({"endpoint": settings})
-    if consent.is_allowed(environ, repo, fp, kind="endpoint"):
+    fp = consent.consent_fingerprint({"endpoint": settings})
+    if consent.consent_given(environ, repo, fp, kind="endpoint"):
         return layer
     llm = {k: v for k, v in layer.data["llm"].items() if k not in needed}
     data = {**layer.data, "llm": llm}
@@ -136,7 +136,7 @@ def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]
     """Layer defaults, user file, repository file (from HEAD), the preset's standard variables,
     ``OCR_HOOK_*``/``OCR_LLM_*`` and the flags (``config.flag_layer``), then validate (SPEC §2).
     Raises ConfigError for the first invalid value."""
-    return layering.build(config_layers(repo, environ, layering.flag_layer(flags)))
+    return layering.build_config(config_layers(repo, environ, layering.flag_layer(flags)))
 
 
 def load_settings(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str],
@@ -147,7 +147,7 @@ def load_settings(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, st
     from .repo import repo_path_keys
 
     layers = config_layers(repo, environ, layering.flag_layer(flags), llm_command=llm_command)
-    return layering.build(layers), repo_path_keys(layers, REPO_SOURCE)
+    return layering.build_config(layers), repo_path_keys(layers, REPO_SOURCE)
 
 
 def write_private(path: Path, text: str) -> None:

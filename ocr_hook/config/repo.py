@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import git
 from ..errors import ConfigError
-from .layering import Layer, merge
+from .layering import Layer, merge_layers
 
 # Settings of the repository file that name a file (read from HEAD when the repository set them)
 REPO_PATH_KEYS = ("review.background_file", "rules.file", "tools.file")
@@ -79,7 +79,7 @@ def check_repo_paths(layer: Layer) -> Layer:
 def repo_path_keys(layers: Sequence[Layer], repo_source: str) -> frozenset[str]:
     """The keys of REPO_PATH_KEYS whose effective value comes from the layer named
     ``repo_source`` (the repository file): those are read from HEAD, never from disk."""
-    data, origin = merge(layers)
+    data, origin = merge_layers(layers)
     return frozenset(k for k in REPO_PATH_KEYS
                      if origin.get(k) == repo_source and _get(data, k))
 
@@ -122,7 +122,7 @@ def needs_endpoint_consent(settings: Mapping[str, Any], below: Sequence[Layer],
     redirect. With none of those, the only key a preset can use is its own variable
     (``DEEPSEEK_API_KEY`` for ``deepseek``), which goes where the preset says. Pure."""
     def llm_of(layers: Sequence[Layer]) -> Mapping[str, Any]:
-        data, _ = merge(layers)
+        data, _ = merge_layers(layers)
         llm = data.get("llm")
         return llm if isinstance(llm, Mapping) else {}
 

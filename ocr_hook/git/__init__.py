@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         run_scope,
         zsplit,
     )
-    from .push_scope import bound
+    from .push_scope import bound_push_range
     from .stream import stream_git
     from .target import (
         CONTEXT_LINES,
@@ -61,7 +61,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "run_scope",
         "zsplit",
     ),
-    "push_scope": ("bound",),
+    "push_scope": ("bound_push_range",),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

@@ -26,7 +26,7 @@ def _count(repo: Path, head: str, base: str, empty: str) -> int:
     return int(process.run_git(repo, *args).decode().strip() or 0)
 
 
-def bound(repo: Path, t: Target, max_commits: int) -> Target:
+def bound_push_range(repo: Path, t: Target, max_commits: int) -> Target:
     """``t`` with ``commits`` counted and, when there are more than ``max_commits``, its base
     moved to the first parent of the ``max_commits``-th newest first-parent commit of the
     range (the commits below it are reported, not reviewed). A range whose first-parent chain

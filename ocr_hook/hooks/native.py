@@ -257,7 +257,7 @@ def install(
                 if path.read_bytes() == text:
                     changes.append(HookChange(hook, path, "unchanged"))
                     continue
-                util.write_bytes(path, text, mode=0o755)
+                util.write_atomic(path, text, mode=0o755)
                 changes.append(HookChange(hook, path, "updated"))
                 continue
             action = "installed"
@@ -270,7 +270,7 @@ def install(
                 os.replace(path, orig)
                 action = "replaced" if force else "chained"
             directory.mkdir(parents=True, exist_ok=True)
-            util.write_bytes(path, text, mode=0o755)
+            util.write_atomic(path, text, mode=0o755)
         except OSError as e:
             raise UsageError(f"cannot install the {hook} hook in {directory}: {e.strerror}") from e
         changes.append(HookChange(hook, path, action))
@@ -290,7 +290,7 @@ def _refresh_others(directory: Path, others: Sequence[str],
             old = path.read_bytes()
             text = render_hook(hook, cmd, chain=b"\nocr_hook_chain=0\n" not in old).encode()
             if old != text:
-                util.write_bytes(path, text, mode=0o755)
+                util.write_atomic(path, text, mode=0o755)
                 changes.append(HookChange(hook, path, "updated"))
         except OSError as e:
             raise UsageError(f"cannot update the {hook} hook in {directory}: {e.strerror}") from e

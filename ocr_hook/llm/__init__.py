@@ -13,7 +13,7 @@ from .types import ChatClient, Endpoint, TokenCounter, estimate_tokens
 if TYPE_CHECKING:
     from .anthropic import messages_url
     from .openai import chat_url
-    from .prefetch import start
+    from .prefetch import start_prefetch
     from .types import (
         Message,
         ToolCall,
@@ -53,7 +53,7 @@ def make_client(
 __getattr__, __dir__, _lazy = lazy_exports(__name__, {
     "anthropic": ("messages_url",),
     "openai": ("chat_url",),
-    "prefetch": ("start",),
+    "prefetch": ("start_prefetch",),
     "types": ("Message", "ToolCall", "ToolSpec", "Turn", "Usage", "WrappedClient",
               "decode_arguments", "mask_key", "split_think"),
 })

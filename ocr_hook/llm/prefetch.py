@@ -20,7 +20,7 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-def start() -> bool:
+def start_prefetch() -> bool:
     """Start importing TARGET on a daemon thread, once per process. Returns False when it is
     already imported or a thread was started before."""
     global _thread

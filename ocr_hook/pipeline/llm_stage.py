@@ -53,7 +53,7 @@ def review_with_llm(state: RunState, redactor: Redactor,
     req = state.req
     from .. import llm  # the LLM will be called: import HTTP meanwhile (issue 18)
 
-    llm.start()
+    llm.start_prefetch()
     try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
         endpoint = req.endpoint_with_key()
     except OcrError as e:

@@ -32,7 +32,7 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
 
     if req.preview:
         return review.run(req, rules_for=rules_for)
-    from ..report import Progress, Session, new_session_id, prune, sessions_dir
+    from ..report import Progress, Session, new_session_id, prune_sessions, sessions_dir
 
     common = git.git_common_dir(req.repo)
     opened: list[ResultCache] = []
@@ -76,7 +76,7 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
             }
         session.record("end", end)
         session.close()
-        prune(sessions_dir(common))
+        prune_sessions(sessions_dir(common))
         if opened and opened[0].writes:  # only a write can take it over cache.max_mb
             opened[0].prune()
     return result
@@ -182,8 +182,8 @@ def mcp_bridge(repo: Path, cfg: Config, environ: Mapping[str, str]) -> Any:
     from_repo = [n for n, s in servers.items() if repo_servers.get(n) == s]
     notes: list[tuple[str, str]] = []
     if from_repo:
-        fp = config.fingerprint({n: s.model_dump() for n, s in repo_servers.items()})
-        if not config.is_allowed(environ, repo, fp):
+        fp = config.consent_fingerprint({n: s.model_dump() for n, s in repo_servers.items()})
+        if not config.consent_given(environ, repo, fp):
             for n in from_repo:
                 del servers[n]
             notes.append(("", f"MCP servers of {src} not started: {', '.join(from_repo)}; this"

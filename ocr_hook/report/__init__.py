@@ -8,7 +8,7 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .destination import check_output_path, stdout_to_devnull, to_stdout, write_output
-    from .html import diff_from_record, render
+    from .html import diff_from_record, render_html
     from .machine import display_text, to_json, utf8_safe, write_json, write_sarif
     from .progress import Progress
     from .result import (
@@ -22,13 +22,19 @@ if TYPE_CHECKING:
         merged_findings,
         not_reviewed_line,
     )
-    from .session import Session, new_session_id, prune, sessions_dir
-    from .session_read import find_session, format_list, format_record, list_sessions, read_records
-    from .text import location, verdict_line, write_text
+    from .session import Session, new_session_id, prune_sessions, sessions_dir
+    from .session_read import (
+        find_session,
+        format_session_list,
+        format_session_record,
+        list_sessions,
+        read_session_records,
+    )
+    from .text import finding_location, verdict_line, write_text
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
-    "html": ("diff_from_record", "render",),
+    "html": ("diff_from_record", "render_html",),
     "machine": ("display_text", "to_json", "utf8_safe", "write_json", "write_sarif",),
     "progress": ("Progress",),
     "result": (
@@ -42,13 +48,13 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "merged_findings",
         "not_reviewed_line",
     ),
-    "session": ("Session", "new_session_id", "prune", "sessions_dir",),
+    "session": ("Session", "new_session_id", "prune_sessions", "sessions_dir",),
     "session_read": (
         "find_session",
-        "format_list",
-        "format_record",
+        "format_session_list",
+        "format_session_record",
         "list_sessions",
-        "read_records",
+        "read_session_records",
     ),
-    "text": ("location", "verdict_line", "write_text",),
+    "text": ("finding_location", "verdict_line", "write_text",),
 })

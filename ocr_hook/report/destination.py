@@ -75,7 +75,7 @@ def write_output(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` from :func:`check_output_path`: into it when it is
     not a regular file, else by an atomic replace (mode 0644). Raises UsageError when the
     write fails."""
-    from ..util import write_bytes
+    from ..util import write_atomic
 
     data = text.encode("utf-8", "replace")
     try:
@@ -83,7 +83,7 @@ def write_output(path: Path, text: str) -> None:
             with open(path, "wb") as fh:
                 fh.write(data)
         else:
-            write_bytes(path, data, mode=OUTPUT_FILE_MODE)
+            write_atomic(path, data, mode=OUTPUT_FILE_MODE)
     except OSError as e:
         raise UsageError(f"--output {one_line(str(path))}: cannot write:"
                          f" {e.strerror or e}") from e

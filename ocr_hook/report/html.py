@@ -27,7 +27,7 @@ from typing import Any
 
 from ..change import reason_words
 from ..diff import FileDiff
-from ..util import shown
+from ..util import shown_text
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -76,7 +76,7 @@ ul.index{padding-left:20px}
 def _e(text: object) -> str:
     """``text`` HTML-escaped; undecodable path bytes as ``\\xNN`` and any other lone surrogate
     as U+FFFD, so the page always encodes as UTF-8."""
-    return escape(_LONE_SURROGATE.sub("\ufffd", shown(str(text))), quote=True)
+    return escape(_LONE_SURROGATE.sub("\ufffd", shown_text(str(text))), quote=True)
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
@@ -86,7 +86,7 @@ def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
             >= SEVERITY_RANK.get(str(gate.get("fail_on")), 3))
 
 
-def render(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str) -> str:
+def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str) -> str:
     """The whole page (see the module docstring) as a string."""
     gate = data.get("gate", {})
     blocked = bool(gate.get("blocking"))
@@ -199,12 +199,12 @@ def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:
     items = [(c, False) for c in data.get("comments", [])]
     items += [(d, True) for d in data.get("dismissed", [])]
     # paths compared as shown (a non-UTF-8 byte as \xNN), as the JSON data carries them
-    with_diff = {shown(fd.path) for fd in diffs}
+    with_diff = {shown_text(fd.path) for fd in diffs}
     out = ['<section id="diffs"><h2>Reviewed files</h2>']
     for n, fd in enumerate(diffs):
-        mine = [(c, dis) for c, dis in items if shown(str(c.get("path"))) == shown(fd.path)]
+        mine = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) == shown_text(fd.path)]
         out.append(_file_article(n, fd, mine, gate))
-    rest = [(c, dis) for c, dis in items if shown(str(c.get("path"))) not in with_diff]
+    rest = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) not in with_diff]
     if rest:
         out.append('<article id="other-findings"><h2>Findings in files without a shown diff'
                    "</h2>" + "".join(f'<div class="outside">{_box(c, dis, gate)}</div>'

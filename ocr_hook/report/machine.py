@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import __version__
 from ..findings import CATEGORIES, Finding, Severity
-from ..util import has_raw_bytes, path_bytes_b64, shown
+from ..util import has_raw_bytes, path_bytes_b64, shown_text
 from .result import ReviewResult
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def utf8_safe(value: Any, *, b64_keys: bool = False) -> Any:
     a model's ``\\ud800`` escape) as U+FFFD. With ``b64_keys``, a ``path``/``old_path``
     string that had such bytes gains a ``<key>_bytes_b64`` sibling holding its exact bytes."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", shown(value))
+        return _LONE_SURROGATE.sub("\ufffd", shown_text(value))
     if isinstance(value, list):
         return [utf8_safe(v, b64_keys=b64_keys) for v in value]
     if isinstance(value, dict):

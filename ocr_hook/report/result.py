@@ -166,7 +166,7 @@ class ReviewResult:
         every result, cached ones included, so a dismissal never needs a new review."""
         if self.preview:
             return
-        from ..comments import apply as apply_dismissals
+        from ..comments import apply_dismissals
 
         kept, gone = apply_dismissals(self.findings, dismissals)
         if not gone:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..util import shown
+from ..util import shown_text
 
 KEEP_SESSIONS = 50  # SPEC §12
 _SENSITIVE = frozenset({
@@ -109,7 +109,7 @@ class Session:
         clean = _scrub(data, self._secrets)
         line = json.dumps({"type": kind, "ts": round(time.time(), 3), **clean},
                           ensure_ascii=False, default=str)
-        payload = (shown(line) + "\n").encode("utf-8", "replace")  # path bytes as \xNN
+        payload = (shown_text(line) + "\n").encode("utf-8", "replace")  # path bytes as \xNN
         with self._lock:
             if self._fd is not None:
                 try:
@@ -129,7 +129,7 @@ def sessions_dir(common_dir: Path) -> Path:
     return common_dir / "ocr-hook" / "sessions"
 
 
-def prune(directory: Path, keep: int = KEEP_SESSIONS) -> int:
+def prune_sessions(directory: Path, keep: int = KEEP_SESSIONS) -> int:
     """Delete all but the newest ``keep`` session files; returns how many were removed.
     Ids sort by start time, so the name order is the age order."""
     try:

@@ -31,7 +31,7 @@ class SessionSummary:
     elapsed_ms: int | None
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_session_records(path: Path) -> list[dict[str, Any]]:
     """Records of one session file; unreadable lines (a torn last line) are skipped."""
     out: list[dict[str, Any]] = []
     try:
@@ -76,7 +76,7 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
     out = []
     for p in files:
         try:
-            out.append(summarize(p.stem, read_records(p)))
+            out.append(summarize(p.stem, read_session_records(p)))
         except UsageError:
             continue
     return out
@@ -103,7 +103,7 @@ def find_session(directory: Path, id_prefix: str) -> Path:
     return matches[0]
 
 
-def format_list(summaries: list[SessionSummary]) -> str:
+def format_session_list(summaries: list[SessionSummary]) -> str:
     """Text table of ``git ocr session list`` (times in local time)."""
     if not summaries:
         return "no sessions\n"
@@ -119,7 +119,7 @@ def format_list(summaries: list[SessionSummary]) -> str:
     )
 
 
-def format_record(rec: Mapping[str, Any]) -> str:
+def format_session_record(rec: Mapping[str, Any]) -> str:
     """One record as a readable line for ``git ocr session show``."""
     ts = rec.get("ts")
     when = "--:--:--"

@@ -59,7 +59,7 @@ def text_order(result: ReviewResult) -> list[Finding]:
         not is_blocking(f, result), -f.severity, f.path, f.start_line == 0, f.start_line))
 
 
-def location(f: Finding) -> str:
+def finding_location(f: Finding) -> str:
     """``path:12``, ``path:5-7``, ``path (location unknown)``, with notes (old side, anchor
     tier other than the hunks, ambiguous) in parentheses."""
     path = display_path(f.path)
@@ -114,7 +114,7 @@ def finding_block(f: Finding, blocking: bool, paint: Painter) -> list[str]:
     """The lines of one finding (see the module docstring)."""
     badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
     mark = paint(_BOLD_RED, "BLOCKING ") if blocking else ""
-    out = [f"{mark}{paint(_DIM, location(f))} {badge} id {f.id}"]
+    out = [f"{mark}{paint(_DIM, finding_location(f))} {badge} id {f.id}"]
     out += [f"  {line}" for line in display_text(f.content, keep="\n\t").split("\n")]
     out += [f"  {line}" for line in code_lines(f)]
     diff = suggestion_lines(display_text(f.code or f.existing_code, keep="\n\t"),
@@ -279,7 +279,7 @@ def dismissed_lines(result: ReviewResult) -> list[str]:
         why = f": {display_text(d.reason)}" if d.reason else ""
         by = {"inline": "inline marker", "shared": "shared", "personal": "personal"}[d.by]
         who = f", {display_text(d.author)}" if d.author else ""
-        out.append(f"dismissed: {location(f)} [{f.severity.label} · {f.category}] id {f.id}"
+        out.append(f"dismissed: {finding_location(f)} [{f.severity.label} · {f.category}] id {f.id}"
                    f" ({by}{who}){why}")
     return out
 

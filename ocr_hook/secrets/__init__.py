@@ -8,13 +8,18 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .blobs import human, read_heads, scan_blob
-    from .detect_secrets_pass import NOT_INSTALLED, added_rows, library_findings, scan
+    from .detect_secrets_pass import (
+        NOT_INSTALLED,
+        added_rows,
+        detect_secrets_hits,
+        library_findings,
+    )
     from .diff_scan import injection_findings, redact_file_diff, secret_findings
     from .redaction import redact
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "blobs": ("human", "read_heads", "scan_blob",),
-    "detect_secrets_pass": ("NOT_INSTALLED", "added_rows", "library_findings", "scan",),
+    "detect_secrets_pass": ("NOT_INSTALLED", "added_rows", "library_findings", "detect_secrets_hits",),
     "diff_scan": ("injection_findings", "redact_file_diff", "secret_findings",),
     "redaction": ("redact",),
 })

@@ -114,7 +114,7 @@ def placeholder_type(plugin_type: str) -> str:
     return f"{SOURCE}:{slug}"
 
 
-def scan(rows: Mapping[str, Sequence[AddedRow]]) -> list[LibraryHit]:
+def detect_secrets_hits(rows: Mapping[str, Sequence[AddedRow]]) -> list[LibraryHit]:
     """The values detect-secrets reports on ``rows`` (path → the lines to scan, in order) that
     our redaction left in place, ordered by path and line. Raises ImportError when
     detect-secrets 1.x is not installed."""

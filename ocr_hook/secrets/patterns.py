@@ -110,7 +110,7 @@ def _assigned(lowered: str, keyword: str) -> bool:
 def rules() -> tuple[Rule, ...]:
     """The rules of RULES_RESOURCE in file order, each compiled on first use. Raises ValueError
     on a malformed entry (a packaging bug, not user input)."""
-    return parse_rules(util.read_text(RULES_RESOURCE))
+    return parse_rules(util.read_builtin_text(RULES_RESOURCE))
 
 
 def parse_rules(raw: str) -> tuple[Rule, ...]:

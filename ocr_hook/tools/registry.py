@@ -82,7 +82,7 @@ def parse_tools_json(
     list): name → ToolDef, in file order. ``text`` None reads the shipped file. Raises
     ConfigError("tools file <source>: …") on invalid JSON, a malformed entry or a duplicate."""
     try:
-        data = json.loads(text) if text is not None else util.load_json("tools.json")
+        data = json.loads(text) if text is not None else util.load_builtin_json("tools.json")
     except ValueError as e:
         raise ConfigError(f"tools file {source}: not valid JSON ({e})") from e
     if isinstance(data, list):

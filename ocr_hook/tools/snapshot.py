@@ -52,7 +52,7 @@ def confine(path: object) -> str | None:
 def _secret_spec() -> Any:
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(util.load_json("path_lists.json")["secret_paths"])
+    return pathspec.GitIgnoreSpec.from_lines(util.load_builtin_json("path_lists.json")["secret_paths"])
 
 
 def is_secret_path(path: str) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..errors import ConfigError
-from ..util import Bound, check
+from ..util import Bound, check_shape
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def _adapter() -> Any:
 def parse(data: Any, source: str) -> ToolsFile:
     """``data`` (parsed JSON, ``{"tools": [...]}``) as a ToolsFile. Raises
     ConfigError("tools file <source>: <location>: <problem>") for the first problem."""
-    parsed = check(ToolsFile, data)
+    parsed = check_shape(ToolsFile, data)
     if parsed is not None:
         return parsed
     from pydantic import ValidationError

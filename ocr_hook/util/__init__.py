@@ -5,11 +5,17 @@ from __future__ import annotations
 from .lazy import TYPE_CHECKING, lazy_exports
 
 if TYPE_CHECKING:
-    from .atomicfile import TEMP_PREFIX, create_unique, read_bytes, sweep_stale_temps, write_bytes
-    from .pathtext import has_raw_bytes, path_bytes_b64, real_path, shown
-    from .resources import list_dir, load_json, read_text, user_config_dir
-    from .shapes import Bound, Check, check, field_types, plain_type
-    from .templates import render, unescape_prompt_path, xml_attr
+    from .atomicfile import (
+        TEMP_PREFIX,
+        create_unique,
+        read_if_present,
+        sweep_stale_temps,
+        write_atomic,
+    )
+    from .pathtext import has_raw_bytes, path_bytes_b64, real_path, shown_text
+    from .resources import list_builtin_dir, load_builtin_json, read_builtin_text, user_config_dir
+    from .shapes import Bound, Check, check_shape, field_types, plain_type
+    from .templates import render_template, unescape_prompt_path, xml_attr
     from .text import one_line
     from .tokens import count_tokens
     from .workers import WorkerPool
@@ -18,14 +24,14 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "atomicfile": (
         "TEMP_PREFIX",
         "create_unique",
-        "read_bytes",
+        "read_if_present",
         "sweep_stale_temps",
-        "write_bytes",
+        "write_atomic",
     ),
-    "pathtext": ("has_raw_bytes", "path_bytes_b64", "real_path", "shown",),
-    "resources": ("list_dir", "load_json", "read_text", "user_config_dir",),
-    "shapes": ("Bound", "Check", "check", "field_types", "plain_type",),
-    "templates": ("render", "unescape_prompt_path", "xml_attr",),
+    "pathtext": ("has_raw_bytes", "path_bytes_b64", "real_path", "shown_text",),
+    "resources": ("list_builtin_dir", "load_builtin_json", "read_builtin_text", "user_config_dir",),
+    "shapes": ("Bound", "Check", "check_shape", "field_types", "plain_type",),
+    "templates": ("render_template", "unescape_prompt_path", "xml_attr",),
     "text": ("one_line",),
     "tokens": ("count_tokens",),
     "workers": ("WorkerPool",),

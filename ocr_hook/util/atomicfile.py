@@ -44,7 +44,7 @@ def create_unique(folder: str | os.PathLike[str], prefix: str, suffix: str = "",
     raise FileExistsError(f"no unused temporary name in {folder}")
 
 
-def write_bytes(
+def write_atomic(
     path: Path, data: bytes, mode: int = 0o600,
     before_replace: Callable[[Path], None] | None = None,
 ) -> None:
@@ -74,7 +74,7 @@ def write_bytes(
         raise
 
 
-def read_bytes(path: Path) -> bytes | None:
+def read_if_present(path: Path) -> bytes | None:
     """The content of ``path``, or None when it does not exist or cannot be read (a concurrent
     prune may delete it between listing and reading)."""
     try:
@@ -97,7 +97,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def is_stale_temp(name: str, mtime: float, now: float) -> bool:
-    """True when ``name`` (a file name, no directory) is a temporary file of :func:`write_bytes`
+    """True when ``name`` (a file name, no directory) is a temporary file of :func:`write_atomic`
     that no writer will finish: its writer's pid (``.tmp-<pid>-…``) is not running, or it is
     older than STALE_TEMP_S (the pid was reused, or the name has no pid: older versions).
     ``mtime`` and ``now`` are ``time.time()`` seconds. Pure but for the pid check."""

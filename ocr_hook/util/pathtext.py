@@ -23,7 +23,7 @@ def has_raw_bytes(text: str) -> bool:
     return _RAW.search(text) is not None
 
 
-def shown(text: str) -> str:
+def shown_text(text: str) -> str:
     r"""``text`` with each undecodable byte as ``\xNN`` (``caf\udce9.py`` → ``caf\xe9.py``);
     valid UTF-8 text is returned unchanged, so the result always encodes as UTF-8."""
     if not has_raw_bytes(text):

@@ -38,7 +38,7 @@ def _root() -> Path | Traversable:
     return resources.files("ocr_hook.builtin")
 
 
-def read_text(relpath: str) -> str:
+def read_builtin_text(relpath: str) -> str:
     """Text of ``config/<relpath>`` (UTF-8). Raises FileNotFoundError when absent."""
     node = _root()
     for part in relpath.split("/"):
@@ -46,7 +46,7 @@ def read_text(relpath: str) -> str:
     return node.read_text(encoding="utf-8")
 
 
-def list_dir(relpath: str) -> list[str]:
+def list_builtin_dir(relpath: str) -> list[str]:
     """Names of the entries of ``config/<relpath>``, sorted."""
     node = _root()
     for part in relpath.split("/"):
@@ -55,15 +55,15 @@ def list_dir(relpath: str) -> list[str]:
 
 
 @functools.cache
-def load_json(relpath: str) -> Any:
+def load_builtin_json(relpath: str) -> Any:
     """Parsed JSON of ``config/<relpath>`` (cached; treat the result as read-only)."""
-    return json.loads(read_text(relpath))
+    return json.loads(read_builtin_text(relpath))
 
 
 @functools.cache
 def template(name: str) -> str:
     """Prompt template ``config/templates/<name>.md`` with trailing newlines trimmed."""
-    return read_text(f"templates/{name}.md").rstrip("\n")
+    return read_builtin_text(f"templates/{name}.md").rstrip("\n")
 
 
 def user_config_dir(environ: Mapping[str, str]) -> Path:

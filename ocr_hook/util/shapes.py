@@ -120,7 +120,7 @@ def _required(cls: type) -> frozenset[str]:
     return frozenset(record._fields) - frozenset(record._field_defaults)
 
 
-def check(cls: type[T], data: Any, *, text_scalars: bool = False) -> T | None:
+def check_shape(cls: type[T], data: Any, *, text_scalars: bool = False) -> T | None:
     """``cls(**data)`` when ``data`` has exactly the shape of record ``cls`` (a dataclass or a
     NamedTuple, recursively;
     with ``text_scalars``, scalars may also be text, see the module doc), else None. Never

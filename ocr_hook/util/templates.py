@@ -27,7 +27,7 @@ def render_text(template: str, fields: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: fields.get(m.group(1), ""), template)
 
 
-def render(name: str, fields: Mapping[str, str]) -> str:
+def render_template(name: str, fields: Mapping[str, str]) -> str:
     """Render built-in template ``name``. Raises FileNotFoundError for an unknown name."""
     return render_text(resources.template(name), fields)
 

@@ -93,7 +93,7 @@ def test_llm_providers_lists_every_preset(capsys: pytest.CaptureFixture[str]) ->
     rc, out, _ = run(["llm", "providers"], {}, capsys)
     assert rc == 0
     names = [line.split()[0] for line in out.splitlines()[1:] if line.strip()][:13]
-    assert names == list(layering.presets())
+    assert names == list(layering.provider_presets())
     assert {"openai", "anthropic", "azure-openai", "deepseek", "dashscope", "moonshot",
             "openrouter", "mistral", "gemini", "ollama", "llama-cpp", "vllm",
             "litellm"} == set(names)

@@ -293,7 +293,7 @@ def test_request_body_is_utf8_json(llm: ScriptedLLM) -> None:
 def test_llama_cpp_preset_sends_tool_choice_auto_only_with_tools(llm: ScriptedLLM) -> None:
     from ocr_hook.config import layering
 
-    cfg = layering.build([layering.Layer("test", {"llm": {"provider": "llama-cpp",
+    cfg = layering.build_config([layering.Layer("test", {"llm": {"provider": "llama-cpp",
                                                       "base_url": llm.url, "model": "m"}})])
     endpoint, why = layering.resolve_endpoint(cfg.llm, {})
     assert endpoint is not None, why

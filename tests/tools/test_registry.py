@@ -71,7 +71,7 @@ def test_shipped_tools_read_as_they_are_equal_the_validated_file() -> None:
     from ocr_hook.util import resources
 
     shipped = parse_tools_json()
-    text = json.dumps(resources.load_json("tools.json"))
+    text = json.dumps(resources.load_builtin_json("tools.json"))
     validated = parse_tools_json(text, "shipped copy")
     assert list(shipped) == list(validated)
     assert shipped == validated

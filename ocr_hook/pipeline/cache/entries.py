@@ -15,7 +15,7 @@ import json
 from typing import Any, Literal, NamedTuple
 
 from ...findings import Finding, RunWarning, Severity
-from ...util import check
+from ...util import check_shape
 
 EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
 # The shapes are NamedTuples (``shapes.check`` reads them like dataclasses): a cache hit builds
@@ -92,7 +92,7 @@ def parse_envelope(raw: bytes) -> Envelope | None:
         value = json.loads(raw.decode("utf-8", "surrogatepass"))
     except ValueError:
         return None
-    return check(Envelope, value)
+    return check_shape(Envelope, value)
 
 
 def entry_to_finding(e: FindingEntry) -> Finding:

@@ -22,7 +22,7 @@ they were reviewed at, and a lookup accepts an entry of the requested effort or 
 (low) on the same snapshot; a lower-effort entry never answers a higher-effort request. The
 entry shapes live in ``cache_entries``.
 
-Writes are atomic (``atomicfile.write_bytes``), so two concurrent runs each leave complete
+Writes are atomic (``atomicfile.write_atomic``), so two concurrent runs each leave complete
 entries (last rename wins); a reader that races a prune simply misses. Entries are pruned to
 ``cache.max_mb``, least recently used first (a hit refreshes the entry's mtime). The cache is
 best-effort: any I/O or format problem is a miss, never a failed review. Entries are checked
@@ -131,12 +131,12 @@ def result_settings(
     without them, the text of ``tools.file`` on disk.
     """
     templates = {
-        name: hashlib.sha256(util.read_text(f"templates/{name}").encode()).hexdigest()
-        for name in util.list_dir("templates")
+        name: hashlib.sha256(util.read_builtin_text(f"templates/{name}").encode()).hexdigest()
+        for name in util.list_builtin_dir("templates")
         if name.endswith(".md")
     }
     tools = {
-        "builtin": hashlib.sha256(util.read_text("tools.json").encode()).hexdigest(),
+        "builtin": hashlib.sha256(util.read_builtin_text("tools.json").encode()).hexdigest(),
         "file": cfg.tools.file,
         "file_text": digest(repr(sorted(tool_defs.items()))) if tool_defs is not None
         else hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
@@ -224,7 +224,7 @@ class _EntryFile(NamedTuple):
 
 
 def _test_write_pause() -> Any:
-    """The TEST_WRITE_PAUSE_ENV hook for ``atomicfile.write_bytes`` (None when unset)."""
+    """The TEST_WRITE_PAUSE_ENV hook for ``atomicfile.write_atomic`` (None when unset)."""
     try:
         pause_s = float(os.environ.get(TEST_WRITE_PAUSE_ENV, "") or 0)
     except ValueError:
@@ -252,7 +252,7 @@ class ResultCache:
 
     def _get(self, kind: str, key: str) -> dict[str, Any] | None:
         path = self._path(kind, key)
-        raw = util.read_bytes(path)
+        raw = util.read_if_present(path)
         if raw is None:
             return None
         from .entries import parse_envelope
@@ -274,7 +274,7 @@ class ResultCache:
         env = {"format": CACHE_FORMAT, "kind": kind, "key": key, "created": time.time(),
                "version": self.version, "data": dict(data)}
         try:
-            util.write_bytes(self._path(kind, key), canonical_json(env),
+            util.write_atomic(self._path(kind, key), canonical_json(env),
                                    before_replace=_test_write_pause())
         except OSError as e:
             log.debug("cache: cannot write %s entry: %s", kind, e)
@@ -292,10 +292,10 @@ class ResultCache:
         data = self._get("run", key)
         if data is None:
             return None
-        from ...util import check
+        from ...util import check_shape
         from .entries import RunData, effort_covers
 
-        run = check(RunData, data)
+        run = check_shape(RunData, data)
         if run is None:
             return None
         if not effort_covers(run.effort, effort):
@@ -325,10 +325,10 @@ class ResultCache:
         data = self._get("group", key)
         if data is None:
             return None
-        from ...util import check
+        from ...util import check_shape
         from .entries import GroupData, effort_covers
 
-        group = check(GroupData, data)
+        group = check_shape(GroupData, data)
         if group is None:
             return None
         if not effort_covers(group.effort, effort):
@@ -350,10 +350,10 @@ class ResultCache:
         data = self._get("grouping", key)
         if data is None:
             return None
-        from ...util import check
+        from ...util import check_shape
         from .entries import GroupingData
 
-        grouping = check(GroupingData, data)
+        grouping = check_shape(GroupingData, data)
         if grouping is None:
             return None
         self._hit()
