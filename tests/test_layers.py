@@ -26,7 +26,9 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1] / "ocr_hook"
+from tests.support.paths import ROOT
+
+PACKAGE_DIR = ROOT / "ocr_hook"
 
 # package -> the packages it may import. Read top to bottom, this is the pipeline's order:
 # commands, the run, what it reports, the model's side and the comments, the tools, the

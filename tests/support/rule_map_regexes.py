@@ -1,18 +1,18 @@
 """Regenerate ``config/rules/rule_map_regex.json`` from ``config/rules/rule_map.json`` with the
 installed pathspec (``ocr_hook.change.rule_globs``): run ``python -m tests.support.rule_map_regexes``
-after changing the rule map or upgrading pathspec; ``tests/test_rules.py`` compares the shipped
-file with :func:`expected`."""
+after changing the rule map or upgrading pathspec; ``tests/change/test_rules.py`` compares the
+shipped file with :func:`expected`."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from ocr_hook.change.rule_globs import glob_regexes
 from ocr_hook.change.rules import expand_braces
+from tests.support.paths import ROOT
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "config" / "rules"
+RULES_DIR = ROOT / "config" / "rules"
 SOURCE_NOTE = ("generated from rule_map.json (each pattern's brace expansions, lower-cased) by "
                "pathspec's GitIgnoreSpec: python -m tests.support.rule_map_regexes; "
                "tests/test_rules.py checks it")

@@ -1,5 +1,5 @@
 """A corpus of realistic but FAKE secrets in the forms they take in real files (issue 17), shared
-by the tests (``tests/test_secret_corpus.py``) and ``bench/bench_secrets.py``.
+by the tests (``tests/secrets/test_corpus.py``) and ``bench/bench_secrets.py``.
 
 No token appears literally in this source: every random part is derived from a seed with
 SHA-256 (``_chars``), and prefixes are joined at import time, so secret scanners (ours, GitHub

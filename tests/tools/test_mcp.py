@@ -35,6 +35,7 @@ from ocr_hook.tools.mcp.bridge import (
 )
 from tests.support.gitrepo import GitRepo
 from tests.support.mcp_servers import SCRIPT, STDERR_MARKER, HttpMcpServer
+from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 PY = sys.executable
@@ -380,7 +381,7 @@ def test_configured_server_without_the_mcp_extra_is_one_warning_and_the_review_g
     write_user_config(toml_servers({"tracker": {"command": PY, "args": [SCRIPT, "tracker"]}}))
     repo.stage({"app.py": "x = 1\n"})
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    env = {**os.environ, **llm.env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, **llm.env(), "PYTHONPATH": str(ROOT)}
     p = subprocess.run([PY, "-c", WITHOUT_SDK, "review", "--format", "json", "--effort", "low"],
                        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
                        check=False)

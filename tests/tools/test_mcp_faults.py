@@ -19,10 +19,11 @@ import pytest
 from ocr_hook import cli
 from ocr_hook.tools.mcp.bridge import McpBridge, parse_servers
 from tests.support.gitrepo import GitRepo
+from tests.support.paths import SUPPORT
 from tests.support.scripted_llm import ScriptedLLM
 
 PY = sys.executable
-RAW = str(Path(__file__).resolve().parents[1] / "support" / "raw_mcp_server.py")
+RAW = str(SUPPORT / "raw_mcp_server.py")
 JUNK_SHOWN = "'\ufffd\ufffd\ufffd not json \ufffd('"  # b"\xff\xfe\x80 not json \xc3\x28"
 BAD_LINE = f"MCP server 'raw' wrote a line that is not JSON-RPC (ignored): {JUNK_SHOWN}"
 DEAD = ("MCP server 'raw' stopped during this review (MCPError: Connection closed; stderr:"

@@ -29,6 +29,7 @@ from ocr_hook.tools.registry import (
     parse_tools_json,
 )
 from tests.support.gitrepo import GitRepo
+from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 BUILTIN = ["task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"]
@@ -36,7 +37,7 @@ BUILTIN = ["task_done", "code_comment", "file_read", "file_read_diff", "file_fin
 
 def shipped_json() -> dict[str, Any]:
     return copy.deepcopy(
-        json.loads((Path(__file__).parents[2] / "config" / "tools.json").read_text())
+        json.loads((ROOT / "config" / "tools.json").read_text())
     )
 
 
