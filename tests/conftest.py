@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gitrepo import SCRUB, GitRepo, git_env
+from tests.support.gitrepo import SCRUB, GitRepo, home_repo
 from tests.support.scripted_llm import ScriptedLLM
 
 _KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
@@ -34,7 +34,7 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> GitRepo:
-    return GitRepo(tmp_path / "repo", git_env(Path(os.environ["HOME"])))
+    return home_repo(tmp_path / "repo")
 
 
 @pytest.fixture

@@ -5,20 +5,19 @@ fake: the model's replies."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.agent.filtering import APPROVE_TOOL, REPORT_TOOL, review_filter
 from ocr_hook.agent.meter import Meter
 from ocr_hook.diff.patch import FileDiff
 from ocr_hook.findings import Finding, Severity, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint
-from tests.comments.test_anchor import APP, GUARD, staged
+from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP, GUARD, staged
 from tests.support.scripted_llm import ScriptedLLM, anthropic_tool_calls, openai_tool_calls
 
 QUOTES = {
@@ -171,10 +170,7 @@ def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     repo.commit({"app.py": APP}, "init")
     repo.stage({"app.py": GUARD})
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--no-cache", *args],
-                  environ={**os.environ, **llm.env(**env)})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
+    return run_json(["review", "--format", "json", "--no-cache", *args], llm.env(**env), capsys)
 
 
 A = (QUOTES["guard"], "Zero prices are accepted; use <= 0.")
@@ -295,9 +291,8 @@ def test_hook_review_of_one_file_with_one_finding_makes_two_sequential_requests(
     llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls((APPROVE_TOOL, {}), match=REPORT_TOOL)
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["hook", "pre-commit", "--format", "json", "--no-cache"],
-                  environ={**os.environ, **llm.env()})
-    data = json.loads(capsys.readouterr().out)
+    rc, data, _ = run_json(["hook", "pre-commit", "--format", "json", "--no-cache"], llm.env(),
+                           capsys)
     assert (rc, [c["id"] for c in data["comments"]]) == (1, [a_id])
     kinds = ["filter" if len(r["tools"]) == 2 else "main" for r in llm.requests]
     assert kinds == ["main", "filter"] and data["summary"]["llm_calls"] == 2

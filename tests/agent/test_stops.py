@@ -10,14 +10,13 @@ filter is off so request counts are the loop's own.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
+from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -60,10 +59,8 @@ def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
            capsys: pytest.CaptureFixture[str], *args: str, **env: str,
            ) -> tuple[int, dict[str, Any], str]:
     monkeypatch.chdir(repo.path)
-    full = {**os.environ, **llm.env(OCR_HOOK_REVIEW_FILTER="false"), **env}
-    rc = cli.main(["review", "--format", "json", "--effort", "low", *args], environ=full)
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
+    return run_json(["review", "--format", "json", "--effort", "low", *args], llm.env(**env),
+                    capsys, review_filter=False)
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:

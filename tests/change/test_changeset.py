@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.change import changeset, selection
 from ocr_hook.diff.patch import split_patch_sections
 from ocr_hook.diff.stream import PatchStream
@@ -25,6 +24,7 @@ from ocr_hook.git import target
 from ocr_hook.report.machine import _files_block
 from ocr_hook.secrets import blobs
 from ocr_hook.tools.builtin.context import SnapshotView, file_read, file_read_diff
+from tests.support.cli import run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -35,14 +35,6 @@ SECRET_START = "Hard-coded secret (aws-access-key)"
 def data_lines(n: int, start: int = 0) -> str:
     """``n`` lines of JSON-ish data, 32 bytes each."""
     return "".join(f'  {{"id": {i:08d}, "v": "abc"}},\n' for i in range(start, start + n))
-
-
-def run(repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        args: list[str], env: dict[str, str] | None = None) -> tuple[int, Any, str]:
-    monkeypatch.chdir(repo.path)
-    rc = cli.main(args, environ={**os.environ, **(env or {})})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out) if "json" in args else out, err
 
 
 def by_path(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -61,8 +53,8 @@ def test_file_over_max_file_bytes_is_too_large_from_its_size_with_detail(
     repo.commit({"README.md": "x\n"}, "init")
     big = data_lines(10_000)  # 320,000 bytes
     repo.stage({"data/big.json": big, "app.py": "x = 1\n"})
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--preview", "--format", "json"],
-                        LIMITS)
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--preview", "--format", "json"], LIMITS, capsys)
     assert rc == 0, err
     got = by_path(data)["data/big.json"]
     assert got == {
@@ -110,7 +102,8 @@ def test_secret_in_the_scanned_prefix_of_a_too_large_file_is_a_critical_finding(
     late = data_lines(10_000) + f"aws_key = {AWS_KEY}\n"  # past the scanned prefix
     repo.stage({"early.json": text, "late.json": late})
     env = {**LIMITS, "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "262144"}  # 128 KiB for each file
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], env, capsys)
     assert rc == 1, err  # blocked by the critical finding, no endpoint needed
     [c] = data["comments"]
     assert (c["path"], c["start_line"], c["end_line"], c["severity"], c["anchor"]) == (
@@ -132,7 +125,8 @@ def test_text_output_lists_too_large_files_with_size_reason_and_scan_result(
 ) -> None:
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({"web/bundle.js": "var a=[" + "1," * 100_000 + "];"})
-    rc, out, err = run(repo, monkeypatch, capsys, ["hook", "pre-commit"], LIMITS)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["hook", "pre-commit"], LIMITS, capsys)
     assert rc == 0, err
     assert ("excluded: web/bundle.js (too large: 195.3 KiB, larger than select.max_file_bytes "
             "(97.7 KiB): content not read; secret scan: first 64.0 KiB of 195.3 KiB scanned, "
@@ -146,7 +140,8 @@ def test_secret_late_in_a_long_single_line_is_found_in_its_windows(
     line = "var a=[" + "1," * 60_000 + f'];var k="{AWS_KEY}";' + "2," * 60_000 + "];"
     repo.stage({"bundle.js": line})
     env = {**LIMITS, "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500000"}
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], env, capsys)
     assert rc == 1, err
     [c] = data["comments"]
     assert (c["path"], c["start_line"], c["anchor"]) == ("bundle.js", 1, "file")
@@ -171,7 +166,8 @@ def test_long_jwt_across_a_window_cut_of_a_long_line_is_found(
     assert line.index(LONG_JWT) == 15_500  # crosses the cut at bigscan.LINE_WINDOW_CHARS
     repo.stage({"bundle.js": head + line + "\n" + data_lines(2)})
     env = {**LIMITS, "OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500000"}
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], env, capsys)
     assert rc == 1, err
     [c] = data["comments"]
     assert (c["path"], c["start_line"], c["end_line"], c["severity"], c["anchor"]) == (
@@ -208,7 +204,8 @@ def test_secret_already_in_the_old_version_of_a_too_large_file_is_not_flagged(
     old = f"aws_key = {AWS_KEY}\n" + data_lines(5_000)
     repo.commit({"big.json": old}, "init")
     repo.stage({"big.json": old + data_lines(10, 9_000)})
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], LIMITS)
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], LIMITS, capsys)
     assert rc == 0, err
     assert data["comments"] == []
     assert by_path(data)["big.json"]["detail"].endswith(
@@ -241,8 +238,8 @@ def test_preview_marks_files_past_max_files_in_path_order(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     stage_modules(repo, 5)
-    rc, out, err = run(repo, monkeypatch, capsys, ["review", "--preview"],
-                       {"OCR_HOOK_SELECT_MAX_FILES": "2"})
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", "--preview"], {"OCR_HOOK_SELECT_MAX_FILES": "2"}, capsys)
     assert rc == 0, err
     detail = ("5 files to review, more than select.max_files (2): files in select.include "
               "first, then the first ones in path order are reviewed")
@@ -277,7 +274,8 @@ def test_review_past_max_files_reviews_the_bound_and_reports_the_rest_not_review
     stage_modules(repo, 5)
     llm.tool_calls(("task_done", {"state": "DONE"}))
     env = llm.env(OCR_HOOK_SELECT_MAX_FILES="2", OCR_HOOK_GATE_ON_ERROR=on_error)
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"], env)
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], env, capsys)
     assert rc == want_rc, err
     assert len(llm.requests) == 1  # one group of the two files within the bound
     sent = llm.requests[0]["messages"][1]["content"]
@@ -297,8 +295,9 @@ def test_review_stops_at_max_total_bytes_and_later_files_are_not_reviewed(
 ) -> None:
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({"a.py": "a = 1\n" * 10, "b.py": "b = 1\n" * 400, "c.py": "c = 1\n"})
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
-                        {"OCR_HOOK_SELECT_MAX_TOTAL_BYTES": "1000"})
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"],
+                             {"OCR_HOOK_SELECT_MAX_TOTAL_BYTES": "1000"}, capsys)
     assert rc == 0, err  # no endpoint: gate.on_error allow
     assert [(f["path"], f["reason"]) for f in data["files"]] == [
         ("a.py", "no_endpoint"), ("b.py", "over_max_total_bytes"),
@@ -314,8 +313,9 @@ def test_added_lines_of_files_past_a_bound_are_still_scanned_for_secrets(
 ) -> None:
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({"a.py": "a = 1\n", "b.py": f"key = '{AWS_KEY}'\n"})
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
-                        {"OCR_HOOK_SELECT_MAX_FILES": "1"})
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], {"OCR_HOOK_SELECT_MAX_FILES": "1"},
+                             capsys)
     assert rc == 1, err
     assert [(c["path"], c["start_line"], c["anchor"]) for c in data["comments"]] == [
         ("b.py", 1, "hunk_new")]
@@ -328,8 +328,9 @@ def test_scan_budget_used_up_is_stated_for_the_files_left_unscanned(
     repo.stage({"tests/test_a.py": f"k = '{AWS_KEY}'\n",
                 "tests/test_b.py": "x = 1\n" * 200 + f"k = '{AWS_KEY}'\n",
                 "tests/test_c.py": f"k = '{AWS_KEY}'\n"})
-    rc, data, err = run(repo, monkeypatch, capsys, ["review", "--format", "json"],
-                        {"OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500"})
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"],
+                             {"OCR_HOOK_SECURITY_MAX_SCAN_BYTES": "500"}, capsys)
     assert rc == 1, err
     assert [c["path"] for c in data["comments"]] == ["tests/test_a.py"]
     files = by_path(data)

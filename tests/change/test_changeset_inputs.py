@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.change import changeset, selection
 from ocr_hook.git import target
 from ocr_hook.report import html
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -94,9 +94,8 @@ def test_detect_secrets_pass_reads_the_sections_of_files_that_are_not_loaded(
                 "app.py": f'X = 1\nY = "{hexval}"\n'})
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
-                  environ={**os.environ, **llm.env(OCR_HOOK_SECURITY_DETECT_SECRETS="true")})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                           llm.env(OCR_HOOK_SECURITY_DETECT_SECRETS="true"), capsys)
     data = json.loads(out)
     assert rc == 1, err
     assert [(f["path"], f["reviewed"], f["reason"]) for f in data["files"]] == [

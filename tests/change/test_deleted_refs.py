@@ -8,27 +8,16 @@ model. Fake: the model's replies.
 
 from __future__ import annotations
 
-import json
-import os
-from typing import Any
-
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.change import changeset, deleted_refs, selection
 from ocr_hook.git import target
+from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
+REVIEW = ["review", "--format", "json", "--effort", "low", "--no-filter"]
 UTIL = "def fmt(x):\n    return f'{x:.2f}'\n"
-
-
-def review_json(env: dict[str, str], capsys: pytest.CaptureFixture[str],
-                *extra: str) -> tuple[int, dict[str, Any], str]:
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-filter", *extra],
-                  environ={**os.environ, **env})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
 
 
 def test_deleting_an_imported_module_is_reviewed_with_its_users(
@@ -45,7 +34,7 @@ def test_deleting_an_imported_module_is_reviewed_with_its_users(
         "severity": "high", "category": "bug"}]}), ("task_done", {"state": "DONE"}))
     before = repo.state()
     monkeypatch.chdir(repo.path)
-    rc, data, err = review_json(llm.env(), capsys)
+    rc, data, err = run_json(REVIEW, llm.env(), capsys)
     assert rc == 1, err
     assert len(llm.requests) == 1
     prompt = llm.requests[0]["messages"][1]["content"]
@@ -72,7 +61,7 @@ def test_deleting_an_unused_file_stays_excluded_without_a_request(
                  "notes.md": "textutil was an old helper\n"}, "init")
     repo.git("rm", "-q", "pkg/textutil.py")
     monkeypatch.chdir(repo.path)
-    rc, data, err = review_json(llm.env(), capsys)
+    rc, data, err = run_json(REVIEW, llm.env(), capsys)
     assert rc == 0, err
     assert llm.requests == []
     assert [(f["path"], f["reviewed"], f["reason"]) for f in data["files"]] == [

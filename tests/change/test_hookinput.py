@@ -19,7 +19,7 @@ import pytest
 
 from ocr_hook.change.hookinput import CI_HINT, changes_only_notice, filter_paths
 from ocr_hook.diff.patch import FileDiff
-from tests.support.gitrepo import SCRUB, GitRepo
+from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text
 
 GROUPING = "sort the changed files"  # in the grouping request's system prompt
@@ -49,7 +49,7 @@ repos:
 def project(repo: GitRepo, llm: ScriptedLLM, tmp_path: Path) -> tuple[GitRepo, dict[str, str]]:
     repo.commit({".pre-commit-config.yaml": CONFIG.format(python=sys.executable),
                  "README.md": "hello\n"}, "init")
-    env = {k: v for k, v in repo.env.items() if k not in SCRUB}
+    env = dict(repo.env)
     env.update(llm.env(OCR_HOOK_REVIEW_FILTER="false", OCR_HOOK_EFFORT="low"))
     env.update(PRE_COMMIT_HOME=str(tmp_path / "pc-home"), PRE_COMMIT_COLOR="never")
     return repo, env

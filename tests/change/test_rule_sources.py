@@ -4,7 +4,6 @@ the user file, built-ins. Real repositories; the prompt is checked on the record
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,9 @@ import pytest
 from ocr_hook import cli
 from ocr_hook.change import rule_sources
 from ocr_hook.errors import ConfigError
+from tests.support.cli import cli_environ, run_cli, run_json
 from tests.support.gitrepo import GitRepo
+from tests.support.home import write_user_config, write_user_file
 from tests.support.scripted_llm import ScriptedLLM
 
 PY_MARK = "# Review checklist: Python"
@@ -26,10 +27,8 @@ def _rule_json(rules: list[dict[str, object]], **extra: object) -> str:
 def test_each_layer_wins_over_the_next(repo: GitRepo, tmp_path: Path) -> None:
     repo.commit({".opencodereview/rule.json": _rule_json(
         [{"path": "**/*.{py,pyi}", "rule": "repo rule"}])}, "rules")
-    user = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "rule.json"
-    user.parent.mkdir(parents=True)
-    user.write_text(_rule_json([{"path": "*.py", "rule": "user rule"},
-                                {"path": "*.go", "rule": "user go rule"}]))
+    write_user_file("rule.json", _rule_json([{"path": "*.py", "rule": "user rule"},
+                                             {"path": "*.go", "rule": "user go rule"}]))
     cli_file = tmp_path / "cli.json"
     cli_file.write_text(_rule_json([{"path": "src/**", "rule": "cli rule"}]))
     layers = rule_sources.load_rule_layers(repo.path, cli_rule=str(cli_file))
@@ -77,9 +76,7 @@ def test_python_group_prompt_has_python_rules_not_java(
 ) -> None:
     repo.stage({"app.py": "def f(x):\n    return x + 1\n"})
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low"],
-                  environ={**os.environ, **llm.env()})
-    capsys.readouterr()
+    rc, _, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
     assert rc == 0
     user = llm.requests[0]["messages"][1]["content"]
     assert PY_MARK in user
@@ -94,9 +91,7 @@ def test_staged_edit_of_rule_file_does_not_change_this_review(
         [{"path": "*.py", "rule": "TEAM RULE: check every SQL query"}])}, "rules")
     repo.stage({".opencodereview/rule.json": "{}\n", "app.py": "def f(x):\n    return x\n"})
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low"],
-                  environ={**os.environ, **llm.env()})
-    data = json.loads(capsys.readouterr().out)
+    rc, data, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
     assert rc == 0  # medium finding, gate fails on high
     assert "TEAM RULE: check every SQL query" in llm.requests[0]["messages"][1]["content"]
     [guard] = [c for c in data["comments"] if c["path"] == ".opencodereview/rule.json"]
@@ -108,7 +103,7 @@ def test_rules_check_prints_layer_pattern_and_text(
 ) -> None:
     repo.commit({"README.md": "x\n"})
     monkeypatch.chdir(repo.path)
-    assert cli.main(["rules", "check", "src/app.ts"], environ=dict(os.environ)) == 0
+    assert cli.main(["rules", "check", "src/app.ts"], environ=cli_environ()) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == ["path:    src/app.ts", "layer:   builtin",
                        "pattern: **/*.{js,jsx,ts,tsx,mjs,cjs,mts,cts,vue,svelte,astro}"]
@@ -125,13 +120,11 @@ def test_repository_file_cannot_redirect_the_api_key_without_consent(
         repo.commit({".ocr-hook.toml": f'[llm]\nbase_url = "{evil.url}"\n'}, "config")
         repo.stage({"app.py": "def f(x):\n    return x\n"})
         monkeypatch.chdir(repo.path)
-        env = {**os.environ, **llm.env()}
+        env = cli_environ(llm.env())
         del env["OCR_LLM_URL"]  # the user's URL is in the user file, below the repository file
-        user = Path(env["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-        user.parent.mkdir(parents=True, exist_ok=True)
-        user.write_text(f'[llm]\nbase_url = "{llm.url}"\n')
-        rc = cli.main(["review", "--format", "json", "--effort", "low"], environ=env)
-        err = capsys.readouterr().err
+        write_user_config(f'[llm]\nbase_url = "{llm.url}"\n')
+        rc, _, err = run_cli(["review", "--format", "json", "--effort", "low"], env, capsys,
+                             inherit=False)
         assert rc == 0
         assert evil.requests == [] and len(llm.requests) == 1
         assert "ignoring llm.base_url from .ocr-hook.toml (HEAD)" in err

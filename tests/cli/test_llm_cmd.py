@@ -4,31 +4,21 @@ server. Real: HTTP, JSON, the config layers; fake: the model's replies."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.config import layering
 from ocr_hook.tools.registry import load_tool_specs
+from tests.support.cli import run_cli
 from tests.support.scripted_llm import ScriptedLLM, openai_text
-
-
-def run(args: list[str], env: dict[str, str],
-        capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    full = dict(os.environ)
-    full.update(env)
-    rc = cli.main(args, environ=full)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_llm_test_sends_the_review_request_shape_and_reports(
         llm: ScriptedLLM, capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    rc, out, err = run(["llm", "test", "--json"], llm.env(OCR_LLM_TOKEN="sk-test-1234567890"),
-                       capsys)
+    rc, out, err = run_cli(["llm", "test", "--json"], llm.env(OCR_LLM_TOKEN="sk-test-1234567890"),
+                           capsys)
     assert rc == 0, err
     report = json.loads(out)
     assert report["outcome"] == "tool_call" and report["tool_calls"] == ["task_done"]
@@ -50,7 +40,7 @@ def test_llm_test_reports_a_model_that_does_not_call_tools(
         llm: ScriptedLLM, capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     llm.text("Everything is DONE, nothing to review.")
-    rc, out, _ = run(["llm", "test"], llm.env(), capsys)
+    rc, out, _ = run_cli(["llm", "test"], llm.env(), capsys)
     assert rc == 1
     assert "FAILED:   model does not call tools" in out
     assert "api key:  ***" in out
@@ -61,7 +51,7 @@ def test_llm_test_accepts_tool_calls_written_as_text(
     monkeypatch.chdir(tmp_path)
     llm.reply(openai_text('<tool_call>{"name": "task_done", "arguments": {"state": "DONE"}}'
                           "</tool_call>"))
-    rc, out, _ = run(["llm", "test", "--json"], llm.env(), capsys)
+    rc, out, _ = run_cli(["llm", "test", "--json"], llm.env(), capsys)
     assert rc == 0
     assert json.loads(out)["outcome"] == "tool_call_as_text"
 
@@ -73,7 +63,7 @@ def test_llm_test_request_failure_exits_3_with_the_typed_error(
     anthropic_llm.reply({"type": "error", "error": {"type": "authentication_error",
                                                     "message": "invalid x-api-key"}},
                         status=401)
-    rc, out, _ = run(["llm", "test", "--json"], anthropic_llm.env(), capsys)
+    rc, out, _ = run_cli(["llm", "test", "--json"], anthropic_llm.env(), capsys)
     report = json.loads(out)
     assert rc == 3
     assert (report["outcome"], report["error_kind"], report["requests"]) == (
@@ -84,20 +74,20 @@ def test_llm_test_request_failure_exits_3_with_the_typed_error(
 def test_llm_test_without_endpoint_is_a_usage_error(
         capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    rc, out, err = run(["llm", "test"], {}, capsys)
+    rc, out, err = run_cli(["llm", "test"], {}, capsys)
     assert rc == 2 and out == ""
     assert "no LLM endpoint configured (missing url, model)" in err
 
 
 def test_llm_providers_lists_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = run(["llm", "providers"], {}, capsys)
+    rc, out, _ = run_cli(["llm", "providers"], {}, capsys)
     assert rc == 0
     names = [line.split()[0] for line in out.splitlines()[1:] if line.strip()][:13]
     assert names == list(layering.provider_presets())
     assert {"openai", "anthropic", "azure-openai", "deepseek", "dashscope", "moonshot",
             "openrouter", "mistral", "gemini", "ollama", "llama-cpp", "vllm",
             "litellm"} == set(names)
-    rc, out, _ = run(["llm", "providers", "--json"], {}, capsys)
+    rc, out, _ = run_cli(["llm", "providers", "--json"], {}, capsys)
     table = json.loads(out)
     assert table["ollama"]["base_url"] == "http://localhost:11434/v1"
     assert table["azure-openai"]["auth_header"] == "api-key"

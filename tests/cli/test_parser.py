@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.cli import parser
 from ocr_hook.cli.parser import build_parser, command_path, parse
+from tests.support.cli import run_cli
 from tests.support.paths import DATA
 
 GOLDEN = DATA / "cli" / "parser_golden.json"
@@ -157,14 +157,12 @@ def test_command_without_its_action_prints_the_full_help(
 ) -> None:
     """``git ocr hook`` (no hook) and ``git ocr config`` (no action) print the top-level help
     on stderr with exit 2, listing every command although only one was parsed."""
-    rc = cli.main(argv, environ={})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(argv, {}, capsys, inherit=False)
     top_help = next(c for c in CASES if c["argv"] == ["-h"])["stdout"]
     assert (rc, out, err) == (2, "", top_help)
 
 
 def test_no_command_prints_the_full_help_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = cli.main([], environ={})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli([], {}, capsys, inherit=False)
     top_help = next(c for c in CASES if c["argv"] == ["-h"])["stdout"]
     assert (rc, out, err) == (0, top_help, "")

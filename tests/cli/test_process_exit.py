@@ -8,12 +8,9 @@ Real: a subprocess interpreter with its output on pipes.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.support.paths import ROOT
+from tests.support.cli import run_python
 
 SCRIPT = """\
 import atexit, sys, threading, time
@@ -30,10 +27,8 @@ print("never")
 
 
 def test_exit_waits_for_threads_runs_handlers_and_flushes_output() -> None:
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
-           "PYTHONPATH": str(ROOT)}  # buffered, as for a user: the flush is what is tested
-    p = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
-                       timeout=60, check=False)
+    # buffered, as for a user: the flush is what is tested
+    p = run_python(["-c", SCRIPT], unset=("PYTHONUNBUFFERED",), timeout=60)
     assert (p.returncode, p.stdout, p.stderr) == (3, "result\nthread done\nexit handler\n",
                                                   "warning\n")
 
@@ -41,13 +36,10 @@ def test_exit_waits_for_threads_runs_handlers_and_flushes_output() -> None:
 def test_a_real_run_exits_with_its_code_and_full_output(tmp_path: Path) -> None:
     """``python -m ocr_hook.cli`` (what native hooks run): a usage error's message and exit
     code 2 arrive whole; ``--version`` prints its line and exits 0."""
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
-           "PYTHONPATH": str(ROOT)}  # buffered, as for a user: the flush is what is tested
-    p = subprocess.run([sys.executable, "-m", "ocr_hook.cli", "review", "--no-such-flag"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-                       check=False)
+    buffered = ("PYTHONUNBUFFERED",)  # as for a user: the flush is what is tested
+    p = run_python(["-m", "ocr_hook.cli", "review", "--no-such-flag"], cwd=tmp_path,
+                   unset=buffered, timeout=60)
     assert p.returncode == 2 and p.stderr.rstrip().endswith(
         "error: unrecognized arguments: --no-such-flag")
-    p = subprocess.run([sys.executable, "-m", "ocr_hook.cli", "--version"], cwd=tmp_path,
-                       env=env, capture_output=True, text=True, timeout=60, check=False)
+    p = run_python(["-m", "ocr_hook.cli", "--version"], cwd=tmp_path, unset=buffered, timeout=60)
     assert (p.returncode, p.stdout.split(" ")[0]) == (0, "ocr-hook")

@@ -3,13 +3,12 @@ key. Real: git, HTTP to the loopback model, the command line; fake: the model's 
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
 import pytest
 
-from ocr_hook import cli
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -20,10 +19,8 @@ def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
            capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     monkeypatch.chdir(repo.path)
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    env = {**os.environ, **llm.env(OCR_LLM_TOKEN=KEY, OCR_HOOK_EFFORT="low",
-                                   OCR_HOOK_REVIEW_FILTER="false")}
-    rc = cli.main(list(args), environ=env)
-    _, err = capsys.readouterr()
+    rc, _, err = run_cli(args, llm.env(OCR_LLM_TOKEN=KEY, OCR_HOOK_EFFORT="low"), capsys,
+                         review_filter=False)
     return rc, err
 
 
@@ -65,8 +62,7 @@ def test_internal_error_names_the_flag_that_shows_the_traceback(
         raise RuntimeError("unexpected state")
 
     monkeypatch.setattr(sys.modules["ocr_hook.cli.main"], "_dispatch", boom)
-    rc = cli.main(argv, environ=dict(os.environ))
-    err = capsys.readouterr().err
+    rc, _, err = run_cli(argv, {}, capsys)
     assert rc == 0
     assert err.splitlines()[0] == ("ocr-hook: NOT REVIEWED: internal error RuntimeError:"
                                    f" unexpected state ({hint})")

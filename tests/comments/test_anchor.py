@@ -11,7 +11,7 @@ import os
 import random
 import re
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -27,36 +27,8 @@ from ocr_hook.comments.anchor import (
 )
 from ocr_hook.diff.patch import FileDiff, parse_hunks, split_patch_sections
 from ocr_hook.findings import RawComment, Severity
-from ocr_hook.git import process, target
 from tests.support.gitrepo import GitRepo
-
-APP = """\
-import os
-
-
-def load(path):
-    with open(path) as fh:
-        data = fh.read()
-    return data
-
-
-def total(items):
-    result = 0
-    for item in items:
-        result += item.price
-    return result
-
-
-def name_of(user):
-    return user.name
-"""
-
-GUARD = APP.replace(
-    "    for item in items:\n",
-    "    for item in items:\n"
-    "        if item.price < 0:\n"
-    '            raise ValueError("negative price")\n',
-)
+from tests.support.samples import APP, GUARD, staged
 
 GO = "package main\n\nfunc add(a int, b int) int {\n\treturn a + b\n}\n"
 
@@ -188,30 +160,6 @@ CASES: list[Case] = [
      "src/app.py", 'raise ValueError("negative price")', None,
      ("app.py", "new", 14, 14, "refiled", False)),
 ]
-
-
-def staged(repo: GitRepo, old: dict[str, str], new: dict[str, str | None]
-           ) -> tuple[dict[str, FileDiff], Callable[[str], list[str] | None], list[str]]:
-    """Commit ``old``, stage ``new`` (None deletes); return the snapshot's diffs by path (new
-    and old), a reader of new-file lines, and the reviewable paths."""
-    repo.commit(old, "old")
-    for path, text in new.items():
-        if text is None:
-            repo.git("rm", "-q", "--", path)
-        else:
-            repo.stage({path: text})
-    t = target.staged_snapshot(repo.path, repo.env)
-    files = target.load_diff(repo.path, t)
-    by_path: dict[str, FileDiff] = {}
-    for f in files:
-        by_path.setdefault(f.new_path, f)
-        by_path.setdefault(f.old_path, f)
-
-    def lines(path: str) -> list[str] | None:
-        data = target.read_blob(repo.path, t.head, by_path[path].new_path)
-        return None if data is None else process.decode_text(data).split("\n")
-
-    return by_path, lines, [f.path for f in files if f.status != "deleted"]
 
 
 def comment(path: str, quote: str, hint: int | None = None,

@@ -9,15 +9,14 @@ Real: git, the session log, the cache, the dismissal files, HTTP. Fake: the mode
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.comments.dismissals import apply_dismissals, dismiss_key, inline_reason
 from ocr_hook.findings import Finding, Severity
+from tests.support.cli import run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -34,19 +33,11 @@ def sql_comment(content: str) -> dict[str, Any]:
                           "severity": "critical", "category": "security"}]}
 
 
-def run_cli(args: list[str], env: dict[str, str],
-            capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def review_json(llm: ScriptedLLM, capsys: pytest.CaptureFixture[str], *args: str,
                 content: str | None = None) -> tuple[int, dict[str, Any], str]:
     if content is not None:
         llm.tool_calls(("code_comment", sql_comment(content)), ("task_done", {"state": "DONE"}))
-    rc, out, err = run_cli(["review", "--format", "json", *args], llm.env(), capsys)
-    return rc, json.loads(out), err
+    return run_json(["review", "--format", "json", *args], llm.env(), capsys, review_filter=False)
 
 
 def test_dismissed_finding_stays_dismissed_across_amend_moved_line_and_rewording(
@@ -100,7 +91,8 @@ def test_dismissed_finding_stays_dismissed_across_amend_moved_line_and_rewording
     [d] = data["dismissed"]
     assert (d["start_line"], d["by"], d["reason"]) == (7, "personal", "name is an enum value")
     assert d["id"] != fid  # a new finding id: other wording, same dismissal key
-    rc, out, _ = run_cli(["review", "--commit", "HEAD"], llm.env(), capsys)  # cached now
+    rc, out, _ = run_cli(["review", "--commit", "HEAD"], llm.env(), capsys,
+                         review_filter=False)  # cached now
     assert rc == 0
     assert (f"dismissed: app.py:7 [critical · security] id {d['id']} (personal, Test"
             " <test@example.com>): name is an enum value") in out.splitlines()
@@ -181,7 +173,8 @@ def test_secret_findings_cannot_be_dismissed_or_inline_ignored(
     key = "AKIA" + "Q3EGRXJ7TV5PLMZN"
     repo.stage({"cfg.py": f'AWS_KEY = "{key}"  # ocr-hook: ignore\n'})
     monkeypatch.chdir(repo.path)
-    rc, out, err = run_cli(["review", "--format", "json"], {}, capsys)  # no endpoint needed
+    rc, out, err = run_cli(["review", "--format", "json"], {}, capsys,
+                           review_filter=False)  # no endpoint needed
     data = json.loads(out)
     assert rc == 1 and data["dismissed"] == []
     [c] = data["comments"]

@@ -17,8 +17,9 @@ from ocr_hook.comments.pool import Collector, CommentPool, CommentProcessor
 from ocr_hook.findings import Finding, RawComment, RunWarning, Severity, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint
-from tests.comments.test_anchor import APP, GUARD, staged
+from tests.support.cli import cli_environ
 from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP, GUARD, staged
 from tests.support.scripted_llm import ScriptedLLM
 
 
@@ -227,7 +228,6 @@ def test_review_relocates_refiles_and_reports_old_side_in_every_format(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import json
-    import os
 
     from ocr_hook import cli
 
@@ -245,7 +245,7 @@ def test_review_relocates_refiles_and_reports_old_side_in_every_format(
     llm.tool_calls(("code_comment", {"comments": comments}), ("task_done", {"state": "DONE"}))
     llm.text("```\nif item.price < 0:\n```")  # the re-location answer
     monkeypatch.chdir(repo.path)
-    env = {**os.environ, **llm.env()}
+    env = cli_environ(llm.env())
     outputs = {}
     for fmt in ("json", "text", "sarif"):
         if fmt != "json":
@@ -281,7 +281,6 @@ def test_line_hint_of_code_comment_picks_between_identical_added_lines(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import json
-    import os
 
     from ocr_hook import cli
 
@@ -293,7 +292,7 @@ def test_line_hint_of_code_comment_picks_between_identical_added_lines(
     llm.tool_calls(("code_comment", {"comments": hinted}), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
     assert cli.main(["review", "--no-cache", "--no-filter", "--effort", "low", "--format",
-                     "json"], environ={**os.environ, **llm.env()}) == 0
+                     "json"], environ=cli_environ(llm.env())) == 0
     data = json.loads(capsys.readouterr().out)
     got = {c["content"][-3:-2]: (c["start_line"], c["ambiguous"]) for c in data["comments"]}
     assert got == {"a": (22, False), "b": (26, False), "c": (22, True)}

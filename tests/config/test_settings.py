@@ -19,20 +19,15 @@ from ocr_hook.config.layering import Layer, azure_url, build_config, parse_toml
 from ocr_hook.config.load import config_layers
 from ocr_hook.config.toml_edit import dump_toml, edit_toml
 from ocr_hook.errors import ConfigError
+from tests.support.cli import cli_environ, run_cli
 from tests.support.gitrepo import GitRepo
+from tests.support.home import user_file, write_user_config
 from tests.support.scripted_llm import ScriptedLLM
 
 
-def write_user(text: str) -> Path:
-    p = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
-    return p
-
-
 def test_precedence_flags_env_repo_user_defaults(repo: GitRepo) -> None:
-    write_user('[llm]\nmodel = "user-model"\n[gate]\nmode = "advisory"\n[review]\n'
-               "concurrency = 2\n")
+    write_user_config('[llm]\nmodel = "user-model"\n[gate]\nmode = "advisory"\n[review]\n'
+                      "concurrency = 2\n")
     repo.commit({".ocr-hook.toml": '[llm]\nmodel = "repo-model"\n[review]\nconcurrency = 3\n'},
                 "cfg")
     env = {"OCR_HOOK_REVIEW_CONCURRENCY": "5", "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
@@ -62,7 +57,7 @@ def test_ocr_llm_variables_and_ocr_hook_names(tmp_path: Path) -> None:
 
 
 def test_openai_variables_apply_to_the_openai_preset_only(tmp_path: Path) -> None:
-    write_user('[llm]\nprovider = "openai"\nmodel = "gpt-5"\napi_key = "sk-from-file-000"\n')
+    write_user_config('[llm]\nprovider = "openai"\nmodel = "gpt-5"\napi_key = "sk-from-file-000"\n')
     env = {"OPENAI_API_KEY": "sk-from-env-111", "OPENAI_BASE_URL": "https://proxy.example/v1",
            "ANTHROPIC_API_KEY": "ant-unused", "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
     cfg = build_config(config_layers(None, env))
@@ -152,8 +147,7 @@ def test_invalid_value_is_one_line_naming_key_file_and_allowed_values(
     repo.commit({".ocr-hook.toml": '[gate]\nfail_on = "severe"\n'}, "cfg")
     repo.stage({"a.py": "x = 1\n"})
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review"], environ=dict(os.environ))
-    err = capsys.readouterr().err
+    rc, _, err = run_cli(["review"], {}, capsys)
     assert rc == 2
     assert err.count("\n") == 1
     assert "gate.fail_on = 'severe' in .ocr-hook.toml (HEAD)" in err
@@ -176,8 +170,8 @@ def test_unknown_provider_lists_presets(tmp_path: Path) -> None:
 
 
 def test_api_key_cmd_supplies_the_key(tmp_path: Path) -> None:
-    write_user('[llm]\nprovider = "openai"\nmodel = "gpt-5"\n'
-               'api_key_cmd = "printf \'sk-from-cmd-123\\\\nsecond line\\\\n\'"\n')
+    write_user_config('[llm]\nprovider = "openai"\nmodel = "gpt-5"\n'
+                      'api_key_cmd = "printf \'sk-from-cmd-123\\\\nsecond line\\\\n\'"\n')
     env = dict(os.environ)
     ep, why = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None, why
@@ -185,8 +179,8 @@ def test_api_key_cmd_supplies_the_key(tmp_path: Path) -> None:
 
 
 def test_failing_api_key_cmd_is_a_config_error_without_its_output(tmp_path: Path) -> None:
-    write_user('[llm]\nprovider = "openai"\nmodel = "m"\n'
-               'api_key_cmd = "echo sk-secret; echo vault locked >&2; exit 3"\n')
+    write_user_config('[llm]\nprovider = "openai"\nmodel = "m"\n'
+                      'api_key_cmd = "echo sk-secret; echo vault locked >&2; exit 3"\n')
     env = dict(os.environ)
     with pytest.raises(ConfigError) as e:
         resolve_llm_endpoint(build_config(config_layers(None, env)), env)
@@ -195,8 +189,8 @@ def test_failing_api_key_cmd_is_a_config_error_without_its_output(tmp_path: Path
 
 def test_static_key_wins_over_api_key_cmd(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    write_user(f'[llm]\nprovider = "openai"\nmodel = "m"\napi_key = "sk-static-000"\n'
-               f'api_key_cmd = "touch {marker}; echo sk-cmd"\n')
+    write_user_config(f'[llm]\nprovider = "openai"\nmodel = "m"\napi_key = "sk-static-000"\n'
+                      f'api_key_cmd = "touch {marker}; echo sk-cmd"\n')
     env = dict(os.environ)
     ep, _ = resolve_llm_endpoint(build_config(config_layers(None, env)), env)
     assert ep is not None and ep.api_key == "sk-static-000"
@@ -207,7 +201,7 @@ def _key_cmd_repo(repo: GitRepo, tmp_path: Path, script: str) -> Path:
     """A repository with app.py staged and a user file whose api_key_cmd first leaves a
     marker file, then runs ``script``; returns the marker's path."""
     marker = tmp_path / "key-cmd-ran"
-    write_user(f'[llm]\napi_key_cmd = "echo run >> {marker}; {script}"\n')
+    write_user_config(f'[llm]\napi_key_cmd = "echo run >> {marker}; {script}"\n')
     repo.commit({"README.md": "hello\n"}, "init")
     repo.stage({"app.py": "def f(x):\n    return x + 1\n"})
     return marker
@@ -218,20 +212,18 @@ def test_locked_api_key_cmd_means_no_endpoint_and_on_error_decides(
         capsys: pytest.CaptureFixture[str]) -> None:
     marker = _key_cmd_repo(repo, tmp_path, "echo vault is locked >&2; exit 1")
     monkeypatch.chdir(repo.path)
-    env = {**os.environ, "OCR_LLM_URL": llm.url, "OCR_LLM_MODEL": "scripted-model"}
+    env = {"OCR_LLM_URL": llm.url, "OCR_LLM_MODEL": "scripted-model"}
     why = "NOT REVIEWED: no LLM endpoint: llm.api_key_cmd failed (exit 1): vault is locked"
-    rc = cli.main(["review", "--preview"], environ=env)  # no LLM call: the command never runs
-    out, err = capsys.readouterr()
+    # no LLM call: the command never runs
+    rc, out, err = run_cli(["review", "--preview"], env, capsys)
     assert (rc, err) == (0, "")
     assert "app.py" in out and not marker.exists()
-    rc = cli.main(["hook", "pre-commit"], environ=env)
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["hook", "pre-commit"], env, capsys)
     assert rc == 0, err
     assert why in out.splitlines()
     assert marker.read_text() == "run\n"
-    rc = cli.main(["review", "--format", "json"],
-                  environ={**env, "OCR_HOOK_GATE_ON_ERROR": "block"})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json"],
+                           {**env, "OCR_HOOK_GATE_ON_ERROR": "block"}, capsys)
     data = json.loads(out)
     assert rc == 3
     assert (data["verdict"], data["status"]) == ("incomplete", "failed")
@@ -247,7 +239,7 @@ def test_api_key_cmd_runs_once_only_when_the_llm_is_called(
         capsys: pytest.CaptureFixture[str]) -> None:
     marker = _key_cmd_repo(repo, tmp_path, "echo sk-from-the-vault-1234")
     monkeypatch.chdir(repo.path)
-    env = {**os.environ, "OCR_LLM_URL": llm.url, "OCR_LLM_MODEL": "scripted-model"}
+    env = cli_environ({"OCR_LLM_URL": llm.url, "OCR_LLM_MODEL": "scripted-model"})
     repo.git("stash", "push", "-q")  # only README.md at HEAD: nothing staged, nothing to review
     assert cli.main(["review"], environ=env) == 0
     assert not marker.exists()
@@ -266,34 +258,28 @@ def test_api_key_cmd_runs_once_only_when_the_llm_is_called(
 
 # --- git ocr config -------------------------------------------------------------------------
 
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = cli.main(args, environ=dict(os.environ))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def test_config_set_writes_a_private_user_file_and_get_reads_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    assert run(["config", "path"], capsys) == (0, f"{path}\n", "")
-    assert run(["config", "set", "llm.provider", "deepseek"], capsys)[0] == 0
-    assert run(["config", "set", "llm.model", "deepseek-v4-flash"], capsys)[0] == 0
-    assert run(["config", "set", "review.concurrency", "4"], capsys)[0] == 0
-    assert run(["config", "set", "select.exclude", "vendor/**, *.min.js"], capsys)[0] == 0
-    assert run(["config", "set", "cache.enabled", "false"], capsys)[0] == 0
+    path = user_file("config.toml")
+    assert run_cli(["config", "path"], {}, capsys) == (0, f"{path}\n", "")
+    assert run_cli(["config", "set", "llm.provider", "deepseek"], {}, capsys)[0] == 0
+    assert run_cli(["config", "set", "llm.model", "deepseek-v4-flash"], {}, capsys)[0] == 0
+    assert run_cli(["config", "set", "review.concurrency", "4"], {}, capsys)[0] == 0
+    assert run_cli(["config", "set", "select.exclude", "vendor/**, *.min.js"], {}, capsys)[0] == 0
+    assert run_cli(["config", "set", "cache.enabled", "false"], {}, capsys)[0] == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert parse_toml(path.read_text(), "t") == {
         "llm": {"provider": "deepseek", "model": "deepseek-v4-flash"},
         "review": {"concurrency": 4}, "select": {"exclude": ["vendor/**", "*.min.js"]},
         "cache": {"enabled": False}}
-    assert run(["config", "get", "llm.model"], capsys) == (0, "deepseek-v4-flash\n", "")
-    assert run(["config", "get", "review.concurrency"], capsys) == (0, "4\n", "")
-    assert run(["config", "get", "gate.fail_on"], capsys) == (0, "high\n", "")  # default
-    assert run(["config", "unset", "llm.model"], capsys)[0] == 0
-    assert run(["config", "get", "llm.model"], capsys) == (1, "", "")
+    assert run_cli(["config", "get", "llm.model"], {}, capsys) == (0, "deepseek-v4-flash\n", "")
+    assert run_cli(["config", "get", "review.concurrency"], {}, capsys) == (0, "4\n", "")
+    assert run_cli(["config", "get", "gate.fail_on"], {}, capsys) == (0, "high\n", "")  # default
+    assert run_cli(["config", "unset", "llm.model"], {}, capsys)[0] == 0
+    assert run_cli(["config", "get", "llm.model"], {}, capsys) == (1, "", "")
     assert not list(path.parent.glob(".*.tmp"))
 
 
@@ -301,18 +287,19 @@ def test_config_set_keeps_comments_and_refuses_bad_values(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write_user('# mine\n[llm]\n# which model\nmodel = "a"\n\n[gate]\nmode = "advisory"\n')
-    assert run(["config", "set", "llm.model", "b"], capsys)[0] == 0
+    path = write_user_config(
+        '# mine\n[llm]\n# which model\nmodel = "a"\n\n[gate]\nmode = "advisory"\n')
+    assert run_cli(["config", "set", "llm.model", "b"], {}, capsys)[0] == 0
     assert path.read_text() == ('# mine\n[llm]\n# which model\nmodel = "b"\n\n[gate]\n'
                                 'mode = "advisory"\n')
-    rc, out, err = run(["config", "set", "gate.mode", "lenient"], capsys)
+    rc, out, err = run_cli(["config", "set", "gate.mode", "lenient"], {}, capsys)
     assert rc == 2 and out == ""
     assert err.splitlines() == ["ocr-hook: invalid gate.mode = 'lenient' in command line: Input"
                                 " should be 'blocking' or 'advisory'; allowed: blocking,"
                                 " advisory"]  # the value given, not the file, is wrong
-    rc, _, err = run(["config", "set", "llm.modle", "x"], capsys)
+    rc, _, err = run_cli(["config", "set", "llm.modle", "x"], {}, capsys)
     assert rc == 2 and "unknown configuration key 'llm.modle'; allowed keys: llm.provider" in err
-    rc, _, err = run(["config", "set", "review.concurrency", "many"], capsys)
+    rc, _, err = run_cli(["config", "set", "review.concurrency", "many"], {}, capsys)
     assert rc == 2 and "invalid review.concurrency = 'many'; expected int" in err
     assert 'mode = "advisory"' in path.read_text()
 
@@ -324,8 +311,8 @@ def test_config_set_reads_a_secret_from_stdin_and_list_masks_it(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.stdin", io.StringIO("sk-abcdefghijklmnopqrstuvwxyz\n"))
-    assert run(["config", "set", "llm.api_key", "-"], capsys)[0] == 0
-    rc, out, _ = run(["config", "list", "--show-origin"], capsys)
+    assert run_cli(["config", "set", "llm.api_key", "-"], {}, capsys)[0] == 0
+    rc, out, _ = run_cli(["config", "list", "--show-origin"], {}, capsys)
     assert rc == 0
     lines = dict(line.split(" = ", 1) for line in out.splitlines())
     assert lines["llm.api_key"].startswith('"sk-a…wxyz"\t# ')
@@ -338,9 +325,9 @@ def test_config_get_masks_the_api_key_unless_show_secret(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    write_user('[llm]\napi_key = "sk-abcdefghijklmnopqrstuvwxyz"\n')
-    assert run(["config", "get", "llm.api_key"], capsys) == (0, '"sk-a…wxyz"\n', "")
-    assert run(["config", "get", "llm.api_key", "--show-secret"], capsys) == (
+    write_user_config('[llm]\napi_key = "sk-abcdefghijklmnopqrstuvwxyz"\n')
+    assert run_cli(["config", "get", "llm.api_key"], {}, capsys) == (0, '"sk-a…wxyz"\n', "")
+    assert run_cli(["config", "get", "llm.api_key", "--show-secret"], {}, capsys) == (
         0, "sk-abcdefghijklmnopqrstuvwxyz\n", "")
 
 
@@ -351,9 +338,9 @@ def test_config_set_refuses_an_empty_value(
     import io
 
     monkeypatch.chdir(tmp_path)
-    path = write_user('[llm]\napi_key = "sk-old-key-0000000000"\nmodel = "m"\n')
+    path = write_user_config('[llm]\napi_key = "sk-old-key-0000000000"\nmodel = "m"\n')
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
-    rc, out, err = run(["config", "set", *args], capsys)
+    rc, out, err = run_cli(["config", "set", *args], {}, capsys)
     where = "no value on stdin" if args[1] == "-" else "empty value"
     assert (rc, out) == (2, "")
     assert err == (f"ocr-hook: {where} for {args[0]}; nothing written (to remove the key: git"
@@ -368,19 +355,19 @@ def test_config_set_keeps_comments_and_key_order_of_the_user_file(
     end-of-line comment, a new key goes after the table's last key, a table value stays inline,
     a new table goes at the end, and every other line is byte-identical."""
     monkeypatch.chdir(tmp_path)
-    path = write_user('# my ocr-hook settings\n'
-                      '[llm]\n'
-                      'provider = "deepseek"  # work account\n'
-                      '# the cheap one\n'
-                      'model = "deepseek-v4-flash"\n'
-                      'timeout_s = 90\n'
-                      '\n'
-                      '[gate]\n'
-                      '# never block my commits\n'
-                      'mode = "advisory"\n')
-    assert run(["config", "set", "llm.provider", "openai"], capsys) == (0, "", "")
-    assert run(["config", "set", "llm.extra_headers", '{"X-Team": "core"}'], capsys)[0] == 0
-    assert run(["config", "set", "cache.enabled", "false"], capsys)[0] == 0
+    path = write_user_config('# my ocr-hook settings\n'
+                             '[llm]\n'
+                             'provider = "deepseek"  # work account\n'
+                             '# the cheap one\n'
+                             'model = "deepseek-v4-flash"\n'
+                             'timeout_s = 90\n'
+                             '\n'
+                             '[gate]\n'
+                             '# never block my commits\n'
+                             'mode = "advisory"\n')
+    assert run_cli(["config", "set", "llm.provider", "openai"], {}, capsys) == (0, "", "")
+    assert run_cli(["config", "set", "llm.extra_headers", '{"X-Team": "core"}'], {}, capsys)[0] == 0
+    assert run_cli(["config", "set", "cache.enabled", "false"], {}, capsys)[0] == 0
     assert path.read_text() == ('# my ocr-hook settings\n'
                                 '[llm]\n'
                                 'provider = "openai"  # work account\n'
@@ -395,7 +382,7 @@ def test_config_set_keeps_comments_and_key_order_of_the_user_file(
                                 '\n'
                                 '[cache]\n'
                                 'enabled = false\n')
-    assert run(["config", "unset", "llm.timeout_s"], capsys)[0] == 0
+    assert run_cli(["config", "unset", "llm.timeout_s"], {}, capsys)[0] == 0
     assert 'model = "deepseek-v4-flash"\nextra_headers' in path.read_text()
 
 
@@ -403,14 +390,15 @@ def test_config_unset_removes_a_table_left_empty(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write_user('# mine\n[gate]\nmode = "advisory"\n\n[llm]\napi_key = "sk-x-00000000"\n'
-                      '\n[cache]\nenabled = false\n')
-    assert run(["config", "unset", "llm.api_key"], capsys)[0] == 0
+    path = write_user_config(
+        '# mine\n[gate]\nmode = "advisory"\n\n[llm]\napi_key = "sk-x-00000000"\n'
+        '\n[cache]\nenabled = false\n')
+    assert run_cli(["config", "unset", "llm.api_key"], {}, capsys)[0] == 0
     assert path.read_text() == '# mine\n[gate]\nmode = "advisory"\n\n[cache]\nenabled = false\n'
-    assert run(["config", "unset", "cache.enabled"], capsys)[0] == 0
+    assert run_cli(["config", "unset", "cache.enabled"], {}, capsys)[0] == 0
     assert path.read_text() == '# mine\n[gate]\nmode = "advisory"\n'
-    write_user('[llm]\n# from the vault\napi_key = "sk-x-00000000"\n')  # comments stay
-    assert run(["config", "unset", "llm.api_key"], capsys)[0] == 0
+    write_user_config('[llm]\n# from the vault\napi_key = "sk-x-00000000"\n')  # comments stay
+    assert run_cli(["config", "unset", "llm.api_key"], {}, capsys)[0] == 0
     assert path.read_text() == "[llm]\n# from the vault\n"
 
 

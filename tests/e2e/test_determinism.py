@@ -10,15 +10,14 @@ group by a substring of its diff, with a per-request latency that reverses betwe
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.comments.pool import Collector
 from ocr_hook.findings import Finding, RunWarning, Severity, finding_id
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -73,11 +72,10 @@ def script(llm: ScriptedLLM, delay_of: dict[int, float]) -> None:
 
 
 def review(llm: ScriptedLLM, capsys: pytest.CaptureFixture[str]) -> str:
-    env = {**os.environ, **llm.env()}
-    rc = cli.main(["review", "--format", "json", "--no-cache", "--no-filter", "--effort", "low",
-                   "--concurrency", "8"], environ=env)
+    rc, out, _ = run_cli(["review", "--format", "json", "--no-cache", "--no-filter", "--effort",
+                          "low", "--concurrency", "8"], llm.env(), capsys)
     assert rc == 0  # medium findings pass the default gate; failed groups: on_error = allow
-    return capsys.readouterr().out
+    return out
 
 
 def main_replies_in_completion_order(session_file: Path) -> list[str]:

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocr_hook import cli
 from ocr_hook.config import layering
 from ocr_hook.diff import patch as diff
 from ocr_hook.errors import ConfigError, OcrError
@@ -26,7 +24,9 @@ from ocr_hook.tools.builtin.comment import code_comment_handler, parse_task_done
 from ocr_hook.tools.builtin.context import builtin_handlers
 from ocr_hook.tools.registry import build_registry, parse_tools_json
 from ocr_hook.tools.snapshot import SnapshotView
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
+from tests.support.home import write_user_config
 
 EXAMPLES = int(os.environ.get("OCR_HOOK_TEST_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
@@ -250,12 +250,9 @@ def test_cli_reports_any_bad_configuration_in_one_line_with_exit_2(
     cli_repo: GitRepo, capsys: pytest.CaptureFixture[str], lines: list[str],
     env: dict[str, str],
 ) -> None:
-    user = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    user.parent.mkdir(parents=True, exist_ok=True)
-    user.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    write_user_config("\n".join(lines) + "\n")
     safe_env = {k: v for k, v in env.items() if "\0" not in v}
-    rc = cli.main(["review", "--preview", "--format", "json"], environ={**os.environ, **safe_env})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--preview", "--format", "json"], safe_env, capsys)
     assert "Traceback" not in err
     if rc == 0:
         assert json.loads(out)["files"][0]["path"] == "app.py"
@@ -352,18 +349,15 @@ def test_cli_errors_are_one_line_exit_2_for_bad_flags_and_refs(
     for argv in (["review", "--commit=-x"], ["review", "--commit", "no-such-ref"],
                  ["review", "--from", "main"], ["review", "--rule", "/nonexistent/rule.json"],
                  ["review", "--from", "main", "--to=-x"]):
-        rc = cli.main(argv, environ=dict(os.environ))
-        out, err = capsys.readouterr()
+        rc, out, err = run_cli(argv, {}, capsys)
         assert (rc, out) == (2, ""), (argv, err)
         assert len(err.splitlines()) == 1 and err.startswith("ocr-hook: "), (argv, err)
     for argv in (["review", "--effort", "max"], ["review", "--timeout", "abc"],
                  ["review", "--concurrency", "x"]):  # argparse: usage, then one error line
-        rc = cli.main(argv, environ=dict(os.environ))
-        out, err = capsys.readouterr()
+        rc, out, err = run_cli(argv, {}, capsys)
         assert (rc, out) == (2, ""), (argv, err)
         assert "Traceback" not in err and err.splitlines()[-1].startswith("git ocr: error: ")
-    rc = cli.main(["review", "--concurrency", "0"], environ=dict(os.environ))
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--concurrency", "0"], {}, capsys)
     assert (rc, out) == (2, "") and len(err.splitlines()) == 1, err
 
 

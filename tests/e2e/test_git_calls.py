@@ -11,7 +11,6 @@ scripted loopback model.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -20,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.change.rule_sources import OCR_RULE_FILE, REPO_CONFIG_FILE, SHARED_DISMISSALS
 from ocr_hook.comments.dismissals import SHARED_FILE
 from ocr_hook.config.load import HEAD_FILES
 from ocr_hook.config.models import REPO_FILE
 from ocr_hook.git import indexcopy, process, target
+from tests.support.cli import run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -75,13 +74,6 @@ def gitlog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> GitLog:
     return GitLog(tmp_path / "shim", monkeypatch)
 
 
-def run(args: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]
-        ) -> tuple[int, dict, str]:
-    rc = cli.main(args, environ={**os.environ, **env})
-    out, err = capsys.readouterr()
-    return rc, (json.loads(out) if out.strip().startswith("{") else {}), err
-
-
 def test_nothing_to_review_runs_three_git_processes(
     repo: GitRepo, llm: ScriptedLLM, gitlog: GitLog, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -90,7 +82,7 @@ def test_nothing_to_review_runs_three_git_processes(
     index = (repo.path / ".git" / "index").read_bytes()
     monkeypatch.chdir(repo.path)
     gitlog.clear()
-    rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"], data["gate"]["fail_on"], llm.requests) == (0, [], "low", []), err
     # the probe, with .ocr-hook.toml and the rule and dismissal files read alongside; the
     # snapshot (started ahead), equal to HEAD's tree, so no diff
@@ -119,7 +111,7 @@ def test_one_file_review_runs_six_git_processes_and_a_cache_hit_the_same(
     monkeypatch.chdir(repo.path)
     gitlog.clear()
     args = ["review", "--format", "json", "--effort", "low"]
-    rc, data, err = run(args, llm.env(), capsys)
+    rc, data, err = run_json(args, llm.env(), capsys)
     [c] = data["comments"]
     assert (rc, c["path"], c["start_line"], data["summary"]["llm_calls"]) == (0, "app.py", 30, 2)
     # the shared dismissal file was read at HEAD (its error is the proof) without a process
@@ -128,7 +120,7 @@ def test_one_file_review_runs_six_git_processes_and_a_cache_hit_the_same(
     # the dismissal file came with the settings, the anchoring read from the change set's blob
     assert Counter(gitlog.commands()) == expected, gitlog.commands()
     gitlog.clear()
-    rc, data, err = run(args, llm.env(), capsys)
+    rc, data, err = run_json(args, llm.env(), capsys)
     assert (rc, data["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 2), err
     assert Counter(gitlog.commands()) == expected
 
@@ -138,14 +130,14 @@ def test_unborn_head_reads_files_once_and_diffs_against_the_empty_tree(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(repo.path)
-    rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"]) == (0, []), err
     # the files read alongside the probe are absent: nothing is read again
     assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch", "hash-object",
                                                   "write-tree"])
     repo.stage({"app.py": "x = 1\n"})
     gitlog.clear()
-    rc, data, err = run(["review", "--preview", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--preview", "--format", "json"], llm.env(), capsys)
     assert (rc, [(f["path"], f["status"]) for f in data["files"]]) == (0, [("app.py", "added")])
     assert Counter(gitlog.commands()) == Counter({PROBE: 1, "cat-file --batch": 1,
                                                   "hash-object": 1, "write-tree": 1, "diff": 2})
@@ -157,7 +149,7 @@ def test_linked_worktree_probe_matches_gits_separate_answers(
 ) -> None:
     repo.commit({"app.py": BODY}, "init")
     wt = tmp_path / "wt"
-    repo.git("worktree", "add", "-q", str(wt), "-b", "side")
+    repo.linked_worktree(wt)
     (wt / "sub").mkdir()
     facts = process.probe(wt / "sub")
     assert facts.top == wt
@@ -175,7 +167,7 @@ def test_linked_worktree_probe_matches_gits_separate_answers(
     repo.git("-C", str(wt), "add", "app.py")
     monkeypatch.chdir(wt / "sub")
     gitlog.clear()
-    rc, data, err = run(["review", "--preview", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--preview", "--format", "json"], llm.env(), capsys)
     assert (rc, [(f["path"], f["will_review"]) for f in data["files"]]) == (0, [("app.py", True)])
     assert Counter(gitlog.commands()) == Counter({PROBE: 1, "cat-file --batch": 2,
                                                   "write-tree": 1, "diff": 2})
@@ -200,13 +192,13 @@ def test_hook_index_file_is_the_snapshot_and_subdirectory_paths_resolve(
     monkeypatch.chdir(sub)
     monkeypatch.setenv("GIT_INDEX_FILE", str(alt))
     gitlog.clear()
-    rc, data, err = run(["review", "--preview", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--preview", "--format", "json"], llm.env(), capsys)
     assert (rc, [(f["path"], f["status"]) for f in data["files"]]) == (0, [("pkg/mod.py",
                                                                             "modified")]), err
     assert Counter(gitlog.commands()) == Counter({PROBE: 1, "cat-file --batch": 1,
                                                   "write-tree": 1, "diff": 2})
     monkeypatch.delenv("GIT_INDEX_FILE")
-    rc, data, err = run(["review", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, data["files"]) == (0, [])  # the repository's own index holds no change
 
 
@@ -216,13 +208,13 @@ def test_nothing_is_remembered_between_runs_or_outside_a_run(
 ) -> None:
     first = repo.commit({"app.py": BODY}, "init")
     monkeypatch.chdir(repo.path)
-    assert run(["review", "--format", "json"], llm.env(), capsys)[1]["files"] == []
+    assert run_json(["review", "--format", "json"], llm.env(), capsys)[1]["files"] == []
     assert process.head_ids(repo.path) is None  # the run's scope is over
     second = repo.commit({"app.py": BODY + "z = 1\n", ".ocr-hook.toml": "[gate]\nmode = "
                           "\"advisory\"\n"}, "two")
     assert first != second
     repo.stage({"app.py": BODY + "z = 2\n"})
-    rc, data, err = run(["review", "--preview", "--format", "json"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--preview", "--format", "json"], llm.env(), capsys)
     assert (rc, data["gate"]["mode"]) == (0, "advisory"), err  # the new HEAD's settings
     assert target.staged_snapshot(repo.path, os.environ).base_label == second
     process.find_toplevel(repo.path)  # outside a scope: remembers nothing
@@ -268,12 +260,12 @@ def test_outside_a_work_tree_the_error_line_is_gits(
     plain = tmp_path / "plain"
     plain.mkdir()
     monkeypatch.chdir(plain)
-    rc, _, err = run(["review"], {}, capsys)
+    rc, _, err = run_cli(["review"], {}, capsys)
     assert (rc, err.strip().splitlines()) == (2, [
         "ocr-hook: git rev-parse: fatal: not a git repository (or any of the parent"
         " directories): .git (exit 128)"])
     monkeypatch.chdir(repo.path / ".git")
-    rc, _, err = run(["review"], {}, capsys)
+    rc, _, err = run_cli(["review"], {}, capsys)
     assert (rc, err.strip().splitlines()) == (2, [
         "ocr-hook: git rev-parse: fatal: this operation must be run in a work tree (exit 128)"])
 
@@ -288,8 +280,8 @@ def test_the_private_index_copy_is_made_in_memory_and_removed(
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     monkeypatch.chdir(repo.path)
-    rc, data, err = run(["review", "--format", "json"], {**llm.env(),
-                                                         "XDG_RUNTIME_DIR": str(run_dir)}, capsys)
+    rc, data, err = run_json(["review", "--format", "json"],
+                             {**llm.env(), "XDG_RUNTIME_DIR": str(run_dir)}, capsys)
     [copy] = gitlog.index_files("write-tree")
     assert (rc, Path(copy).parent, list(run_dir.iterdir())) == (0, run_dir, []), err
     assert Path(copy).name.startswith("ocr-hook-index-")
@@ -336,9 +328,9 @@ def test_a_settings_error_wins_over_the_snapshot_started_ahead(
     run_dir.mkdir()
     monkeypatch.chdir(repo.path)
     env = {**llm.env(), "XDG_RUNTIME_DIR": str(run_dir), "GIT_INDEX_FILE": "missing-index"}
-    rc, _, err = run(["review"], {**env, "OCR_HOOK_GATE_MODE": "sometimes"}, capsys)
+    rc, _, err = run_cli(["review"], {**env, "OCR_HOOK_GATE_MODE": "sometimes"}, capsys)
     assert (rc, err.splitlines()[0].split(" in ")[0]) == (2, "ocr-hook: invalid gate.mode = 'sometimes'")
-    rc, _, err = run(["review"], env, capsys)
+    rc, _, err = run_cli(["review"], env, capsys)
     assert (rc, err.strip()) == (2, "ocr-hook: GIT_INDEX_FILE='missing-index': no such index file")
     assert list(run_dir.iterdir()) == []
 
@@ -371,7 +363,7 @@ def test_an_index_git_cannot_write_is_one_error_from_one_write_tree(
     repo.git("update-index", "--add", "--cacheinfo", f"100644,{missing},ghost.py")
     monkeypatch.chdir(repo.path)
     gitlog.clear()
-    rc, _, err = run(["review", "--format", "json"], llm.env(), capsys)
+    rc, _, err = run_cli(["review", "--format", "json"], llm.env(), capsys)
     assert rc == 2 and llm.requests == []
     [line] = err.splitlines()
     assert line.startswith("ocr-hook: git write-tree") and missing in line, err

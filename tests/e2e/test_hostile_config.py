@@ -18,18 +18,13 @@ from ocr_hook.config.layering import Layer
 from ocr_hook.config.repo import needs_endpoint_consent, repo_relative
 from ocr_hook.errors import ConfigError
 from ocr_hook.util import resources
+from tests.support.cli import cli_environ, run_cli
 from tests.support.gitrepo import GitRepo
+from tests.support.home import write_user_config
 from tests.support.scripted_llm import ScriptedLLM
 
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA-outside-secret"
 APP = {"app.py": "def f(x):\n    return x\n"}
-
-
-def run(args: list[str], env: dict[str, str],
-        capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = cli.main(args, environ={**os.environ, **env})
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def sent(llm: ScriptedLLM) -> str:
@@ -57,7 +52,7 @@ def test_repository_file_cannot_name_a_file_outside_the_repository(
     repo.write({"notes.txt": SECRET})  # in the work tree, never committed
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
-    rc, out, err = run(["review", "--effort", "low"], llm.env(), capsys)
+    rc, out, err = run_cli(["review", "--effort", "low"], llm.env(), capsys)
     assert rc == 2 and out == ""
     lines = err.splitlines()
     assert len(lines) == 1, err
@@ -76,7 +71,7 @@ def test_a_committed_background_file_is_read_from_head_not_the_work_tree(
     repo.write({"docs/bg.md": "Work-tree edit: " + SECRET})
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
-    rc, _, err = run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
+    rc, _, err = run_cli(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
     assert rc == 0, err
     assert len(llm.requests) == 1
     assert "Committed background: payments module." in sent(llm)
@@ -96,13 +91,13 @@ def test_a_committed_tools_file_is_read_from_head(
     repo.write({"ci/tools.json": "not json at all"})  # the work tree's copy is never read
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
-    rc, _, err = run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
+    rc, _, err = run_cli(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
     assert rc == 0, err
     assert "TEAM DESCRIPTION of file_find" in sent(llm)
     # the cache key follows the definitions read from HEAD, not the work tree's copy
     repo.write({"ci/tools.json": json.dumps(shipped).replace("TEAM DESCRIPTION", "NEW TEXT")})
     repo.git("commit", "-q", "-m", "tools", "--", "ci/tools.json")
-    run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
+    run_cli(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
     assert len(llm.requests) == 2 and "NEW TEXT of file_find" in json.dumps(llm.requests[1])
 
 
@@ -114,7 +109,7 @@ def test_the_user_may_name_any_file_for_the_background(
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
     env = {**llm.env(), "OCR_HOOK_REVIEW_BACKGROUND_FILE": str(tmp_path / "bg.md")}
-    rc, _, err = run(["review", "--effort", "low", "--format", "json"], env, capsys)
+    rc, _, err = run_cli(["review", "--effort", "low", "--format", "json"], env, capsys)
     assert rc == 0, err
     assert "User background from outside the repository." in sent(llm)
 
@@ -168,15 +163,13 @@ def test_repository_provider_cannot_send_the_users_key_to_another_preset(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    user = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    user.parent.mkdir(parents=True)
-    user.write_text('[llm]\nprovider = "openai"\napi_key = "user-key-123"\nmodel = "m"\n')
+    write_user_config('[llm]\nprovider = "openai"\napi_key = "user-key-123"\nmodel = "m"\n')
     # ollama is http://localhost:11434/v1: the key would leave for another local port
     repo.commit({".ocr-hook.toml": '[llm]\nprovider = "ollama"\n'}, "config")
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
     env = {"OPENAI_BASE_URL": llm.url}  # the user's own URL for the openai preset
-    rc, _, err = run(["review", "--effort", "low", "--format", "json"], env, capsys)
+    rc, _, err = run_cli(["review", "--effort", "low", "--format", "json"], env, capsys)
     assert rc == 0, err
     assert "ignoring llm.provider from .ocr-hook.toml (HEAD)" in err
     assert len(llm.requests) == 1
@@ -191,20 +184,20 @@ def test_repository_protocol_switch_and_extra_body_wait_for_consent(
                                    'extra_body = { temperature = 0.5 }\n'}, "config")
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
-    rc, _, err = run(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
+    rc, _, err = run_cli(["review", "--effort", "low", "--format", "json"], llm.env(), capsys)
     assert rc == 0, err
     # OCR_LLM_PROTOCOL is set by the user here, so only extra_body is held back
     assert "ignoring llm.extra_body from .ocr-hook.toml (HEAD)" in err
     assert llm.paths == ["/v1/chat/completions"] and "temperature" not in llm.requests[0]
     env = {k: v for k, v in llm.env().items() if k != "OCR_LLM_PROTOCOL"}
-    rc, _, err = run(["review", "--effort", "low", "--format", "json", "--no-cache"], env,
-                     capsys)
+    rc, _, err = run_cli(["review", "--effort", "low", "--format", "json", "--no-cache"], env,
+                         capsys)
     assert "ignoring llm.protocol, llm.extra_body from .ocr-hook.toml (HEAD)" in err
     assert llm.paths[1:] == ["/v1/chat/completions"]
     assert "x-api-key" not in llm.headers[1]
-    assert cli.main(["config", "allow-endpoint"], environ={**os.environ, **env}) == 0
+    assert cli.main(["config", "allow-endpoint"], environ=cli_environ(env)) == 0
     capsys.readouterr()
-    run(["review", "--effort", "low", "--format", "json", "--no-cache"], env, capsys)
+    run_cli(["review", "--effort", "low", "--format", "json", "--no-cache"], env, capsys)
     # trusted now: the Anthropic wire format, at {base}/messages for a base ending in /v1
     assert llm.paths[2] == "/v1/messages" and llm.headers[2]["x-api-key"] == "test-token"
     assert llm.requests[2]["temperature"] == 0.5
@@ -218,7 +211,7 @@ def test_extra_body_may_not_replace_the_requests_own_fields(
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
     env = {**llm.env(), "OCR_HOOK_LLM_EXTRA_BODY": json.dumps({field: [], "top_k": 5})}
-    rc, out, err = run(["review", "--effort", "low"], env, capsys)
+    rc, out, err = run_cli(["review", "--effort", "low"], env, capsys)
     assert rc == 2 and out == "" and llm.requests == []
     [line] = err.splitlines()
     assert line.startswith(f"ocr-hook: invalid llm.extra_body = {{'{field}': [], 'top_k': 5}}"
@@ -255,7 +248,7 @@ def test_every_bad_setting_is_a_usage_error_with_one_line(
     base = llm.env()
     if "OCR_LLM_URL" in env:
         del base["OCR_LLM_URL"]
-    rc, out, err = run(command, {**base, **env}, capsys)
+    rc, out, err = run_cli(command, {**base, **env}, capsys)
     assert rc == 2 and out == "" and llm.requests == []
     lines = err.splitlines()
     assert lines[0].startswith(f"ocr-hook: {shown}"), err
@@ -277,7 +270,7 @@ def test_settings_http_cannot_send_are_usage_errors_and_never_print_the_key(
 ) -> None:
     repo.stage(APP)
     monkeypatch.chdir(repo.path)
-    rc, out, err = run(["review"], {**llm.env(), **env}, capsys)
+    rc, out, err = run_cli(["review"], {**llm.env(), **env}, capsys)
     assert rc == 2 and out == "" and llm.requests == []
     [line] = err.splitlines()
     assert line.startswith(f"ocr-hook: {shown}"), line

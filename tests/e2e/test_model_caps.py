@@ -9,7 +9,6 @@ loopback model, which records every request."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,27 +18,24 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.agent.loop import TOOL_ARGS_MAX_CHARS, TOOL_CALLS_PER_TURN_MAX
 from ocr_hook.llm.http import RESPONSE_MAX_BYTES
 from ocr_hook.pipeline.cache.store import TEST_WRITE_PAUSE_ENV, cache_dir
+from tests.support.cli import GIT_OCR, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import Reply, ScriptedLLM, openai_tool_calls
 
 APP = {"app.py": "def div(a, b):\n    return a / b\n"}
 FIND = ("file_find", {"query_name": "app"})
 RSS_LIMIT_KB = 200 * 1024  # SPEC §15 memory bar, and the issue's acceptance
-EXE = Path(sys.executable).parent / "git-ocr"
 
 
 def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
            capsys: pytest.CaptureFixture[str], *args: str,
            **env: str) -> tuple[int, dict[str, Any], str]:
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-filter", *args],
-                  environ={**os.environ, **llm.env(), **env})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
+    return run_json(["review", "--format", "json", "--effort", "low", "--no-filter", *args],
+                    llm.env(**env), capsys)
 
 
 def cached(repo: GitRepo) -> list[Path]:
@@ -71,7 +67,7 @@ def test_a_50_mb_response_stays_under_200_mb_and_leaves_the_group_incomplete(
     )
     env = {**repo.env, **llm.env(), "OCR_HOOK_REVIEW_FILTER": "false"}
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", wrapper, str(EXE), "review", "--format",
+    proc = subprocess.run([sys.executable, "-c", wrapper, str(GIT_OCR), "review", "--format",
                            "json", "--effort", "low"], cwd=repo.path, env=env,
                           capture_output=True, text=True, timeout=120)
     elapsed = time.monotonic() - t0
@@ -160,7 +156,7 @@ def test_a_cache_write_killed_with_sigkill_leaves_no_temp_file_after_the_next_ru
     repo.stage(APP)
     env = {**repo.env, **llm.env(), "OCR_HOOK_REVIEW_FILTER": "false",
            TEST_WRITE_PAUSE_ENV: "30"}  # every cache write stops before its rename
-    proc = subprocess.Popen([str(EXE), "review", "--effort", "low"], cwd=repo.path, env=env,
+    proc = subprocess.Popen([str(GIT_OCR), "review", "--effort", "low"], cwd=repo.path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     root = cache_dir(repo.path / ".git")
     try:

@@ -16,21 +16,14 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.util import pathtext
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 RAW_NAME = b"caf\xe9.py"
 SHOWN = "caf\\xe9.py"  # what the model, JSON and the terminal see
 BUGGY = "def div(a, b):\n    return a / b\n"
-
-
-def run(args: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[bytes]
-        ) -> tuple[int, bytes]:
-    rc = cli.main(args, environ={**os.environ, **env})
-    out, _err = capsys.readouterr()
-    return rc, out
 
 
 def test_non_utf8_file_name_is_reviewed_and_reported_alike_in_every_format(
@@ -47,8 +40,8 @@ def test_non_utf8_file_name_is_reviewed_and_reported_alike_in_every_format(
         ("task_done", {"state": "DONE"}))
     before = repo.state()
     monkeypatch.chdir(repo.path)
-    rc, out = run(["review", "--format", "json", "--effort", "low", "--no-filter"], llm.env(),
-                  capsysbinary)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low", "--no-filter"],
+                         llm.env(), capsysbinary)
     assert rc == 1
     assert len(llm.requests) == 2
     prompt = llm.requests[0]["messages"][1]["content"]
@@ -66,15 +59,15 @@ def test_non_utf8_file_name_is_reviewed_and_reported_alike_in_every_format(
     assert data["groups"] == [{"label": data["groups"][0]["label"], "files": [SHOWN]}]
 
     # the same review as SARIF and text: served by the result cache, same exit code
-    rc, out = run(["review", "--format", "sarif", "--effort", "low", "--no-filter"], llm.env(),
-                  capsysbinary)
+    rc, out, _ = run_cli(["review", "--format", "sarif", "--effort", "low", "--no-filter"],
+                         llm.env(), capsysbinary)
     assert rc == 1
     sarif = json.loads(out.decode("utf-8", "strict"))
     [res] = sarif["runs"][0]["results"]
     loc = res["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "caf%E9.py"
     assert loc["region"] == {"startLine": 2, "endLine": 2}
-    rc, out = run(["review", "--effort", "low", "--no-filter"], llm.env(), capsysbinary)
+    rc, out, _ = run_cli(["review", "--effort", "low", "--no-filter"], llm.env(), capsysbinary)
     assert rc == 1
     assert f"BLOCKING {SHOWN}:2 [high · bug] id " in out.decode("utf-8", "strict")
     assert len(llm.requests) == 2

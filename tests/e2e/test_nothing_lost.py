@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,10 @@ from ocr_hook.pipeline.cache.entries import parse_envelope
 from ocr_hook.pipeline.cache.store import TEST_WRITE_PAUSE_ENV, cache_dir
 from ocr_hook.report.session import sessions_dir
 from ocr_hook.report.session_read import read_session_records
-from tests.support.gitrepo import GitRepo
+from tests.support.cli import GIT_OCR, cli_environ, run_json
+from tests.support.gitrepo import GitRepo, init_bare
 from tests.support.scripted_llm import ScriptedLLM
 
-EXE = str(Path(sys.executable).parent / "git-ocr")
 BUGGY = "def div(a, b):\n    return a / b\n"
 COMMENT = {"comments": [{
     "path": "calc.py", "content": "Division by zero when b is 0.",
@@ -47,8 +46,8 @@ def spawn(repo: GitRepo, llm: ScriptedLLM, tmpdir: Path, *args: str,
     tmpdir.mkdir(exist_ok=True)
     full = {**repo.env, **llm.env(), "OCR_HOOK_EFFORT": "low", "OCR_HOOK_REVIEW_FILTER": "false",
             "TMPDIR": str(tmpdir), **env}
-    return subprocess.Popen([EXE, *(args or ("review", "--format", "json"))], cwd=repo.path,
-                            env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    return subprocess.Popen([str(GIT_OCR), *(args or ("review", "--format", "json"))],
+                            cwd=repo.path, env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -80,12 +79,6 @@ def whole_entry(path: Path) -> bool:
         return parse_envelope(path.read_bytes()) is not None
     except OSError:
         return False
-
-
-def run_json(args: list[str], env: dict[str, str],
-             capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
-    return rc, json.loads(capsys.readouterr().out)
 
 
 def finding_spots(data: dict[str, Any]) -> list[tuple[str, int, int, str]]:
@@ -122,19 +115,21 @@ def test_review_killed_mid_cache_write_is_followed_by_a_correct_run(
     # the next run ignores the leftovers, reviews again, answers correctly and repairs the cache
     script_review(llm)
     monkeypatch.chdir(repo.path)
-    rc, data = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc, data, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                           review_filter=False)
     assert rc == 1
     assert data["status"] == "complete" and data["summary"]["cache_hits"] == 0
     assert finding_spots(data) == [("calc.py", 2, 2, "high")]
     assert len(llm.requests) == 2
     assert getattr(parse_envelope(torn.read_bytes()), "key", None) == entry.key  # replaced, whole
     # ... and the run after that is a cache hit with the same result
-    rc, again = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc, again, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                            review_filter=False)
     assert rc == 1 and len(llm.requests) == 2
     assert again["summary"]["cache_hits"] == 1
     assert finding_spots(again) == finding_spots(data)
     # the killed run's session log is readable: every line it finished is intact
-    assert cli.main(["session", "list"], environ=dict(os.environ)) == 0
+    assert cli.main(["session", "list"], environ=cli_environ()) == 0
     assert len(capsys.readouterr().out.splitlines()) == 4  # header + 3 runs
     assert repo.state() == before
 
@@ -150,9 +145,9 @@ def test_torn_session_line_is_skipped_by_list_and_show(
                     '{"type": "llm_request", "ts": 2, "gro', encoding="utf-8")
     assert [r["type"] for r in read_session_records(path)] == ["start"]
     monkeypatch.chdir(repo.path)
-    assert cli.main(["session", "list"], environ=dict(os.environ)) == 0
+    assert cli.main(["session", "list"], environ=cli_environ()) == 0
     assert "20250101-000000-abcdef" in capsys.readouterr().out
-    assert cli.main(["session", "show", "20250101-000000-abcdef"], environ=dict(os.environ)) == 0
+    assert cli.main(["session", "show", "20250101-000000-abcdef"], environ=cli_environ()) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1
 
 
@@ -218,9 +213,8 @@ def test_pre_commit_hook_with_a_temporary_index_changes_nothing(
     before = repo.state()
     script_review(llm)
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["hook", "pre-commit"], environ={
-        **os.environ, **llm.env(), "GIT_INDEX_FILE": str(commit_index),
-        "OCR_HOOK_REVIEW_FILTER": "false"})
+    rc = cli.main(["hook", "pre-commit"], environ=cli_environ(
+        {**llm.env(), "GIT_INDEX_FILE": str(commit_index)}, review_filter=False))
     assert rc == 1, capsys.readouterr().err
     assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
     assert commit_index.read_bytes() == index_bytes
@@ -232,7 +226,7 @@ def test_pre_push_hook_changes_nothing(
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    init_bare(remote, repo.env)
     repo.git("remote", "add", "origin", str(remote))
     repo.git("push", "-q", "origin", "main")
     old = repo.git("rev-parse", "HEAD").strip()

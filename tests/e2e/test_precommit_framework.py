@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.gitrepo import SCRUB, GitRepo, git_env
+from tests.support.gitrepo import GitRepo, git_env
 from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -75,7 +75,7 @@ def project(repo: GitRepo, hook_repo: tuple[Path, str], pre_commit_home: Path,
         "    -   id: ocr-review-push\n"
         "    -   id: ocr-review-merge\n"
     ), "README.md": "hello\n"}, "init")
-    env = {k: v for k, v in repo.env.items() if k not in SCRUB}
+    env = dict(repo.env)
     env.update(llm.env(OCR_HOOK_REVIEW_FILTER="false"))
     env.update(PRE_COMMIT_HOME=str(pre_commit_home), PRE_COMMIT_COLOR="never")
     p = run(repo, env, sys.executable, "-m", "pre_commit", "install", "-t", "pre-commit",

@@ -6,7 +6,6 @@ HTTP to the scripted loopback model (fake: only the model's replies)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
-from tests.support.gitrepo import GitRepo, git_env
+from tests.support.cli import run_cli
+from tests.support.gitrepo import GitRepo, home_repo, init_bare
 from tests.support.scripted_llm import ScriptedLLM
 
 EMPTY = "(empty tree)"
@@ -28,11 +27,7 @@ class Pusher:
     def __init__(self, repo: GitRepo, tmp_path: Path, object_format: str = "sha1") -> None:
         self.repo = repo
         self.out = tmp_path / "push-review.json"
-        self.remote = tmp_path / "remote.git"
-        args = ["git", "init", "-q", "--bare", str(self.remote)]
-        if object_format != "sha1":
-            args.insert(3, f"--object-format={object_format}")
-        subprocess.run(args, env=repo.env, check=True)
+        self.remote = init_bare(tmp_path / "remote.git", repo.env, object_format)
         repo.git("remote", "add", "origin", str(self.remote))
         hook = repo.path / ".git" / "hooks" / "pre-push"
         hook.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ocr_hook.cli hook pre-push "$@" '
@@ -203,7 +198,7 @@ def test_push_of_two_branches_reviews_each_range_with_its_own_tree(
 
 
 def test_sha256_repository_push_with_64_character_zero_ids(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "r", git_env(Path(os.environ["HOME"])), object_format="sha256")
+    repo = home_repo(tmp_path / "r", object_format="sha256")
     pusher = Pusher(repo, tmp_path, object_format="sha256")
     c1 = repo.commit({"a.py": "a = 1\n"}, "c1")
     data = pusher.push("origin", "main")
@@ -238,7 +233,7 @@ def test_pre_commit_framework_pre_push_uses_from_and_to_refs(
 ) -> None:
     out = tmp_path / "pc-review.json"
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    init_bare(remote, repo.env)
     repo.git("remote", "add", "origin", str(remote))
     c1 = repo.commit({".pre-commit-config.yaml":
                       PRE_COMMIT_CONFIG.format(python=sys.executable, out=out),
@@ -271,8 +266,7 @@ def test_pre_push_without_arguments_outside_pre_commit_is_a_usage_error(
 ) -> None:
     repo.commit({"a.py": "a = 1\n"}, "c1")
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["hook", "pre-push"], environ=dict(os.environ))
-    _, err = capsys.readouterr()
+    rc, _, err = run_cli(["hook", "pre-push"], {}, capsys)
     assert rc == 2
     assert err.splitlines() == [
         "ocr-hook: git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines on"
@@ -309,7 +303,7 @@ def test_push_text_output_names_the_preview_command_of_the_pushed_range(
 ) -> None:
     out = tmp_path / "push-review.txt"
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    init_bare(remote, repo.env)
     repo.git("remote", "add", "origin", str(remote))
     hook = repo.path / ".git" / "hooks" / "pre-push"
     hook.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ocr_hook.cli hook pre-push "$@" '

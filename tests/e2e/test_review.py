@@ -6,51 +6,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ocr_hook import cli
+from tests.support.cli import GIT_OCR, run_cli
 from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP_PY, SQL_LINE, sql_comment
 from tests.support.scripted_llm import ScriptedLLM
-
-APP_PY = """\
-import sqlite3
-
-
-def connect(path):
-    return sqlite3.connect(path)
-
-
-def find_user(conn, name):
-    \"\"\"Look a user up by name.\"\"\"
-    cursor = conn.cursor()
-    # build the query
-    query = "SELECT id, email FROM users WHERE name = '" + name + "'"
-    cursor.execute(query)
-    return cursor.fetchone()
-"""
-SQL_LINE = """query = "SELECT id, email FROM users WHERE name = '" + name + "'\""""
-
-
-def run_cli(args: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    full = dict(os.environ)
-    full.update(env)
-    rc = cli.main(args, environ=full)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def sql_comment(path: str = "app.py", quote: str = "        " + SQL_LINE) -> dict:
-    return {"comments": [{
-        "path": path,
-        "content": "User input is concatenated into SQL: injection. Use a parameterised query.",
-        "existing_code": quote,
-        "suggestion_code": 'cursor.execute("SELECT id, email FROM users WHERE name = ?", (name,))',
-        "severity": "critical",
-        "category": "security",
-    }]}
 
 
 def test_sql_injection_comment_lands_on_line_12_and_blocks(
@@ -204,7 +167,7 @@ def test_outside_a_repository_is_a_clear_error(
 def test_console_script_runs_from_a_subdirectory(repo: GitRepo, llm: ScriptedLLM) -> None:
     repo.stage({"src/pkg/app.py": APP_PY})
     llm.tool_calls(("code_comment", sql_comment("src/pkg/app.py")), ("task_done", {"state": "DONE"}))
-    exe = Path(sys.executable).parent / "git-ocr"
+    exe = GIT_OCR
     env = {**repo.env, **llm.env(), "PATH": f"{exe.parent}:{os.environ['PATH']}"}
     p = subprocess.run(["git", "ocr", "review", "--format", "json", "--effort", "low"],
                        cwd=repo.path / "src" / "pkg", env=env, capture_output=True, text=True)

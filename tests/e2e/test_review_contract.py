@@ -10,14 +10,12 @@ loopback model server, the shipped templates and tools.json. Fake: the model's r
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.comments.pool import Collector, CommentPool, CommentProcessor
 from ocr_hook.findings import (
     Finding,
@@ -30,8 +28,9 @@ from ocr_hook.findings import (
 from ocr_hook.tools.builtin.comment import NOT_PLACED, landing_text
 from ocr_hook.tools.registry import parse_tools_json
 from ocr_hook.util import resources, templates
-from tests.comments.test_anchor import APP, GUARD, staged
+from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP, GUARD, staged
 from tests.support.scripted_llm import ScriptedLLM
 
 DONE = ("task_done", {"state": "DONE"})
@@ -155,10 +154,9 @@ def test_one_severity_scale_stated_once_and_nowhere_else() -> None:
 def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
            capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     monkeypatch.chdir(repo.path)
-    full = {**os.environ, **llm.env(OCR_HOOK_REVIEW_FILTER="false")}
-    rc = cli.main(["review", "--format", "json", "--no-cache", "--effort", "low", *args],
-                  environ=full)
-    return rc, json.loads(capsys.readouterr().out)
+    rc, data, _ = run_json(["review", "--format", "json", "--no-cache", "--effort", "low", *args],
+                           llm.env(), capsys, review_filter=False)
+    return rc, data
 
 
 def test_the_model_learns_where_its_comments_landed_and_escaped_paths_work(

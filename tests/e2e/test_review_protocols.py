@@ -5,24 +5,14 @@ fake: the model's replies (tests/support/scripted_llm.py)."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
-from tests.e2e.test_review import APP_PY, SQL_LINE, sql_comment
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP_PY, SQL_LINE, sql_comment
 from tests.support.scripted_llm import ScriptedLLM
-
-
-def run_cli(args: list[str], env: dict[str, str],
-            capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    full = dict(os.environ)
-    full.update(env)
-    rc = cli.main(args, environ=full)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_skeleton_review_passes_with_the_anthropic_protocol(

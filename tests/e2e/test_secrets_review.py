@@ -6,19 +6,18 @@ server process, the session file; fake: the model's replies."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.diff.patch import FileDiff, Hunk, Line, render_numbered
 from ocr_hook.report.session import sessions_dir
 from ocr_hook.secrets import diff_scan
 from ocr_hook.secrets.redaction import redact
+from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
+from tests.support.home import write_user_config
 from tests.support.mcp_servers import SCRIPT
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -33,13 +32,6 @@ PEM_BODY = [
 PEM = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_BODY, "-----END RSA PRIVATE KEY-----"])
 SECRETS = [AWS_KEY, GH_TOKEN, DB_PASSWORD, *PEM_BODY]
 SECRET_CONTENT_START = "Hard-coded secret ("
-
-
-def run_json(args: list[str], env: dict[str, str],
-             capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
-    rc = cli.main(args, environ={**os.environ, **env})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
 
 
 def spots(data: dict[str, Any]) -> list[tuple[str, int, int, str, str, str]]:
@@ -184,10 +176,8 @@ def test_mcp_tool_results_and_resent_arguments_are_redacted(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    cfg.parent.mkdir(parents=True)
-    cfg.write_text(f"[mcp.servers.tracker]\ncommand = {json.dumps(sys.executable)}\n"
-                   f"args = {json.dumps([SCRIPT, 'tracker'])}\n")
+    write_user_config(f"[mcp.servers.tracker]\ncommand = {json.dumps(sys.executable)}\n"
+                      f"args = {json.dumps([SCRIPT, 'tracker'])}\n")
     repo.stage({"app.py": "x = 1\n"})
     # a tool whose result carries a secret (the ticket tool echoes its argument)
     llm.tool_calls(("lookup_ticket", {"ticket_id": GH_TOKEN}))

@@ -9,15 +9,12 @@ Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 STDLIB = ("logging", "typing", "dataclasses", "subprocess", "json")  # reported by the probe
@@ -48,11 +45,7 @@ def probe_all(argv: list[str], cwd: Path, env: dict[str, str]
               ) -> tuple[int, list[str], set[str], str, list[str]]:
     """As :func:`probe`, plus the set of ``ocr_hook`` modules the run imported and which
     modules of STDLIB it imported (the probe itself imports ``json``)."""
-    full = dict(os.environ)
-    full.update(env)
-    full["PYTHONPATH"] = str(ROOT)
-    p = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, std=STDLIB), *argv], cwd=cwd,
-                       env=full, capture_output=True, text=True, timeout=120, check=False)
+    p = run_python(["-c", PROBE.format(heavy=HEAVY, std=STDLIB), *argv], cwd=cwd, env=env)
     lines = p.stderr.splitlines()
     loaded = json.loads(next(ln for ln in lines if ln.startswith("LOADED="))[7:])
     ours = set(json.loads(next(ln for ln in lines if ln.startswith("OCR="))[4:]))

@@ -17,13 +17,10 @@ Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 WATCHED = ("ocr_hook.pipeline.cache.entries", "ocr_hook.pipeline.cache.policy", "ocr_hook.secrets.values",
@@ -49,11 +46,7 @@ sys.stderr.write("\\nREPORT=" + json.dumps(report) + "\\n")
 
 def probe(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[dict[str, object], str]:
     """Run ``cli.main(argv)`` in a new interpreter: (its report, stdout)."""
-    full = dict(os.environ)
-    full.update(env)
-    full["PYTHONPATH"] = str(ROOT)
-    p = subprocess.run([sys.executable, "-c", PROBE.format(watched=WATCHED), *argv], cwd=cwd,
-                       env=full, capture_output=True, text=True, timeout=120, check=False)
+    p = run_python(["-c", PROBE.format(watched=WATCHED), *argv], cwd=cwd, env=env)
     line = next(ln for ln in p.stderr.splitlines() if ln.startswith("REPORT="))
     return json.loads(line[7:]), p.stdout
 

@@ -15,16 +15,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ocr_hook.cli.parser import Formatter, terminal_columns
 from ocr_hook.util.atomicfile import create_unique
+from tests.support.cli import run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 PROBE = """\
@@ -54,9 +52,7 @@ def dataclasses_of(argv: list[str], cwd: Path, env: dict[str, str],
                    cheap: bool = True) -> tuple[int, set[str]]:
     """Run ``cli.main(argv)`` in a new interpreter: (exit code, dataclasses loaded). A
     ``cheap`` run (no model call) must not import UNUSED."""
-    full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-c", PROBE.replace("UNUSED_MODULES", repr(UNUSED)), *argv], cwd=cwd,
-                       env=full, capture_output=True, text=True, timeout=120, check=False)
+    p = run_python(["-c", PROBE.replace("UNUSED_MODULES", repr(UNUSED)), *argv], cwd=cwd, env=env)
     lines = p.stderr.splitlines()
     found = json.loads(next(ln for ln in lines if ln.startswith("DATACLASSES="))[12:])
     unused = json.loads(next(ln for ln in lines if ln.startswith("UNUSED="))[7:])

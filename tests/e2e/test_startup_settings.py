@@ -10,13 +10,11 @@ Real: a subprocess interpreter, git, ``cli.main``, the scripted loopback model.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 WATCHED = ("importlib.resources", "hashlib", "base64", "ocr_hook.config.endpoint",
@@ -41,9 +39,7 @@ sys.stderr.write("\\nLOADED=" + json.dumps([m for m in WATCHED if m in sys.modul
 
 def fresh(code: str, argv: list[str], cwd: Path, env: dict[str, str]
           ) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return run_python(["-c", code, *argv], cwd=cwd, env=env)
 
 
 def test_loading_settings_imports_no_endpoint_hashing_or_resource_machinery(

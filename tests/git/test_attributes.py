@@ -8,27 +8,17 @@ the model's replies.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.git import attributes, target
+from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
 GH_TOKEN = "ghp_" + "R8x2Lq9ZtV4mN7pK3wY6sD1fH5jB0cXe2aGu"  # fake; assembled so scanners skip it
 APP = "def div(a, b):\n    return a / b\n"
-
-
-def review_json(args: list[str], env: dict[str, str],
-                capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
-    rc = cli.main(args, environ={**os.environ, **env})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
 
 
 def test_attribute_marked_text_in_the_same_commit_is_reviewed_and_scanned(
@@ -48,8 +38,8 @@ def test_attribute_marked_text_in_the_same_commit_is_reviewed_and_scanned(
         ("task_done", {"state": "DONE"}))
     before = repo.state()
     monkeypatch.chdir(repo.path)
-    rc, data, err = review_json(["review", "--format", "json", "--effort", "low",
-                                 "--no-filter"], llm.env(), capsys)
+    rc, data, err = run_json(["review", "--format", "json", "--effort", "low",
+                              "--no-filter"], llm.env(), capsys)
     assert rc == 1, err
     assert len(llm.requests) == 1
     prompt = llm.requests[0]["messages"][1]["content"]

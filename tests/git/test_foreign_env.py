@@ -19,6 +19,7 @@ import pytest
 from ocr_hook.git import process
 from ocr_hook.hooks import native
 from tests.support.gitrepo import GitRepo
+from tests.support.home import write_user_config
 from tests.support.mcp_servers import SCRIPT
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -42,11 +43,7 @@ def test_local_env_vars_match_git() -> None:
 
 def linked_worktree(repo: GitRepo, tmp_path: Path) -> GitRepo:
     repo.commit({"README.md": "hi\n"}, "init")
-    path = tmp_path / "linked"
-    repo.git("worktree", "add", "-q", str(path), "-b", "side")
-    wt = GitRepo.__new__(GitRepo)
-    wt.path, wt.env = path, repo.env
-    return wt
+    return repo.linked_worktree(tmp_path / "linked")
 
 
 def commit_in_hook(wt: GitRepo, llm: ScriptedLLM, **env: str) -> subprocess.CompletedProcess[str]:
@@ -85,9 +82,7 @@ def test_mcp_setup_and_server_in_a_linked_worktree_hook_see_no_repo_variables(
     serve = dump.replace("sys.argv[1]", "sys.argv[2]") + "; import runpy; sys.argv = sys.argv[:1]" \
         " + ['envsrv']; runpy.run_path(" + repr(SCRIPT) + ", run_name='__main__')"
     setup_seen, server_seen = tmp_path / "setup-env", tmp_path / "server-env"
-    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(
+    write_user_config(
         "[mcp.servers.envsrv]\n"
         f"command = {json.dumps(PY)}\n"
         f"args = {json.dumps(['-c', serve, 'x', str(server_seen)])}\n"

@@ -15,7 +15,7 @@ import pytest
 
 from ocr_hook.errors import UsageError
 from ocr_hook.git import target
-from tests.support.gitrepo import GitRepo, git_env
+from tests.support.gitrepo import GitRepo, home_repo
 from tests.support.scripted_llm import ScriptedLLM
 
 EMPTY_TREE_SHA1 = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -60,7 +60,7 @@ def test_snapshot_with_unborn_head_diffs_against_the_sha1_empty_tree(repo: GitRe
 
 
 def test_snapshot_in_sha256_repository_uses_its_empty_tree(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "r", git_env(Path(os.environ["HOME"])), object_format="sha256")
+    repo = home_repo(tmp_path / "r", object_format="sha256")
     repo.stage({"first.py": "x = 1\n"})
     t = target.staged_snapshot(repo.path, env_without("GIT_INDEX_FILE"))
     assert t.base == EMPTY_TREE_SHA256 and len(t.head) == 64
@@ -356,7 +356,7 @@ def test_snapshot_in_a_linked_worktree_reads_that_worktrees_index(
 ) -> None:
     repo.commit({"a.py": "a = 1\n"}, "init")
     wt = tmp_path / "wt"
-    repo.git("worktree", "add", "-q", "-b", "side", str(wt))
+    repo.linked_worktree(wt)
     (wt / "w.py").write_text("w = 1\n")
     subprocess.run(["git", "add", "w.py"], cwd=wt, env=repo.env, check=True)
     repo.stage({"main_only.py": "m = 1\n"})

@@ -7,7 +7,6 @@ hook has to find the ``git-ocr`` that installed it by itself.
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 import sys
@@ -16,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.hooks import native
-from tests.support.gitrepo import GitRepo
+from tests.support.cli import run_cli
+from tests.support.gitrepo import GitRepo, init_bare
 from tests.support.scripted_llm import ScriptedLLM
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # git and sh, but not the venv's git-ocr
@@ -45,8 +44,7 @@ def git(repo: GitRepo, llm: ScriptedLLM, *args: str,
 def ocr(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cwd: Path,
         *args: str) -> tuple[int, str]:
     monkeypatch.chdir(cwd)
-    rc = cli.main(list(args), environ=dict(os.environ))
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(args, {}, capsys)
     return rc, out + err
 
 
@@ -176,7 +174,7 @@ def test_install_honours_core_hooks_path_and_worktrees(
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     wt = tmp_path / "wt"
-    repo.git("worktree", "add", "-q", str(wt), "-b", "side")
+    repo.linked_worktree(wt)
     rc, out = ocr(monkeypatch, capsys, wt, "install", "--pre-commit", "--pre-push")
     common_hooks = repo.path / ".git" / "hooks"
     assert rc == 0
@@ -218,7 +216,7 @@ def test_native_pre_push_hook_blocks_and_no_verify_bypasses(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], env=repo.env, check=True)
+    init_bare(remote, repo.env)
     repo.commit({"README.md": "hi\n"}, "init")
     repo.git("remote", "add", "origin", str(remote))
     repo.git("push", "-q", "origin", "main")
@@ -373,7 +371,7 @@ def test_install_re_points_every_installed_hook_at_the_running_git_ocr(
     assert out == f"pre-commit hook already installed: {hooks / 'pre-commit'}\n"
     # the re-pointed pre-push hook reviews a real push again
     remote = repo.path.parent / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True, env=repo.env)
+    init_bare(remote, repo.env)
     repo.git("remote", "add", "origin", str(remote))
     repo.stage({"ok.py": "X = 1\n"})
     assert git(repo, llm, "commit", "-q", "--no-verify", "-m", "ok").returncode == 0

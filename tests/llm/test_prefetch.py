@@ -10,12 +10,11 @@ finders find it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+from tests.support.cli import run_python
 from tests.support.gitrepo import GitRepo
 from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
@@ -45,9 +44,8 @@ def endpoint():
 
 def run(code: str, env: dict[str, str] | None = None, cwd: Path = ROOT
         ) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", FINDERS + textwrap.dedent(code)], cwd=cwd,
-                          env=full, capture_output=True, text=True, timeout=120, check=False)
+    """``code`` (dedented) after FINDERS in a fresh interpreter."""
+    return run_python(["-c", FINDERS + textwrap.dedent(code)], cwd=cwd, env=env)
 
 
 def test_a_failed_background_import_changes_nothing() -> None:
@@ -119,9 +117,7 @@ sys.stderr.write("\\nSNAP=" + json.dumps(snap) + "\\n")
 
 
 def probe(mode: str, argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, object]:
-    full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-c", f"MODE = {mode!r}\n" + PROBE, *argv], cwd=cwd,
-                       env=full, capture_output=True, text=True, timeout=120, check=False)
+    p = run_python(["-c", f"MODE = {mode!r}\n" + PROBE, *argv], cwd=cwd, env=env)
     line = next(ln for ln in p.stderr.splitlines() if ln.startswith("SNAP="))
     return dict(json.loads(line[5:]))
 
@@ -151,9 +147,7 @@ def test_a_review_imports_http_in_the_background_without_sharing_modules(
             "    except Exception:\n        pass\n"
             "before = set(sys.modules)\nimport ocr_hook.llm.http\n"
             "print(json.dumps(sorted(set(sys.modules) - before)))\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=repo.path, capture_output=True,
-                         text=True, timeout=120, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    out = run_python(["-c", code], cwd=repo.path, check=True).stdout
     http_stack = set(json.loads(out.splitlines()[-1]))
     assert "requests" in http_stack and "urllib3" in http_stack
     assert main_window and not main_window & http_stack

@@ -7,13 +7,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import os
-import subprocess
-import sys
 
 from ocr_hook.llm.types import Endpoint, Message, ToolCall, ToolSpec, Usage
+from tests.support.cli import run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 # loaded by every review that calls the model (llm.types: by every run with an endpoint;
@@ -81,11 +78,8 @@ def test_a_review_with_a_finding_builds_no_dataclass_of_the_llm_part(
         "path": "app.py", "existing_code": "return x - 1", "severity": "low",
         "category": "other", "content": "Subtracts."}]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls(("approve_all_comments", {}))
-    full = {**os.environ, **llm.env(), "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-c", PROBE, "review", "--format", "json", "--no-cache",
-                        "--effort", "low"],
-                       cwd=repo.path, env=full, capture_output=True, text=True, timeout=120,
-                       check=False)
+    p = run_python(["-c", PROBE, "review", "--format", "json", "--no-cache", "--effort", "low"],
+                   cwd=repo.path, env=llm.env())
     line = next(ln for ln in p.stderr.splitlines() if ln.startswith("DATACLASSES="))
     data = json.loads(p.stdout)
     assert ([c["start_line"] for c in data["comments"]], len(llm.requests)) == ([2], 2)

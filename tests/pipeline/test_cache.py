@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from ocr_hook import cli
 from ocr_hook.pipeline.cache.entries import parse_envelope
 from ocr_hook.pipeline.cache.store import ResultCache, cache_dir
+from tests.support.cli import GIT_OCR, cli_environ, run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -29,14 +29,6 @@ def div_comment(path: str) -> dict[str, Any]:
         "existing_code": DIV_QUOTE, "suggestion_code": "    return a / b if b else 0",
         "severity": "high", "category": "bug",
     }]}
-
-
-def run_json(args: list[str], env: dict[str, str],
-             capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
-    # the review filter (SPEC §8.4) is off so that request counts are those of the reviews
-    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
 
 
 def main_requests(llm: ScriptedLLM, start: int = 0) -> list[dict[str, Any]]:
@@ -62,11 +54,13 @@ def test_unchanged_snapshot_is_answered_from_the_cache_with_zero_llm_requests(
     repo.stage({"calc.py": BUGGY})
     llm.tool_calls(("code_comment", div_comment("calc.py")), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc1, first, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc1, first, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                             review_filter=False)
     assert rc1 == 1
     assert len(llm.requests) == 1
     assert first["summary"]["cache_hits"] == 0 and first["summary"]["llm_calls"] == 1
-    rc2, second, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc2, second, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                              review_filter=False)
     assert len(llm.requests) == 1  # no request at all on the second run
     assert rc2 == 1
     assert second["comments"] == first["comments"]
@@ -76,9 +70,7 @@ def test_unchanged_snapshot_is_answered_from_the_cache_with_zero_llm_requests(
     assert second["status"] == "complete" and second["verdict"] == "findings"
     assert second["files"] == first["files"]
     # text output says it is a cached result
-    rc3 = cli.main(["review", "--effort", "low"],
-                   environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **llm.env()})
-    out, _ = capsys.readouterr()
+    rc3, out, _ = run_cli(["review", "--effort", "low"], llm.env(), capsys, review_filter=False)
     assert rc3 == 1 and len(llm.requests) == 1
     assert "(cached result: this snapshot was reviewed before with the same settings)" in out
     assert "1 cache hit(s)" in out
@@ -91,13 +83,13 @@ def test_no_cache_flag_bypasses_reads_and_writes(
     repo.stage({"calc.py": BUGGY})
     monkeypatch.chdir(repo.path)
     args = ["review", "--format", "json", "--effort", "low", "--no-cache"]
-    run_json(args, llm.env(), capsys)
-    _, data, _ = run_json(args, llm.env(), capsys)
+    run_json(args, llm.env(), capsys, review_filter=False)
+    _, data, _ = run_json(args, llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 2
     assert data["summary"]["cache_hits"] == 0
     assert cache_files(repo) == []
     _, data, _ = run_json(["review", "--format", "json", "--effort", "low"],
-                          llm.env(OCR_HOOK_NO_CACHE="1"), capsys)
+                          llm.env(OCR_HOOK_NO_CACHE="1"), capsys, review_filter=False)
     assert len(llm.requests) == 3 and cache_files(repo) == []
 
 
@@ -117,14 +109,14 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
               match='<file path=\\"mod3.py\\"')
     monkeypatch.chdir(repo.path)
     args = ["review", "--format", "json", "--effort", "low"]
-    _, first, _ = run_json(args, llm.env(), capsys)
+    _, first, _ = run_json(args, llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 11 and len(main_requests(llm)) == 10
     assert first["groups"] == [{"label": f"module {i}", "files": [f"mod{i}.py"]} for i in range(10)]
     assert [(c["path"], c["start_line"]) for c in first["comments"]] == [("mod3.py", 2)]
     # edit one file; same line counts, so the file list and its stats are unchanged
     before = len(llm.requests)
     repo.stage({"mod7.py": "def f7(x):\n    return x - 7\n"})
-    _, second, _ = run_json(args, llm.env(), capsys)
+    _, second, _ = run_json(args, llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == before + 1  # no grouping call: its answer is cached too
     [again] = main_requests(llm, before)
     assert '<file path="mod7.py"' in user_text(again)
@@ -142,7 +134,7 @@ def test_changing_model_effort_or_rules_invalidates_the_cache(
     repo.stage({"calc.py": BUGGY})
     monkeypatch.chdir(repo.path)
     base = ["review", "--format", "json", "--effort", "low"]
-    run_json(base, llm.env(), capsys)
+    run_json(base, llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 1
     rule = tmp_path / "team-rule.md"
     rule.write_text("- Flag every division without a zero check.\n", encoding="utf-8")
@@ -153,7 +145,7 @@ def test_changing_model_effort_or_rules_invalidates_the_cache(
         args[-1] = "high"
     else:
         args += ["--rule", str(rule)]
-    _, data, _ = run_json(args, env, capsys)
+    _, data, _ = run_json(args, env, capsys, review_filter=False)
     assert len(llm.requests) == 2
     assert data["summary"]["cache_hits"] == 0
     if change == "model":
@@ -161,8 +153,8 @@ def test_changing_model_effort_or_rules_invalidates_the_cache(
     if change == "rules":
         assert "Flag every division without a zero check." in user_text(llm.requests[1])
     # both variants are now cached side by side
-    run_json(base, llm.env(), capsys)
-    run_json(args, env, capsys)
+    run_json(base, llm.env(), capsys, review_filter=False)
+    run_json(args, env, capsys, review_filter=False)
     assert len(llm.requests) == 2
 
 
@@ -174,11 +166,11 @@ def test_incomplete_results_are_not_cached(
     llm.reply({"error": {"message": "bad request", "type": "invalid_request_error"}}, status=400)
     monkeypatch.chdir(repo.path)
     args = ["review", "--format", "json", "--effort", "low"]
-    _, data, _ = run_json(args, llm.env(), capsys)
+    _, data, _ = run_json(args, llm.env(), capsys, review_filter=False)
     assert data["status"] == "failed" and data["verdict"] == "incomplete"
     assert cache_files(repo) == []
     n = len(llm.requests)
-    _, data, _ = run_json(args, llm.env(), capsys)
+    _, data, _ = run_json(args, llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == n + 1
     assert data["status"] == "complete" and data["summary"]["cache_hits"] == 0
 
@@ -193,7 +185,7 @@ def test_two_concurrent_runs_leave_a_valid_cache(
     llm.default = None
     for _ in range(10):
         llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=0.4)
-    exe = Path(sys.executable).parent / "git-ocr"
+    exe = GIT_OCR
     env = {**repo.env, **llm.env(), "OCR_HOOK_EFFORT": "low", "OCR_HOOK_REVIEW_FILTER": "false"}
     procs = [subprocess.Popen([str(exe), "review", "--format", "json"], cwd=repo.path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -214,7 +206,8 @@ def test_two_concurrent_runs_leave_a_valid_cache(
     assert {"run", "group"} <= kinds
     n = len(llm.requests)
     monkeypatch.chdir(repo.path)
-    _, data, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    _, data, _ = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                          review_filter=False)
     assert len(llm.requests) == n
     assert data["summary"]["cache_hits"] == 1
 
@@ -225,10 +218,12 @@ def test_cache_commands_stats_prune_and_clear(
 ) -> None:
     repo.stage({"a.py": BUGGY})
     monkeypatch.chdir(repo.path)
-    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+             review_filter=False)
     repo.stage({"b.py": BUGGY})
-    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
-    assert cli.main(["cache", "stats"], environ=dict(os.environ)) == 0
+    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+             review_filter=False)
+    assert cli.main(["cache", "stats"], environ=cli_environ()) == 0
     out = capsys.readouterr().out
     root = cache_dir(repo.path / ".git")
     assert f"location: {root}" in out
@@ -237,12 +232,13 @@ def test_cache_commands_stats_prune_and_clear(
     cache = ResultCache(root, 64 << 20)
     total = cache.stats().total_bytes
     assert f"({total} bytes)" in out
-    assert cli.main(["cache", "prune", "--max-mb", "0"], environ=dict(os.environ)) == 0
+    assert cli.main(["cache", "prune", "--max-mb", "0"], environ=cli_environ()) == 0
     assert capsys.readouterr().out == f"pruned 4 file(s), {total} bytes freed\n"
     assert cache.stats().total_bytes == 0
-    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+             review_filter=False)
     assert cache.stats().entries == {"run": 1, "group": 1, "grouping": 0}
-    assert cli.main(["cache", "clear"], environ=dict(os.environ)) == 0
+    assert cli.main(["cache", "clear"], environ=cli_environ()) == 0
     assert capsys.readouterr().out == f"removed 2 cache entries from {root}\n"
     assert cache_files(repo) == []
 
@@ -296,20 +292,22 @@ def test_a_higher_effort_result_answers_the_hook_and_a_lower_one_does_not_answer
     repo.stage({"calc.py": BUGGY})
     llm.tool_calls(("code_comment", div_comment("calc.py")), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    _, review, _ = run_json(["review", "--format", "json"], llm.env(), capsys)  # medium
+    _, review, _ = run_json(["review", "--format", "json"], llm.env(), capsys,
+                            review_filter=False)  # medium
     assert len(main_requests(llm)) == 2  # round 2 finds nothing new
-    _, hook, _ = run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys)  # low
+    _, hook, _ = run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys,
+                          review_filter=False)  # low
     assert len(llm.requests) == 2  # the hook made no request
     assert (hook["summary"]["cache_hits"], hook["summary"]["llm_calls"]) == (1, 0)
     assert hook["comments"] == review["comments"] and hook["verdict"] == "findings"
     # the other way round: a low-effort result does not answer a medium-effort review
     repo.stage({"calc.py": BUGGY + "\n\ndef mul(a, b):\n    return a * b\n"})
-    run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys)
+    run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 3
-    _, again, _ = run_json(["review", "--format", "json"], llm.env(), capsys)
+    _, again, _ = run_json(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 4  # round 1 finds nothing: no round 2
     assert (again["summary"]["cache_hits"], again["summary"]["llm_calls"]) == (0, 1)
     # ... and now the medium result answers both
-    run_json(["review", "--format", "json"], llm.env(), capsys)
-    run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys)
+    run_json(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
+    run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 4

@@ -25,7 +25,7 @@ def test_a_second_run_on_the_same_snapshot_waits_and_answers_from_the_first(
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     wt = tmp_path / "wt"  # a linked worktree shares the lock and the cache (common dir)
-    repo.git("worktree", "add", "-q", "-b", "side", str(wt))
+    repo.linked_worktree(wt)
     for cwd in (repo.path, wt):
         (cwd / "a.py").write_text("A = 1\n")
         subprocess.run(["git", "add", "a.py"], cwd=cwd, env=repo.env, check=True)

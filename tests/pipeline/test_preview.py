@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
-from tests.support.gitrepo import GitRepo, git_env
+from tests.support.cli import run_cli
+from tests.support.gitrepo import GitRepo, home_repo
 from tests.support.scripted_llm import ScriptedLLM
 
 GEN_GO = "".join(
@@ -38,11 +38,7 @@ def run_preview(
     *args: str, env: dict[str, str] | None = None,
 ) -> tuple[int, str, str]:
     monkeypatch.chdir(repo.path)
-    environ = dict(os.environ)
-    environ.update(env or {})
-    rc = cli.main(["review", "--preview", *args], environ=environ)
-    out, err = capsys.readouterr()
-    return rc, out, err
+    return run_cli(["review", "--preview", *args], env or {}, capsys)
 
 
 def gitlink(repo: GitRepo, path: str, oid: str) -> None:
@@ -250,7 +246,7 @@ def test_preview_of_1200_changed_files_lists_each_one_and_calls_no_llm(
 def test_preview_in_sha256_repository_with_unborn_head_uses_its_empty_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repo = GitRepo(tmp_path / "r256", git_env(Path(os.environ["HOME"])), object_format="sha256")
+    repo = home_repo(tmp_path / "r256", object_format="sha256")
     repo.stage({"app.py": "x = 1\n", "lib/util.py": "y = 2\n"})
     rc, out, err = run_preview(repo, monkeypatch, capsys, "--format", "json")
     assert rc == 0, err

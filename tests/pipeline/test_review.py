@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.report.result import not_reviewed_cause, not_reviewed_line
+from tests.support.cli import GIT_OCR, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
@@ -41,10 +40,8 @@ def review(
     capsys: pytest.CaptureFixture[str], *args: str, **env: str,
 ) -> tuple[int, dict[str, Any], str]:
     monkeypatch.chdir(repo.path)
-    full = {**os.environ, **llm.env(OCR_HOOK_REVIEW_FILTER="false"), **env}
-    rc = cli.main(["review", "--format", "json", "--no-cache", *args], environ=full)
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
+    return run_json(["review", "--format", "json", "--no-cache", *args], llm.env(**env), capsys,
+                    review_filter=False)
 
 
 def groups_of(data: dict[str, Any]) -> list[tuple[str, list[str]]]:
@@ -493,7 +490,7 @@ def test_ctrl_c_exits_130_promptly_and_leaves_the_repository_untouched(
     before = repo.state()
     tmp = tmp_path / "tmpdir"
     tmp.mkdir()
-    exe = Path(sys.executable).parent / "git-ocr"
+    exe = GIT_OCR
     env = {**repo.env, **llm.env(), "TMPDIR": str(tmp),
            "PATH": f"{exe.parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen([str(exe), "review", "--format", "json", "--no-cache"], cwd=repo.path,

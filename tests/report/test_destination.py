@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_review import APP_PY, sql_comment
 from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP_PY, sql_comment
 from tests.support.scripted_llm import ScriptedLLM
 
 BLOCKING_LINE = "ocr-hook: blocking findings: 1 at or above high"

@@ -18,11 +18,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
 from ocr_hook.report import machine, text
 from ocr_hook.report.result import FileOutcome, ReviewResult
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.paths import DATA
 from tests.support.scripted_llm import ScriptedLLM
@@ -49,13 +49,6 @@ def comment(quote: str, content: str, severity: str, category: str,
             "severity": severity, "category": category}
 
 
-def run_cli(args: list[str], env: dict[str, str],
-            capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def test_sarif_from_a_real_review_validates_and_places_new_and_old_side_findings(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], sarif_validator: jsonschema.Draft4Validator,
@@ -70,7 +63,8 @@ def test_sarif_from_a_real_review_validates_and_places_new_and_old_side_findings
                 "low", "security"),
     ]}), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc, out, err = run_cli(["review", "--format", "sarif", "--effort", "low"], llm.env(), capsys)
+    rc, out, err = run_cli(["review", "--format", "sarif", "--effort", "low"], llm.env(), capsys,
+                           review_filter=False)
     assert rc == 1, err
     log = json.loads(out)
     errors = sorted(sarif_validator.iter_errors(log), key=str)
@@ -178,7 +172,8 @@ def test_json_has_exactly_the_specified_shape(
         comment("    return open(path).read()", "Reads a deleted file.", "high", "bug")]}),
         ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                         review_filter=False)
     data = json.loads(out)
     assert rc == 1
     assert set(data) == TOP_KEYS
@@ -204,7 +199,7 @@ def test_json_has_exactly_the_specified_shape(
     # nothing staged: every list is [] (never null) and the run is skipped
     repo.git("reset", "-q")
     repo.git("checkout", "-q", "--", "tool.py")
-    rc, out, _ = run_cli(["review", "--format", "json"], llm.env(), capsys)
+    rc, out, _ = run_cli(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
     empty = json.loads(out)
     assert rc == 0 and set(empty) == TOP_KEYS
     assert (empty["status"], empty["verdict"]) == ("skipped", "pass")
@@ -253,7 +248,7 @@ def test_text_output_escapes_control_characters_of_model_text_and_file_names(
         "existing_code": "x = 1", "suggestion_code": "x = \x1b[31m2",
         "severity": "high", "category": "bug"}]}), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review", "--effort", "low"], llm.env(), capsys)
+    rc, out, _ = run_cli(["review", "--effort", "low"], llm.env(), capsys, review_filter=False)
     assert rc == 1
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
     lines = out.splitlines()
@@ -273,7 +268,7 @@ def test_text_output_escapes_control_characters_of_model_text_and_file_names(
     ]
     assert "excluded: data\\u001b[31m.bin (binary)" in lines
     # the preview escapes the same names the same way
-    rc, out, _ = run_cli(["review", "--preview"], llm.env(), capsys)
+    rc, out, _ = run_cli(["review", "--preview"], llm.env(), capsys, review_filter=False)
     assert any(ln.startswith("bad\\nname.py ") for ln in out.splitlines())
     assert any(ln.startswith("data\\u001b[31m.bin ") for ln in out.splitlines())
 
@@ -286,7 +281,7 @@ def test_text_output_lists_unreviewed_and_excluded_paths_after_the_findings(
     repo.git("rm", "-q", "gone.py")
     repo.stage({"app.py": "x = 1\n", "logo.png": b"\x89PNG\x00"})
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review"], {}, capsys)  # no endpoint
+    rc, out, _ = run_cli(["review"], {}, capsys, review_filter=False)  # no endpoint
     assert rc == 0
     lines = out.splitlines()
     i = lines.index("not reviewed: app.py (no LLM endpoint configured)")

@@ -18,6 +18,7 @@ import pytest
 
 from ocr_hook import cli
 from tests.support.browser import Listener, dump_dom, page_requests
+from tests.support.cli import cli_environ
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -90,7 +91,7 @@ def test_review_page_renders_findings_inline_at_their_lines_with_no_request(
     ]}), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
     page = tmp_path / "review.html"
-    env = {**os.environ, **llm.env(), "OCR_HOOK_REVIEW_FILTER": "false"}
+    env = cli_environ(llm.env(), review_filter=False)
     rc = cli.main(["review", "--format", "html", "--output", str(page)], environ=env)
     assert rc == 1
     assert capsys.readouterr().out == ""
@@ -158,7 +159,7 @@ def test_review_page_of_a_non_utf8_file_name_is_utf8_and_the_same_from_the_sessi
         "caf\\xe9.py", "    return a / b", "Division by zero.", "high", "bug")]}),
         ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    env = {**os.environ, **llm.env(), "OCR_HOOK_REVIEW_FILTER": "false"}
+    env = cli_environ(llm.env(), review_filter=False)
     page, again = tmp_path / "p.html", tmp_path / "s.html"
     assert cli.main(["review", "--format", "html", "--output", str(page)], environ=env) == 1
     html = page.read_bytes().decode("utf-8", "strict")

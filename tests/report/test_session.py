@@ -5,15 +5,14 @@ fake: the model's replies."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.report.session import KEEP_SESSIONS, Session, sessions_dir
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -32,13 +31,6 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def run(args: list[str], env: dict[str, str],
-        capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = cli.main(args, environ={**os.environ, "OCR_HOOK_REVIEW_FILTER": "false", **env})
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def test_a_review_writes_one_private_jsonl_session_without_secrets(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -49,7 +41,8 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
     llm.tool_calls(("code_comment", div_comment()), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
     env = llm.env(OCR_LLM_TOKEN=API_KEY)
-    rc, out, _ = run(["review", "--format", "json", "--effort", "low"], env, capsys)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], env, capsys,
+                         review_filter=False)
     assert rc == 1
     sid = json.loads(out)["session_id"]
     directory = sessions_dir(repo.path / ".git")
@@ -93,17 +86,17 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
         "complete", "findings", 1, 2)
 
     # git ocr session list / show
-    rc, out, _ = run(["session", "list"], {}, capsys)
+    rc, out, _ = run_cli(["session", "list"], {}, capsys)
     assert rc == 0
     header, row = out.splitlines()
     assert header.split() == ["ID", "STARTED", "STAGE", "MODEL", "STATUS", "VERDICT",
                               "FINDINGS", "LLM", "TIME"]
     assert row.startswith(sid) and " review " in row and " complete " in row
     assert row.split()[-3:-1] == ["1", "2"]
-    rc, out, _ = run(["session", "list", "--json"], {}, capsys)
+    rc, out, _ = run_cli(["session", "list", "--json"], {}, capsys)
     summary = json.loads(out)
     assert (summary["id"], summary["findings"], summary["llm_calls"]) == (sid, 1, 2)
-    rc, out, _ = run(["session", "show", sid[:-2]], {}, capsys)  # a unique prefix is enough
+    rc, out, _ = run_cli(["session", "show", sid[:-2]], {}, capsys)  # a unique prefix is enough
     assert rc == 0
     lines = out.splitlines()
     assert len(lines) == len(recs)
@@ -112,9 +105,9 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
     assert any(" result     BLOCKED: 1 finding at or above high (blocking mode); 1 file diff(s)"
                " kept for --html" in ln for ln in lines)
     assert any(" tool_call  " in ln and " file_read " in ln for ln in lines)
-    rc, out, _ = run(["session", "show", "--json", sid], {}, capsys)
+    rc, out, _ = run_cli(["session", "show", "--json", sid], {}, capsys)
     assert out == raw
-    rc, out, err = run(["session", "show", "19990101-000000-abcdef"], {}, capsys)
+    rc, out, err = run_cli(["session", "show", "19990101-000000-abcdef"], {}, capsys)
     assert rc == 2 and out == ""
     assert err == ("ocr-hook: no session '19990101-000000-abcdef' (see `git ocr session list`)\n")
 
@@ -130,7 +123,8 @@ def test_only_the_newest_fifty_sessions_are_kept(
     for sid in old:
         (directory / f"{sid}.jsonl").write_text('{"type": "start", "ts": 1}\n')
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                         review_filter=False)
     sid = json.loads(out)["session_id"]
     left = sorted(p.stem for p in directory.iterdir())
     assert len(left) == KEEP_SESSIONS
@@ -143,11 +137,12 @@ def test_a_linked_worktree_writes_to_the_common_dir(
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     wt = tmp_path / "wt"
-    repo.git("worktree", "add", "-q", str(wt), "-b", "side")
+    repo.linked_worktree(wt)
     (wt / "calc.py").write_text(BUGGY)
     repo.git("-C", str(wt), "add", "calc.py")
     monkeypatch.chdir(wt)
-    rc, out, _ = run(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
+                         review_filter=False)
     sid = json.loads(out)["session_id"]
     assert (sessions_dir(repo.path / ".git") / f"{sid}.jsonl").is_file()
 

@@ -7,13 +7,12 @@ loopback model recording every request. Fake: the secrets and the model's replie
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.config.layering import Layer, build_config
 from ocr_hook.errors import ConfigError
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.secret_corpus import GH_ALLOWED, GH_CLASSIC, SLACK_BOT, STRIPE_RESTRICTED
@@ -61,8 +60,7 @@ def test_a_committed_allow_everything_pattern_stops_the_review_with_exit_2(
     repo.stage({"app.py": f'TOKEN = "{GH_CLASSIC}"\n'})
     before = repo.state()
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json"], environ={**os.environ, **llm.env()})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json"], llm.env(), capsys)
     assert (rc, out, llm.requests) == (2, "", [])
     [line] = err.strip().splitlines()
     assert "invalid security.allow_secrets = ['.*'] in .ocr-hook.toml" in line
@@ -76,9 +74,8 @@ def test_an_invalid_pattern_in_the_environment_is_exit_2(
 ) -> None:
     repo.stage({"app.py": "x = 1\n"})
     monkeypatch.chdir(repo.path)
-    env = {**os.environ, **llm.env(OCR_HOOK_SECURITY_ALLOW_SECRETS="[unclosed")}
-    rc = cli.main(["review", "--format", "json"], environ=env)
-    out, err = capsys.readouterr()
+    env = llm.env(OCR_HOOK_SECURITY_ALLOW_SECRETS="[unclosed")
+    rc, out, err = run_cli(["review", "--format", "json"], env, capsys)
     assert (rc, out, llm.requests) == (2, "", [])
     [line] = err.strip().splitlines()
     assert "security.allow_secrets" in line and "'[unclosed' is not a valid regular expression" in line
@@ -104,9 +101,7 @@ def test_allowed_values_are_not_findings_but_never_reach_the_model(
                    ("file_read_diff", {"path_array": ["app.py"]}))
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low"],
-                  environ={**os.environ, **llm.env()})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
     data = json.loads(out)
     assert rc == 1, err
     spots = [(c["start_line"], c["content"][len(SECRET_CONTENT_START):].split(")")[0])

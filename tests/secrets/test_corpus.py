@@ -12,17 +12,16 @@ issued) and the model's replies.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.diff.patch import FileDiff, Hunk, Line
 from ocr_hook.report.session import sessions_dir
 from ocr_hook.secrets import diff_scan
 from ocr_hook.secrets.redaction import find_secrets, redact
 from tests.support import secret_corpus as corpus
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text
 from tests.support.secret_corpus import CASES, all_leaks, case_lines, corpus_files
@@ -112,9 +111,8 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
         "category": "security"}]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls(("approve_all_comments", {}), match="approve_all_comments")
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
-                  environ={**os.environ, **llm.env()})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                           llm.env(), capsys)
     data = json.loads(out)
     assert rc == 1, err
     assert data["status"] == "complete"

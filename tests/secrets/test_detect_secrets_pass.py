@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.agent.redactor import Redactor
 from ocr_hook.secrets.detect_secrets_pass import placeholder_type
 from ocr_hook.secrets.redaction import redact
+from tests.support.cli import run_cli, run_json, run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.secret_corpus import GH_CLASSIC
 
@@ -49,10 +45,8 @@ def review(repo: GitRepo, llm: ScriptedLLM, env: dict[str, str], monkeypatch: py
                    ("code_search", {"search_text": "CHECKSUM"}))
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
-                  environ={**os.environ, **llm.env(**env)})
-    out, err = capsys.readouterr()
-    return rc, json.loads(out), err
+    return run_json(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                    llm.env(**env), capsys)
 
 
 def secret_spots(data: dict[str, Any]) -> list[tuple[int, str, str]]:
@@ -109,10 +103,8 @@ def test_on_without_the_package_is_one_warning_and_the_review_goes_on(
 ) -> None:
     repo.stage({"app.py": APP})
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    env = {**os.environ, **llm.env(**ON), "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-c", WITHOUT_PACKAGE, "review", "--format", "json",
-                        "--effort", "low", "--no-cache"], cwd=repo.path, env=env,
-                       capture_output=True, text=True, timeout=120, check=False)
+    p = run_python(["-c", WITHOUT_PACKAGE, "review", "--format", "json", "--effort", "low",
+                    "--no-cache"], cwd=repo.path, env=llm.env(**ON))
     message = ("security.detect_secrets is on but detect-secrets is not installed (or not"
                " version 1.x): pip install 'ocr-hook[detect-secrets]'; secrets were looked for"
                " with ocr-hook's own rules only")
@@ -150,9 +142,8 @@ def test_only_added_lines_are_scanned(
     repo.stage({"app.py": f'CHECKSUM = "{CHECKSUM}"\nMIRROR = "{MIRROR}"\n'})
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
-                  environ={**os.environ, **llm.env(**ON)})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                           llm.env(**ON), capsys)
     assert rc == 1, err
     assert secret_spots(json.loads(out)) == [(2, "critical", HEX_TYPE)]
     sent = json.dumps(llm.requests)

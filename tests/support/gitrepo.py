@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 SCRUB = (
@@ -27,17 +28,43 @@ def git_env(home: Path) -> dict[str, str]:
     return env
 
 
-class GitRepo:
-    """A repository at ``path``; helpers write, stage and commit files."""
+def home_repo(path: Path, object_format: str = "sha1") -> GitRepo:
+    """A new repository at ``path`` whose git runs with the test's isolated ``HOME`` (set by
+    conftest): what the ``repo`` fixture gives, for a second repository or another object
+    format."""
+    return GitRepo(path, git_env(Path(os.environ["HOME"])), object_format)
 
-    def __init__(self, path: Path, env: dict[str, str], object_format: str = "sha1") -> None:
+
+def init_bare(path: Path, env: Mapping[str, str], object_format: str = "sha1") -> Path:
+    """A new bare repository at ``path`` (a remote to push to); returns ``path``."""
+    args = ["git", "init", "-q", "--bare", str(path)]
+    if object_format != "sha1":
+        args.insert(3, f"--object-format={object_format}")
+    subprocess.run(args, env=dict(env), check=True)
+    return path
+
+
+class GitRepo:
+    """A repository at ``path``; helpers write, stage and commit files. ``init`` False wraps a
+    work tree that exists already (a linked worktree)."""
+
+    def __init__(self, path: Path, env: dict[str, str], object_format: str = "sha1", *,
+                 init: bool = True) -> None:
         self.path = path
         self.env = env
+        if not init:
+            return
         path.mkdir(parents=True, exist_ok=True)
         args = ["init", "-q", "-b", "main"]
         if object_format != "sha1":
             args.append(f"--object-format={object_format}")
         self.git(*args)
+
+    def linked_worktree(self, path: Path, branch: str = "side") -> GitRepo:
+        """``git worktree add -b BRANCH PATH``: the new linked worktree, with this repository's
+        environment."""
+        self.git("worktree", "add", "-q", "-b", branch, str(path))
+        return GitRepo(path, self.env, init=False)
 
     def git(self, *args: str, input: bytes | None = None, check: bool = True,
             env: dict[str, str] | None = None) -> str:

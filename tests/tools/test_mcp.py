@@ -9,9 +9,7 @@ scripted model. Fake: the model's replies.
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -33,9 +31,10 @@ from ocr_hook.tools.mcp.bridge import (
     parse_servers,
     result_text,
 )
+from tests.support.cli import cli_environ, run_cli, run_python
 from tests.support.gitrepo import GitRepo
+from tests.support.home import user_file, write_user_config
 from tests.support.mcp_servers import SCRIPT, STDERR_MARKER, HttpMcpServer
-from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
 PY = sys.executable
@@ -49,19 +48,6 @@ def toml_servers(servers: dict[str, dict[str, Any]]) -> str:
         out.append(f"[mcp.servers.{name}]")
         out.extend(f"{k} = {json.dumps(v)}" for k, v in entry.items())
     return "\n".join(out) + "\n"
-
-
-def write_user_config(text: str) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-def run(argv: list[str], llm: ScriptedLLM | None = None) -> int:
-    env = dict(os.environ)
-    if llm is not None:
-        env.update(llm.env())
-    return cli.main(argv, environ=env)
 
 
 def tool_names(request: dict[str, Any]) -> list[str]:
@@ -263,8 +249,7 @@ def test_review_offers_mcp_tools_and_returns_their_results(
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
     calls_before = len(http_server.calls)
-    rc = run(["review", "--format", "json", "--effort", "low"], llm)
-    out, err = capfd.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capfd)
     assert rc == 0
     assert tool_names(llm.requests[0]) == [*BUILTIN, "lookup_ticket", "add", "fail_tool",
                                            "http_only"]
@@ -289,8 +274,7 @@ def test_server_that_fails_to_start_is_a_warning_and_the_review_goes_on(
     write_user_config(toml_servers({"broken": {"command": "/nonexistent/mcp-server"}}))
     repo.stage({"app.py": "x = 1\n"})
     monkeypatch.chdir(repo.path)
-    rc = run(["review", "--format", "json"], llm)
-    out, err = capfd.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json"], llm.env(), capfd)
     message = "MCP server 'broken' not started: command not found: /nonexistent/mcp-server"
     assert rc == 0
     assert tool_names(llm.requests[0]) == BUILTIN
@@ -307,10 +291,12 @@ def test_invalid_server_entry_fails_at_start_up(
     write_user_config(toml_servers({"x": {"type": "stdio", "args": ["a"]}}))
     repo.stage({"app.py": "x = 1\n"})
     monkeypatch.chdir(repo.path)
-    rc = run(["review"], llm)
-    _, err = capsys.readouterr()
+    rc, _, err = run_cli(["review"], llm.env(), capsys)
     assert (rc, llm.requests) == (2, [])
     assert err == "ocr-hook: invalid mcp.servers.x.command in configuration: Field required\n"
+
+
+REVIEW = ["review", "--format", "json", "--no-cache"]
 
 
 def test_repository_servers_run_only_after_allow_mcp(
@@ -322,16 +308,16 @@ def test_repository_servers_run_only_after_allow_mcp(
     repo.stage({"app.py": "x = 1\n"})
     monkeypatch.chdir(repo.path)
 
-    assert run(["review", "--format", "json", "--no-cache"], llm) == 0
+    assert cli.main(REVIEW, environ=cli_environ(llm.env())) == 0
     out, _ = capsys.readouterr()
     assert tool_names(llm.requests[-1]) == BUILTIN
     assert [w["message"] for w in json.loads(out)["warnings"] if w["type"] == "mcp"] == [
         "MCP servers of .ocr-hook.toml (HEAD) not started: tracker; this server list has not"
         " been allowed; review it and run `git ocr config allow-mcp` to let it run"]
 
-    assert run(["config", "allow-mcp"]) == 0
+    assert cli.main(["config", "allow-mcp"], environ=cli_environ()) == 0
     out, _ = capsys.readouterr()
-    store = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "mcp-consent.json"
+    store = user_file("mcp-consent.json")
     assert out == (
         f"Allowed the MCP servers of .ocr-hook.toml (HEAD) in {repo.path} to run during reviews:\n"
         f"  tracker: {PY} {SCRIPT} tracker\n"
@@ -342,7 +328,7 @@ def test_repository_servers_run_only_after_allow_mcp(
     assert (entry["repository"], entry["servers"]) == (str((repo.path / ".git").resolve()),
                                                        [f"tracker: {PY} {SCRIPT} tracker"])
 
-    assert run(["review", "--format", "json", "--no-cache"], llm) == 0
+    assert cli.main(REVIEW, environ=cli_environ(llm.env())) == 0
     out, _ = capsys.readouterr()
     assert tool_names(llm.requests[-1]) == [*BUILTIN, "lookup_ticket", "add", "fail_tool"]
     assert [w for w in json.loads(out)["warnings"] if "not started" in w["message"]] == []
@@ -350,7 +336,7 @@ def test_repository_servers_run_only_after_allow_mcp(
     servers["tracker"]["args"] = [SCRIPT, "tracker", "--changed"]
     repo.commit({".ocr-hook.toml": toml_servers(servers)}, "changed server")
     repo.stage({"app.py": "x = 2\n"})
-    assert run(["review", "--format", "json", "--no-cache"], llm) == 0
+    assert cli.main(REVIEW, environ=cli_environ(llm.env())) == 0
     out, _ = capsys.readouterr()
     assert tool_names(llm.requests[-1]) == BUILTIN
 
@@ -360,7 +346,7 @@ def test_allow_mcp_without_repository_servers_is_an_error(
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     monkeypatch.chdir(repo.path)
-    assert run(["config", "allow-mcp"]) == 2
+    assert cli.main(["config", "allow-mcp"], environ=cli_environ()) == 2
     assert capsys.readouterr().err == (
         "ocr-hook: .ocr-hook.toml (HEAD) defines no mcp.servers; nothing to allow\n")
 
@@ -381,10 +367,8 @@ def test_configured_server_without_the_mcp_extra_is_one_warning_and_the_review_g
     write_user_config(toml_servers({"tracker": {"command": PY, "args": [SCRIPT, "tracker"]}}))
     repo.stage({"app.py": "x = 1\n"})
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    env = {**os.environ, **llm.env(), "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([PY, "-c", WITHOUT_SDK, "review", "--format", "json", "--effort", "low"],
-                       cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
-                       check=False)
+    p = run_python(["-c", WITHOUT_SDK, "review", "--format", "json", "--effort", "low"],
+                   cwd=repo.path, env=llm.env())
     message = ("MCP servers not started: tracker; the MCP SDK is not installed (no module"
                " 'mcp'): pip install 'ocr-hook[mcp]'")
     assert p.returncode == 0, p.stderr

@@ -10,15 +10,15 @@ replies.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.tools.mcp.bridge import McpBridge, parse_servers
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
+from tests.support.home import write_user_config
 from tests.support.paths import SUPPORT
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -68,19 +68,15 @@ def test_review_names_a_server_that_died_and_stops_offering_its_tools(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"[mcp.servers.raw]\ncommand = {json.dumps(PY)}\n"
-                    f"args = {json.dumps([RAW, 'junk-first'])}\n")
+    write_user_config(f"[mcp.servers.raw]\ncommand = {json.dumps(PY)}\n"
+                      f"args = {json.dumps([RAW, 'junk-first'])}\n")
     repo.stage({"app.py": "x = 1\n"})
     llm.tool_calls(("garble", {}), ("echo", {"text": "hi"}))
     llm.tool_calls(("crash", {}))
     llm.tool_calls(("echo", {"text": "again"}))
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc = cli.main(["review", "--format", "json", "--effort", "low"],
-                  environ={**os.environ, **llm.env()})
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
     assert rc == 0, err
     assert len(llm.requests) == 4
     names = [[t["function"]["name"] for t in r["tools"]] for r in llm.requests]

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ocr_hook import cli
 from ocr_hook.errors import ConfigError
 from ocr_hook.llm.types import ToolCall, ToolSpec
 from ocr_hook.tools.registry import (
@@ -28,6 +26,7 @@ from ocr_hook.tools.registry import (
     build_registry,
     parse_tools_json,
 )
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
@@ -263,15 +262,7 @@ def test_external_tools_filters() -> None:
 
 # -- through `git ocr review` --------------------------------------------------------------
 
-
-def run_review(
-    args: list[str], llm: ScriptedLLM, capsys: pytest.CaptureFixture[str]
-) -> tuple[int, str, str]:
-    env = dict(os.environ)
-    env.update(llm.env())
-    rc = cli.main(["review", "--format", "json", "--effort", "low", *args], environ=env)
-    out, err = capsys.readouterr()
-    return rc, out, err
+REVIEW = ["review", "--format", "json", "--effort", "low"]
 
 
 def offered(request: dict[str, Any]) -> dict[str, str]:
@@ -295,7 +286,7 @@ def test_tools_flag_drops_a_tool_and_rewrites_a_description(
     llm.tool_calls(("code_search", {"search_text": "x"}))
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run_review(["--tools", str(tools_file)], llm, capsys)
+    rc, out, _ = run_cli([*REVIEW, "--tools", str(tools_file)], llm.env(), capsys)
     assert rc == 0
     tools = offered(llm.requests[0])
     assert list(tools) == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find"]
@@ -319,7 +310,7 @@ def test_tools_file_with_unknown_name_fails_at_start_up(
     repo.stage({"app.py": "x = 1\n"})
     monkeypatch.chdir(repo.path)
     monkeypatch.setenv("OCR_HOOK_TOOLS_FILE", str(tools_file))
-    rc, out, err = run_review([], llm, capsys)
+    rc, out, err = run_cli(REVIEW, llm.env(), capsys)
     assert (rc, out, llm.requests) == (2, "", [])
     assert err == (
         f"ocr-hook: tools file {tools_file}: unknown tool 'file_reader'; built-in tools: task_done,"
@@ -337,7 +328,7 @@ def test_unknown_tool_call_is_answered_with_not_available(
     llm.tool_calls(("shell_exec", {"cmd": "id"}), ("file_find", {"query_name": "app"}))
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    rc, _, _ = run_review([], llm, capsys)
+    rc, _, _ = run_cli(REVIEW, llm.env(), capsys)
     results = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert results == [
         "Error: Tool not found. The tool 'shell_exec' does not exist or is not available. Please"
