@@ -44,11 +44,18 @@ class Progress:
         self,
         interval_s: float = HEARTBEAT_S,
         clock: Callable[[], float] = time.monotonic,
+        wait: Callable[[float], bool] | None = None,
     ) -> None:
+        """``clock`` gives the seconds a heartbeat line reports. The heartbeat thread calls
+        ``wait(interval_s)`` before each line: it returns True when the heartbeat is to end,
+        False when the next line is due. The default is the stop event's ``wait``, which
+        :meth:`stop` ends at once. A test passes its own ``clock`` and ``wait`` to get
+        heartbeats without sleeping."""
         self.interval_s = interval_s
         self._clock = clock
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wait = self._stop.wait if wait is None else wait
         self._thread: threading.Thread | None = None
         self._t0 = clock()
         self.llm_calls = 0
@@ -87,7 +94,7 @@ class Progress:
             )
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while not self._wait(self.interval_s):
             with self._lock:
                 self.beats += 1
             log.info("%s", self.heartbeat_line())

@@ -1,24 +1,26 @@
-"""Progress and heartbeat on stderr (SPEC §11): stdout carries only the result.
+"""Progress and heartbeat on stderr (spec §11): stdout carries only the result.
 
-The acceptance test runs one real review whose model answers after 25 s and checks that a
-heartbeat line reached stderr while stdout stayed one valid JSON document. Real: git, HTTP
-with latency, the heartbeat thread; fake: the model's reply.
+The end-to-end test runs one real review whose model is slow to answer and checks that a
+heartbeat line reached stderr while stdout stayed one valid JSON document. Real: git, HTTP, the
+review pipeline, the heartbeat thread; fake: the model's reply, and the heartbeat's clock and
+wait (see the test's docstring).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-import os
 import re
 import time
 
 import pytest
 
-from ocr_hook import cli
+from ocr_hook import report
 from ocr_hook.report.progress import HEARTBEAT_S, Progress
+from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
-from tests.support.scripted_llm import ScriptedLLM
+from tests.support.scripted_llm import Hold, ScriptedLLM
 
 
 class _Lines(logging.Handler):
@@ -72,26 +74,61 @@ def test_start_line_names_files_groups_and_model() -> None:
         "reviewing 1 file in 1 group with the model…")
 
 
+class OneBeat:
+    """The clock and the wait of the review's heartbeat, driven by the scripted model instead
+    of time. The thread's first wait returns once the model has been asked and holds its reply,
+    with the clock moved on by the whole interval: one heartbeat line, ``15s elapsed``. Its
+    second wait lets the model answer and ends the heartbeat. Nothing sleeps: each step waits
+    (bounded) for the one before it."""
+
+    def __init__(self, hold: Hold) -> None:
+        self.hold = hold
+        self.now = 1000.0
+        self.waits = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.waits += 1
+        if self.waits == 1 and self.hold.asked.wait(30):
+            self.now += seconds
+            return False  # due: one heartbeat line while the model holds its reply
+        self.hold.release()
+        return True  # the heartbeat ends; the review goes on
+
+
 def test_slow_review_prints_a_heartbeat_on_stderr_and_keeps_stdout_json(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Acceptance 4: one scripted reply with 25 s latency (runs ~25 s)."""
+    """A review whose model is slow shows a heartbeat on stderr and still prints one JSON
+    document on stdout.
+
+    The review runs in this process through ``cli.main``, with the ``Progress`` the run builds
+    replaced by one that has the test's clock and wait (:class:`OneBeat`) and the default
+    interval, ``HEARTBEAT_S``. The model holds its reply until that heartbeat line has been
+    logged. So the heartbeat is due "while the model is slow" by construction instead of after
+    15 s of real time (this test once waited 25 s for a reply), and the outcome depends on no
+    timing at all. The replacement is made with monkeypatch on ``ocr_hook.report.Progress``:
+    the heartbeat's clock and wait are reachable from a test only, never from a setting, a flag
+    or the environment; the user-visible interval stays HEARTBEAT_S, checked above."""
     repo.stage({"calc.py": "def div(a, b):\n    return a / b\n"})
-    llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=25)
+    hold = Hold()
+    llm.tool_calls(("task_done", {"state": "DONE"}), hold=hold)
+    beat = OneBeat(hold)
+    monkeypatch.setattr(report, "Progress", functools.partial(Progress, clock=beat.clock,
+                                                              wait=beat.wait))
     monkeypatch.chdir(repo.path)
-    t0 = time.monotonic()
-    rc = cli.main(["review", "--format", "json", "--effort", "low", "--no-cache"],
-                  environ={**os.environ, **llm.env()})
-    elapsed = time.monotonic() - t0
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache"],
+                           llm.env(), capsys)
     assert rc == 0
-    assert elapsed >= 25
+    assert hold.released.is_set() and beat.waits == 2  # the beat came while the model held on
     data = json.loads(out)  # stdout is exactly one JSON document
     assert data["status"] == "complete" and data["summary"]["llm_calls"] == 1
     beats = [ln for ln in err.splitlines() if ln.startswith("ocr-hook: still reviewing: ")]
     assert beats, err
-    # the start line comes first, as soon as the model is asked (issue 19)
+    # the start line comes first, as soon as the model is asked
     assert err.splitlines()[0] == "ocr-hook: reviewing 1 file in 1 group with scripted-model…"
     assert re.fullmatch(
         r"ocr-hook: still reviewing: 1[5-9]s elapsed, 0 LLM call\(s\), 0 tokens, "

@@ -17,9 +17,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class Hold:
+    """Keeps a scripted reply back until the test lets it go: ``asked`` is set when the request
+    that takes the reply has arrived, and the reply is sent once :meth:`release` is called (at
+    the latest after ``limit_s``, so a failing test never leaves the server stuck)."""
+
+    def __init__(self, limit_s: float = 30.0) -> None:
+        self.asked = threading.Event()
+        self.released = threading.Event()
+        self.limit_s = limit_s
+
+    def release(self) -> None:
+        self.released.set()
+
+    def keep(self) -> None:
+        """The server's side: note the request, then wait for the release."""
+        self.asked.set()
+        self.released.wait(self.limit_s)
+
+
 @dataclass
 class Reply:
-    """One scripted reply: a full HTTP answer (status, JSON body, headers) after ``delay_s``.
+    """One scripted reply: a full HTTP answer (status, JSON body, headers) after ``delay_s``,
+    and after ``hold`` is released when there is one.
 
     ``match`` (optional) is a substring that must occur in the request body for this reply to
     be chosen; replies without ``match`` are used in order.
@@ -30,6 +50,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     match: str = ""
+    hold: Hold | None = None
 
 
 def openai_tool_calls(*calls: tuple[str, Any], content: str | None = None,
@@ -120,6 +141,8 @@ class ScriptedLLM:
                     owner.paths.append(self.path)
                     owner.headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = owner._next(raw.decode("utf-8", "replace"))
+                if reply.hold is not None:
+                    reply.hold.keep()
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 # bytes are sent as they are (a body no JSON encoder would write, or a huge one)
@@ -161,9 +184,9 @@ class ScriptedLLM:
 
     # scripting helpers
     def reply(self, body: Any, status: int = 200, headers: dict[str, str] | None = None,
-              delay_s: float = 0.0, match: str = "") -> ScriptedLLM:
+              delay_s: float = 0.0, match: str = "", hold: Hold | None = None) -> ScriptedLLM:
         with self.lock:
-            self.queue.append(Reply(body, status, headers or {}, delay_s, match))
+            self.queue.append(Reply(body, status, headers or {}, delay_s, match, hold))
         return self
 
     def tool_calls(self, *calls: tuple[str, Any], **kw: Any) -> ScriptedLLM:
