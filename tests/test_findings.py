@@ -1,4 +1,4 @@
-"""Finding ids and same-claim merging (SPEC §8.3). Pure: literal findings, no I/O."""
+"""Finding ids and same-claim merging (spec §8.3). Pure: literal findings, no I/O."""
 
 from __future__ import annotations
 

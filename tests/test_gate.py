@@ -1,4 +1,4 @@
-"""Gate (SPEC §9): structured severities + options → verdict and exit code. Pure table tests."""
+"""Gate (spec §9): structured severities + options → verdict and exit code. Pure table tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The token budget is checked before every request (issue 16): ``BudgetedClient`` reserves a
+"""The token budget is checked before every request (spec §6.4): ``BudgetedClient`` reserves a
 request's input estimate plus its maximum output in the run's ``Meter``, so requests in flight
 at once can never add up past ``review.max_tokens_budget``.
 

@@ -1,4 +1,4 @@
-"""The review filter (SPEC §8.4): the call itself through the real client against the scripted
+"""The review filter (spec §8.4): the call itself through the real client against the scripted
 loopback model, and whole reviews through ``cli.main``. Real: git, HTTP, JSON wire formats;
 fake: the model's replies."""
 
@@ -201,7 +201,7 @@ def test_one_filter_call_per_group_sees_the_comments_of_every_round(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 18: the filter runs once per group, after its rounds, on all of its comments."""
+    """The filter runs once per group, after its rounds, on all of its comments."""
     a_id, b_id, c_id = (finding_id("app.py", "new", *x) for x in (A, B, C))
     llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls(("code_comment", {"comments": [comment(*B), comment(*C)]}),
@@ -283,7 +283,7 @@ def test_hook_review_of_one_file_with_one_finding_makes_two_sequential_requests(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 18's best case on the hook path (effort low): the model files its comment and
+    """The best case on the hook path (effort low): the model files its comment and
     finishes in one reply, so one main request, then one filter call; no plan, no grouping."""
     a_id = finding_id("app.py", "new", *A)
     repo.commit({"app.py": APP}, "init")

@@ -1,4 +1,4 @@
-"""Pure grouping rules of SPEC §6.1 steps 2 and 4: thresholds, the grouping answer's validation,
+"""Pure grouping rules of spec §6.1 steps 2 and 4: thresholds, the grouping answer's validation,
 the 10-file cap, the token-budget split and the plan threshold. Nothing is faked: the inputs
 are FileDiff values as the diff parser produces them (metadata only is needed here)."""
 

@@ -1,4 +1,4 @@
-"""The main tool loop (SPEC §6.2) and context compression (SPEC §6.3) against the real loopback
+"""The main tool loop (spec §6.2) and context compression (spec §6.3) against the real loopback
 model server through the real OpenAI client. Fake: the model's replies (ScriptedLLM) and one
 context tool's handler (a fixed text, so token counts are exact). Real: HTTP, JSON, the
 registry, the Meter's budget/deadline checks inside the client's retry loop."""
@@ -140,7 +140,7 @@ def test_comments_reach_the_sink_and_the_model_hears_back(llm: ScriptedLLM) -> N
     assert "unknown severity 'urgent' recorded as low" in tool_msg["content"]
 
 
-# --- compression (SPEC §6.3) -------------------------------------------------------------
+# --- compression (spec §6.3) -------------------------------------------------------------
 # Token counter = characters, so the arithmetic is exact: context 2000 → background at 1200,
 # blocking at 1600, kept zone ≤ 1000 − frozen − reserve (200).
 

@@ -1,4 +1,4 @@
-"""Stop reasons the review honours (issue 15), end to end through ``cli.main`` on both wire
+"""Stop reasons the review honours (spec §6.5), end to end through ``cli.main`` on both wire
 protocols: a reply cut at the output limit is never executed, a group without a final answer
 is not reviewed, and neither is cached.
 

@@ -1,4 +1,4 @@
-"""Tool calls written as text (``agent.loop.text_tool_calls``, SPEC §6.2 fallback) in the
+"""Tool calls written as text (``agent.loop.text_tool_calls``, spec §6.2 fallback) in the
 formats local servers without a tool-call parser leave in ``content``. Pure function, literal
 model outputs."""
 

@@ -1,4 +1,4 @@
-"""Large changes stay cheap (issue 20): sizes from git's metadata before any content is read,
+"""Large changes stay cheap (spec §3.6): sizes from git's metadata before any content is read,
 a bounded secret scan of too-large blobs, bounds on the number of files and bytes reviewed,
 and the streamed patch reader. Real: git repositories, the CLI, HTTP to the scripted loopback
 model; fake: the model's replies. Files are kept to a few hundred KB: the thresholds come from

@@ -1,4 +1,4 @@
-"""The bounded change-set loader (issue 20) with the inputs of issue 16: files binary only by
+"""The bounded change-set loader (spec §3.6) with harder inputs: files binary only by
 ``.gitattributes`` re-diffed as text, deleted files the snapshot still uses, the hook's file
 names as a filter, and non-UTF-8 path names, each read from the streamed patch. Real git
 repositories; ``changeset.load_change_set`` called directly, nothing faked."""

@@ -1,4 +1,4 @@
-"""A deleted file the snapshot still refers to is reviewed (issue 16): its deletion's diff and
+"""A deleted file the snapshot still refers to is reviewed (spec §4.1): its deletion's diff and
 the referring lines go to the model; a deletion nobody refers to stays excluded as ``deleted``
 with no LLM call.
 

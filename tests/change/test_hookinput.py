@@ -1,4 +1,4 @@
-"""The hook under the real pre-commit framework's CI and local-hook modes (issue 16): file
+"""The hook under the real pre-commit framework's CI and local-hook modes (spec §3.7): file
 names as a filter on the staged set (a ``repo: local`` hook with the framework's defaults gets
 them in parallel slices), ``--from-ref/--to-ref`` in any stage, and ``--all-files``, which
 hands the hook files instead of changes.

@@ -1,4 +1,4 @@
-"""Rule layers read from where they live (SPEC §5): --rule on disk, the repository file at HEAD,
+"""Rule layers read from where they live (spec §5): --rule on disk, the repository file at HEAD,
 the user file, built-ins. Real repositories; the prompt is checked on the recorded request."""
 
 from __future__ import annotations

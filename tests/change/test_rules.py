@@ -42,7 +42,7 @@ RULES_DIR = ROOT / "config" / "rules"
 RULE_FILES = sorted(p.name for p in RULES_DIR.glob("*.md"))
 RULE_MAP = json.loads((RULES_DIR / "rule_map.json").read_text(encoding="utf-8"))
 
-REQUIRED_RULES = {  # SPEC §5: at least these kinds
+REQUIRED_RULES = {  # spec §5: at least these kinds
     "python.md", "javascript.md", "java.md", "kotlin.md", "go.md", "c.md", "cpp.md",
     "csharp.md", "rust.md", "ruby.md", "php.md", "swift.md", "sql.md", "shell.md",
     "dockerfile.md", "terraform.md", "config.md", "github_actions.md", "html.md", "default.md",
@@ -512,7 +512,7 @@ def test_group_without_rules_is_empty() -> None:
     )
 
 
-# --- literal pre-filter (issue 18) ----------------------------------------------------------
+# --- literal pre-filter -------------------------------------------------------------------------
 
 PREFILTER_PATHS = [
     "app.py", "src/Main.java", "Dockerfile", "docker/Dockerfile.dev", "infra/main.tf",

@@ -1,4 +1,4 @@
-"""Selection gates 1–10 of SPEC §4 (pure): tables of changed files → reason, in gate order,
+"""Selection gates 1–10 of spec §4 (pure): tables of changed files → reason, in gate order,
 with the shipped built-in lists. No git, no LLM."""
 
 from __future__ import annotations

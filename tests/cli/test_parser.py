@@ -1,4 +1,4 @@
-"""The command line is parsed with the parser of the command being run only (issue 18), and
+"""The command line is parsed with the parser of the command being run only, and
 says exactly what the full parser said: help texts, errors, abbreviations, exit codes.
 
 ``tests/data/cli/parser_golden.json`` holds what the parser printed and returned before it was

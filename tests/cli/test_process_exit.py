@@ -1,4 +1,4 @@
-"""The end of a real ``git ocr`` process (issue 18): ``cli.main`` without ``argv`` ends in
+"""The end of a real ``git ocr`` process: ``cli.main`` without ``argv`` ends in
 ``_exit_process``, which skips the interpreter's teardown of every module but keeps what the
 interpreter's own exit does for us: non-daemon threads are waited for, exit handlers run,
 buffered stdout/stderr reach their pipes, and the exit code is the run's.

@@ -1,8 +1,8 @@
-"""Anchoring (SPEC §8.1) on diffs produced by real git: each case commits an old version,
+"""Anchoring (spec §8.1) on diffs produced by real git: each case commits an old version,
 stages a new one, reads the staged snapshot's diff with ``target.load_diff`` and anchors a
 quote with ``anchor.anchor_comment``. Real: git, the diff parser, blob reads. Nothing is faked.
 
-The property test (acceptance 3) diffs random real-looking files with ``git diff --no-index``.
+The property test diffs random real-looking files with ``git diff --no-index``.
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def test_plausibility_gate_of_relocation(repo: GitRepo) -> None:
     assert not plausibly_in_diff(fd, "x = 1")  # too short to say
 
 
-# ---- acceptance 3: property test on random real-looking diffs ------------------------------
+# ---- property test on random real-looking diffs ------------------------------------------------
 
 VOCAB = [
     "import os", "import sys", "def run(args):", "def main():", "class Handler:",

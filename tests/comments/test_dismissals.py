@@ -1,4 +1,4 @@
-"""Dismissals (issue 19) on real repositories through ``cli.main``: ``git ocr dismiss ID``
+"""Dismissals (spec §8.5) on real repositories through ``cli.main``: ``git ocr dismiss ID``
 survives moved lines, an amend and a reworded finding; ``--undo`` brings the finding back; a
 shared dismissal staged in the commit under review does not apply to it; the inline marker
 suppresses only its own line; secret findings cannot be dismissed.

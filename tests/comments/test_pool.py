@@ -1,4 +1,4 @@
-"""The comment pipeline's runtime (SPEC §8.2, §8.1 re-location): the thread-safe collector,
+"""The comment pipeline's runtime (spec §8.2, §8.1 re-location): the thread-safe collector,
 the anchoring pool that never blocks the caller, and re-location through the real client
 against the scripted loopback model. Real: threads, git diffs, HTTP; fake: the model's replies.
 """
@@ -124,7 +124,7 @@ def test_a_crashing_anchor_keeps_the_comment_unanchored(executor: ThreadPoolExec
     assert collector.snapshot() == [f]
 
 
-# ---- re-location (SPEC §8.1) through the real client ----------------------------------------
+# ---- re-location (spec §8.1) through the real client ----------------------------------------
 
 def client_for(llm: ScriptedLLM):  # type: ignore[no-untyped-def]
     return make_client(Endpoint(url=llm.url, model="scripted-model", api_key="k",

@@ -1,4 +1,4 @@
-"""Configuration (SPEC §2): layering and precedence, preset variables, secrets refused in the
+"""Configuration (spec §2): layering and precedence, preset variables, secrets refused in the
 repository file, endpoint resolution (Azure included), ``llm.api_key_cmd``, one-line errors
 with exit 2, and the TOML writer behind ``git ocr config set`` (its commands are tested in
 tests/cli/test_config_cmd.py). Real: files, git repositories, ``cli.main``; nothing is
@@ -63,7 +63,7 @@ def test_openai_variables_apply_to_the_openai_preset_only(tmp_path: Path) -> Non
     cfg = build_config(config_layers(None, env))
     ep, why = resolve_llm_endpoint(cfg, env)
     assert why == "" and ep is not None
-    # environment beats the user file (SPEC §2 precedence)
+    # environment beats the user file (spec §2 precedence)
     assert (ep.url, ep.api_key, ep.protocol) == ("https://proxy.example/v1", "sk-from-env-111",
                                                  "openai")
     # our own variables beat the standard ones

@@ -1,4 +1,4 @@
-"""Diff parser and model (SPEC §3.5): literal git output in tables, plus output produced by
+"""Diff parser and model (spec §3.5): literal git output in tables, plus output produced by
 real git in temporary repositories (``target.load_diff``). Nothing is faked."""
 
 from __future__ import annotations

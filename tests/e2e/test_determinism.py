@@ -1,4 +1,4 @@
-"""A review's output does not depend on thread timing (issue 14): groups are merged in group
+"""A review's output does not depend on thread timing: groups are merged in group
 order, comments and their warnings in (group, submission) order, whatever order the group and
 anchoring threads finish in.
 

@@ -1,4 +1,4 @@
-"""Bad input (issue 10 acceptance 3): hypothesis fuzzes the diff parser, the configuration loader
+"""Bad input (spec §14.5): hypothesis fuzzes the diff parser, the configuration loader
 and tool-argument parsing. Each may fail only the documented way (DiffParseError, ConfigError,
 an ``Error:`` tool result); at the CLI every failure is one line with exit code 2, never a
 traceback. Examples are bounded (``OCR_HOOK_TEST_EXAMPLES``, default 60) and derandomised so CI

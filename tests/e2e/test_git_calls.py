@@ -1,4 +1,4 @@
-"""The git processes of a run (issue 18, start-up): one ``rev-parse`` answers the run's
+"""The git processes of a run (start-up): one ``rev-parse`` answers the run's
 questions about the repository, one ``cat-file --batch`` reads the files the settings, rules and
 dismissals need at HEAD, a staged snapshot that matches HEAD is not diffed, and a blob the change
 set read is not read again to anchor a comment. Pinned as exact command lists, with the cases

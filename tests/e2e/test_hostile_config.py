@@ -1,8 +1,8 @@
-"""A hostile repository file and bad settings (issue 17): paths named by ``.ocr-hook.toml``
+"""A hostile repository file and bad settings (spec §14.4): paths named by ``.ocr-hook.toml``
 stay inside the repository and are read from HEAD; its provider, protocol and extra fields
 cannot redirect the user's key without consent; every bad setting is a usage error (exit 2,
 one line), also in hooks. Real: git repositories, ``cli.main``, the scripted loopback model
-(which records every request), ``config_repo``'s pure rules."""
+(which records every request), ``config.repo``'s pure rules."""
 
 from __future__ import annotations
 

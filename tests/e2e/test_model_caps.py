@@ -1,4 +1,4 @@
-"""Caps on what a hostile model can make a review do (issue 17): the response body size, the
+"""Caps on what a hostile model can make a review do (spec §6.5): the response body size, the
 tool calls per reply, one call's argument size, the tool rounds and the tokens per group. Each
 one ends the group as incomplete (not PASS, not cached) after a bounded number of requests;
 and a review killed in the middle of a cache write leaves no temporary file behind after the
@@ -27,7 +27,7 @@ from tests.support.scripted_llm import Reply, ScriptedLLM, openai_tool_calls
 
 APP = {"app.py": "def div(a, b):\n    return a / b\n"}
 FIND = ("file_find", {"query_name": "app"})
-RSS_LIMIT_KB = 200 * 1024  # SPEC §15 memory bar, and the issue's acceptance
+RSS_LIMIT_KB = 200 * 1024  # spec §15's memory bar
 
 
 def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,

@@ -1,4 +1,4 @@
-"""Non-UTF-8 file names (issue 16): the file is reviewed, the model sees the name as ``\\xNN``
+"""Non-UTF-8 file names: the file is reviewed, the model sees the name as ``\\xNN``
 and its echo of that form reaches the real file (tools and comments), JSON is strict UTF-8 with
 the exact bytes in ``path_bytes_b64``, SARIF is written, and every output format gives the same
 exit code.

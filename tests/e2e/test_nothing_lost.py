@@ -1,11 +1,12 @@
-"""Nothing lost (issue 10, SPEC §3.2, §10, §12): a review killed with ``kill -9`` in the middle of
-a cache write leaves no torn entry and the next run is correct (acceptance 4); a torn cache or
+"""Nothing lost (spec §3.2, §10, §12): a review killed with ``kill -9`` in the middle of
+a cache write leaves no torn entry and the next run is correct; a torn cache or
 session file is ignored and replaced; Ctrl-C leaves no temporary index, lock or temporary cache
 file; the hook entry points never change the index, work tree, refs or stash.
 
 Real: ``git-ocr`` processes, signals, git, the cache and session files, HTTP to the scripted
-loopback model. The only test hook is ``OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S`` (ocr_hook/cache.py),
-which holds every cache write between its complete temporary file and the rename."""
+loopback model. The only test hook is ``OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S``
+(ocr_hook/pipeline/cache/store.py), which holds every cache write between its complete temporary
+file and the rename."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def finding_spots(data: dict[str, Any]) -> list[tuple[str, int, int, str]]:
     return [(c["path"], c["start_line"], c["end_line"], c["severity"]) for c in data["comments"]]
 
 
-# -- acceptance 4 ----------------------------------------------------------------------------
+# -- kill -9 during a cache write ------------------------------------------------------------
 
 
 def test_review_killed_mid_cache_write_is_followed_by_a_correct_run(

@@ -37,7 +37,7 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
                 if ln.startswith("Requires-Dist:")]
     assert [r for r in requires if r.startswith("mcp")] == [
         'mcp>=2.0; extra == "mcp"', 'mcp>=2.0; extra == "test"']
-    assert [r for r in requires if r.startswith("detect-secrets")] == [  # opt-in (issue 17)
+    assert [r for r in requires if r.startswith("detect-secrets")] == [  # opt-in
         'detect-secrets<2,>=1.5; extra == "detect-secrets"', 'detect-secrets<2,>=1.5; extra == "test"']
     assert not [r for r in requires if "extra" not in r and r.split(">")[0].split(";")[0]
                 in ("mcp", "starlette", "uvicorn", "httpx", "anyio")]
@@ -82,7 +82,7 @@ def test_a_zipped_package_reads_its_data_through_importlib_resources(
     tmp_path: Path, wheel: Path,
 ) -> None:
     """A wheel is a zip that Python can import from: no folder to read, so the data comes
-    through ``importlib.resources`` (the plain-path reading is only a shortcut, issue 18)."""
+    through ``importlib.resources`` (the plain-path reading is only a shortcut)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(wheel), *sys.path[1:]])}
     p = subprocess.run([sys.executable, "-c", WHERE], env=env, capture_output=True, text=True,
                        cwd=tmp_path, check=False)

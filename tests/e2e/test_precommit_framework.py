@@ -1,4 +1,4 @@
-"""Acceptance: the real pre-commit framework installs ocr-hook from a repository
+"""The real pre-commit framework installs ocr-hook from a repository
 (``repo: <path>``, ``rev: <sha>``) with a plain ``pip install .`` and runs ``ocr-review`` and
 ``ocr-review-push`` against a temporary repository and the scripted loopback model.
 

@@ -1,4 +1,4 @@
-"""Pushed ranges end to end (SPEC §3.4): real ``git push`` to a local bare remote with a native
+"""Pushed ranges end to end (spec §3.4): real ``git push`` to a local bare remote with a native
 pre-push hook that runs ``git ocr hook pre-push "$@"``, and the pre-commit framework's real
 pre-push stage with a ``language: system`` local hook. Real: git, the hook protocol, pre-commit,
 HTTP to the scripted loopback model (fake: only the model's replies)."""

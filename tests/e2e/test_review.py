@@ -43,7 +43,7 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert data["summary"]["files_reviewed"] == 1
     assert data["summary"]["by_severity"]["critical"] == 1
     # round 1: comment, task_done; round 2 (effort medium) adds nothing and stops early; then
-    # the review filter approves (once per group, issue 18)
+    # the review filter approves (once per group)
     assert data["summary"]["llm_calls"] == 4 == len(llm.requests)
     assert {t["function"]["name"] for t in llm.requests[3]["tools"]} == {
         "report_incorrect_comments", "approve_all_comments"}
@@ -358,7 +358,7 @@ def test_summary_counts_failed_llm_attempts(
     assert (data["summary"]["llm_calls"], data["summary"]["llm_attempts"]) == (0, 2)
 
 
-NOTHING_TEXT = (  # `git ocr review` with nothing staged, as printed before issue 18's session 3
+NOTHING_TEXT = (  # `git ocr review` with nothing staged, byte for byte
     "Nothing to review.\n"
     "\n"
     "ocr-hook: 0 reviewed, 0 excluded, 0 incomplete; 0 finding(s); tokens in/out 0/0; 0 LLM"
@@ -373,7 +373,7 @@ def test_nothing_to_review_prints_the_same_text_and_keeps_a_session_log(
     capsys: pytest.CaptureFixture[str], argv: list[str],
 ) -> None:
     """Nothing staged: the text result, byte for byte (the elapsed time aside), exit 0, no
-    request, nothing on stderr; the run's session log (SPEC §12) has its start, result and
+    request, nothing on stderr; the run's session log (spec §12) has its start, result and
     end records; the cache directory is not created (nothing was written, nothing pruned)."""
     repo.commit({"README.md": "hi\n"}, "init")
     monkeypatch.chdir(repo.path)

@@ -1,4 +1,4 @@
-"""The review contract of issue 15: ``code_comment`` answers where each comment landed, a path
+"""The review contract: ``code_comment`` answers where each comment landed, a path
 copied as the prompt shows it reaches its file, one severity scale in every phase, the full
 tool list in the plan, and a comment filed again with a better quote replaces its unplaced
 copy.

@@ -1,5 +1,5 @@
 """Whole reviews through ``cli.main`` with the Anthropic protocol and with quirky OpenAI-format
-servers (issue #4 acceptance 2). Real: git repositories, HTTP, JSON, the review pipeline;
+servers. Real: git repositories, HTTP, JSON, the review pipeline;
 fake: the model's replies (tests/support/scripted_llm.py)."""
 
 from __future__ import annotations

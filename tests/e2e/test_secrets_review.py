@@ -1,4 +1,4 @@
-"""Secrets in a review (SPEC §14, issue 10 acceptance 1–2): deterministic critical findings with
+"""Secrets in a review (spec §14): deterministic critical findings with
 exact lines and no LLM call, redaction of every request, identifiers left alone, allow-lists,
 secret paths renamed away. Real: git repositories, HTTP to the scripted loopback model, an MCP
 server process, the session file; fake: the model's replies."""
@@ -49,7 +49,7 @@ def reasons(data: dict[str, Any]) -> dict[str, str]:
     return {f["path"]: f["reason"] for f in data["files"]}
 
 
-# -- acceptance 1: three secrets, exact lines, no LLM call ---------------------------------
+# -- three secrets, exact lines, no LLM call ----------------------------------------------------
 
 
 @pytest.mark.parametrize("endpoint", [True, False], ids=["endpoint", "no-endpoint"])
@@ -234,7 +234,7 @@ def test_allow_list_is_read_from_head_so_a_commit_cannot_allow_its_own_secret(
     assert [(s[0], s[1], s[5]) for s in spots(data)] == [("keys.txt", 2, "github-token")]
 
 
-# -- acceptance 2: a secret path renamed away ----------------------------------------------
+# -- a secret path renamed away -----------------------------------------------------------------
 
 
 def test_renamed_env_file_is_still_excluded_and_its_secrets_flagged(
@@ -342,7 +342,7 @@ def test_plan_prompt_is_redacted_too(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     body = [f"def f{i}():\n    return {i}\n" for i in range(30)]
-    repo.stage({"big.py": "".join(body) + f'KEY = "{AWS_KEY}"\n'})  # 61 lines: plan (SPEC §6.1)
+    repo.stage({"big.py": "".join(body) + f'KEY = "{AWS_KEY}"\n'})  # 61 lines: plan (spec §6.1)
     llm.text("1. check KEY")
     llm.tool_calls(("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)

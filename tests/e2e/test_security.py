@@ -1,4 +1,4 @@
-"""Security (SPEC §14, §5, §7.1; issue 10): prompt-injection text in the change stays inside the
+"""Security (spec §14, §5, §7.1): prompt-injection text in the change stays inside the
 prompt's delimiters and is reported; a commit that edits the review's configuration or rule
 files cannot change its own review; rule references, symlinks and tools stay inside the
 repository. Real: git repositories, HTTP to the scripted loopback model, ``cli.main``."""

@@ -1,4 +1,4 @@
-"""Start-up cost (SPEC §15, issue 18): heavy modules load only on the paths that need them:
+"""Start-up cost (spec §15): heavy modules load only on the paths that need them:
 no pydantic (validation of data that needs converting), requests (HTTP), tiktoken (token
 tables) or pathspec (globs) on a run that never reaches them. Each check runs in a fresh
 interpreter, because this test process has long imported everything.
@@ -127,7 +127,7 @@ def test_detect_secrets_loads_only_when_on_and_never_for_a_preview(
     assert (rc, json.loads(out)["status"], "detect_secrets" in loaded) == (0, "complete", True)
 
 
-# The LLM part of a run (issue 18, session 3): loaded only when there is something to send to a
+# The LLM part of a run: loaded only when there is something to send to a
 # model and no cached result answers it.
 LLM_ONLY = {"ocr_hook.pipeline.llm_stage", "ocr_hook.agent.prompts", "ocr_hook.pipeline.group",
             "ocr_hook.util.workers", "ocr_hook.util.templates", "ocr_hook.comments.pool", "ocr_hook.comments.anchor",
@@ -153,7 +153,7 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
                                            "ocr_hook.report.session_read"}) == set()
     # the index matches HEAD: no change set to load or scan
     assert ours & {"ocr_hook.pipeline.input", "ocr_hook.change.changeset", "ocr_hook.change.scan"} == set()
-    assert "ocr_hook.report.session" in ours  # every real run keeps its session log (SPEC §12)
+    assert "ocr_hook.report.session" in ours  # every real run keeps its session log (spec §12)
     repo.stage({"app.py": "x = 1\n"})
     rc, _, ours, out, _ = probe_all(["review", "--preview", "--format", "json"], repo.path,
                                  llm.env())

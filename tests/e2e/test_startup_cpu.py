@@ -1,4 +1,4 @@
-"""Review-path CPU (issue 18): what a 1-file review, a cache miss and a cache hit import and
+"""Review-path CPU: what a 1-file review, a cache miss and a cache hit import and
 compile, in a fresh interpreter (this test process has long imported and compiled everything).
 
 - the entry shapes of the cache (``cache_entries``) load only to read a stored entry: not

@@ -1,11 +1,11 @@
-"""Class building at start-up (issue 18, session 3 round 2): the records built on every run's
-shared path (nothing to review, ``--preview``, a cache hit) are NamedTuples where nothing relies
-on dataclass behaviour; a frozen dataclass costs ~1 ms to build, a NamedTuple ~0.1 ms. Each
-check runs in a fresh interpreter and lists the dataclasses of the ``ocr_hook`` modules the run
-imported (``ocr_hook.llm`` excepted: its types are another lane's), so a new one on these paths
-is a conscious choice. The same runs import none of the stdlib modules in UNUSED (``shutil`` with
-its compression modules, ``tempfile`` with ``random``, ``datetime``, ``base64``: ~8 ms together),
-and the help formatter wraps at the width ``shutil`` would give.
+"""Class building at start-up: the records built on every run's shared path (nothing to review,
+``--preview``, a cache hit) are NamedTuples where nothing relies on dataclass behaviour; a frozen
+dataclass costs ~1 ms to build, a NamedTuple ~0.1 ms. Each check runs in a fresh interpreter and
+lists the dataclasses of the ``ocr_hook`` modules the run imported (``ocr_hook.llm`` excepted:
+tests/llm/test_types.py pins those), so a new one on these paths is a conscious choice. The same
+runs import none of the stdlib modules in UNUSED (``shutil`` with its compression modules,
+``tempfile`` with ``random``, ``datetime``, ``base64``: ~8 ms together), and the help formatter
+wraps at the width ``shutil`` would give.
 
 Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback model.
 """

@@ -1,4 +1,4 @@
-"""The settings path imports only what it uses (issue 18, start-up): loading the configuration
+"""The settings path imports only what it uses (start-up): loading the configuration
 needs neither the endpoint presets nor ``llm.types`` nor ``hashlib``/``base64`` (the
 ``allow_secrets`` probes are built only when entries are checked), and the built-in data is read
 by a plain path, so ``importlib.resources`` (and what it brings) is never imported by a review.

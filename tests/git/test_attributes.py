@@ -1,4 +1,4 @@
-"""Binary by content, not by ``.gitattributes`` (issue 16): a text file marked ``-diff`` or
+"""Binary by content, not by ``.gitattributes`` (spec §3.8): a text file marked ``-diff`` or
 ``binary`` (also in the same commit) is reviewed and secret-scanned as text, with the attribute
 named in a warning; a file with NUL bytes stays binary whatever its attributes say.
 

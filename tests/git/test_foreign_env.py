@@ -1,5 +1,5 @@
 """Commands that are not git on the user's repository run without the repo-local ``GIT_*``
-variables (githooks(5), issue 16): ``llm.api_key_cmd``, MCP set-up commands and MCP servers.
+variables (githooks(5)): ``llm.api_key_cmd``, MCP set-up commands and MCP servers.
 
 Real: git, a linked worktree, the native hook installed by ``git ocr install`` and fired by a
 real ``git commit`` (git sets ``GIT_DIR`` and ``GIT_INDEX_FILE`` for it), shell key helpers,

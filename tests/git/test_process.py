@@ -1,4 +1,4 @@
-"""The git wrapper (SPEC §3.1): list arguments, bytes out, git's stderr in errors, timeouts, the
+"""The git wrapper (spec §3.1): list arguments, bytes out, git's stderr in errors, timeouts, the
 process limiter and the environment rules. Real git processes in temporary repositories."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Review targets (SPEC §3.2–3.4) on real repositories: the staged snapshot (honouring
+"""Review targets (spec §3.2–3.4) on real repositories: the staged snapshot (honouring
 ``GIT_INDEX_FILE`` of ``git commit -a`` and ``git commit <paths>``, with real native hooks),
 commit and range modes, pushed ranges, and user git config that must change nothing. The
 model is the scripted loopback server; git is real."""
@@ -96,7 +96,7 @@ def write_hook(repo: GitRepo, name: str, body: str) -> None:
 def test_partial_commit_hook_reviews_only_the_paths_being_committed(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
-    """Acceptance 2: `git commit <paths>` runs the native hook with a temporary index that
+    """`git commit <paths>` runs the native hook with a temporary index that
     holds HEAD plus the work-tree content of <paths>; the review sees exactly that."""
     repo.commit({"a.py": "def a():\n    return 1\n", "b.py": "def b():\n    return 1\n"}, "i")
     repo.stage({"b.py": "def b():\n    return 'STAGED_ONLY'\n"})

@@ -1,5 +1,5 @@
 """Tests for ocr_hook.llm.prefetch: the HTTP stack imported on a background thread once a
-review is certain to call the LLM (issue 18), and ``make_client`` waiting for it.
+review is certain to call the LLM, and ``make_client`` waiting for it.
 
 Each check runs in a fresh interpreter (this test process has long imported ``requests``).
 A failing or slow import is made real with a meta-path finder placed in front of the normal

@@ -1,4 +1,4 @@
-"""The response body cap (issue 17): a reply is streamed and read up to
+"""The response body cap (spec §13.3): a reply is streamed and read up to
 ``http.RESPONSE_MAX_BYTES``; past it the request fails for good (``kind`` ``too_large``, never
 retried) without reading the rest. Real: loopback sockets and HTTP (the scripted server, and a
 raw socket server for a body without Content-Length), our client; fake: the model's replies."""

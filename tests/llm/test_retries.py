@@ -1,7 +1,7 @@
 """Retries and typed errors of both protocols against the real loopback server
 (tests/support/scripted_llm.py). Real: sockets, HTTP, JSON, our retry loop and its waits
 (kept short with ``retry-after-ms``); fake: the model's replies. Every test asserts the exact
-number of HTTP requests made and the final outcome (issue #4, acceptance 1)."""
+number of HTTP requests made and the final outcome (spec §13.3)."""
 
 from __future__ import annotations
 

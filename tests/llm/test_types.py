@@ -1,4 +1,4 @@
-"""The LLM path's records (issue 18): what each review builds at import stays cheap, and the
+"""The LLM path's records: what each review builds at import stays cheap, and the
 NamedTuples of ``llm.types`` keep the behaviour the dataclasses had (value equality, copies
 with changed fields, the API key never in ``repr``, usage summed field by field)."""
 

@@ -1,4 +1,4 @@
-"""Result cache (SPEC §10) through ``cli.main`` on real repositories against the scripted
+"""Result cache (spec §10) through ``cli.main`` on real repositories against the scripted
 loopback model. Real: git, HTTP, the cache files on disk, concurrent processes; fake: the
 model's replies. Requests are counted on the scripted server."""
 
@@ -101,7 +101,7 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     files = {f"mod{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(10)}
     files["mod3.py"] = BUGGY
     repo.stage(files)
-    # the grouping call (≥ 4 files, SPEC §6.1) sees the file list; answer: one group per file
+    # the grouping call (≥ 4 files, spec §6.1) sees the file list; answer: one group per file
     answer = [{"label": f"module {i}", "files": [f"mod{i}.py"]} for i in range(10)]
     llm.reply(openai_text(json.dumps(answer)), match="[0] ADDED mod0.py")
     llm.reply(openai_tool_calls(("code_comment", div_comment("mod3.py")),
@@ -286,7 +286,7 @@ def test_a_higher_effort_result_answers_the_hook_and_a_lower_one_does_not_answer
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue 18: `git ocr review` (medium) before `git commit` must not pay twice; a hook
+    """`git ocr review` (medium) before `git commit` must not pay twice; a hook
     result (low) must not answer a later `git ocr review` (medium)."""
     repo.commit({"README.md": "hi\n"}, "init")
     repo.stage({"calc.py": BUGGY})

@@ -1,4 +1,4 @@
-"""One review per input at a time (issue 16): a second run on the same staged snapshot waits
+"""One review per input at a time (spec §10.1): a second run on the same staged snapshot waits
 for the first and answers from its cached result; the wait is bounded.
 
 Real: two ``git ocr hook pre-commit`` processes (in a repository and its linked worktree), git,

@@ -47,7 +47,7 @@ def gitlink(repo: GitRepo, path: str, oid: str) -> None:
 
 
 def build_all_cases(repo: GitRepo) -> None:
-    """One repository whose staged snapshot holds every case of SPEC §3.5 and §4 at once."""
+    """One repository whose staged snapshot holds every case of spec §3.5 and §4 at once."""
     repo.commit(
         {
             "keep.py": "a = 1\n",
@@ -266,7 +266,7 @@ def test_preview_json_keeps_a_non_utf8_file_name_exact(
     assert rc == 0, err
     out.encode("utf-8")  # valid UTF-8 text, no lone surrogate
     [f] = json.loads(out)["files"]
-    assert (f["path"], f["will_review"]) == ("caf\\xe9.py", True)  # issue 16: \xNN form
+    assert (f["path"], f["will_review"]) == ("caf\\xe9.py", True)  # the \xNN form
     assert base64.b64decode(f["path_bytes_b64"]) == b"caf\xe9.py"  # and the exact bytes
     rc, out, err = run_preview(repo, monkeypatch, capsys)
     assert out.splitlines()[1] == "caf\\xe9.py  added   +1/-0  yes"

@@ -1,4 +1,4 @@
-"""The review pipeline of SPEC §6 end to end through ``cli.main``: grouping, plan, effort rounds,
+"""The review pipeline of spec §6 end to end through ``cli.main``: grouping, plan, effort rounds,
 the main loop's limits, compression, budget, deadline and failure isolation.
 
 Real: git repositories, HTTP to the loopback model server, JSON output, session logs. Fake: the
@@ -75,7 +75,7 @@ def session_records(repo: GitRepo, kind: str) -> list[dict[str, Any]]:
     return [r for r in rows if r["type"] == kind]
 
 
-# --- grouping (SPEC §6.1 step 2) ------------------------------------------------------------
+# --- grouping (spec §6.1 step 2) ------------------------------------------------------------
 
 
 def test_one_file_is_one_group_with_no_grouping_or_plan_call(
@@ -118,7 +118,7 @@ def test_a_bundle_of_100_changed_lines_is_planned_first(
     plan_req, main_req = llm.requests
     assert "tools" not in plan_req  # the reviewer's tools are described as text instead
     plan_system = plan_req["messages"][0]["content"]
-    # every tool the reviewer will have, one line each (issue 15: file_read included)
+    # every tool the reviewer will have, one line each (file_read included)
     listed = [ln.split(" ", 2)[1] for ln in plan_system.splitlines() if ln.startswith("- ")
               and " {" in ln]
     assert listed == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find",
@@ -250,7 +250,7 @@ def test_a_group_of_fourteen_files_is_split_into_ten_and_four(
     assert sorted(kinds(llm)) == ["grouping", "main", "main"]
 
 
-# --- main loop and effort rounds (SPEC §6.1 step 5, §6.2) -------------------------------------
+# --- main loop and effort rounds (spec §6.1 step 5, §6.2) -------------------------------------
 
 
 def comment(tag: str, severity: str = "high") -> tuple[str, dict[str, Any]]:
@@ -314,8 +314,8 @@ def test_grace_round_after_the_tool_cap_still_files_comments(
     llm.tool_calls(("file_find", {"query_name": "app"}))
     llm.tool_calls(comment("2"))
     rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--max-tools", "2")
-    # the grace round's comment is kept, but without task_done (issue 15) and with the round
-    # cap hit (issue 17) the group is incomplete: not a PASS, and not cached
+    # the grace round's comment is kept, but without task_done and with the round
+    # cap hit the group is incomplete: not a PASS, and not cached
     assert rc == 1 and (data["status"], data["verdict"]) == ("failed", "findings")
     assert reasons(data) == {"app.py": (False, "max_rounds")}
     assert "NOT REVIEWED: the model reached the tool-round limit without finishing" in err
@@ -326,7 +326,7 @@ def test_grace_round_after_the_tool_cap_still_files_comments(
     assert reasons(data) == {"app.py": (False, "max_rounds")}
 
 
-# --- compression (SPEC §6.3) -----------------------------------------------------------------
+# --- compression (spec §6.3) -----------------------------------------------------------------
 
 
 def test_compression_with_a_small_context_keeps_the_review_going(
@@ -368,12 +368,12 @@ def test_a_prompt_over_80_percent_of_the_context_skips_the_group(
     assert llm.requests == []
 
 
-# --- budget, deadline, isolation (SPEC §6.1 step 3, §6.4) --------------------------------------
+# --- budget, deadline, isolation (spec §6.1 step 3, §6.4) --------------------------------------
 
 
 def costly(body: dict[str, Any]) -> dict[str, Any]:
     """``body`` reporting 100,000 tokens (99,980 in, 20 out): the budget is used up by the
-    answers, not by the reservations of the requests (issue 16, ``agent.budget``)."""
+    answers, not by the reservations of the requests (``agent.budget``)."""
     return {**body, "usage": {"prompt_tokens": 99_980, "completion_tokens": 20,
                               "total_tokens": 100_000}}
 
@@ -475,7 +475,7 @@ def test_a_failing_group_is_isolated_and_all_failing_is_failed(
     assert len(llm.requests) == 5
 
 
-# --- Ctrl-C (SPEC §6.4, acceptance: exit 130 within 2 s, repository untouched) ----------------
+# --- Ctrl-C (spec §6.4: exit 130, the repository untouched) -----------------------------------
 
 
 def test_ctrl_c_exits_130_promptly_and_leaves_the_repository_untouched(
@@ -509,7 +509,7 @@ def test_ctrl_c_exits_130_promptly_and_leaves_the_repository_untouched(
     elapsed = time.monotonic() - t0
     _, err = proc.communicate()
     assert rc == 130, err
-    assert elapsed < 5, elapsed  # SPEC: within 2 s; bench/bench_concurrency.py measures it
+    assert elapsed < 5, elapsed  # spec §6.4; bench/bench_concurrency.py measures it
     assert "interrupted" in err.decode() and "Traceback" not in err.decode()
     assert repo.state() == before
     assert list(tmp.iterdir()) == []  # no private index copy left behind

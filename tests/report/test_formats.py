@@ -1,4 +1,4 @@
-"""Output formats (SPEC §11): SARIF 2.1.0 validated against the official schema, the JSON
+"""Output formats (spec §11): SARIF 2.1.0 validated against the official schema, the JSON
 object's exact shape, and colour only on a terminal.
 
 The schema file ``tests/data/sarif-schema-2.1.0.json`` is the OASIS SARIF 2.1.0 schema (errata

@@ -1,4 +1,4 @@
-"""The review page (issue 19), checked in a real headless Chromium: a 3-file review written
+"""The review page (spec §11.4), checked in a real headless Chromium: a 3-file review written
 with ``--format html`` shows each finding inline right under the line it is anchored to, a
 dismissed one folded, model text escaped, and not one request leaves the page (a strict CSP,
 no http(s) ``src``/``href``, and a loopback proxy and server that count every connection the

@@ -1,4 +1,4 @@
-"""Session logs (SPEC §12): one JSONL file per run in the git common dir, mode 0600, no keys or
+"""Session logs (spec §12): one JSONL file per run in the git common dir, mode 0600, no keys or
 auth headers, retention 50, and ``git ocr session list|show``. Real git and loopback HTTP;
 fake: the model's replies."""
 

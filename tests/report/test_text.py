@@ -1,4 +1,4 @@
-"""Golden tests of the text output (issue 19): blocking findings first and marked, the rest by
+"""Golden tests of the text output (spec §11.1): blocking findings first and marked, the rest by
 severity, each with location, category, message, anchored code, suggestion and id; dismissed
 findings; excluded paths with reasons in words; the verdict in words with the mode.
 

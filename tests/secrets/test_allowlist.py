@@ -1,4 +1,4 @@
-"""security.allow_secrets and the inline ``ocr-hook: allow-secret`` marker (issue 17): an
+"""security.allow_secrets and the inline ``ocr-hook: allow-secret`` marker (spec §14.1): an
 allowed value is not a finding, but it is still redacted in everything sent to the model; an
 allow pattern that matches arbitrary values, or that is not a valid regular expression, is a
 one-line configuration error (exit 2). Real: git repositories, ``cli.main``, the scripted

@@ -1,4 +1,4 @@
-"""Secret detection and redaction on the corpus of realistic fake secrets (issue 17):
+"""Secret detection and redaction on the corpus of realistic fake secrets (spec §14.1):
 ``tests/support/secret_corpus.py``, 49 cases (cloud, VCS, payment, chat and
 package-registry tokens, PEM blocks and their base64, connection strings, passwords of any length,
 CRLF lines, a value on the line after its JSON key, a key split over two string literals, an

@@ -1,4 +1,4 @@
-"""The opt-in detect-secrets pass (issue 17, ``security.detect_secrets``): values only
+"""The opt-in detect-secrets pass (spec §14.3, ``security.detect_secrets``): values only
 detect-secrets reports are critical findings on their lines and never reach the model; off by
 default; without the package, one warning and the review goes on.
 

@@ -1,4 +1,4 @@
-"""A real headless Chromium for checking the review page (issue 19).
+"""A real headless Chromium for checking the review page (spec §11.4).
 
 ``.ci/run`` installs the system package (``/usr/bin/chromium``) when it is missing. Every run
 gets a fresh profile directory and the flags that keep the browser itself off the network

@@ -1,4 +1,4 @@
-"""A hand-written stdio MCP server that misbehaves on purpose (issue 16): it speaks JSON-RPC
+"""A hand-written stdio MCP server that misbehaves on purpose: it speaks JSON-RPC
 lines directly, without the SDK, so it can put raw bytes on stdout.
 
 ``python raw_mcp_server.py MODE``; MODE ``junk-first`` writes a line of invalid UTF-8 before

@@ -1,4 +1,4 @@
-"""A corpus of realistic but FAKE secrets in the forms they take in real files (issue 17), shared
+"""A corpus of realistic but FAKE secrets in the forms they take in real files, shared
 by the tests (``tests/secrets/test_corpus.py``) and ``bench/bench_secrets.py``.
 
 No token appears literally in this source: every random part is derived from a seed with

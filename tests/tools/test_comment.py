@@ -1,4 +1,4 @@
-"""``code_comment`` and ``task_done`` (SPEC §7.1): exact results for the model, normalisation
+"""``code_comment`` and ``task_done`` (spec §7.1): exact results for the model, normalisation
 of invalid values, the JSON-string form, and the error cases. Pure: no git, no model."""
 
 from __future__ import annotations

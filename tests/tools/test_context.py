@@ -1,4 +1,4 @@
-"""The context tools (SPEC §7.1) on real repositories: exact outputs for normal, truncated,
+"""The context tools (spec §7.1) on real repositories: exact outputs for normal, truncated,
 empty and error cases, reads from the staged snapshot (never the work tree), confinement.
 
 Real: git repositories, ``write-tree`` snapshots, ``git grep``/``ls-tree``/``cat-file``.

@@ -1,5 +1,5 @@
 """The context tools redact a secret written over several lines in its file context, before the
-lines are numbered (issue 17): file_read, code_search hits on a continuation line, the batch
+lines are numbered (spec §14.2): file_read, code_search hits on a continuation line, the batch
 blob reader behind code_search, and the window limits. Real: git repositories, ``write-tree``
 snapshots, ``git grep``/``cat-file``, the rule file. Fake: the secrets (never issued)."""
 

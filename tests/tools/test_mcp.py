@@ -1,4 +1,4 @@
-"""MCP servers as review tools (SPEC §7.3): configuration, consent for repository-defined
+"""MCP servers as review tools (spec §7.3): configuration, consent for repository-defined
 servers, the bridge's life cycle, and full reviews that call real MCP servers.
 
 Real: a stdio MCP server subprocess and a streamable-HTTP one on loopback (both written with

@@ -1,4 +1,4 @@
-"""MCP stdio servers that misbehave (issue 16): invalid UTF-8 on stdout is one ignored line,
+"""MCP stdio servers that misbehave (spec §7.3): invalid UTF-8 on stdout is one ignored line,
 a server that dies before the handshake fails at once (not after the start-up limit), and a
 server that dies during the review is named in the result and its tools are withdrawn.
 

