@@ -1,9 +1,9 @@
-"""A review's input (issue 20): the change set of every target, joined, loaded within the
-bounds of ``select.*`` and ``security.max_scan_bytes`` (``changeset.load_change_set``), and the
-words for the files a bound left out.
+"""A review's input: the change set of every target, joined, loaded within the bounds of
+``select.*`` and ``security.max_scan_bytes`` (``change.load_change_set``), and the words for
+the files a bound left out.
 
-A push with several ranges is reviewed one range per run (``ranges``), so there is usually one
-target; the join keeps git's order within each target and the targets' order.
+A push with several ranges is reviewed one range per run (``pipeline.ranges``), so there is
+usually one target; the join keeps git's order within each target and the targets' order.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
 
 def scan_inputs(cs: change.ChangeSet
                 ) -> tuple[list[change.Decision], list[FileDiff]]:
-    """What the caller's secret scan (``change_scan.change_findings``) reads: the decisions
+    """What the caller's secret scan (``change.change_findings``) reads: the decisions
     of the loaded files and the probes (files parsed only for the scan), and every changed
     file for the protected-path check, a probe in place of its unloaded file."""
     probed = {(p.file.status, p.file.old_path, p.file.new_path): p.file for p in cs.probes}
