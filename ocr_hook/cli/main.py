@@ -1,5 +1,5 @@
 """Program entry of ``git ocr`` / ``ocr-hook``: parse, set up logging, dispatch to a command
-module, and map every failure to an exit code (SPEC §9). This is the one error boundary: the
+module, and map every failure to an exit code (spec §9). This is the one error boundary: the
 command modules return an ``Exit`` code or raise; only :func:`main` catches.
 """
 
@@ -60,7 +60,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .review_cmd import run_review_command
 
         stage = "review" if command == "review" else args.hook
-        with git.run_scope():  # git's answers remembered for this one run (issue 18)
+        with git.run_scope():  # git's answers remembered for this one run
             return run_review_command(args, env, stage)
     if command == "rules" and getattr(args, "rules_cmd", None) == "check":
         from .maintenance import rules_check
@@ -103,7 +103,7 @@ def _prepare_process() -> None:
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Program entry. Returns the exit code (SPEC §9, a plain int from ``Exit``); never lets a
+    """Program entry. Returns the exit code (spec §9, a plain int from ``Exit``); never lets a
     traceback reach the user. A real process (``argv`` None: the console scripts, ``python -m
     ocr_hook.cli``) ends in :func:`_exit_process` instead of returning."""
     code = int(_main(argv, os.environ if environ is None else environ))
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 def _exit_process(code: int) -> None:
     """End a real process the way the interpreter would, without its final teardown of every
-    module and object (~4 ms after the result is printed, issue 18): wait for non-daemon
+    module and object (~4 ms after the result is printed): wait for non-daemon
     threads (``threading._shutdown``, which also stops idle ``concurrent.futures`` workers),
     run the exit handlers, flush stdout and stderr, then ``os._exit(code)``. Returns (and
     the interpreter exits as usual) when any step fails, e.g. stdout closed by ``| head``."""

@@ -1,7 +1,7 @@
-"""The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (SPEC §1). Only
-argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (SPEC §15).
+"""The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (spec §1). Only
+argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (spec §15).
 
-A run parses with the parser of its own command only (:func:`parse`, issue 18): building all
+A run parses with the parser of its own command only (:func:`parse`): building all
 29 parsers costs several milliseconds and ~90 gettext lookups on every commit. That narrow
 parser never prints what would need the others (an error, or a help that lists commands): it
 raises :class:`_Narrowed` instead, and the full parser (:func:`build_parser`) parses the same
@@ -36,7 +36,7 @@ def terminal_columns() -> int:
     """The width help text is wrapped to, as ``shutil.get_terminal_size().columns`` gives it
     (``$COLUMNS``, else the terminal of stdout, else 80), without importing ``shutil``: argparse
     builds a formatter for every argument it adds, and ``shutil`` (with its compression
-    modules) costs ~3 ms of start-up (issue 18)."""
+    modules) costs ~3 ms of start-up."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -295,7 +295,7 @@ def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
 
 
 def _add_dismiss(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
-    """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID`` (issue 19)."""
+    """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID``."""
     d = sub.add_parser(
         "dismiss", help=COMMAND_HELP["dismiss"],
         description="Dismiss a finding by the id shown with it: it no longer counts for the"
