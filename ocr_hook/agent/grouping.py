@@ -192,8 +192,8 @@ def split_over_budget(
 
 
 def plan_required(files: Sequence[FileDiff]) -> bool:
-    """Spec §6.1 step 4: plan when the largest file changed ≥ 50 lines, or the group has ≥ 2
-    files and ≥ 100 changed lines in total."""
+    """Whether the group gets a plan (spec §6.1 step 4): when the largest file changed ≥ 50
+    lines, or the group has ≥ 2 files and ≥ 100 changed lines in total."""
     if not files:
         return False
     if max(f.changed_lines for f in files) >= PLAN_MODE_LINE_THRESHOLD:
@@ -208,9 +208,9 @@ def build_groups(
     group_too_large: Callable[[Sequence[FileDiff]], bool],
     on_failure: Callable[[str], None],
 ) -> list[Group]:
-    """Spec §6.1 step 2. ≤ 1 file, or < 4 files: deterministic (bundle under 200 changed
-    lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping call on metadata
-    only; None = no endpoint) — any failure (OcrError) falls back to one group per file and
+    """Group ``files`` (spec §6.1 step 2). ≤ 1 file, or < 4 files: deterministic (bundle
+    under 200 changed lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping
+    call on metadata only; None = no endpoint) — any failure (OcrError) falls back to one group per file and
     passes its one-line message to ``on_failure`` (the run's ``grouping_failed`` warning).
     Then groups above 10 files are split in order and groups whose diffs are
     ``group_too_large`` split into single files."""

@@ -131,9 +131,9 @@ class GroupOutcome:
 
 @dataclass(eq=False)  # never compared: identity equality, less class building
 class ReviewResult:
-    """The outcome of a run, rendered by ``output``. ``status``: complete | partial | failed |
-    skipped; ``findings`` in output order; ``warnings`` in a stable order (run warnings, then
-    each group's in group order, then the comments')."""
+    """The outcome of a run, rendered by ``report.machine`` and ``report.text``. ``status``:
+    complete | partial | failed | skipped; ``findings`` in output order; ``warnings`` in a stable
+    order (run warnings, then each group's in group order, then the comments')."""
 
     status: str  # complete | partial | failed | skipped
     decision: GateDecision
