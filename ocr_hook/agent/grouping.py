@@ -210,9 +210,9 @@ def build_groups(
 ) -> list[Group]:
     """Group ``files`` (spec §6.1 step 2). ≤ 1 file, or < 4 files: deterministic (bundle
     under 200 changed lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping
-    call on metadata only; None = no endpoint) — any failure (OcrError) falls back to one group per file and
-    passes its one-line message to ``on_failure`` (the run's ``grouping_failed`` warning).
-    Then groups above 10 files are split in order and groups whose diffs are
+    call on metadata only; None = no endpoint) — any failure (OcrError) falls back to one group
+    per file and passes its one-line message to ``on_failure`` (the run's ``grouping_failed``
+    warning). Then groups above 10 files are split in order and groups whose diffs are
     ``group_too_large`` split into single files."""
     groups = deterministic_groups(files)
     if groups is None:
