@@ -1,4 +1,4 @@
-"""The review page (issue 19): one self-contained HTML file for ``--format html`` and
+"""The review page: one self-contained HTML file for ``--format html`` and
 ``git ocr session show ID --html``.
 
 Contents: the verdict in words with the gate and the summary, the findings by file, the
@@ -14,8 +14,9 @@ browser refuse any request even if model text tried to add one, and every text f
 the diff or a path is HTML-escaped. It reads in any browser from a ``file://`` URL.
 
 Input is plain data, so a session can be rendered later: ``data`` is the JSON object of
-``output.to_json`` (SPEC §11, with ``dismissed[]``), ``diffs`` the reviewed files' diffs, and
-``verdict`` the text output's verdict line. Imported only for ``--format html`` and ``--html``.
+``report.machine.to_json`` (spec §11, with ``dismissed[]``), ``diffs`` the reviewed files'
+diffs, and ``verdict`` the text output's verdict line. Imported only for ``--format html`` and
+``--html``.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def _coverage(data: Mapping[str, Any]) -> str:
             what, cls = f"not reviewed: {_INCOMPLETE[f['reason']]}", "miss"
         else:
             what, cls = f"excluded: {reason_words(f['path'], f.get('reason', ''))}", "no"
-        if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan (issue 20)
+        if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan
             what += f": {f['detail']}"
         path = f["path"] if f.get("old_path") in (None, f["path"]) else \
             f"{f['old_path']} → {f['path']}"
@@ -290,7 +291,8 @@ def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
 
 
 def diff_from_record(rec: Mapping[str, Any]) -> FileDiff:
-    """A FileDiff from a session ``result`` record's diff entry (``runservices.diff_record``)."""
+    """A FileDiff from a session ``result`` record's diff entry
+    (``pipeline.services.diff_record``)."""
     from ..diff import Hunk, Line
 
     hunks = tuple(

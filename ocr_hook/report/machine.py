@@ -1,12 +1,12 @@
-"""Renderers: JSON (SPEC §11) and SARIF 2.1.0, written to a stream they are given, and the
-display helpers the text output (``output_text``) and the HTML page (``html_report``) share.
+"""Renderers: JSON (spec §11) and SARIF 2.1.0, written to a stream they are given, and the
+display helpers the text output (``report.text``) and the HTML page (``report.html``) share.
 
 stdout carries only the result; progress and warnings go to stderr through logging.
 ``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
 per group served from the cache (plus one for a cached grouping answer). ``summary.llm_calls``
-counts answered LLM calls; ``summary.llm_attempts`` (the one field added to SPEC §11's summary)
+counts answered LLM calls; ``summary.llm_attempts`` (the one field added to spec §11's summary)
 counts HTTP attempts started, so failed requests and retries show up. Two more optional
-fields of a ``files[]`` entry (issue 20): ``detail``, the reason in words with its numbers and
+fields of a ``files[]`` entry: ``detail``, the reason in words with its numbers and
 the secret scan of a file whose content was not loaded, and ``size_bytes``, the size of a file
 git would not diff because of it.
 """
@@ -51,7 +51,7 @@ def use_color(stream: TextIO, environ: Mapping[str, str]) -> bool:
 
 
 def to_json(result: ReviewResult) -> dict[str, Any]:
-    """The JSON object of SPEC §11 (preview: the files list with counts)."""
+    """The JSON object of spec §11 (preview: the files list with counts)."""
     by_sev = {s.label: 0 for s in sorted(Severity, reverse=True)}
     for f in result.findings:
         by_sev[f.severity.label] += 1
@@ -125,7 +125,7 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
 
 
 def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:
-    """One entry of the JSON ``dismissed[]`` list (issue 19): the finding's place and claim,
+    """One entry of the JSON ``dismissed[]`` list: the finding's place and claim,
     ``by`` (inline | shared | personal) and the reason."""
     f = d.finding
     return {"id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
@@ -136,7 +136,7 @@ def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:
 def write_json(result: ReviewResult, stream: TextIO) -> None:
     """One JSON object, strict UTF-8 text (no lone surrogates, so every JSON parser accepts
     it). A path git gave as non-UTF-8 bytes is written with each such byte as ``\\xNN``
-    (:func:`ocr_hook.pathtext.shown`), and its exact bytes follow in ``path_bytes_b64`` /
+    (:func:`ocr_hook.util.pathtext.shown_text`), and its exact bytes follow in ``path_bytes_b64`` /
     ``old_path_bytes_b64`` (base64); see :func:`utf8_safe`."""
     data = utf8_safe(to_json(result), b64_keys=True)
     files = data["files"]
@@ -169,8 +169,8 @@ def _scalar(value: object) -> str:
 
 def _files_block(files: Sequence[Mapping[str, object]]) -> str:
     """``files[]`` (flat objects of scalars) as ``json.dumps(indent=2)`` prints it at the top
-    level of an object: one line per field. For 20,000 paths this takes a tenth of the time
-    of the pure-Python encoder that ``indent`` needs (issue 20)."""
+    level of an object: one line per field, without the pure-Python encoder that ``indent``
+    needs, which is slow for a change of many thousands of paths."""
     entries = [
         "    {\n" + ",\n".join(f"      {encode_basestring(k)}: {_scalar(v)}"
                              for k, v in entry.items()) + "\n    }"
@@ -258,7 +258,7 @@ _CATEGORY_TEXT = {
 
 def _sarif_location(f: Finding) -> dict[str, Any]:
     """Physical location: region lines only for anchored new-side findings (the lines exist in
-    the reviewed version); old-side and unanchored findings are file-level (SPEC §11)."""
+    the reviewed version); old-side and unanchored findings are file-level (spec §11)."""
     from urllib.parse import quote  # SARIF only
 
     uri = quote(os.fsencode(f.path))  # RFC 3986 percent-encoding of the path's exact bytes

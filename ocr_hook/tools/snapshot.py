@@ -1,15 +1,15 @@
-"""The reviewed snapshot as the context tools read it (SPEC §7.1, §14): repository-confined
+"""The reviewed snapshot as the context tools read it (spec §7.1, §14): repository-confined
 paths, the secret-path list, blob reads through git, and file lines redacted in their file
 context.
 
 Reads go to ``<head>:<path>`` through git (``head`` is the staged snapshot tree, or the reviewed
 commit), never the work tree. ``confine`` refuses paths with ``..``, absolute paths and drive
 letters before git runs, and git's own ``<tree>:<path>`` lookup never follows a symlink. Files on
-the secret-path list of SPEC §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are
+the secret-path list of spec §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are
 ``SnapshotView.is_secret``.
 
-Secrets are redacted in their file context before lines are numbered (issue 17: a PEM body, a
-key split over two string literals, a JSON value on the line after its key):
+Secrets are redacted in their file context before lines are numbered, since a secret can span
+lines (a PEM body, a key split over two string literals, a JSON value on the line after its key):
 ``SnapshotView.redacted_rows`` redacts the whole file up to REDACT_WHOLE_FILE_MAX_CHARS, larger
 files (or a caller's narrower window) in windows of lines either side of the lines wanted.
 """
@@ -34,7 +34,7 @@ REDACT_WINDOW_LINES = 200  # else lines either side of those shown (ours)
 
 def confine(path: object) -> str | None:
     """Normalise a model-supplied repository path (``\\xNN`` → the non-UTF-8 byte it shows,
-    :func:`ocr_hook.pathtext.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
+    :func:`ocr_hook.util.pathtext.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
     duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
     contains a ``..`` segment anywhere."""
     if not isinstance(path, str):
@@ -56,7 +56,7 @@ def _secret_spec() -> Any:
 
 
 def is_secret_path(path: str) -> bool:
-    """True for paths on the secret-path list of SPEC §4 gate 3 (``config/path_lists.json``)."""
+    """True for paths on the secret-path list of spec §4 gate 3 (``config/path_lists.json``)."""
     return bool(_secret_spec().match_file(path))
 
 
@@ -68,9 +68,9 @@ class SnapshotView:
     """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
 
     ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
-    every file text a tool returns (the secret redaction choke point of SPEC §14). Shared by
+    every file text a tool returns (the secret redaction choke point of spec §14). Shared by
     the worker threads; the path list is loaded once, under a lock. (A plain class: one per
-    review, never compared or copied; a dataclass costs ~0.7 ms to build at import, issue 18.)
+    review, never compared or copied, and a dataclass is slower to build at import.)
     """
 
     def __init__(self, repo: Path, head: str, files: Sequence[FileDiff],
@@ -88,7 +88,7 @@ class SnapshotView:
             self._by_path.setdefault(f.old_path, f)
 
     def is_secret(self, path: str) -> bool:
-        """Whether ``path``'s content must never be shared: a secret path (SPEC §4 gate 3), or a
+        """Whether ``path``'s content must never be shared: a secret path (spec §4 gate 3), or a
         changed file renamed or copied from one (``git mv .env notes.txt``)."""
         if is_secret_path(path):
             return True
@@ -107,7 +107,7 @@ class SnapshotView:
     def new_file_lines(self, path: str) -> list[str] | None:
         """The redacted lines (split on ``\\n``) of changed path ``path`` in ``head``, read once
         per view; None when the file is unchanged, deleted or unreadable. The blob comes from
-        this command's memory when the change set's reader kept it (``gitio.known_blob``: its
+        this command's memory when the change set's reader kept it (``git.known_blob``: its
         ``new_oid`` is the blob at ``head``), else from git. Raises GitError as :meth:`read`
         does."""
         with self._lock:

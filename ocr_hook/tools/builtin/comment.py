@@ -1,4 +1,4 @@
-"""``code_comment`` and ``task_done`` (SPEC §7.1): validate and normalise arguments into
+"""``code_comment`` and ``task_done`` (spec §7.1): validate and normalise arguments into
 RawComment values. No anchoring here: comments are handed to a sink, which may answer with where
 each landed (its Finding) so the result can tell the model (:func:`landing_text`).
 """
@@ -22,7 +22,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
 
     ``comments`` may be a list or a JSON string of a list (or a single object); items without
     ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
-    other, each with a note (SPEC §7.1). Raises ValueError when nothing usable is given.
+    other, each with a note (spec §7.1). Raises ValueError when nothing usable is given.
     """
     raw = args.get("comments")
     if isinstance(raw, str):

@@ -1,4 +1,4 @@
-"""Read-only context tools on the reviewed snapshot (SPEC §7.1): file_read, file_read_diff,
+"""Read-only context tools on the reviewed snapshot (spec §7.1): file_read, file_read_diff,
 file_find, code_search.
 
 They read ``<head>:<path>`` through git (``snapshot.SnapshotView``; ``head`` is the staged
@@ -6,10 +6,10 @@ snapshot tree, or the reviewed commit), never the work tree, and are confined to
 repository: paths with ``..``, absolute paths and drive letters are refused before git runs,
 and git's own ``<tree>:<path>`` lookup never follows a symlink, so a symlink reads as its link
 text and nothing behind it (a path through a symlinked directory is "not found"). Files on the
-secret-path list of SPEC §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are never
+secret-path list of spec §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are never
 returned, since they are excluded from the review for exactly that reason.
 
-Output formats and strings follow SPEC §7.1 (which takes OCR's, ocr-internals.md §11):
+Output formats and strings follow spec §7.1, which keeps those of the reference tool (OCR):
 
 - ``file_read``: ``File: <p> (Total lines: N)`` / ``IS_TRUNCATED: true|false`` /
   ``LINE_RANGE: s-e`` / ``<n>|<line>``…; on truncation a blank line and
@@ -38,24 +38,24 @@ from ...util import real_path
 from ..registry import Handler, ToolResult
 from ..snapshot import GREP_TIMEOUT_S, SnapshotView, confine, is_secret_path
 
-FILE_READ_MAX_LINES = 500  # SPEC §7.1 (OCR file_read)
+FILE_READ_MAX_LINES = 500  # spec §7.1 (OCR file_read)
 FILE_READ_MAX_BYTES = 128 * 1024  # total file_read output cap (ours; OCR's search response cap)
 FILE_READ_LINE_MAX_CHARS = 2000  # one very long line (minified code) is cut here (ours)
-READ_DIFF_MAX_LINES = 500  # SPEC §7.1 (OCR file_read_diff)
+READ_DIFF_MAX_LINES = 500  # spec §7.1 (OCR file_read_diff)
 READ_DIFF_MAX_BYTES = 128 * 1024  # total file_read_diff output cap (ours)
-FILE_FIND_MAX = 100  # SPEC §7.1 (OCR file_find)
-SEARCH_MAX_PER_FILE = 100  # SPEC §7.1 (OCR code_search)
+FILE_FIND_MAX = 100  # spec §7.1 (OCR file_find)
+SEARCH_MAX_PER_FILE = 100  # spec §7.1 (OCR code_search)
 SEARCH_OUTPUT_MAX_BYTES = 128 * 1024  # total code_search output cap (OCR newest: 128 KiB)
 SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here (ours)
-BINARY_SNIFF_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
-# Secrets are redacted in their file context before lines are numbered (issue 17, see
-# ``snapshot``). file_read: SnapshotView.redacted_rows defaults. code_search: windows of
+BINARY_SNIFF_BYTES = 8000  # spec §4 gate 1: a NUL byte in the first 8000 bytes means binary
+# Secrets are redacted in their file context before lines are numbered (see
+# ``tools.snapshot``). file_read: SnapshotView.redacted_rows defaults. code_search: windows of
 # SEARCH_REDACT_WINDOW_LINES lines around each matching line that may be part of such a value
 # (_MULTI_LINE_PART), for at most SEARCH_CONTEXT_MAX_BYTES of files per call, read in one
 # `git cat-file --batch` (ours).
 SEARCH_REDACT_WINDOW_LINES = 64  # a 4096-bit RSA key's PEM block has 51 lines
 SEARCH_CONTEXT_MAX_BYTES = 16 * 1024 * 1024
-SEARCH_CONTEXT_LINES = 1  # lines shown on each side of a match (issue 15)
+SEARCH_CONTEXT_LINES = 1  # lines shown on each side of a match
 SEARCH_CONTEXT_MAX_MATCHES = 30  # context only for searches with at most this many matches
 # A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
 # a JSON value under its key), or that ends in a token-like literal (a first piece).
@@ -63,8 +63,8 @@ _MULTI_LINE_PART = (  # compiled on first use (re's cache): most reviews run no 
     r"""^[ \t+\-.&|(\[{,]*(?:["'`][^"'`]*["'`]|[A-Za-z0-9+/=_\-]{16,})[ \t)\]},;\\]*$"""
     r"""|["'`][A-Za-z0-9+/=_\-]{8,}["'`][ \t]*[+.&\\(]?[ \t]*$""")
 
-NOT_FOUND_FILE = "// The file was not found"  # SPEC §7.1
-NO_MATCHES = "No matches found"  # SPEC §7.1
+NOT_FOUND_FILE = "// The file was not found"  # spec §7.1
+NO_MATCHES = "No matches found"  # spec §7.1
 LINE_CUT = " … [line truncated]"
 
 
@@ -120,7 +120,7 @@ def _read_blob(view: SnapshotView, raw_path: str, path: str) -> tuple[bytes | No
 
 
 def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``file_read {file_path, start_line?, end_line?}`` (SPEC §7.1).
+    """``file_read {file_path, start_line?, end_line?}`` (spec §7.1).
 
     start_line < 1 or absent → 1; end_line < 1 or absent → the last line; end_line past the
     end is clamped. At most 500 lines and 128 KiB per call; lines longer than 2000 characters
@@ -139,7 +139,7 @@ def file_read(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         return _secret_error(path)
     changed = view.diff_for(path)
     if changed is not None and changed.size_bytes is not None and path == changed.new_path:
-        return ToolResult.error(  # issue 20: a file too large to load is never read whole
+        return ToolResult.error(  # a file too large to load is never read whole
             f'Error: "{path}" is too large to read ({changed.size_bytes} bytes, above '
             "select.max_file_bytes); use code_search to find lines in it"
         )
@@ -216,7 +216,7 @@ def _numbered_rows(view: SnapshotView, lines: list[str], first: int, last: int, 
 
 
 def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``file_read_diff {path_array}`` (SPEC §7.1): ``==== FILE: <p> ====`` + the patch of each
+    """``file_read_diff {path_array}`` (spec §7.1): ``==== FILE: <p> ====`` + the patch of each
     known changed path, in request order, each file once. Unknown paths are omitted; secret
     paths are omitted too. At most 500 lines (and 128 KiB)."""
     paths = args.get("path_array")
@@ -261,7 +261,7 @@ def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
 
 
 def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
-    """``file_find {query_name, case_sensitive?}`` (SPEC §7.1): paths of the snapshot whose
+    """``file_find {query_name, case_sensitive?}`` (spec §7.1): paths of the snapshot whose
     basename contains the query; when none does, paths that contain it. At most 100 paths;
     more add a last ``Note:`` line; none (or a blank query) → ``// The file was not found``."""
     q = args.get("query_name")
@@ -322,7 +322,7 @@ def _search_args(args: dict[str, Any]) -> tuple[str, list[str]] | ToolResult:
 
 def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``
-    (SPEC §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
+    (spec §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
     (``-P``), case-insensitive unless asked; the text goes after ``-e`` and pathspecs after
     ``--``, so neither can be read as an option. At most 100 matches per file (a note says
     when a file has more), 1000 characters per line, 128 KiB in all (a first-line note says
