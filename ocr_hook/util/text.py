@@ -7,7 +7,7 @@ _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines
 
 def one_line(text: str) -> str:
     """``text`` with every line break escaped (``\\n``, ``\\r``…): user-supplied names (file
-    names, values) inside an error message cannot split it into several lines (issue 10)."""
+    names, values) inside an error message cannot split it into several lines."""
     if not any(ch in text for ch in _LINE_BREAKS):
         return text
     return "".join(ch.encode("unicode_escape").decode("ascii") if ch in _LINE_BREAKS else ch
