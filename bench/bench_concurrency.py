@@ -151,7 +151,7 @@ def bench_interrupt(args: argparse.Namespace, base: Path) -> None:
                 raise SystemExit(f"Ctrl-C exit code {rc}, expected 130: {err[-800:]}")
         print(f"\nCtrl-C with 4 groups waiting on a 60 s model: exit 130 after median "
               f"{statistics.median(times):.3f} s (max {max(times):.3f} s, {args.repeat} runs;"
-              " SPEC: ≤ 2 s)")
+              " bar: ≤ 2 s)")
     finally:
         llm.close()
 

@@ -181,7 +181,7 @@ def main() -> int:
             key = "reviewed" if f["reviewed"] else f["reason"]
             reasons[key] = reasons.get(key, 0) + 1
         text = [
-            f"large changes (issue 20), medians of {args.runs} runs ({len(many_hook)} for the "
+            f"large changes, medians of {args.runs} runs ({len(many_hook)} for the "
             f"{name} hook run), {load_line()}",
             table(["case", "wall s", "min wall s", "cpu s", "peak MiB", "exit", "acceptance"],
                   rows),

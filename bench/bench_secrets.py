@@ -92,8 +92,8 @@ def lock_file(packages: int) -> str:
 
 def clean_inputs() -> dict[str, str]:
     """path → text of inputs that hold no secret."""
-    src = {f"ocr_hook/{p.name}": p.read_text(encoding="utf-8")
-           for p in sorted((ROOT / "ocr_hook").glob("*.py"))}
+    src = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+           for p in sorted((ROOT / "ocr_hook").rglob("*.py"))}
     return {**src, "package-lock.json": lock_file(3000)}
 
 
@@ -168,10 +168,10 @@ def ours_false_positives(texts: dict[str, str], scan: Scan = ours_scan) -> int:
 
 def ours_cost(runs: int, scan: Scan = ours_scan) -> list[tuple[str, float, float, float]]:
     """(input, KiB, scan ms, redact ms) for the corpus, review.py and the lock file."""
-    review_py = (ROOT / "ocr_hook" / "review.py").read_text(encoding="utf-8")
+    review_py = (ROOT / "ocr_hook" / "pipeline" / "review.py").read_text(encoding="utf-8")
     inputs = [
         ("secret corpus (6 files)", [added_file(p, t) for p, t in corpus_files().items()]),
-        ("review.py (1 file)", [added_file("ocr_hook/review.py", review_py)]),
+        ("review.py (1 file)", [added_file("ocr_hook/pipeline/review.py", review_py)]),
         ("package-lock.json (3,000 pkgs)", [added_file("package-lock.json", lock_file(3000))]),
     ]
     scan(inputs[0][1])  # compile the rules (and load plugins) outside the timings
@@ -278,9 +278,9 @@ def ds_report(runs: int) -> dict[str, Any]:
         fp = {"all": sum(len(v) for v in clean.values()),
               "no entropy": sum(1 for v in clean.values() for _, t in v
                                 if t not in ENTROPY_TYPES)}
-        review_py = (ROOT / "ocr_hook" / "review.py").read_text(encoding="utf-8")
+        review_py = (ROOT / "ocr_hook" / "pipeline" / "review.py").read_text(encoding="utf-8")
         inputs = [("secret corpus (6 files)", corpus_files()),
-                  ("review.py (1 file)", {"ocr_hook/review.py": review_py}),
+                  ("review.py (1 file)", {"ocr_hook/pipeline/review.py": review_py}),
                   ("package-lock.json (3,000 pkgs)", {"deps/package-lock.json": lock_file(3000)})]
         cost = []
         for n, (name, files) in enumerate(inputs):

@@ -166,7 +166,7 @@ def main() -> int:
                          f"{before['wall_s']:.3f}" if "wall_s" in before else "-"))
         print(table(("case", "requests by task", "sequential", "wall s", "model s", "own s",
                      "recorded seq", "recorded wall s"), out))
-        print("\ntarget (issue 18): hook pre-commit ≤ 2 sequential requests; review, then hook:"
+        print("\ntarget: hook pre-commit ≤ 2 sequential requests; review, then hook:"
               " 0 requests in the hook")
         if args.record:
             recorded.setdefault("runs", []).append({

@@ -224,7 +224,8 @@ def review_filter(
                                      "removed": sorted(removed), "attempts": attempts,
                                      "ok": True})
             return FilterOutcome(removed, True, attempts)
-        msgs = [*base, Message("user", util.render_template("review_filter_retry", {"problem": why}))]
+        retry = util.render_template("review_filter_retry", {"problem": why})
+        msgs = [*base, Message("user", retry)]
     return _failed(record, label, attempts, f"malformed answer ({why})")
 
 

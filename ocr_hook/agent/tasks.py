@@ -88,7 +88,8 @@ def grouping_call(
     (also for an unusable answer), BudgetExhausted or DeadlineExceeded."""
     msgs = [
         Message("system", util.render_template("grouping_system", {})),
-        Message("user", util.render_template("grouping_user", {"file_list": grouping.file_list(files)})),
+        Message("user", util.render_template("grouping_user",
+                                             {"file_list": grouping.file_list(files)})),
     ]
     answer = ask(client, msgs, meter=meter, record=record, task="grouping", label=GROUPING_LABEL)
     try:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import git, secrets
+from .. import git, secrets, util
 from ..diff import (
     DiffParseError,
     FileDiff,
@@ -95,7 +95,6 @@ class ChangeSet:
     probes: list[selection.Decision] = field(default_factory=list)
 
 
-human_bytes = secrets.human
 
 
 def _file_from_entry(e: RawEntry) -> FileDiff:
@@ -445,25 +444,25 @@ def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
     """The statement for a file whose added lines the secret scan did not read."""
     if scan is None:
         return ""
-    budget = f"security.max_scan_bytes ({human_bytes(scan.max_bytes)})"
+    budget = f"security.max_scan_bytes ({util.human_bytes(scan.max_bytes)})"
     if size is None:
         return f"secret scan: not scanned, {budget} was used up"
-    return (f"secret scan: not scanned, its {human_bytes(size)} diff is more than what was left "
-            f"of {budget}")
+    return (f"secret scan: not scanned, its {util.human_bytes(size)} diff is more than what was"
+            f" left of {budget}")
 
 
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:
     """The reason in words, where it needs numbers."""
     f = d.file
     if d.reason == "too_large" and f.size_bytes is not None and not f.loaded:
-        return (f"{human_bytes(f.size_bytes)}, larger than select.max_file_bytes "
-                f"({human_bytes(policy.max_file_bytes)}): content not read")
+        return (f"{util.human_bytes(f.size_bytes)}, larger than select.max_file_bytes "
+                f"({util.human_bytes(policy.max_file_bytes)}): content not read")
     if d.reason == "over_max_files":
         return (f"{selected} files to review, more than select.max_files ({policy.max_files}):"
                 " files in select.include first, then the first ones in path order are reviewed")
     if d.reason == "over_max_total_bytes":
         return (f"the diffs to review pass select.max_total_bytes "
-                f"({human_bytes(policy.max_total_bytes)}) at this file; it and the files "
+                f"({util.human_bytes(policy.max_total_bytes)}) at this file; it and the files "
                 "after it are not reviewed")
     return ""
 

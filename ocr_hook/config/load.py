@@ -132,7 +132,8 @@ def repo_mcp_servers(repo: Path) -> dict[str, Any]:
     return servers
 
 
-def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]) -> layering.Config:
+def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]
+                ) -> layering.Config:
     """Layer defaults, user file, repository file (from HEAD), the preset's standard variables,
     ``OCR_HOOK_*``/``OCR_LLM_*`` and the flags (``layering.flag_layer``), then validate (spec §2).
     Raises ConfigError for the first invalid value."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .. import change
+from .. import change, util
 from ..diff import FileDiff
 from ..git import Target
 
@@ -64,5 +64,5 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
                      f"({policy.max_files})")
     if "over_max_total_bytes" in reasons:
         parts.append(f"the diffs to review are larger than select.max_total_bytes "
-                     f"({change.human_bytes(policy.max_total_bytes)})")
+                     f"({util.human_bytes(policy.max_total_bytes)})")
     return " and ".join(parts) + "; `git ocr review --preview` lists them"

@@ -1,4 +1,6 @@
-"""What a review reports: the result, its formats (text, JSON, SARIF, HTML), where it is written, progress on stderr, and the session log."""
+"""What a review reports: the result, its formats (text, JSON, SARIF, HTML), where it is written,
+progress on stderr, and the session log.
+"""
 
 from __future__ import annotations
 

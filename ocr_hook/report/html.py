@@ -203,7 +203,8 @@ def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:
     with_diff = {shown_text(fd.path) for fd in diffs}
     out = ['<section id="diffs"><h2>Reviewed files</h2>']
     for n, fd in enumerate(diffs):
-        mine = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) == shown_text(fd.path)]
+        path = shown_text(fd.path)
+        mine = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) == path]
         out.append(_file_article(n, fd, mine, gate))
     rest = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) not in with_diff]
     if rest:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import git
+from .. import git, util
 from ..diff import FileDiff
 from ..errors import GitError
 from ..findings import Finding, Severity, finding_id
@@ -252,18 +252,10 @@ def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) ->
         pairs = [(f, v) for f, v in pairs if v.encode("utf-8", "surrogateescape") not in old]
     findings = [f for f, _ in pairs]
     if whole:
-        what = f"all {human(len(data))} scanned"
+        what = f"all {util.human_bytes(len(data))} scanned"
     else:
-        what = f"first {human(len(data))} of {human(total)} scanned"
+        what = f"first {util.human_bytes(len(data))} of {util.human_bytes(total)} scanned"
     found = (f"{len(findings)} secret(s) found (critical finding)" if findings
              else "no secret found")
     return BlobScan(findings, len(data), f"secret scan: {what}, {found}")
 
-
-def human(n: int) -> str:
-    """``512 B``, ``64.0 KiB``, ``50.0 MiB`` (binary units)."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1000 * 1024:  # 1023.9 KiB reads better as 1.0 MiB
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / (1 << 20):.1f} MiB"

@@ -1,4 +1,6 @@
-"""The tools the model calls: the registry, the built-in tools (one module each, in ``builtin/``), the snapshot they read, and MCP servers (``mcp/``)."""
+"""The tools the model calls: the registry, the built-in tools (one module each, in ``builtin/``),
+the snapshot they read, and MCP servers (``mcp/``).
+"""
 
 from __future__ import annotations
 

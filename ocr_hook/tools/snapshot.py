@@ -52,7 +52,8 @@ def confine(path: object) -> str | None:
 def _secret_spec() -> Any:
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(util.load_builtin_json("path_lists.json")["secret_paths"])
+    patterns = util.load_builtin_json("path_lists.json")["secret_paths"]
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def is_secret_path(path: str) -> bool:

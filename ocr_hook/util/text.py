@@ -1,4 +1,4 @@
-"""Text shown to the user on one line."""
+"""Text for people: user-supplied names kept on one line, byte counts in binary units."""
 
 from __future__ import annotations
 
@@ -12,3 +12,12 @@ def one_line(text: str) -> str:
         return text
     return "".join(ch.encode("unicode_escape").decode("ascii") if ch in _LINE_BREAKS else ch
                    for ch in text)
+
+
+def human_bytes(n: int) -> str:
+    """``512 B``, ``64.0 KiB``, ``50.0 MiB`` (binary units)."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1000 * 1024:  # 1023.9 KiB reads better as 1.0 MiB
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1 << 20):.1f} MiB"
