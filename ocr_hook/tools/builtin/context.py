@@ -334,15 +334,10 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     if isinstance(parsed, ToolResult):
         return parsed
     text, patterns = parsed
-    cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
-           "--max-count", str(SEARCH_MAX_PER_FILE + 1)]
-    if not _bool(args.get("case_sensitive")):
-        cmd.append("-i")
-    cmd.append("-P" if _bool(args.get("use_perl_regexp")) else "-F")
-    cmd += ["-e", text, view.head, "--", *patterns]  # head is our object id, never user text
     try:
-        rc, out, err = git.run_git_full(view.repo, *cmd, timeout_s=GREP_TIMEOUT_S,
-                                          ok_codes=(0, 1, 128))
+        rc, out, err = view.grep(text, patterns, ignore_case=not _bool(args.get("case_sensitive")),
+                                 perl=_bool(args.get("use_perl_regexp")),
+                                 max_per_file=SEARCH_MAX_PER_FILE + 1)
     except GitError as e:
         if "timed out" in str(e):
             return ToolResult.error(
