@@ -7,9 +7,10 @@ definitions come from ``config/tools.json`` (``{"tools": [{name, plan_task, main
 definition: {name, description, parameters}}]}``, the reference tool's (OCR) format); a user
 ``tools.file`` in the same format may drop built-in tools or rewrite descriptions, and is
 validated at start-up (:func:`apply_tools_file`, shapes in ``tools_file``); the shipped file
-is package data, read as it is. MCP tools are added after the built-ins
-(:func:`build_registry`): reserved built-in names are skipped and the first registration of a
-name wins.
+is package data, read as it is. Built-in handlers come from the one table of built-in tools,
+``builtin.TOOLS`` (bound by ``builtin.builtin_handlers``). MCP tools are added after the
+built-ins (:func:`build_registry`): reserved built-in names are skipped and the first
+registration of a name wins.
 """
 
 from __future__ import annotations

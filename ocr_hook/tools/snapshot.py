@@ -210,6 +210,21 @@ class SnapshotView:
             out.update((n, red[n - first]) for n in wanted)
         return out
 
+    def grep(self, text: str, pathspecs: Sequence[str], *, ignore_case: bool, perl: bool,
+             max_per_file: int) -> tuple[int, bytes, bytes]:
+        """``git grep`` of ``text`` in ``head``: (exit code 0 | 1 none | 128 bad pattern,
+        stdout, stderr). Records are ``<head>:<path>\0<n>\0<line>`` (``-n -z``), binary files
+        skipped (``-I``), at most ``max_per_file`` per file; literal (``-F``) unless ``perl``
+        (``-P``). The text goes after ``-e`` and the pathspecs after ``--``, so neither can be
+        read as an option. Raises GitError on a timeout (10 s) or when git cannot run."""
+        cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
+               "--max-count", str(max_per_file)]
+        if ignore_case:
+            cmd.append("-i")
+        cmd.append("-P" if perl else "-F")
+        cmd += ["-e", text, self.head, "--", *pathspecs]  # head is our object id, never user text
+        return git.run_git_full(self.repo, *cmd, timeout_s=GREP_TIMEOUT_S, ok_codes=(0, 1, 128))
+
     def tree_paths(self) -> list[str]:
         """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises
         GitError on a timeout (10 s)."""
