@@ -1,7 +1,8 @@
 """``git ocr review`` and the hook modes ``git ocr hook pre-commit|pre-push`` (spec §1, §3):
 flags and environment → a ``pipeline.ReviewRequest``, the run with its services
-(``pipeline.services``), the result rendered by ``report`` (``report.text``, ``report.machine``,
-``report.html``) to stdout or ``--output FILE``, and the gate's exit code (spec §9).
+(``pipeline.services``), the result rendered by ``report`` (``report.text``, ``report.json_format``,
+``report.sarif``, ``report.html``) to stdout or ``--output FILE``, and the gate's exit code (spec
+§9).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""What a review reports: the result, its formats (text, JSON, SARIF, HTML), where it is written,
-progress on stderr, and the session log.
+"""What a review reports: the result, its formats (text, JSON, SARIF, HTML: one module each),
+the display helpers they share, where a report is written, progress on stderr, and the session
+log.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .destination import check_output_path, stdout_to_devnull, to_stdout, write_output
+    from .display import display_text, utf8_safe
     from .html import diff_from_record, render_html
-    from .machine import display_text, to_json, utf8_safe, write_json, write_sarif
+    from .json_format import to_json, write_json
     from .progress import Progress
     from .result import (
         CACHEABLE_STOPS,
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
         merged_findings,
         not_reviewed_line,
     )
+    from .sarif import write_sarif
     from .session import Session, new_session_id, prune_sessions, sessions_dir
     from .session_read import (
         find_session,
@@ -36,8 +39,9 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
+    "display": ("display_text", "utf8_safe",),
     "html": ("diff_from_record", "render_html",),
-    "machine": ("display_text", "to_json", "utf8_safe", "write_json", "write_sarif",),
+    "json_format": ("to_json", "write_json",),
     "progress": ("Progress",),
     "result": (
         "CACHEABLE_STOPS",
@@ -50,6 +54,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "merged_findings",
         "not_reviewed_line",
     ),
+    "sarif": ("write_sarif",),
     "session": ("Session", "new_session_id", "prune_sessions", "sessions_dir",),
     "session_read": (
         "find_session",

@@ -13,15 +13,14 @@ Content-Security-Policy meta tag (``default-src 'none'; style-src 'unsafe-inline
 browser refuse any request even if model text tried to add one, and every text from the model,
 the diff or a path is HTML-escaped. It reads in any browser from a ``file://`` URL.
 
-Input is plain data, so a session can be rendered later: ``data`` is the JSON object of
-``report.machine.to_json`` (spec §11, with ``dismissed[]``), ``diffs`` the reviewed files'
-diffs, and ``verdict`` the text output's verdict line. Imported only for ``--format html`` and
-``--html``.
+Input is plain data, so a session can be rendered later (:func:`render_html`): ``data`` is
+the JSON object of ``report.json_format.to_json`` (spec §11, with ``dismissed[]``), ``diffs``
+the reviewed files' diffs, and ``verdict`` the text output's verdict line. Imported only for
+``--format html`` and ``--html``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -29,8 +28,8 @@ from typing import Any
 from ..change import reason_words
 from ..diff import FileDiff
 from ..util import shown_text
+from .display import utf8_safe
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 
@@ -76,8 +75,8 @@ ul.index{padding-left:20px}
 
 def _e(text: object) -> str:
     """``text`` HTML-escaped; undecodable path bytes as ``\\xNN`` and any other lone surrogate
-    as U+FFFD, so the page always encodes as UTF-8."""
-    return escape(_LONE_SURROGATE.sub("\ufffd", shown_text(str(text))), quote=True)
+    as U+FFFD (:func:`report.display.utf8_safe`), so the page always encodes as UTF-8."""
+    return escape(utf8_safe(str(text)), quote=True)
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
