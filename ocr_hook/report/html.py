@@ -15,20 +15,26 @@ the diff or a path is HTML-escaped. It reads in any browser from a ``file://`` U
 
 Input is plain data, so a session can be rendered later (:func:`render_html`): ``data`` is
 the JSON object of ``report.json_format.to_json`` (spec §11, with ``dismissed[]``), ``diffs``
-the reviewed files' diffs, and ``verdict`` the text output's verdict line. Imported only for
-``--format html`` and ``--html``.
+the reviewed files' diffs, and ``verdict`` the text output's verdict line; :func:`write_html`,
+the writer of ``--format html``, takes the three from a result. Imported only for ``--format
+html`` and ``--html``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..change import reason_words
 from ..diff import FileDiff
 from ..util import shown_text
 from .display import utf8_safe
+from .json_format import to_json
+from .text import verdict_line
+
+if TYPE_CHECKING:
+    from .result import ReviewResult
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
@@ -84,6 +90,24 @@ def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
     return (gate.get("mode") == "blocking"
             and SEVERITY_RANK.get(str(c.get("severity")), 0)
             >= SEVERITY_RANK.get(str(gate.get("fail_on")), 3))
+
+
+def write_html(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:
+    """``--format html``: the page of ``result``, from its JSON object, the diffs of its
+    reviewed files (:func:`review_diffs`) and its verdict line. ``environ`` is not read (the
+    writers of ``report.formats`` share one signature)."""
+    stream.write(render_html(utf8_safe(to_json(result)), review_diffs(result),
+                             verdict_line(result)))
+
+
+def review_diffs(result: ReviewResult) -> list[FileDiff]:
+    """The diffs of the reviewed files (each path once, in group order): the review page's
+    diffs."""
+    seen: dict[str, FileDiff] = {}
+    for g in result.groups:
+        for f in g.files:
+            seen.setdefault(f.path, f)
+    return list(seen.values())
 
 
 def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from .. import __version__
@@ -142,9 +143,9 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
     }
 
 
-def write_sarif(result: ReviewResult, stream: TextIO) -> None:
+def write_sarif(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:
     """The SARIF log as strict UTF-8 JSON: artifact URIs percent-encode a path's exact bytes,
     other text shows non-UTF-8 bytes as ``\\xNN`` (:func:`report.display.utf8_safe`).
-   """
+    ``environ`` is not read (the writers of ``report.formats`` share one signature)."""
     json.dump(utf8_safe(to_sarif(result)), stream, indent=2, ensure_ascii=False)
     stream.write("\n")
