@@ -22,7 +22,7 @@ from ocr_hook.diff.stream import PatchStream
 from ocr_hook.errors import GitError
 from ocr_hook.git import stream as gitstream
 from ocr_hook.git import target
-from ocr_hook.report.machine import _files_block
+from ocr_hook.report.json_format import _files_block
 from ocr_hook.secrets import blobs
 from ocr_hook.tools.builtin.file_read import file_read
 from ocr_hook.tools.builtin.file_read_diff import file_read_diff

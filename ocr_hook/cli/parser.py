@@ -1,5 +1,7 @@
 """The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (spec §1). Only
-argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (spec §15).
+argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (spec §15). The
+choices of ``--format`` are the names of ``report.OUTPUT_FORMATS``, read when a review or hook
+parser is built; reading them imports the registry alone, no renderer.
 
 A run parses with the parser of its own command only (:func:`parse`): building all
 29 parsers costs several milliseconds and ~90 gettext lookups on every commit. That narrow
@@ -137,6 +139,8 @@ def command_path(argv: Sequence[str]) -> tuple[str, ...]:
 
 
 def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
+    from ..report import DEFAULT_FORMAT, OUTPUT_FORMATS  # the registry's names: no renderer
+
     g = p.add_argument_group("review options")
     if not hook:
         g.add_argument("--commit", metavar="REF", help="review REF against its first parent")
@@ -144,8 +148,9 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
         g.add_argument("--to", dest="to_ref", metavar="B", help="end of the range (with --from)")
         g.add_argument("--preview", action="store_true",
                        help="show which files would be reviewed; no LLM call")
-    g.add_argument("--format", choices=("text", "json", "sarif", "html"), default=None,
-                   help="output format (default text); html: a self-contained review page")
+    g.add_argument("--format", choices=tuple(OUTPUT_FORMATS), default=None,
+                   help=f"output format (default {DEFAULT_FORMAT});"
+                   " html: a self-contained review page")
     g.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
     g.add_argument("--effort", choices=("low", "medium", "high"),
                    help="review rounds: low 1, medium 2, high 3")

@@ -1,7 +1,7 @@
 """``git ocr review`` and the hook modes ``git ocr hook pre-commit|pre-push`` (spec §1, §3):
 flags and environment → a ``pipeline.ReviewRequest``, the run with its services
-(``pipeline.services``), the result rendered by ``report`` (``report.text``, ``report.machine``,
-``report.html``) to stdout or ``--output FILE``, and the gate's exit code (spec §9).
+(``pipeline.services``), the result written by its format's writer (``report.formats``) to
+stdout or ``--output FILE``, and the gate's exit code (spec §9).
 """
 
 from __future__ import annotations
@@ -149,35 +149,14 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
 
 def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
                   environ: Mapping[str, str]) -> None:
-    """Render ``result`` as text, JSON or SARIF to stdout, or atomically to ``out_path``."""
-    from .. import report
+    """Write ``result`` in format ``fmt`` (a name of ``report.OUTPUT_FORMATS``) to stdout, or
+    atomically to ``out_path``."""
+    from ..report import format_writer
 
     stream: Any = io.StringIO() if out_path is not None else sys.stdout
-    if fmt == "json":
-        report.write_json(result, stream)
-    elif fmt == "sarif":
-        report.write_sarif(result, stream)
-    elif fmt == "html":
-        from ..report import render_html, verdict_line
-
-        stream.write(render_html(report.utf8_safe(report.to_json(result)), review_diffs(result),
-                            verdict_line(result)))
-    else:
-        from ..report import write_text
-
-        write_text(result, stream, environ)
+    format_writer(fmt)(result, stream, environ)
     if out_path is not None:
         write_output(out_path, stream.getvalue())
-
-
-def review_diffs(result: ReviewResult) -> list[Any]:
-    """The diffs of the reviewed files (each path once, in group order): the review page's
-    diffs."""
-    seen: dict[str, Any] = {}
-    for g in result.groups:
-        for f in g.files:
-            seen.setdefault(f.path, f)
-    return list(seen.values())
 
 
 def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
@@ -193,7 +172,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     finally:
         if req.mcp is not None:
             req.mcp.close()
-    fmt = args.format or "text"
+    fmt = args.format or report.DEFAULT_FORMAT
     for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
         if w.type in STDERR_WARNINGS:
             log.warning("%s", report.display_text(w.message))
@@ -202,7 +181,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     if problem and problem != "closed":
         log.warning("cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:
-        if fmt != "text" or args.output:
+        if fmt != "text" or args.output:  # text on stdout has listed them already
             log.warning("%s", report.display_text(reason))
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,

@@ -13,24 +13,29 @@ Content-Security-Policy meta tag (``default-src 'none'; style-src 'unsafe-inline
 browser refuse any request even if model text tried to add one, and every text from the model,
 the diff or a path is HTML-escaped. It reads in any browser from a ``file://`` URL.
 
-Input is plain data, so a session can be rendered later: ``data`` is the JSON object of
-``report.machine.to_json`` (spec §11, with ``dismissed[]``), ``diffs`` the reviewed files'
-diffs, and ``verdict`` the text output's verdict line. Imported only for ``--format html`` and
-``--html``.
+Input is plain data, so a session can be rendered later (:func:`render_html`): ``data`` is
+the JSON object of ``report.json_format.to_json`` (spec §11, with ``dismissed[]``), ``diffs``
+the reviewed files' diffs, and ``verdict`` the text output's verdict line; :func:`write_html`,
+the writer of ``--format html``, takes the three from a result. Imported only for ``--format
+html`` and ``--html``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..change import reason_words
 from ..diff import FileDiff
 from ..util import shown_text
+from .display import utf8_safe
+from .json_format import to_json
+from .text import verdict_line
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+if TYPE_CHECKING:
+    from .result import ReviewResult
+
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 
@@ -76,8 +81,8 @@ ul.index{padding-left:20px}
 
 def _e(text: object) -> str:
     """``text`` HTML-escaped; undecodable path bytes as ``\\xNN`` and any other lone surrogate
-    as U+FFFD, so the page always encodes as UTF-8."""
-    return escape(_LONE_SURROGATE.sub("\ufffd", shown_text(str(text))), quote=True)
+    as U+FFFD (:func:`report.display.utf8_safe`), so the page always encodes as UTF-8."""
+    return escape(utf8_safe(str(text)), quote=True)
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
@@ -85,6 +90,24 @@ def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
     return (gate.get("mode") == "blocking"
             and SEVERITY_RANK.get(str(c.get("severity")), 0)
             >= SEVERITY_RANK.get(str(gate.get("fail_on")), 3))
+
+
+def write_html(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:
+    """``--format html``: the page of ``result``, from its JSON object, the diffs of its
+    reviewed files (:func:`review_diffs`) and its verdict line. ``environ`` is not read (the
+    writers of ``report.formats`` share one signature)."""
+    stream.write(render_html(utf8_safe(to_json(result)), review_diffs(result),
+                             verdict_line(result)))
+
+
+def review_diffs(result: ReviewResult) -> list[FileDiff]:
+    """The diffs of the reviewed files (each path once, in group order): the review page's
+    diffs."""
+    seen: dict[str, FileDiff] = {}
+    for g in result.groups:
+        for f in g.files:
+            seen.setdefault(f.path, f)
+    return list(seen.values())
 
 
 def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from ..change import reason_words
 from ..findings import Finding, Severity
-from .machine import _COLORS, _DIM, _RESET, display_path, display_text, use_color
+from .display import DIM, RESET, SEVERITY_COLORS, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
 CODE_LINES_MAX = 8  # anchored lines shown under a finding; the rest are counted
@@ -112,9 +112,9 @@ def suggestion_lines(existing: str, suggestion: str) -> list[str]:
 
 def finding_block(f: Finding, blocking: bool, paint: Painter) -> list[str]:
     """The lines of one finding (see the module docstring)."""
-    badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
+    badge = paint(SEVERITY_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
     mark = paint(_BOLD_RED, "BLOCKING ") if blocking else ""
-    out = [f"{mark}{paint(_DIM, finding_location(f))} {badge} id {f.id}"]
+    out = [f"{mark}{paint(DIM, finding_location(f))} {badge} id {f.id}"]
     out += [f"  {line}" for line in display_text(f.content, keep="\n\t").split("\n")]
     out += [f"  {line}" for line in code_lines(f)]
     diff = suggestion_lines(display_text(f.code or f.existing_code, keep="\n\t"),
@@ -132,7 +132,7 @@ class Painter:
         self.on = on
 
     def __call__(self, code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if self.on else text
+        return f"{code}{text}{RESET}" if self.on else text
 
 
 def preview_command(inp: Mapping[str, Any]) -> str:
