@@ -95,7 +95,6 @@ def _prepare_process() -> None:
     # created (pydantic schemas, compiled globs): ~60 ms of a review's wall time on 2 cores
     # (bench/bench_overhead.py). Exit handlers still run; the run's files and child
     # processes are closed explicitly before this point, never left to the collector.
-    # (A run that reaches ``_exit_process`` skips the teardown altogether.)
     atexit.register(gc.freeze)
     # pydantic looks up third-party plugins in every installed distribution's entry points
     # on first use (~20 ms); ocr-hook validates its own config and uses none.
@@ -104,43 +103,9 @@ def _prepare_process() -> None:
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Program entry. Returns the exit code (spec §9, a plain int from ``Exit``); never lets a
-    traceback reach the user. A real process (``argv`` None: the console scripts, ``python -m
-    ocr_hook.cli``) ends in :func:`_exit_process` instead of returning."""
-    code = int(_main(argv, os.environ if environ is None else environ))
-    if argv is None:
-        _exit_process(code)
-    return code
-
-
-def _exit_process(code: int) -> None:
-    """End a real process the way the interpreter would, without its final teardown of every
-    module and object (~4 ms after the result is printed): wait for non-daemon
-    threads (``threading._shutdown``, which also stops idle ``concurrent.futures`` workers),
-    run the exit handlers, flush stdout and stderr, then ``os._exit(code)``. Returns (and
-    the interpreter exits as usual) when any step fails, e.g. stdout closed by ``| head``."""
-    try:
-        if "threading" in sys.modules:
-            shutdown = getattr(sys.modules["threading"], "_shutdown", None)
-            if shutdown is not None:
-                shutdown()
-        import atexit
-
-        run_handlers = getattr(atexit, "_run_exitfuncs", None)
-        if run_handlers is None:
-            return
-        run_handlers()
-    except Exception:  # noqa: BLE001 - let the interpreter's own exit report it
-        return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # reader gone, full disk: the exit code stays ours
-            if stream is sys.stdout:
-                from ..report import stdout_to_devnull
-
-                stdout_to_devnull()
-    os._exit(code)
+    traceback reach the user. ``argv`` None means a real process (the console scripts,
+    ``python -m ocr_hook.cli``): arguments from ``sys.argv``, process settings applied."""
+    return int(_main(argv, os.environ if environ is None else environ))
 
 
 def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
