@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Anchoring accuracy on real diffs (SPEC §15): sdists of several releases of popular packages
+"""Anchoring accuracy on real diffs (spec §15): sdists of several releases of popular packages
 from PyPI are unpacked into a git history, one commit per release; for every run of 1–5 added
 lines in every diff, the run is quoted with perturbed indentation (as a model would copy it)
 and anchored with ``ocr_hook.comments.anchor.locate``.

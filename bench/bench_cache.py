@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Result cache (SPEC §10, §15): cold run vs unchanged re-run vs one-file-changed re-run.
+"""Result cache (spec §10, §15): cold run vs unchanged re-run vs one-file-changed re-run.
 
 A staged change of 10 Python files in 10 folders; the loopback model answers the grouping call
 with 10 single-file groups and each group with ``task_done``, every answer after a fixed
@@ -7,7 +7,7 @@ latency (``--latency``, default 0.2 s) so that saved calls show in the wall time
 repetition: ``git ocr cache clear``, then
 
 1. cold: review of the staged snapshot S0 (grouping + 10 groups);
-2. unchanged: the same snapshot again (SPEC: 0 LLM calls, whole-run cache hit);
+2. unchanged: the same snapshot again (spec §15: 0 LLM calls, whole-run cache hit);
 3. one file edited, same +/- counts (S1): the grouping answer is reused (keyed by file list
    and stats), one group is reviewed again;
 4. one file with one more added line (S2): stats change, so the grouping call runs again,

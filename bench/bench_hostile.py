@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile model I/O (issue 17): what an oversized or endless model answer costs a review.
+"""Hostile model I/O: what an oversized or endless model answer costs a review.
 
 A 1-file staged change reviewed by ``git ocr review --format json --effort low`` as a new
 process, against the tests' loopback model scripted with one of:
@@ -13,8 +13,7 @@ process, against the tests' loopback model scripted with one of:
 
 Columns: the review's verdict and incomplete reason, HTTP requests the model received, wall
 seconds and peak RSS (MiB, the review and the git processes it waited for, see WRAPPER);
-medians over ``--runs`` repetitions. The issue's figures before the caps: a 50 MB reply took
-2.8 GB and 171 s and ended PASS; the tool loop ran 100 rounds (715 K tokens), PASS, cached.
+medians over ``--runs`` repetitions.
 
 Usage: python bench/bench_hostile.py [--runs 3] [--sizes 10,50]
 """

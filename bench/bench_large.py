@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
-"""Large changes stay cheap (issue 20): big files and huge change sets never stall a commit.
+"""Large changes stay cheap: big files and huge change sets never stall a commit.
 
 Two staged changes in temporary repositories, each run as a new ``git ocr`` process against
 the loopback scripted model (benchlib's EchoModel, Nagle off), with default settings:
 
-- ``big files``: a 50 MB JSON data file (1.2 M lines) and a 10 MB single-line JS bundle, the
-  case of the issue (nothing else staged, so no model call is due). Rows: ``git ocr review
-  --preview`` and ``git ocr hook pre-commit`` (text output, as a hook prints it). Checked on
-  every run: exit 0, both big files listed as ``too_large`` with their size and a stated
-  secret scan, no LLM call.
+- ``big files``: a 50 MB JSON data file (1.2 M lines) and a 10 MB single-line JS bundle
+  (nothing else staged, so no model call is due). Rows: ``git ocr review --preview`` and
+  ``git ocr hook pre-commit`` (text output, as a hook prints it). Checked on every run: exit 0,
+  both big files listed as ``too_large`` with their size and a stated secret scan, no LLM call.
 - ``20,000 files``: the change mix of bench_preview.py (modified, added, renamed, deleted and
   excluded paths) over 20,000 paths. Rows: ``git ocr review --preview --format json`` and
   ``git ocr hook pre-commit --format json``. Checked: every path git lists is in ``files[]``
@@ -17,7 +16,7 @@ the loopback scripted model (benchlib's EchoModel, Nagle off), with default sett
 Columns (medians over ``--runs``): wall seconds (and the fastest run, which shows best what an
 idle machine would do when the load average is high), CPU seconds (process + git children),
 peak RSS in MiB (``os.wait4``: the largest of the process and the children it waited for),
-exit code, and the issue's acceptance bound. Prints the table and, with ``--record FILE``, writes
+exit code, and the case's acceptance bound. Prints the table and, with ``--record FILE``, writes
 it there too (bench/results/).
 
 Usage: python bench/bench_large.py [--runs 5] [--files 20000] [--record FILE]
@@ -182,7 +181,7 @@ def main() -> int:
             key = "reviewed" if f["reviewed"] else f["reason"]
             reasons[key] = reasons.get(key, 0) + 1
         text = [
-            f"large changes (issue 20), medians of {args.runs} runs ({len(many_hook)} for the "
+            f"large changes, medians of {args.runs} runs ({len(many_hook)} for the "
             f"{name} hook run), {load_line()}",
             table(["case", "wall s", "min wall s", "cpu s", "peak MiB", "exit", "acceptance"],
                   rows),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pipeline overhead with a zero-latency model (SPEC §15, issue 18): what a committer pays for
+"""Pipeline overhead with a zero-latency model (spec §15): what a committer pays for
 ocr-hook itself, next to the last recorded figures.
 
 Cases (each a new ``git ocr`` process, ``--runs`` times, medians):
@@ -59,7 +59,7 @@ from tests.support.scripted_llm import Reply, openai_text, openai_tool_calls
 
 RESULTS = Path(__file__).resolve().parent / "results" / "overhead.json"
 TARGETS_S = {"nothing to review": 0.15, "preview, 1 file": 0.15, "review, 1 file": 0.25,
-             "cache hit": 0.20}  # SPEC §15 / issue 18 (own time)
+             "cache hit": 0.20}  # spec §15 (own time)
 
 
 def module(i: int, edit: bool) -> str:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""``git ocr review --preview`` over N changed files (SPEC §15: 1,000 files; issue #3
-acceptance 4: under 1 s on the project machine).
+"""``git ocr review --preview`` over N changed files (spec §15: ≤ 0.3 s for 1,000
+files; under 1 s on the project machine at the least).
 
 Builds a temporary repository with one commit of N files, then stages a change touching all of
 them: 60 % modified (.py/.ts/.go, some with the edit below line 20 so the generated-marker

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The first push of an existing history to an empty remote (issue 16): what is reviewed and
+"""The first push of an existing history to an empty remote: what is reviewed and
 what it costs, against the 300,000-token hook budget.
 
 A synthetic history (``--commits`` commits, each changing three generated Python modules of

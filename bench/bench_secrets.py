@@ -1,15 +1,16 @@
-"""Secret detection (SPEC §14, issues 10 and 17), in-process, medians of several runs:
+"""Secret detection (spec §14), in-process, medians of several runs:
 
 1. detection on the fake corpus of ``tests/support/secret_corpus.py`` (49 cases):
    ``found`` = a finding on the case's line (an allow-marked case must give none), ``redacted`` =
    no value of the case left in the redacted text; the cases missed are listed by name;
 2. false positives on clean text: findings in this repository's ``ocr_hook/*.py`` and in an npm
    lock file of 3,000 packages (sha512 integrity hashes: high entropy, no secret);
-3. cost: ``scan`` = ``secret_scan.secret_findings`` over every hunk of a change (it runs on every
-   review, excluded files included, also without an endpoint), ``redact`` = ``Redactor`` on the
-   same text the first time (later sends of a text are memoised), per KiB of diff text; and the
-   import cost in a fresh interpreter (module import plus compiling every rule, an upper bound:
-   a scan compiles only the rules its texts can match, ``secret_rules``).
+3. cost: ``scan`` = ``secrets.diff_scan.secret_findings`` over every hunk of a change (it runs
+   on every review, excluded files included, also without an endpoint), ``redact`` =
+   ``Redactor`` on the same text the first time (later sends of a text are memoised), per KiB of
+   diff text; and the import cost in a fresh interpreter (module import plus compiling every
+   rule, an upper bound: a scan compiles only the rules its texts can match,
+   ``secrets.patterns``).
 
 The same numbers are printed for Yelp's detect-secrets 1.x when it is installed (``pip install
 'ocr-hook[detect-secrets]'``; an optional extra, see README "Secrets"): its own way of
@@ -20,7 +21,7 @@ assigns a call's result is an "indirect reference") do not drop hits.
 It reports lines, not spans, so it has no ``redacted`` column: a caller could only blank lines.
 ``ours + detect-secrets`` is ocr-hook with ``security.detect_secrets`` on: our scan, then
 detect-secrets over the same added lines, its values that ours left in place made findings and
-replaced by the Redactor (``detect_secrets_scan``).
+replaced by the Redactor (``secrets.detect_secrets_pass``).
 
 ``--baseline REV`` adds ocr-hook's scanner of git revision REV (``git archive`` into a temporary
 folder, measured in a child process): the "before" of a change to the rules.
@@ -91,8 +92,8 @@ def lock_file(packages: int) -> str:
 
 def clean_inputs() -> dict[str, str]:
     """path → text of inputs that hold no secret."""
-    src = {f"ocr_hook/{p.name}": p.read_text(encoding="utf-8")
-           for p in sorted((ROOT / "ocr_hook").glob("*.py"))}
+    src = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+           for p in sorted((ROOT / "ocr_hook").rglob("*.py"))}
     return {**src, "package-lock.json": lock_file(3000)}
 
 
@@ -130,7 +131,7 @@ def ours_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
 
 
 def combined_scan(fds: list[FileDiff]) -> tuple[list[Finding], dict[str, str]]:
-    """ocr-hook with ``security.detect_secrets`` on, as ``change_scan`` runs it: (our findings
+    """ocr-hook with ``security.detect_secrets`` on, as ``change.scan`` runs it: (our findings
     and detect-secrets' on the values ours left, the literals the run's Redactor replaces)."""
     from ocr_hook.secrets import detect_secrets_pass
 
@@ -167,10 +168,10 @@ def ours_false_positives(texts: dict[str, str], scan: Scan = ours_scan) -> int:
 
 def ours_cost(runs: int, scan: Scan = ours_scan) -> list[tuple[str, float, float, float]]:
     """(input, KiB, scan ms, redact ms) for the corpus, review.py and the lock file."""
-    review_py = (ROOT / "ocr_hook" / "review.py").read_text(encoding="utf-8")
+    review_py = (ROOT / "ocr_hook" / "pipeline" / "review.py").read_text(encoding="utf-8")
     inputs = [
         ("secret corpus (6 files)", [added_file(p, t) for p, t in corpus_files().items()]),
-        ("review.py (1 file)", [added_file("ocr_hook/review.py", review_py)]),
+        ("review.py (1 file)", [added_file("ocr_hook/pipeline/review.py", review_py)]),
         ("package-lock.json (3,000 pkgs)", [added_file("package-lock.json", lock_file(3000))]),
     ]
     scan(inputs[0][1])  # compile the rules (and load plugins) outside the timings
@@ -185,8 +186,8 @@ def ours_cost(runs: int, scan: Scan = ours_scan) -> list[tuple[str, float, float
     return rows
 
 
-# Every rule compiled (since issue 18 each regex compiles on first need, in secret_rules; a tree
-# from before compiles them all in redact._rules()): the import cost's upper bound.
+# Every rule compiled (each regex compiles on first need, in secrets.patterns; the except branch
+# serves a --baseline tree whose redact._rules() compiles them all): the import cost's upper bound.
 _COMPILE_ALL = ("try:\n    from ocr_hook.secrets.patterns import rules\n"
                 "    [r.pattern for r in rules()]\n"
                 "except ImportError:\n    redact._rules()\n")
@@ -277,9 +278,9 @@ def ds_report(runs: int) -> dict[str, Any]:
         fp = {"all": sum(len(v) for v in clean.values()),
               "no entropy": sum(1 for v in clean.values() for _, t in v
                                 if t not in ENTROPY_TYPES)}
-        review_py = (ROOT / "ocr_hook" / "review.py").read_text(encoding="utf-8")
+        review_py = (ROOT / "ocr_hook" / "pipeline" / "review.py").read_text(encoding="utf-8")
         inputs = [("secret corpus (6 files)", corpus_files()),
-                  ("review.py (1 file)", {"ocr_hook/review.py": review_py}),
+                  ("review.py (1 file)", {"ocr_hook/pipeline/review.py": review_py}),
                   ("package-lock.json (3,000 pkgs)", {"deps/package-lock.json": lock_file(3000)})]
         cost = []
         for n, (name, files) in enumerate(inputs):

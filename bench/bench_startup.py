@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start-up profile (SPEC §15, issue 18): each path imports only what it needs.
+"""Start-up profile (spec §15): each path imports only what it needs.
 
 Paths, each run ``--runs`` times as a new process through the installed console script:
 - ``git ocr -h``;

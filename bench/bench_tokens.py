@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tokens per review, split by prompt part (SPEC §15: report input tokens per review; keep
+"""Tokens per review, split by prompt part (spec §15: report input tokens per review; keep
 prompts lean).
 
 The diffs: the release commits of bench/real_repos.py (real changes of six, simplejson,

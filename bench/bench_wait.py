@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The committer's wait with a hosted model (SPEC §15, issue 18): how many model round trips a
+"""The committer's wait with a hosted model (spec §15): how many model round trips a
 small change costs, and how long they take under a hosted-model latency model.
 
 Latency model of the loopback server (tests' ScriptedLLM, Nagle off): every request waits
@@ -12,7 +12,7 @@ filter approves. A 1-file change (one edited line of a 40-line Python module) ru
 - ``hook, no finding``: the same with a model that finishes without a comment;
 - ``review (medium)``: ``git ocr review --format json`` (effort medium), cache off;
 - ``review, then hook``: ``git ocr review`` with the cache on, then the pre-commit hook on the
-  same snapshot (SPEC §10: the hook must make 0 requests).
+  same snapshot (spec §10: the hook must make 0 requests).
 
 Columns (medians of ``--runs``): LLM requests by task, ``sequential`` (the most requests that
 ran one after another: the longest chain of non-overlapping request intervals in the session
@@ -166,7 +166,7 @@ def main() -> int:
                          f"{before['wall_s']:.3f}" if "wall_s" in before else "-"))
         print(table(("case", "requests by task", "sequential", "wall s", "model s", "own s",
                      "recorded seq", "recorded wall s"), out))
-        print("\ntarget (issue 18): hook pre-commit ≤ 2 sequential requests; review, then hook:"
+        print("\ntarget: hook pre-commit ≤ 2 sequential requests; review, then hook:"
               " 0 requests in the hook")
         if args.record:
             recorded.setdefault("runs", []).append({

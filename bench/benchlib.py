@@ -127,7 +127,7 @@ def fast_llm(llm: ScriptedLLM) -> ScriptedLLM:
 
 
 def session_records(repo: Path, session_id: str) -> list[dict[str, Any]]:
-    """The JSONL records of one run's session log (SPEC §12)."""
+    """The JSONL records of one run's session log (spec §12)."""
     common = Path(git(repo, os.environ, "rev-parse", "--git-common-dir").strip())
     path = (repo / common if not common.is_absolute() else common) / "ocr-hook" / "sessions"
     text = (path / f"{session_id}.jsonl").read_text(encoding="utf-8")
@@ -248,7 +248,7 @@ class EchoModel:
 
     def answer(self, raw: str) -> Reply:
         """The reply to one request body (JSON text). Replies carry no ``usage``, so ocr-hook
-        counts tokens itself with tiktoken (SPEC §13) and the token figures are real."""
+        counts tokens itself with tiktoken (spec §13) and the token figures are real."""
         try:
             body = json.loads(raw)
         except ValueError:

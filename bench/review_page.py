@@ -1,4 +1,4 @@
-"""The review page of a 3-file review (issue 19), rendered and photographed in headless
+"""The review page of a 3-file review, rendered and photographed in headless
 Chromium: ``bench/results/review_page.html`` and ``bench/results/review_page.png``.
 
 A temporary repository gets a change to three files (Python, JavaScript, Go); the loopback

@@ -1,6 +1,6 @@
 """Error tree of ocr-hook. ``str(error)`` is always one line meant for the user.
 
-Only ``cli.main`` maps these to exit codes (SPEC §9: 2 for usage/config errors).
+Only ``cli.main`` maps these to exit codes (spec §9: 2 for usage/config errors).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class LlmError(OcrError):
 
     ``kind`` is one of: auth, quota, rate_limit, overloaded, context_length, bad_request,
     server, timeout, connection, protocol, too_large. ``retryable`` tells the HTTP layer whether
-    another attempt may succeed (SPEC §13).
+    another attempt may succeed (spec §13).
     """
 
     def __init__(
@@ -61,8 +61,8 @@ class LlmError(OcrError):
 
 
 class BudgetExhausted(OcrError):
-    """The run's token budget is used up; no new LLM call may start (SPEC §6.4)."""
+    """The run's token budget is used up; no new LLM call may start (spec §6.4)."""
 
 
 class DeadlineExceeded(OcrError):
-    """The run's deadline has passed (SPEC §6.4)."""
+    """The run's deadline has passed (spec §6.4)."""

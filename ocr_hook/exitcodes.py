@@ -1,4 +1,4 @@
-"""The one exit-code table of ocr-hook (SPEC §9). Imports nothing from ocr_hook.
+"""The one exit-code table of ocr-hook (spec §9). Imports nothing from ocr_hook.
 
 ``gate`` maps a verdict to one of these; only ``cli.main`` turns exceptions into them.
 ``git ocr config get`` and ``git ocr llm test`` reuse 1 and 3 with their own meaning (aliases).
@@ -20,6 +20,6 @@ class Exit(enum.IntEnum):
     INTERRUPTED = 130
     # `git ocr config get KEY`: the key is unset (as `git config --get` reports it)
     NOT_SET = 1
-    # `git ocr llm test` (SPEC §13): the model does not call tools; the request failed
+    # `git ocr llm test` (spec §13): the model does not call tools; the request failed
     NO_TOOLS = 1
     LLM_FAILED = 3

@@ -1,6 +1,6 @@
 """Review findings: severities, categories, raw comments from the model and anchored findings.
 
-Pure data. Severity/category vocabularies come from SPEC §7.1 (`code_comment`).
+Pure data. Severity/category vocabularies come from spec §7.1 (`code_comment`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class RawComment(NamedTuple):
     source: str = "llm"  # "llm" or "secret-scan"
 
 
-SECRET_SOURCE = "secret-scan"  # Finding.source of secret findings (secret_scan, bigscan)
+SECRET_SOURCE = "secret-scan"  # Finding.source of what secrets.diff_scan/.blobs find
 
 
 class Finding(NamedTuple):
@@ -71,10 +71,10 @@ class Finding(NamedTuple):
 
     ``start_line``/``end_line`` are 1-based on ``side`` ("new" = post-change file, "old" =
     pre-change file); both are 0 when the quote could not be located (``anchor == "none"``).
-    ``anchor`` is one of hunk_new, hunk_old, file, loose, relocated, refiled, none (SPEC §8.1).
+    ``anchor`` is one of hunk_new, hunk_old, file, loose, relocated, refiled, none (spec §8.1).
     ``code`` is the text of the anchored lines as they are in the file (``\n``-joined, "" when
     unanchored or unknown): what the output shows under the finding and what a dismissal is
-    keyed on (``dismiss.dismiss_key``), unlike ``existing_code``, the model's own quote.
+    keyed on (``comments.dismissals.dismiss_key``), unlike ``existing_code``, the model's own quote.
     """
 
     id: str
@@ -117,7 +117,7 @@ def normalized_quote(existing_code: str) -> str:
 
 def finding_id(path: str, side: str, existing_code: str, content: str) -> str:
     """Stable id of a finding: 12 hex chars of SHA-256 over (path, side, normalised quote,
-    normalised content). Line numbers are deliberately excluded (SPEC §8.3): the same finding
+    normalised content). Line numbers are deliberately excluded (spec §8.3): the same finding
     keeps its id when code above it moves."""
     from hashlib import sha256  # here, not at module load: a run without findings needs none
 
@@ -164,7 +164,7 @@ def _overlap(a: Finding, b: Finding) -> bool:
 
 
 def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
-    """De-duplicate findings (SPEC §8.3): the same id, or the same path/side with overlapping
+    """De-duplicate findings (spec §8.3): the same id, or the same path/side with overlapping
     ranges and the same claim (``same_claim``), merge into one that keeps the highest
     severity (first wins on ties, order otherwise kept); an unanchored finding and an
     anchored one with the same path and claim merge into the anchored one. Different claims

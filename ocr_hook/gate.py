@@ -1,4 +1,4 @@
-"""Gate (SPEC §9): structured findings + gate options → verdict and exit code. Pure.
+"""Gate (spec §9): structured findings + gate options → verdict and exit code. Pure.
 
 Verdict: ``pass``, ``findings`` (≥ 1 finding at or above ``fail_on``) or ``incomplete`` (some
 selected file was not reviewed). Exit codes: 0 pass (always in advisory mode), 1 blocked by
@@ -16,7 +16,7 @@ from .findings import Finding, Severity
 __all__ = ["Exit", "GateDecision", "GateOptions", "decide"]
 
 
-class GateOptions(NamedTuple):  # a NamedTuple: ~10x cheaper to build than a dataclass (issue 18)
+class GateOptions(NamedTuple):  # a NamedTuple: ~10x cheaper to build than a dataclass
     mode: str = "blocking"  # blocking | advisory
     fail_on: str = "high"  # critical | high | medium | low
     on_error: str = "allow"  # allow | block
@@ -32,7 +32,7 @@ class GateDecision(NamedTuple):
 def decide(findings: Sequence[Finding], incomplete: bool, opts: GateOptions) -> GateDecision:
     """Apply the gate. Findings take precedence over incompleteness for the verdict: a
     blocking finding blocks even when other files could not be reviewed. Unanchored findings
-    count (SPEC §9)."""
+    count (spec §9)."""
     threshold = Severity[opts.fail_on.upper()]
     hits = sum(1 for f in findings if f.severity >= threshold)
     if hits:

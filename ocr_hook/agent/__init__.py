@@ -1,4 +1,6 @@
-"""The model's side of a review: grouping, prompts, the tool loop with its stop reasons, compression, single-shot tasks, the token budget and the redaction choke point."""
+"""The model's side of a review: grouping, prompts, the tool loop with its stop reasons,
+compression, single-shot tasks, the token budget and the redaction choke point.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The token budget checked before every request (SPEC §6.4, issue 16): a ChatClient wrapper
+"""The token budget checked before every request (spec §6.4): a ChatClient wrapper
 that reserves the request's worst case, its estimated input plus the output it may produce,
 against what is left of ``review.max_tokens_budget`` before the request is sent.
 
-Several groups send requests at once, so a check of "used so far" alone lets their sum run
-past the budget (a push review once ended 8.8 % over). Each request in flight holds a
-reservation in the :class:`~ocr_hook.agent.meter.Meter` until its usage is added, and a request
-that does not fit beside the others is not sent (BudgetExhausted, reason ``budget``). The input
+Several groups send requests at once, so a check of "used so far" alone would let their sum
+run past the budget. Each request in flight holds a reservation in the
+:class:`~ocr_hook.agent.meter.Meter` until its usage is added, and a request that does not fit
+beside the others is not sent (BudgetExhausted, reason ``budget``). The input
 estimate is deliberately conservative: UTF-8 bytes / 3 of every text the request carries (most
 tokenizers need fewer tokens) plus a per-message and per-tool allowance for the chat format.
 """
@@ -19,7 +19,7 @@ from .meter import Meter
 
 MESSAGE_OVERHEAD_TOKENS = 16  # role markers and separators of the chat format, per message
 TOOL_OVERHEAD_TOKENS = 16  # per tool definition, beyond its JSON text
-DEFAULT_OUTPUT_TOKENS = 16384  # SPEC §2 llm.max_output_tokens default, when the endpoint has 0
+DEFAULT_OUTPUT_TOKENS = 16384  # spec §2 llm.max_output_tokens default, when the endpoint has 0
 
 
 def request_tokens(messages: list[Message], tools: list[ToolSpec] | None) -> int:

@@ -1,10 +1,10 @@
-"""Context compression of one conversation (SPEC §6.3).
+"""Context compression of one conversation (spec §6.3).
 
 A conversation is ``[system, user]`` (the frozen zone) plus rounds (an assistant message and
 the tool results / user messages after it). Before each request after the first: at ≥ 60 % of
-``context_tokens`` a background summary of the older rounds starts (on the runner ``review``
-owns); at ≥ 80 % the loop first applies a finished or running background summary, then
-compresses synchronously, and stops with ``compression_failed`` if it is still at ≥ 80 %.
+``context_tokens`` a background summary of the older rounds starts (on the background runner
+the run passes in); at ≥ 80 % the loop first applies a finished or running background summary,
+then compresses synchronously, and stops with ``compression_failed`` if it is still at ≥ 80 %.
 Compressing keeps the frozen zone and the newest complete rounds that fit in 50 % of the
 context (minus the summary's reserve), and replaces the rest by one summary appended to the
 user message. No HTTP here: the token counter, the summariser and the runner are passed in.
@@ -21,21 +21,21 @@ from ..errors import BudgetExhausted, DeadlineExceeded, OcrError
 from ..llm import Message
 from .textcalls import strip_think
 
-SOFT_FRACTION = 0.60  # SPEC §6.3: background compression starts (OCR tokenSoftThreshold)
-HARD_FRACTION = 0.80  # SPEC §6.3: compress before the next request (OCR tokenWarningThreshold)
+SOFT_FRACTION = 0.60  # spec §6.3: background compression starts (OCR tokenSoftThreshold)
+HARD_FRACTION = 0.80  # spec §6.3: compress before the next request (OCR tokenWarningThreshold)
 ACTIVE_FRACTION = 0.50  # ours: the kept zone's target, below SOFT so compression does not re-fire
 MESSAGE_OVERHEAD_TOKENS = 4  # role/framing tokens per message (OpenAI chat format estimate)
 SUMMARY_MAX_TOKENS = 2000  # output cap of the summary call, reserved in the kept zone
 
 
 class ContextPolicy(NamedTuple):
-    """How one conversation is kept inside the model's context (SPEC §6.3).
+    """How one conversation is kept inside the model's context (spec §6.3).
 
     ``context_tokens``: the context budget (``llm.context_tokens``). ``count_tokens``: text →
     tokens (tiktoken offline). ``summarize``: rendered compress zone → summary text (one LLM
     call, ``agent.tasks.summary_call``); raises OcrError on failure. ``spawn``: runs a summary
-    in the background and returns its Future (a pool ``review`` owns and waits for at the end
-    of the run); None disables background compression.
+    in the background and returns its Future (the run's background pool, which it waits for
+    at its end); None disables background compression.
     """
 
     context_tokens: int
@@ -57,12 +57,12 @@ def message_text(m: Message) -> str:
 class Compressor:
     """Context accounting and compression of one conversation (see the module docstring).
 
-    ``base_user`` is the conversation's first user message as built by ``review``; a summary is
-    appended to it, replacing any earlier summary (which the new summary folds in). Token
+    ``base_user`` is the conversation's first user message (``prompts.group_messages``); a
+    summary is appended to it, replacing any earlier summary (which the new summary folds in). Token
     counts: :meth:`tokens` returns the exact count, except while the UTF-8 byte count (an upper
     bound: every token is at least one byte) is already below the 60 % mark, when it returns
     that bound: no decision depends on the exact value then, and tiktoken is never loaded for
-    small conversations (SPEC §15).
+    small conversations (spec §15).
     """
 
     def __init__(

@@ -1,7 +1,7 @@
-"""Single-shot LLM calls of the comment pipeline: the review filter (SPEC §8.4) and the
-re-location call (SPEC §8.1). No HTTP or git here: the client, meter and redaction are passed in.
+"""Single-shot LLM calls of the comment pipeline: the review filter (spec §8.4) and the
+re-location call (spec §8.1). No HTTP or git here: the client, meter and redaction are passed in.
 
-Review filter protocol: the model sees the group's diffs and one round's new comments (with
+Review filter protocol: the model sees the group's diffs and the comments it is given (with
 their finding ids) and must call exactly one of two tools, ``report_incorrect_comments
 {comment_ids: [id, ...]}`` or ``approve_all_comments {}``. A JSON array of ids written as text
 (optionally fenced, after an optional ``<think>`` block) is accepted as a fallback; ``null`` is
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 REPORT_TOOL = "report_incorrect_comments"
 APPROVE_TOOL = "approve_all_comments"
-FILTER_RETRIES = 1  # SPEC §8.4: malformed output gets one retry
+FILTER_RETRIES = 1  # spec §8.4: malformed output gets one retry
 FILTER_MAX_OUTPUT_TOKENS = 4096  # a decision is short; reasoning models need some room
 RELOCATION_MAX_OUTPUT_TOKENS = 2048
 
@@ -194,8 +194,9 @@ def review_filter(
     label: str = "",
     language: str = "English",
 ) -> FilterOutcome:
-    """Run the review filter of SPEC §8.4 on one round's new ``findings`` of a group whose
-    diffs are ``files``. Never raises for LLM failures: they keep every comment."""
+    """Run the review filter of spec §8.4 on ``findings`` (the run passes every comment of
+    the group, once its rounds are over) of a group whose diffs are ``files``. Never raises
+    for LLM failures: they keep every comment."""
     if not findings:
         return FilterOutcome(frozenset(), True, 0)
     offered = {f.id for f in findings}
@@ -223,7 +224,8 @@ def review_filter(
                                      "removed": sorted(removed), "attempts": attempts,
                                      "ok": True})
             return FilterOutcome(removed, True, attempts)
-        msgs = [*base, Message("user", util.render_template("review_filter_retry", {"problem": why}))]
+        retry = util.render_template("review_filter_retry", {"problem": why})
+        msgs = [*base, Message("user", retry)]
     return _failed(record, label, attempts, f"malformed answer ({why})")
 
 
@@ -264,7 +266,7 @@ def relocate_snippet(
     record: Record = _no_record,
     label: str = "",
 ) -> str | None:
-    """Ask once for the exact lines of ``fd``'s diff that ``comment`` is about (SPEC §8.1).
+    """Ask once for the exact lines of ``fd``'s diff that ``comment`` is about (spec §8.1).
     Returns the snippet or None (no answer, ``NONE``, or any LLM failure)."""
     system = util.render_template("relocation_system", {})
     user = util.render_template("relocation_user", {

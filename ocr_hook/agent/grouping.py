@@ -1,4 +1,4 @@
-"""Reviewable files → review groups (SPEC §6.1 step 2) and the plan-phase threshold (step 4).
+"""Reviewable files → review groups (spec §6.1 step 2) and the plan-phase threshold (step 4).
 
 Pure: no LLM call, no git, no clock. :func:`build_groups` decides between the deterministic
 strategies here and one grouping LLM call it is given (``agent.tasks.grouping_call``), whose
@@ -22,12 +22,12 @@ from ..errors import OcrError
 
 log = logging.getLogger(__name__)
 
-GROUPING_MIN_FILES = 4  # SPEC §6.1 (OCR GROUPING_MIN_FILES): below → no grouping LLM call
-GROUPING_BUNDLE_LINE_THRESHOLD = 200  # SPEC §6.1 (OCR): fewer changed lines → one bundle
-MAX_FILES_PER_GROUP = 10  # SPEC §6.1 (OCR maxFilesPerGroup)
-GROUP_CONTEXT_FRACTION = 0.8  # SPEC §6.1: a group's diffs above 80 % of the context split
-PLAN_MODE_LINE_THRESHOLD = 50  # SPEC §6.1 step 4 (OCR): largest file churn ≥ 50 → plan
-PLAN_MODE_GROUP_LINE_THRESHOLD = 100  # SPEC §6.1 step 4 (OCR): ≥ 2 files and ≥ 100 → plan
+GROUPING_MIN_FILES = 4  # spec §6.1 (OCR GROUPING_MIN_FILES): below → no grouping LLM call
+GROUPING_BUNDLE_LINE_THRESHOLD = 200  # spec §6.1 (OCR): fewer changed lines → one bundle
+MAX_FILES_PER_GROUP = 10  # spec §6.1 (OCR maxFilesPerGroup)
+GROUP_CONTEXT_FRACTION = 0.8  # spec §6.1: a group's diffs above 80 % of the context split
+PLAN_MODE_LINE_THRESHOLD = 50  # spec §6.1 step 4 (OCR): largest file churn ≥ 50 → plan
+PLAN_MODE_GROUP_LINE_THRESHOLD = 100  # spec §6.1 step 4 (OCR): ≥ 2 files and ≥ 100 → plan
 BUNDLE_LABEL = "small change set"
 
 # compiled on first use (re's cache): only a grouping answer is parsed with them
@@ -41,8 +41,9 @@ class GroupingError(ValueError):
 
 class Group(NamedTuple):
     """Files reviewed together in one conversation. ``label`` is shown in output (JSON
-    ``groups[].label``) and session logs; ``files`` keep the order of the diff. (A NamedTuple:
-    loaded by every review and cache hit, never changed after it is made, issue 18.)"""
+    ``groups[].label``) and session logs; ``files`` keep the order of the diff. (A NamedTuple,
+    not a dataclass: the class is built on every review and cache hit, where a dataclass is
+    slower to build, and a group never changes after it is made.)"""
 
     label: str
     files: list[FileDiff]
@@ -90,7 +91,7 @@ def deterministic_groups(files: Sequence[FileDiff]) -> list[Group] | None:
 
 def file_list(files: Sequence[FileDiff]) -> str:
     """The grouping prompt's metadata table: one ``[i] STATUS path (+I/-D)`` line per file
-    (``i`` zero-based; renames show ``old -> new``). Never any diff text (SPEC §6.1)."""
+    (``i`` zero-based; renames show ``old -> new``). Never any diff text (spec §6.1)."""
     lines = []
     for i, f in enumerate(files):
         name = f"{f.old_path} -> {f.new_path}" if f.status in ("renamed", "copied") else f.path
@@ -191,8 +192,8 @@ def split_over_budget(
 
 
 def plan_required(files: Sequence[FileDiff]) -> bool:
-    """SPEC §6.1 step 4: plan when the largest file changed ≥ 50 lines, or the group has ≥ 2
-    files and ≥ 100 changed lines in total."""
+    """Whether the group gets a plan (spec §6.1 step 4): when the largest file changed ≥ 50
+    lines, or the group has ≥ 2 files and ≥ 100 changed lines in total."""
     if not files:
         return False
     if max(f.changed_lines for f in files) >= PLAN_MODE_LINE_THRESHOLD:
@@ -207,11 +208,11 @@ def build_groups(
     group_too_large: Callable[[Sequence[FileDiff]], bool],
     on_failure: Callable[[str], None],
 ) -> list[Group]:
-    """SPEC §6.1 step 2. ≤ 1 file, or < 4 files: deterministic (bundle under 200 changed
-    lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping call on metadata
-    only; None = no endpoint) — any failure (OcrError) falls back to one group per file and
-    passes its one-line message to ``on_failure`` (the run's ``grouping_failed`` warning).
-    Then groups above 10 files are split in order and groups whose diffs are
+    """Group ``files`` (spec §6.1 step 2). ≤ 1 file, or < 4 files: deterministic (bundle
+    under 200 changed lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping
+    call on metadata only; None = no endpoint) — any failure (OcrError) falls back to one group
+    per file and passes its one-line message to ``on_failure`` (the run's ``grouping_failed``
+    warning). Then groups above 10 files are split in order and groups whose diffs are
     ``group_too_large`` split into single files."""
     groups = deterministic_groups(files)
     if groups is None:

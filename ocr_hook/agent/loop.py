@@ -1,4 +1,4 @@
-"""One group's tool loop (SPEC §6.2).
+"""One group's tool loop (spec §6.2).
 
 The loop calls the model with the main tools until ``task_done``, the round cap (then one grace
 round offering only ``code_comment`` + ``task_done``), three consecutive empty rounds (no tool
@@ -8,7 +8,7 @@ cancellation, or a reply cut twice at the output limit (none of a cut reply's to
 see :mod:`.stops`). No HTTP or git here: the client, the registry,
 the token counter, the summariser and the background runner are passed in.
 
-Context compression (SPEC §6.3) lives in :mod:`.compress` and the parser of tool calls written
+Context compression (spec §6.3) lives in :mod:`.compress` and the parser of tool calls written
 as text in :mod:`.textcalls`; their public names are re-exported here.
 """
 
@@ -51,12 +51,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MAX_EMPTY_ROUNDS = 3  # SPEC §6.2 (OCR maxConsecutiveEmptyRounds)
+MAX_EMPTY_ROUNDS = 3  # spec §6.2 (OCR maxConsecutiveEmptyRounds)
 GRACE_TOOLS = ("code_comment", "task_done")
-# Caps on what one model reply may ask for (issue 17: 1,000 tool calls in one reply were all
-# run; 10 MB of arguments became a 10-million-token next request). A reply past a cap ends the
-# group as incomplete before any of its calls runs. A real reply reads a handful of files and
-# files a few comments: a code_comment with a 200-line suggestion is ~10 KB of JSON.
+# Caps on what one model reply may ask for: without them every call of a reply would run and
+# all of its arguments would go into the next request, however many or large. A reply past a
+# cap ends the group as incomplete before any of its calls runs. A real reply reads a handful
+# of files and files a few comments: a code_comment with a 200-line suggestion is ~10 KB of JSON.
 TOOL_CALLS_PER_TURN_MAX = 50
 TOOL_ARGS_MAX_CHARS = 64 * 1024  # one call's arguments as sent (JSON text)
 STOP_REASONS = (
@@ -71,7 +71,7 @@ class LoopResult:
     """Outcome of one loop. ``stop_reason`` is one of :data:`STOP_REASONS`; ``rounds`` counts
     model requests of the main task (summary calls excluded); ``compressions`` counts applied
     summaries. (Plain classes here, not dataclasses: nothing compares or copies them, and a
-    dataclass costs ~0.7 ms to build at import on every review, issue 18.)"""
+    dataclass is slower to build at import, which every review pays.)"""
 
     __slots__ = ("stop_reason", "rounds", "messages", "usage", "error", "compressions")
 
@@ -137,7 +137,7 @@ def run_loop(
 
     Tool errors are results for the model; every tool call id gets exactly one result before
     the next request. ``local`` supplies this group's ``code_comment``/``task_done`` handlers.
-    ``context`` enables compression (SPEC §6.3). ``max_tokens``: input + output tokens this
+    ``context`` enables compression (spec §6.3). ``max_tokens``: input + output tokens this
     loop may use (0 = no cap); once used up the loop stops with ``group_tokens``. A reply with
     more than TOOL_CALLS_PER_TURN_MAX calls, or a call with more than TOOL_ARGS_MAX_CHARS of
     arguments, stops it before any call runs. Never raises for LLM, budget or deadline
@@ -260,7 +260,7 @@ def _request(
     meter.check()
     request: dict[str, Any] = {"group": label, "task": "main", "round": st.rounds + 1,
                                "messages": len(st.msgs)}
-    if st.rounds == 0:  # the session log keeps the prompt once (SPEC §12)
+    if st.rounds == 0:  # the session log keeps the prompt once (spec §12)
         request["prompt"] = [{"role": m.role, "content": m.content} for m in st.msgs]
     if st.output_limit is not None:
         request["max_output_tokens"] = st.output_limit

@@ -1,4 +1,4 @@
-"""Run-wide accounting shared by all worker threads (SPEC §6.4): usage, LLM call count, the
+"""Run-wide accounting shared by all worker threads (spec §6.4): usage, LLM call count, the
 token budget, the run deadline and cancellation.
 
 One Meter per run. :meth:`Meter.before_attempt` is wired into the LLM clients' ``before_attempt``
@@ -24,8 +24,8 @@ class Meter:
     """``budget_tokens``: input + output tokens for the run, 0 = unlimited. ``deadline``: a
     ``time.monotonic()`` value or None. ``attempts`` counts HTTP attempts that were allowed to
     start; ``llm_calls`` counts answered calls (usage recorded). A plain class, not a
-    dataclass: built on every review, nothing compares or copies it (issue 18: a dataclass
-    costs ~0.7 ms to build at import)."""
+    dataclass: nothing compares or copies it, and a dataclass is slower to build at import,
+    which every review pays."""
 
     def __init__(self, budget_tokens: int = 0, deadline: float | None = None) -> None:
         self.budget_tokens = budget_tokens

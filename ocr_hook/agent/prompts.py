@@ -1,7 +1,7 @@
-"""The main-task prompt of one group (SPEC §6.2), assembled from explicit fields with
-``prompts.render``: the other changed files, the group's numbered diffs, rules, background, the
-plan (round 1) and the findings of earlier rounds (rounds ≥ 2); plus the prompt size check
-(SPEC §6.3). Pure: the date, rules and redaction are passed in.
+"""The main-task prompt of one group (spec §6.2), assembled from explicit fields with
+``util.render_template``: the other changed files, the group's numbered diffs, rules,
+background, the plan (round 1) and the findings of earlier rounds (rounds ≥ 2); plus the prompt
+size check (spec §6.3). Pure: the date, rules and redaction are passed in.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from ..findings import RawComment
 from ..llm import Message
 from .grouping import Group
 
-CONFIRMED_CAP = 30  # SPEC §6.1 step 5 (OCR confirmedCap)
-CONFIRMED_CODE_CHARS = 200  # SPEC §6.1 step 5 (OCR confirmedMaxExistingCode)
-CONFIRMED_ISSUE_CHARS = 300  # SPEC §6.1 step 5 (OCR confirmedMaxContent)
-PROMPT_CONTEXT_FRACTION = 0.8  # SPEC §6.3: a group prompt above 80 % of the context is skipped
+CONFIRMED_CAP = 30  # spec §6.1 step 5 (OCR confirmedCap)
+CONFIRMED_CODE_CHARS = 200  # spec §6.1 step 5 (OCR confirmedMaxExistingCode)
+CONFIRMED_ISSUE_CHARS = 300  # spec §6.1 step 5 (OCR confirmedMaxContent)
+PROMPT_CONTEXT_FRACTION = 0.8  # spec §6.3: a group prompt above 80 % of the context is skipped
 
 
 def exceeds_tokens(texts: Sequence[str], limit: int, count: Callable[[str], int]) -> bool:
     """True when ``texts`` together have more than ``limit`` tokens. Counts exactly only when
     their UTF-8 size (an upper bound: a token is at least one byte) is above ``limit``, so small
-    reviews never load a BPE table (SPEC §15)."""
+    reviews never load a BPE table (spec §15)."""
     if sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) <= limit:
         return False
     return sum(count(t) for t in texts) > limit
@@ -31,11 +31,11 @@ def exceeds_tokens(texts: Sequence[str], limit: int, count: Callable[[str], int]
 
 def prompt_path(path: str) -> str:
     """A path as shown in a prompt: XML-escaped and on one line, so a file name cannot close a
-    delimiter or start a line of its own (SPEC §14)."""
+    delimiter or start a line of its own (spec §14)."""
     return util.xml_attr(path).replace("\r", "\\r").replace("\n", "\\n")
 
 
-OTHER_FILES_MAX = 200  # lines of the prompt's "other changed files" list (issue 20)
+OTHER_FILES_MAX = 200  # lines of the "other changed files" list: a huge change must not fill it
 
 
 def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
@@ -55,7 +55,7 @@ def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
 def _file_element(f: FileDiff, line_count: Callable[[str], int | None]) -> str:
     """One file of ``<review_files>``: ``<file path="…" lines="N">`` (N, the file's line count
     after the change, lets the model size a ``file_read``; left out when unknown), the note on
-    a deleted file the snapshot still uses (issue 16), and its numbered diff."""
+    a deleted file the snapshot still uses, and its numbered diff."""
     n = line_count(f.path)
     lines = f' lines="{n}"' if n is not None else ""
     return (f'<file path="{prompt_path(f.path)}"{lines}>\n{_deleted_note(f)}'
@@ -63,7 +63,7 @@ def _file_element(f: FileDiff, line_count: Callable[[str], int | None]) -> str:
 
 
 def _deleted_note(f: FileDiff) -> str:
-    """For a deleted file the snapshot still refers to (issue 16): what the review is for and
+    """For a deleted file the snapshot still refers to: what the review is for and
     the referring lines; "" otherwise."""
     if f.status != "deleted" or not f.referenced_by:
         return ""
@@ -77,7 +77,7 @@ def group_fields(
     line_count: Callable[[str], int | None] = lambda _path: None,
 ) -> dict[str, str]:
     """Template fields shared by the plan and main prompts of ``group``: date, other changed
-    files (status + path, SPEC §6.2), the group's numbered diffs in ``<file>`` elements (with
+    files (status + path, spec §6.2), the group's numbered diffs in ``<file>`` elements (with
     the new file's line count from ``line_count``), rules and background."""
     return {
         "date": now,
@@ -102,7 +102,7 @@ def group_messages(
     plan: str = "",
     confirmed: str = "",
 ) -> list[Message]:
-    """System + user messages of one group's main task (SPEC §6.2) from its ``group_fields``;
+    """System + user messages of one group's main task (spec §6.2) from its ``group_fields``;
     ``plan`` only in round 1, ``confirmed`` (earlier findings) only in rounds ≥ 2."""
     system = util.render_template("main_system", contract_fields(language))
     user = util.render_template("main_user", {**fields, "plan": plan, "confirmed": confirmed})
@@ -110,8 +110,8 @@ def group_messages(
 
 
 def confirmed_block(confirmed: Sequence[RawComment]) -> str:
-    """Findings of earlier rounds for rounds ≥ 2 (SPEC §6.1 step 5): at most 30, each on
-    one line per field and trimmed (code 200, issue 300 characters, then "...")."""
+    """Findings of earlier rounds for rounds ≥ 2 (spec §6.1 step 5): at most 30, each on
+    one line per field and trimmed (code 200, content 300 characters, then "...")."""
 
     def trim(text: str, limit: int) -> str:
         flat = " ".join(text.split())

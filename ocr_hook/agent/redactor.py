@@ -1,20 +1,20 @@
-"""The redaction choke point (SPEC §14): every text the review sends to an LLM passes here.
+"""The redaction choke point (spec §14): every text the review sends to an LLM passes here.
 
-:class:`RedactingClient` wraps the run's ChatClient; ``review`` hands only the wrapper to the
-agent code (tool loop, grouping, plan, review filter, re-location, compression summary), so no
-request can leave without its messages redacted: system and user prompts (the diffs), tool
-results (built-in and MCP), earlier assistant turns and their tool-call arguments, and tool
-descriptions. Text is also made encodable: a path byte that is not UTF-8 is sent as ``\\xNN``
-(:mod:`ocr_hook.pathtext`), and tools map that form back. Anthropic ``native`` blocks
-(thinking signatures) are resent unchanged: they are
-the model's own output, produced from redacted input.
+:class:`RedactingClient` wraps the run's ChatClient; the run (``pipeline.llm_stage``) hands
+only the wrapper to the agent code (tool loop, grouping, plan, review filter, re-location,
+compression summary), so no request can leave without its messages redacted: system and user
+prompts (the diffs), tool results (built-in and MCP), earlier assistant turns and their
+tool-call arguments, and tool descriptions. Text is also made encodable: a path byte that is not
+UTF-8 is sent as ``\\xNN`` (:mod:`ocr_hook.util.pathtext`), and tools map that form back.
+Anthropic ``native`` blocks (thinking signatures) are resent unchanged: they are the model's
+own output, produced from redacted input.
 
-:class:`Redactor` is the text function behind it (``redact.redact``: every detected value,
-allow-listed ones included, since an allow-list only removes findings), also used where text is
-prepared before the request (the diffs are redacted in place before anything is rendered, tool
-results before they are logged), so the session log holds the same
-redacted text the model saw. Its results are memoised per text: a conversation resends its
-earlier messages on every round, and an already redacted text maps to itself.
+:class:`Redactor` is the text function behind it (``secrets.redaction.redact``: every
+detected value, allow-listed ones included, since an allow-list only removes findings), also
+used where text is prepared before the request (the diffs are redacted in place before anything
+is rendered, tool results before they are logged), so the session log holds the same redacted
+text the model saw. Its results are memoised per text: a conversation resends its earlier
+messages on every round, and an already redacted text maps to itself.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ MEMO_MAX_CHARS = 64 * 1024 * 1024  # and their total size: tools redact whole fi
 class Redactor:
     """Callable ``text → redacted text`` for one run; thread-safe. It takes no allow-list:
     ``security.allow_secrets`` and the inline marker make a value "not a finding", never "send
-    it" (issue 17). ``literals``: values found outside the rules (the optional detect-secrets
-    pass, ``change_scan``) → placeholder type; every occurrence is replaced too. ``replaced``
+    it". ``literals``: values found outside the rules (the optional detect-secrets
+    pass, ``change.scan``) → placeholder type; every occurrence is replaced too. ``replaced``
     counts the secret values replaced so far (each distinct text counted once)."""
 
     def __init__(self, literals: Mapping[str, str] | None = None) -> None:
@@ -51,7 +51,7 @@ class Redactor:
             hit = self._memo.get(text)
         if hit is not None:
             return hit
-        out, n = redact(shown_text(text), self.literals)  # non-UTF-8 path bytes as \xNN (pathtext)
+        out, n = redact(shown_text(text), self.literals)  # non-UTF-8 path bytes as \xNN
         with self._lock:
             if len(self._memo) >= MEMO_MAX_ENTRIES or self._memo_chars >= MEMO_MAX_CHARS:
                 self._memo.clear()

@@ -1,4 +1,4 @@
-"""Stop reasons of a model turn that the tool loop must honour (issue 15). Pure.
+"""Stop reasons of a model turn that the tool loop must honour. Pure.
 
 Output limit: a turn that ended because it hit the output-token limit (OpenAI
 ``finish_reason: "length"``, Anthropic ``stop_reason: "max_tokens"``) may hold a tool call cut

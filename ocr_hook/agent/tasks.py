@@ -1,4 +1,4 @@
-"""Single-shot LLM calls of the review pipeline (SPEC §6.1, §6.3): grouping, plan and the
+"""Single-shot LLM calls of the review pipeline (spec §6.1, §6.3): grouping, plan and the
 compression summary. Each is one request with no ``tools`` field; the answer is text.
 
 Every call goes through :func:`ask`: the run's Meter is checked first (the client's
@@ -83,12 +83,13 @@ def ask(
 def grouping_call(
     client: ChatClient, files: Sequence[FileDiff], *, meter: Meter, record: Record
 ) -> list[grouping.Group]:
-    """Ask the model to group ``files`` from metadata only (status, path, +/-; SPEC §6.1) and
+    """Ask the model to group ``files`` from metadata only (status, path, +/-; spec §6.1) and
     return the validated groups (:func:`grouping.parse_grouping_answer`). Raises LlmError
     (also for an unusable answer), BudgetExhausted or DeadlineExceeded."""
     msgs = [
         Message("system", util.render_template("grouping_system", {})),
-        Message("user", util.render_template("grouping_user", {"file_list": grouping.file_list(files)})),
+        Message("user", util.render_template("grouping_user",
+                                             {"file_list": grouping.file_list(files)})),
     ]
     answer = ask(client, msgs, meter=meter, record=record, task="grouping", label=GROUPING_LABEL)
     try:
@@ -125,7 +126,7 @@ def plan_call(
     record: Record,
     label: str,
 ) -> str:
-    """The plan of SPEC §6.1 step 4: a short prioritised checklist of hypotheses for round 1.
+    """The plan of spec §6.1 step 4: a short prioritised checklist of hypotheses for round 1.
     ``plan_tools``: every tool the reviewer will have (listed as text, none callable now);
     ``user_fields`` are the main task's fields (date, other_files, diffs, rules, background).
     A plan cut at the output limit ends with PLAN_CUT_NOTE, so the reviewer knows the rest
@@ -155,7 +156,7 @@ def summary_call(
     record: Record,
     label: str,
 ) -> str:
-    """The compression summary of SPEC §6.3 for ``transcript`` (the rendered compress zone).
+    """The compression summary of spec §6.3 for ``transcript`` (the rendered compress zone).
     Raises LlmError (also for an empty answer), BudgetExhausted or DeadlineExceeded."""
     msgs = [
         Message("system", util.render_template("compression_system", {"language": language})),

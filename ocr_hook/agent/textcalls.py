@@ -1,4 +1,4 @@
-"""Tool calls written as text (SPEC §6.2 fallback, for servers without a tool-call parser).
+"""Tool calls written as text (spec §6.2 fallback, for servers without a tool-call parser).
 
 Parses the formats models write when the server does not turn them into native tool calls
 (Qwen3-Coder XML, Llama 3.1 ``<function=…>``, Hermes/Qwen JSON objects) into
@@ -97,7 +97,7 @@ def _calls_in(text: str, known: set[str]) -> list[tuple[str, Any]]:
 
 
 def text_tool_calls(content: str, known: set[str]) -> list[ToolCall]:
-    """Tool calls written as text in ``content`` (SPEC §6.2 fallback, for servers without a
+    """Tool calls written as text in ``content`` (spec §6.2 fallback, for servers without a
     tool-call parser): see :func:`_calls_in` for the formats. Calls in the answer win; calls
     only written inside a leading ``<think>`` block are taken when the answer has none. Only
     names in ``known`` are accepted. Arguments are decoded as native tool calls are
@@ -113,6 +113,6 @@ def text_tool_calls(content: str, known: set[str]) -> list[ToolCall]:
         raw = "" if args is ... else args if isinstance(args, str) else json.dumps(
             args, ensure_ascii=False)
         value, err = decode_arguments(None if args is ... else raw)
-        # 48 random bits as 12 hex digits (no uuid import: it loads platform, issue 18)
+        # 48 random bits as 12 hex digits (no uuid import: it loads platform, slow at start-up)
         calls.append(ToolCall(f"call_{os.urandom(6).hex()}", name, raw, value, err, True))
     return calls

@@ -1,4 +1,6 @@
-"""The change a review reads: the change set loaded within bounds, file selection, review rules, the hook's file names, deleted files still referred to, findings made without the model."""
+"""The change a review reads: the change set loaded within bounds, file selection, review rules,
+the hook's file names, deleted files still referred to, findings made without the model.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .changeset import ChangeSet, ScanPolicy, human_bytes, load_change_set
+    from .changeset import ChangeSet, ScanPolicy, load_change_set
     from .hookinput import changes_only_notice, filter_paths
     from .notes import input_warnings
     from .rule_sources import RuleLayers, load_rule_layers, selection_globs
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from .selection import BOUND_REASONS, Decision, SelectionPolicy, reason_words
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "changeset": ("ChangeSet", "ScanPolicy", "human_bytes", "load_change_set",),
+    "changeset": ("ChangeSet", "ScanPolicy", "load_change_set",),
     "hookinput": ("changes_only_notice", "filter_paths",),
     "notes": ("input_warnings",),
     "rule_sources": ("RuleLayers", "load_rule_layers", "selection_globs",),

@@ -1,6 +1,6 @@
 """Load a change set with bounded time and memory: metadata first, content only where needed.
 
-One ``git diff --raw --numstat -p -z`` process (the flags of ``target.diff_command``, one
+One ``git diff --raw --numstat -p -z`` process (the flags of ``git.diff_command``, one
 diffcore run, so paths, renames and sections agree) is read as a stream:
 
 1. The NUL-delimited ``--raw``/``--numstat`` records come first: every changed path, its
@@ -11,16 +11,16 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    a too-large file among them, before any of their content is read. The files left (the
    candidates) are bounded: files matching ``select.include`` first, then git's path order;
    after ``select.max_files`` of them the rest are ``over_max_files``.
-3. The patch that follows is walked section by section (``patchstream.PatchStream``): a candidate's
+3. The patch that follows is walked section by section (``diff.PatchStream``): a candidate's
    section is kept and parsed while the kept sections stay within ``select.max_total_bytes``
    (then that file and every later candidate are ``over_max_total_bytes``); the sections of
    excluded or over-bound files are parsed only for the caller's secret scan, as copies
    (``ChangeSet.probes``; the files stay ``FileDiff.loaded`` False), while the scan budget
-   lasts; every other section is
-   passed over unread. Once no later section can be needed the process is stopped.
+   lasts; every other section is passed over unread. Once no later section can be needed the
+   process is stopped.
 4. Kept files go through every gate (``selection.select``: content gates and the token gate).
 5. The secret scan of each file too large to load reads a bounded prefix of its blob
-   (``bigscan``); the outcome is stated in the file's ``Decision.detail``.
+   (``secrets.blobs``); the outcome is stated in the file's ``Decision.detail``.
 
 ``security.max_scan_bytes`` bounds the bytes the secret scan reads for files that are not
 reviewed (reviewed files are always scanned whole: their diffs are redacted anyway). When it
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import git, secrets
+from .. import git, secrets, util
 from ..diff import (
     DiffParseError,
     FileDiff,
@@ -68,9 +68,9 @@ MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this 
 
 class ScanPolicy(NamedTuple):
     """The secret scan of files that are not reviewed: ``allow`` as in
-    ``redact.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan).
+    ``secrets.redaction.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan).
     The sections read for the scan are parsed and handed to the caller (``ChangeSet.probes``),
-    so the caller's scan (``change_scan``, with the optional detect-secrets pass and the
+    so the caller's scan (``scan``, with the optional detect-secrets pass and the
     protected-path check) sees them like loaded files."""
 
     allow: tuple[str, ...] = ()
@@ -95,7 +95,6 @@ class ChangeSet:
     probes: list[selection.Decision] = field(default_factory=list)
 
 
-human_bytes = secrets.human
 
 
 def _file_from_entry(e: RawEntry) -> FileDiff:
@@ -109,7 +108,7 @@ def _file_from_entry(e: RawEntry) -> FileDiff:
 
 def _read_records(chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
     r"""Read the ``--raw``/``--numstat`` records up to the ``\0\0`` that ends them (see
-    ``diff.split_raw_and_patch``); returns (records, the patch bytes read past them)."""
+    ``diff.patch.split_raw_and_patch``); returns (records, the patch bytes read past them)."""
     buf = bytearray()
     for chunk in chunks:
         start = max(0, len(buf) - 1)
@@ -168,14 +167,14 @@ def load_change_set(
     names: Sequence[str] | None = None,
     early_gates_min_paths: int = EARLY_GATES_MIN_PATHS,
 ) -> ChangeSet:
-    """Changed files of ``target`` with their decisions (SPEC §3.1, §4), loading content only
+    """Changed files of ``target`` with their decisions (spec §3.1, §4), loading content only
     where a decision or the secret scan needs it, within the bounds of ``policy`` (see the
     module docstring). ``count_tokens`` as in ``selection.select``. ``scan`` None: no secret
     scan (``--preview``). ``names``: the hook's file names (``hookinput.filter_paths``; None =
     none given): other paths are left out of the change set. From ``early_gates_min_paths``
     changed paths on, the path gates run on a ``--raw``-only listing while git computes
     ``--numstat``. Files binary only by ``.gitattributes`` are re-diffed as text
-    (``textattr``, ``target.rediff_as_text``); a deleted file the snapshot still refers to is
+    (``git.attributes``, ``git.rediff_as_text``); a deleted file the snapshot still refers to is
     reviewed (``deleted_refs``). A target whose head is its base (a staged snapshot of an
     index that matches HEAD) has no change: no git process. Raises GitError /
     DiffParseError."""
@@ -224,7 +223,7 @@ class _Loader:
         self.pre: list[str] = []
         self.candidates: list[int] = []
         self.n_selected = 0
-        self.forced: dict[int, str] = {}  # index → the .gitattributes entry (textattr)
+        self.forced: dict[int, str] = {}  # index → the .gitattributes entry (git.attributes)
         self.unchanged_names: list[str] | None = None
         self.scan_left = scan.max_bytes if scan is not None else 0
         self.findings: list[Finding] = []
@@ -267,7 +266,7 @@ class _Loader:
         gone = [i for i, r in enumerate(self.pre) if r == "deleted"]
         if gone and mark_referenced(self.repo, [(self.target.head, files[i]) for i in gone],
                                     search):
-            for i in gone:  # issue 16: deleted but still used, so reviewed
+            for i in gone:  # deleted but still used, so reviewed
                 if files[i].referenced_by:
                     self.pre[i] = self._reason(files[i])
         self._bound_files()
@@ -406,8 +405,8 @@ def _take_sections(
     sections: PatchStream, f: FileDiff, keep_max: int
 ) -> tuple[list[bytes] | None, int] | None:
     """Consume ``f``'s section(s): a type change may be printed as two sections with the same
-    ``diff --git`` line (``diff.build_file_diffs``). Returns (the sections' bytes, or None when
-    not kept; their size), or None when the stream has no section left."""
+    ``diff --git`` line (``diff.patch.build_file_diffs``). Returns (the sections' bytes, or None
+    when not kept; their size), or None when the stream has no section left."""
     header = sections.peek_header()
     if header is not None and not _header_matches(header, f):
         raise DiffParseError(f"git diff: patch section {header[:80]!r} does not belong to "
@@ -433,7 +432,7 @@ _QUOTED_NAME = re.compile(r'["\\\x00-\x1f\x7f]')  # git C-quotes such names (cor
 
 def _header_matches(header: bytes, f: FileDiff) -> bool:
     """Whether a ``diff --git a/<old> b/<new>`` line can be ``f``'s: checked for names git
-    prints unquoted (the others are not parsed, as in ``diff``), so a misaligned stream is an
+    prints unquoted (the others are not parsed, as in ``diff.patch``), so a misaligned stream is an
     error rather than hunks attached to the wrong file."""
     if _QUOTED_NAME.search(f.old_path) or _QUOTED_NAME.search(f.new_path):
         return True
@@ -445,32 +444,32 @@ def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
     """The statement for a file whose added lines the secret scan did not read."""
     if scan is None:
         return ""
-    budget = f"security.max_scan_bytes ({human_bytes(scan.max_bytes)})"
+    budget = f"security.max_scan_bytes ({util.human_bytes(scan.max_bytes)})"
     if size is None:
         return f"secret scan: not scanned, {budget} was used up"
-    return (f"secret scan: not scanned, its {human_bytes(size)} diff is more than what was left "
-            f"of {budget}")
+    return (f"secret scan: not scanned, its {util.human_bytes(size)} diff is more than what was"
+            f" left of {budget}")
 
 
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:
     """The reason in words, where it needs numbers."""
     f = d.file
     if d.reason == "too_large" and f.size_bytes is not None and not f.loaded:
-        return (f"{human_bytes(f.size_bytes)}, larger than select.max_file_bytes "
-                f"({human_bytes(policy.max_file_bytes)}): content not read")
+        return (f"{util.human_bytes(f.size_bytes)}, larger than select.max_file_bytes "
+                f"({util.human_bytes(policy.max_file_bytes)}): content not read")
     if d.reason == "over_max_files":
         return (f"{selected} files to review, more than select.max_files ({policy.max_files}):"
                 " files in select.include first, then the first ones in path order are reviewed")
     if d.reason == "over_max_total_bytes":
         return (f"the diffs to review pass select.max_total_bytes "
-                f"({human_bytes(policy.max_total_bytes)}) at this file; it and the files "
+                f"({util.human_bytes(policy.max_total_bytes)}) at this file; it and the files "
                 "after it are not reviewed")
     return ""
 
 
 def _read_heads(repo: Path, files: Sequence[FileDiff]) -> None:
     """First bytes of the new blob of each kept file whose first hunk starts below line 1, for
-    the generated-file markers of SPEC §4 gate 8 (``FileDiff.head_text``); each blob is read
+    the generated-file markers of spec §4 gate 8 (``FileDiff.head_text``); each blob is read
     only up to GENERATED_SCAN_BYTES."""
     need = [
         f for f in files

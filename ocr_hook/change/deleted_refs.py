@@ -1,13 +1,13 @@
-"""Deleted files that the reviewed snapshot still refers to (issue 16).
+"""Deleted files that the reviewed snapshot still refers to.
 
-A deleted file is normally listed and not reviewed (SPEC §4 gate 9), but deleting a module that
+A deleted file is normally listed and not reviewed (spec §4 gate 9), but deleting a module that
 other code still imports breaks those users. :func:`find_users` looks for the names by which
 code refers to each deleted file (:func:`reference_names`) in the snapshot with one ``git grep``
 and keeps the lines that read like a reference (:data:`REFERENCE_WORDS`: ``import``,
 ``require``, ``#include``, ``use`` …). A deleted file with users is reviewed: its diff, with
-the users quoted in the prompt (``group_prompts``).
+the users quoted in the prompt (``agent.prompts``).
 
-I/O: one ``git grep -z -n -w -F -I`` over the snapshot tree through :mod:`gitio`.
+I/O: one ``git grep -z -n -w -F -I`` over the snapshot tree through :mod:`git.process`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ log = logging.getLogger(__name__)
 
 USERS_MAX = 5  # user lines quoted per deleted file
 # Deleted files searched for users per run (ours): one `git grep -w -F` with thousands of names
-# over a large tree takes seconds (3,000 deleted of 20,000 changed files: 11.6 s), and a change
-# that deletes hundreds of files is a removal the reviewer cannot weigh file by file anyway.
+# over a large tree takes seconds, and a change that deletes hundreds of files is a removal the
+# reviewer cannot weigh file by file anyway.
 SEARCH_MAX_FILES = 200
 USER_LINE_CHARS = 200  # a quoted user line is cut here
 MIN_NAME_CHARS = 3  # shorter names ("a", "io") would match too much to mean anything

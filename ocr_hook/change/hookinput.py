@@ -1,13 +1,14 @@
-"""What a hook run under the pre-commit framework is asked to review, beyond git's own input
-(issue 16): file-name arguments as a filter on the changed paths, and the plain notice when
-the framework hands the hook files instead of changes (``pre-commit run --all-files``).
+"""What a hook run under the pre-commit framework is asked to review, beyond git's own input:
+file-name arguments as a filter on the changed paths, and the plain notice when the framework hands
+the hook files instead of changes (``pre-commit run --all-files``).
 
-pre-commit passes file names unless a hook sets ``pass_filenames: false`` (a ``repo: local``
-hook with the defaults does; ecosystem.md §1.2), and splits long lists into slices run in
-parallel. In the pre-commit stage the names are ``git diff --staged --name-only`` minus
-deletions, so each is a changed path of the staged snapshot; with ``--all-files`` they are
-``git ls-files``, mostly unchanged files. A name that is not a changed path therefore means
-the hook was given files, not changes. Pure: no git, no environment reads.
+pre-commit passes file names unless a hook sets ``pass_filenames: false`` (pre-commit's hook
+options: the default is true, so a ``repo: local`` hook with the defaults gets names), and splits
+long lists into slices run in parallel. In the pre-commit stage the names are
+``git diff --staged --name-only`` minus deletions, so each is a changed path of the staged
+snapshot; with ``--all-files`` they are ``git ls-files``, mostly unchanged files. A name that is
+not a changed path therefore means the hook was given files, not changes. Pure: no git, no
+environment reads.
 """
 
 from __future__ import annotations

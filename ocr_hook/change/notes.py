@@ -1,5 +1,5 @@
 """Warnings about a run's input, made before any LLM call and logged on stderr as they are
-made (issue 16): the hook was given files, not changes (``hookinput``), detect-secrets notes,
+made: the hook was given files, not changes (``hookinput``), detect-secrets notes,
 deleted files the snapshot still refers to, and files marked binary in ``.gitattributes``
 that hold text."""
 
@@ -29,7 +29,7 @@ def input_warnings(files: Sequence[FileDiff], changes_only: str,
                    f" (first: {f.referenced_by[0].split(': ', 1)[0]}); deletion reviewed")
             log.warning("%s", msg)
             out.append(RunWarning("deleted_referenced", f.path, msg))
-        if f.binary_attribute:  # issue 16: binary by content, not by attribute
+        if f.binary_attribute:  # binary by content, not by attribute
             msg = (f"{f.path}: marked {f.binary_attribute} in .gitattributes but holds text"
                    " (no NUL byte); reviewed and scanned as text")
             log.warning("%s", msg)

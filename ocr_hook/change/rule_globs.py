@@ -1,6 +1,6 @@
-"""The built-in rule map's globs as regular expressions, shipped with it (issue 18): resolving a
-path against the built-in layer needs no pathspec import (~12 ms, more than the rest of a cache
-hit's rule work), because pathspec's own translation of each glob is stored in
+"""The built-in rule map's globs as regular expressions, shipped with it: resolving a path
+against the built-in layer needs no pathspec import (which would cost more than the rest of a
+cache hit's rule work), because pathspec's own translation of each glob is stored in
 ``config/rules/rule_map_regex.json`` and matched with ``re``.
 
 The file holds, for each entry of ``rule_map.json`` and each of its patterns, the regexes of the
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from .. import util
 
-RESOURCE = "rules/rule_map_regex.json"  # inside package ocr_hook.config (ocr_hook.builtin)
+RESOURCE = "rules/rule_map_regex.json"  # inside package ocr_hook.builtin
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")  # pathspec names a group; an alternation repeats it
 
 Regexes = tuple[tuple[str, ...], ...]  # per pattern of an entry: the regexes of its expansions

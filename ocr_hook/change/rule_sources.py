@@ -1,4 +1,4 @@
-"""Loading the rule layers of SPEC §5 from where they live (the I/O edge of ``rules``).
+"""Loading the rule layers of spec §5 from where they live (the I/O edge of ``rules``).
 
 - ``cli``: ``--rule FILE`` on disk (a rule.json, or a Markdown/text checklist for every file);
 - ``repo``: ``rules.file`` (a repository path) or ``.opencodereview/rule.json``, both read from
@@ -22,13 +22,13 @@ from . import rules
 
 OCR_RULE_FILE = ".opencodereview/rule.json"  # the reference project's repository rule file
 REPO_CONFIG_FILE = ".ocr-hook.toml"
-# dismiss.SHARED_FILE, named here so that reading the rules does not import dismiss (issue 18)
+# comments.dismissals.SHARED_FILE, named here: change may not import comments (tests/test_layers.py)
 SHARED_DISMISSALS = ".ocr-hook-dismissed.json"
 
 
 class RuleLayers(NamedTuple):
     """Rule sources, highest precedence first, and the repository paths that configure the
-    review (a staged change to one of them is flagged, SPEC §5)."""
+    review (a staged change to one of them is flagged, spec §5)."""
 
     sources: tuple[rules.RuleSource, ...]
     protected_paths: tuple[str, ...]
@@ -91,7 +91,7 @@ def load_rule_layers(
 ) -> RuleLayers:
     """Read every layer. ``repo_rule_file`` is ``rules.file`` from the configuration: a
     repository path read from HEAD; an absolute or ``~`` path (only the user file, the
-    environment or a flag may set one: ``config_repo.check_repo_paths``) is read from disk as
+    environment or a flag may set one: ``config.repo.check_repo_paths``) is read from disk as
     a user-level file. Raises ConfigError for unreadable or invalid rule files."""
     sources: list[rules.RuleSource] = []
     protected = [REPO_CONFIG_FILE, OCR_RULE_FILE, SHARED_DISMISSALS]

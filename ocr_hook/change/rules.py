@@ -1,4 +1,4 @@
-"""Review rules: repository path -> the rule text the model reviews that file against (SPEC §5).
+"""Review rules: repository path -> the rule text the model reviews that file against (spec §5).
 
 Rules come in layers, highest precedence first: ``cli`` (``--rule FILE``), ``repo``
 (``.ocr-hook.toml``'s ``[rules]`` or ``.opencodereview/rule.json``, read from HEAD by the caller),
@@ -12,7 +12,7 @@ repository-relative POSIX path, after brace groups (``*.{js,ts}``) are expanded.
 
 Pure: no processes, no environment, no clock. Rule files named inside a rule JSON are read only
 through the ``read_md`` callable the caller passes (it confines reads to the repository at HEAD or
-to the config dir). The built-in rules are read once through ``ocr_hook.resources``.
+to the config dir). The built-in rules are read once through ``ocr_hook.util.resources``.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from ..errors import ConfigError
 if TYPE_CHECKING:  # imported with the first pattern compiled
     import pathspec
 
-LAYERS = ("cli", "repo", "user", "builtin")  # SPEC §5, highest precedence first
-RULE_FILE_MAX_BYTES = 512 * 1024  # SPEC §5 (OCR readRuleFileSafe: 512 KB per rule file)
+LAYERS = ("cli", "repo", "user", "builtin")  # spec §5, highest precedence first
+RULE_FILE_MAX_BYTES = 512 * 1024  # spec §5 (OCR readRuleFileSafe: 512 KB per rule file)
 RULE_FILE_SUFFIXES = (".md", ".markdown", ".txt")  # OCR allowedRuleExts
 MAX_BRACE_EXPANSIONS = 1024  # one pattern may not expand to more globs than this
-BUILTIN_RULE_MAP = "rules/rule_map.json"  # inside package ocr_hook.config
+BUILTIN_RULE_MAP = "rules/rule_map.json"  # inside package ocr_hook.builtin
 
 # Keys of a rule JSON/TOML table besides include/exclude/rules that are accepted and ignored:
 # `file` is `.ocr-hook.toml`'s `[rules] file` (handled by the caller); `$schema`, `_comment`...
@@ -58,13 +58,13 @@ class RuleEntry(NamedTuple):
     text: str  # rule text (Markdown); "" means "no rule of its own"
     merge_system_rule: bool = False  # True: append text to the built-in rule instead of replacing
     origin: str = ""  # where text came from: "python.md", "docs/team.md"; "" when inline
-    # built-in entries: each pattern's regexes (rule_regexes), matched without pathspec
+    # built-in entries: each pattern's regexes (rule_globs), matched without pathspec
     regexes: tuple[tuple[str, ...], ...] = ()
 
 
 class RuleSource(NamedTuple):
     """One layer of rules. ``include``/``exclude`` are file-selection globs carried for
-    ``selection`` (SPEC §4 user_include/user_exclude); ``resolve`` does not use them."""
+    ``selection`` (spec §4 user_include/user_exclude); ``resolve`` does not use them."""
 
     layer: str  # one of LAYERS
     entries: tuple[RuleEntry, ...]
@@ -183,8 +183,8 @@ def _needles(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
 def _matches(patterns: tuple[str, ...], lower_path: str,
              regexes: tuple[tuple[str, ...], ...] = ()) -> bool:
     """Whether the gitignore list ``patterns`` matches ``lower_path``. A path that holds none
-    of the patterns' literal parts is no match without compiling them (issue 18: the built-in
-    rule map has ~150 globs, and a path matches one entry). ``regexes`` (a built-in entry's,
+    of the patterns' literal parts is no match without compiling them (the built-in rule map
+    expands to many globs, and a path matches one entry). ``regexes`` (a built-in entry's,
     per pattern, all including): matched with ``re`` instead of pathspec."""
     needles = _needles(patterns)
     if needles is not None and not any(n in lower_path for n in needles):
@@ -262,7 +262,7 @@ def group_rule_text(paths: Sequence[str], sources: Sequence[RuleSource]) -> str:
         by_text.setdefault(resolve(path, sources).text, []).append(path)
     if len(by_text) == 1:
         return next(iter(by_text))
-    import html  # lazily: html.entities costs start-up time (issue 18)
+    import html  # lazily: html.entities costs start-up time
 
     blocks = [
         f'<rules for="{html.escape(", ".join(group))}">\n{text}\n</rules>'
@@ -278,7 +278,7 @@ def group_rule_text(paths: Sequence[str], sources: Sequence[RuleSource]) -> str:
 def parse_rule_json(
     data: bytes, layer: str, read_md: ReadMd, *, name: str | None = None
 ) -> RuleSource:
-    """Parse a rule file in the reference project's format (SPEC §5)::
+    """Parse a rule file in the reference project's format (spec §5)::
 
         {"include": ["glob", ...], "exclude": ["glob", ...],
          "rules": [{"path": "glob" | ["glob", ...], "rule": "text" | "dir/file.md",
@@ -439,9 +439,9 @@ def parse_rule_map(data: bytes, read_rule: Callable[[str], str]) -> RuleSource:
 
 @functools.cache
 def builtin_rules() -> RuleSource:
-    """The builtin layer, loaded once from package ``ocr_hook.config`` (``rules/rule_map.json``
+    """The builtin layer, loaded once from package ``ocr_hook.builtin`` (``rules/rule_map.json``
     and the ``rules/*.md`` it names), each entry with its patterns' regexes
-    (``rule_regexes``). Raises FileNotFoundError if the package data is missing, ValueError
+    (``rule_globs``). Raises FileNotFoundError if the package data is missing, ValueError
     when the regexes do not fit the rule map."""
     from . import rule_globs
 

@@ -1,10 +1,10 @@
 """The deterministic findings of a change, made without the LLM and so also without an
-endpoint or a reviewable file: secrets and prompt-injection phrases (SPEC §14, through
-``secret_scan``) and edits to review-configuration files (SPEC §5).
+endpoint or a reviewable file: secrets and prompt-injection phrases (spec §14, through
+``secrets.diff_scan``) and edits to review-configuration files (spec §5).
 
-The only I/O is ``git cat-file`` of a renamed or copied secret file (``gitio``). With
+The only I/O is ``git cat-file`` of a renamed or copied secret file (``git.run_git_full``). With
 ``security.detect_secrets`` on, detect-secrets also scans the lines our secret scan reports on
-(``detect_secrets_scan``).
+(``secrets.detect_secrets_pass``).
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ def scan_findings(
     repo: Path, decisions: Sequence[Decision], allow: Sequence[str], *,
     detect_secrets: bool = False,
 ) -> ChangeScan:
-    """Deterministic security findings of the change (``secret_scan``): secrets added to any
-    changed file, scanned whole for a rename or copy away from a secret path (``git mv .env
-    notes.txt`` has no hunks), and prompt-injection phrases in the files sent to the LLM. With
-    ``detect_secrets``, the detect-secrets pass runs over the same lines
-    (``detect_secrets_scan``): its findings follow ours, and without the package the result
+    """Deterministic security findings of the change (``secrets.diff_scan``): secrets added to
+    any changed file, scanned whole for a rename or copy away from a secret path
+    (``git mv .env notes.txt`` has no hunks), and prompt-injection phrases in the files sent to
+    the LLM. With ``detect_secrets``, the detect-secrets pass runs over the same lines
+    (``secrets.detect_secrets_pass``): its findings follow ours, and without the package the result
     carries a warning instead. Raises GitError when ``git cat-file`` times out, cannot run or
     fails other than with exit code 128 (object missing: the file is then scanned by its hunks
     only)."""
@@ -100,7 +100,7 @@ def protected_path_findings(
 ) -> list[Finding]:
     """A ``medium``/``security`` finding for each staged change to a file that configures the
     review (``.ocr-hook.toml``, rule files): it does not take effect for this review, which uses
-    the rules at HEAD (SPEC §5). Anchored to the first changed line of the file."""
+    the rules at HEAD (spec §5). Anchored to the first changed line of the file."""
     wanted = set(protected)
     out: list[Finding] = []
     for f in files:

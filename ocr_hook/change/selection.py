@@ -1,6 +1,6 @@
-"""Deterministic file selection (SPEC §4): FileDiff[] + policy → reviewed or excluded(reason).
+"""Deterministic file selection (spec §4): FileDiff[] + policy → reviewed or excluded(reason).
 
-Gates run in SPEC order; the first that matches decides. Pure: no git, no LLM, no env.
+Gates run in the order of spec §4; the first that matches decides. Pure: no git, no LLM, no env.
 Globs use gitignore semantics through pathspec; built-in lists live in ``config/*.json``
 (``path_lists.json``: secret paths and provider directories; ``default_exclude_patterns.json``:
 tests, fixtures, generated and lock files; ``supported_file_types.json``: the allow-list).
@@ -20,9 +20,9 @@ Reasons, in gate order (OCR names where OCR has one):
    and lock files, and files whose first lines carry ``@generated`` or ``Code generated …
    DO NOT EDIT``;
 9. ``deleted`` – kept in the "other changed files" list, not reviewed unless the snapshot
-   still refers to it (``FileDiff.referenced_by``, found by ``deleted_refs``; issue 16);
+   still refers to it (``FileDiff.referenced_by``, found by ``deleted_refs``);
    then three reasons for paths whose content did not change, so an LLM call would have
-   nothing to look at (SPEC §3.5: listed, no LLM call): ``rename_only`` (a rename without
+   nothing to look at (spec §3.5: listed, no LLM call): ``rename_only`` (a rename without
    hunks), ``mode_only`` (only the file mode changed), ``no_content_change`` (anything else
    without hunks: an added or deleted empty file, a copy without edits);
 10. ``too_large`` – the file's diff alone exceeds 80 % of the context budget, in tokens; or,
@@ -46,8 +46,8 @@ from typing import Any, NamedTuple
 from .. import util
 from ..diff import FileDiff, RawEntry
 
-TOO_LARGE_FRACTION = 0.8  # SPEC §4 gate 10: a file's diff alone > 80 % of the context budget
-GENERATED_SCAN_LINES = 5  # SPEC §4 gate 8: "files whose first lines say …"
+TOO_LARGE_FRACTION = 0.8  # spec §4 gate 10: a file's diff alone > 80 % of the context budget
+GENERATED_SCAN_LINES = 5  # spec §4 gate 8: "files whose first lines say …"
 BYTES_PER_TOKEN_FLOOR = 3  # no tokenizer yields more than one token per 3 bytes of code/diff
 
 REASONS = (
@@ -110,13 +110,13 @@ class GlobList:
     path that matches some pattern is decided by pathspec itself. Same answers, one regex
     search per path in the common case.
 
-    Compiling the ~150 built-in patterns costs more than a whole 1-file review (issue 18), so
-    it waits for the first path that contains one of the patterns' literal parts
-    (:func:`glob_needles`): every character of a pattern outside its wildcards must be in a
-    path it matches, so a path without any of them is no match, decided without a regex.
-    The needle test itself is a loop of substring tests for the first NEEDLE_LOOP_PATHS paths
-    and one regex alternation of the needles after that (one C-level scan per path; compiling
-    it costs about as much as the loop over a few hundred paths).
+    Compiling the built-in patterns costs more than a whole 1-file review, so it waits for the
+    first path that contains one of the patterns' literal parts (:func:`glob_needles`): every
+    character of a pattern outside its wildcards must be in a path it matches, so a path without
+    any of them is no match, decided without a regex. The needle test itself is a loop of substring
+    tests for the first NEEDLE_LOOP_PATHS paths and one regex alternation of the needles after that
+    (one C-level scan per path; compiling it costs about as much as the loop over a few hundred
+    paths).
     """
 
     NEEDLE_LOOP_PATHS = 64  # paths tested by the substring loop before the needle regex (ours)
@@ -263,7 +263,7 @@ def select(
     policy: SelectionPolicy,
     count_tokens: Callable[[str], int] | None = None,
 ) -> list[Decision]:
-    """Decide every changed file, in input order (SPEC §4 gates 1–10).
+    """Decide every changed file, in input order (spec §4 gates 1–10).
 
     ``count_tokens`` (text → tokens) is only called for diffs large enough to approach the
     too_large threshold (bytes/3 ≥ threshold), so small reviews never load a BPE table.
@@ -306,7 +306,7 @@ def metadata_reason(
     known_path_reason: str | None = None,
 ) -> str:
     """The gates that need no file content, from git's metadata alone (status, modes, paths,
-    ``--numstat`` counts, ``size_bytes``), in SPEC order; "" when the file's patch must be read
+    ``--numstat`` counts, ``size_bytes``), in gate order; "" when the file's patch must be read
     to decide (it may still be excluded by a content gate: a ``diff`` attribute forcing a
     binary file to text, a link pointing outside, a generated-file marker).
 
@@ -382,7 +382,7 @@ def exclusion_reason(
     return ""
 
 
-# What an exclusion or not-reviewed reason means, for people (issue 19): the text output never
+# What an exclusion or not-reviewed reason means, for people: the text output never
 # shows codes such as ``unsupported_ext``. Reasons that depend on the path are worked out below.
 REASON_WORDS = {
     "binary": "binary",

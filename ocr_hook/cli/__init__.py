@@ -1,4 +1,4 @@
-"""``git ocr`` / ``ocr-hook``: the command layer (SPEC §1, §9). Nothing in ocr_hook imports it.
+"""``git ocr`` / ``ocr-hook``: the command layer (spec §1, §9). Nothing in ocr_hook imports it.
 
 ``main`` (cli/main.py) parses, dispatches and is the one error boundary that maps failures to
 the exit codes of ``ocr_hook.exitcodes.Exit``. Each command lives in its own module and is

@@ -1,4 +1,4 @@
-"""``python -m ocr_hook.cli``: what installed native hooks run (ocr_hook/install.py)."""
+"""``python -m ocr_hook.cli``: what installed native hooks run (ocr_hook/hooks/native.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """``git ocr config list|get|set|unset|path`` and the consent commands ``config allow-mcp`` and
-``config allow-endpoint`` (SPEC §1, §2, §7.3, §14).
+``config allow-endpoint`` (spec §1, §2, §7.3, §14).
 
-``set``/``unset`` change the user file (``config_load.user_config_path``) through
-``config_toml.edit_toml`` (tomlkit: comments and layout stay) and write it atomically with mode
-0600 (``config_load.write_private``): it may hold an API key.
+``set``/``unset`` change the user file (``config.user_config_path``) through
+``config.edit_toml`` (tomlkit: comments and layout stay) and write it atomically with mode 0600
+(``config.write_private``): it may hold an API key.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``git ocr dismiss`` (issue 19): record that a finding is not a problem, list and undo.
+"""``git ocr dismiss``: record that a finding is not a problem, list and undo.
 
 ``git ocr dismiss ID [--reason TEXT] [--shared]`` looks the finding up by its id (a unique
 prefix of at least ID_MIN_CHARS characters) in this repository's review sessions, newest first

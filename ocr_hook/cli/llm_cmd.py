@@ -1,5 +1,5 @@
 """``git ocr llm providers`` (the built-in presets) and ``git ocr llm test`` (one review-shaped
-request to the configured endpoint; SPEC §13). Exit codes of ``llm test``: 0 tools work,
+request to the configured endpoint; spec §13). Exit codes of ``llm test``: 0 tools work,
 1 the model does not call tools, 2 no endpoint, 3 the request failed.
 """
 

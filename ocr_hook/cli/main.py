@@ -1,5 +1,5 @@
 """Program entry of ``git ocr`` / ``ocr-hook``: parse, set up logging, dispatch to a command
-module, and map every failure to an exit code (SPEC §9). This is the one error boundary: the
+module, and map every failure to an exit code (spec §9). This is the one error boundary: the
 command modules return an ``Exit`` code or raise; only :func:`main` catches.
 """
 
@@ -60,7 +60,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .review_cmd import run_review_command
 
         stage = "review" if command == "review" else args.hook
-        with git.run_scope():  # git's answers remembered for this one run (issue 18)
+        with git.run_scope():  # git's answers remembered for this one run
             return run_review_command(args, env, stage)
     if command == "rules" and getattr(args, "rules_cmd", None) == "check":
         from .maintenance import rules_check
@@ -95,7 +95,6 @@ def _prepare_process() -> None:
     # created (pydantic schemas, compiled globs): ~60 ms of a review's wall time on 2 cores
     # (bench/bench_overhead.py). Exit handlers still run; the run's files and child
     # processes are closed explicitly before this point, never left to the collector.
-    # (A run that reaches ``_exit_process`` skips the teardown altogether.)
     atexit.register(gc.freeze)
     # pydantic looks up third-party plugins in every installed distribution's entry points
     # on first use (~20 ms); ocr-hook validates its own config and uses none.
@@ -103,44 +102,10 @@ def _prepare_process() -> None:
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Program entry. Returns the exit code (SPEC §9, a plain int from ``Exit``); never lets a
-    traceback reach the user. A real process (``argv`` None: the console scripts, ``python -m
-    ocr_hook.cli``) ends in :func:`_exit_process` instead of returning."""
-    code = int(_main(argv, os.environ if environ is None else environ))
-    if argv is None:
-        _exit_process(code)
-    return code
-
-
-def _exit_process(code: int) -> None:
-    """End a real process the way the interpreter would, without its final teardown of every
-    module and object (~4 ms after the result is printed, issue 18): wait for non-daemon
-    threads (``threading._shutdown``, which also stops idle ``concurrent.futures`` workers),
-    run the exit handlers, flush stdout and stderr, then ``os._exit(code)``. Returns (and
-    the interpreter exits as usual) when any step fails, e.g. stdout closed by ``| head``."""
-    try:
-        if "threading" in sys.modules:
-            shutdown = getattr(sys.modules["threading"], "_shutdown", None)
-            if shutdown is not None:
-                shutdown()
-        import atexit
-
-        run_handlers = getattr(atexit, "_run_exitfuncs", None)
-        if run_handlers is None:
-            return
-        run_handlers()
-    except Exception:  # noqa: BLE001 - let the interpreter's own exit report it
-        return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # reader gone, full disk: the exit code stays ours
-            if stream is sys.stdout:
-                from ..report import stdout_to_devnull
-
-                stdout_to_devnull()
-    os._exit(code)
+    """Program entry. Returns the exit code (spec §9, a plain int from ``Exit``); never lets a
+    traceback reach the user. ``argv`` None means a real process (the console scripts,
+    ``python -m ocr_hook.cli``): arguments from ``sys.argv``, process settings applied."""
+    return int(_main(argv, os.environ if environ is None else environ))
 
 
 def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:

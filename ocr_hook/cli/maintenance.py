@@ -1,4 +1,4 @@
-"""Maintenance commands (SPEC §1): ``install``/``uninstall`` of the native hooks, ``cache
+"""Maintenance commands (spec §1): ``install``/``uninstall`` of the native hooks, ``cache
 stats|clear|prune``, ``session list|show`` and ``rules check PATH``."""
 
 from __future__ import annotations

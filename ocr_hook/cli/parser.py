@@ -1,7 +1,9 @@
-"""The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (SPEC §1). Only
-argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (SPEC §15).
+"""The argument parser of ``git ocr`` / ``ocr-hook``: every subcommand and flag (spec §1). Only
+argparse is imported here (not even ``typing``), so ``git ocr -h`` stays fast (spec §15). The
+choices of ``--format`` are the names of ``report.OUTPUT_FORMATS``, read when a review or hook
+parser is built; reading them imports the registry alone, no renderer.
 
-A run parses with the parser of its own command only (:func:`parse`, issue 18): building all
+A run parses with the parser of its own command only (:func:`parse`): building all
 29 parsers costs several milliseconds and ~90 gettext lookups on every commit. That narrow
 parser never prints what would need the others (an error, or a help that lists commands): it
 raises :class:`_Narrowed` instead, and the full parser (:func:`build_parser`) parses the same
@@ -36,7 +38,7 @@ def terminal_columns() -> int:
     """The width help text is wrapped to, as ``shutil.get_terminal_size().columns`` gives it
     (``$COLUMNS``, else the terminal of stdout, else 80), without importing ``shutil``: argparse
     builds a formatter for every argument it adds, and ``shutil`` (with its compression
-    modules) costs ~3 ms of start-up (issue 18)."""
+    modules) costs ~3 ms of start-up."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -137,6 +139,8 @@ def command_path(argv: Sequence[str]) -> tuple[str, ...]:
 
 
 def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
+    from ..report import DEFAULT_FORMAT, OUTPUT_FORMATS  # the registry's names: no renderer
+
     g = p.add_argument_group("review options")
     if not hook:
         g.add_argument("--commit", metavar="REF", help="review REF against its first parent")
@@ -144,8 +148,9 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
         g.add_argument("--to", dest="to_ref", metavar="B", help="end of the range (with --from)")
         g.add_argument("--preview", action="store_true",
                        help="show which files would be reviewed; no LLM call")
-    g.add_argument("--format", choices=("text", "json", "sarif", "html"), default=None,
-                   help="output format (default text); html: a self-contained review page")
+    g.add_argument("--format", choices=tuple(OUTPUT_FORMATS), default=None,
+                   help=f"output format (default {DEFAULT_FORMAT});"
+                   " html: a self-contained review page")
     g.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
     g.add_argument("--effort", choices=("low", "medium", "high"),
                    help="review rounds: low 1, medium 2, high 3")
@@ -295,7 +300,7 @@ def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
 
 
 def _add_dismiss(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
-    """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID`` (issue 19)."""
+    """``dismiss ID [--reason TEXT] [--shared] | --list | --undo ID``."""
     d = sub.add_parser(
         "dismiss", help=COMMAND_HELP["dismiss"],
         description="Dismiss a finding by the id shown with it: it no longer counts for the"

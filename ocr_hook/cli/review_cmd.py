@@ -1,7 +1,7 @@
-"""``git ocr review`` and the hook modes ``git ocr hook pre-commit|pre-push`` (SPEC §1, §3):
-flags and environment → a ``request.ReviewRequest``, the run with its services
-(``runservices``), the result rendered by ``output`` to stdout or ``--output FILE``, and the
-gate's exit code (SPEC §9).
+"""``git ocr review`` and the hook modes ``git ocr hook pre-commit|pre-push`` (spec §1, §3):
+flags and environment → a ``pipeline.ReviewRequest``, the run with its services
+(``pipeline.services``), the result written by its format's writer (``report.formats``) to
+stdout or ``--output FILE``, and the gate's exit code (spec §9).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
 def _snapshot_ahead(repo: Path, mode: str, stage: str, environ: Mapping[str, str]) -> None:
     """When this run reviews the staged snapshot (a plain review, a pre-commit or
     pre-merge-commit hook without a range), start ``git write-tree`` now, in a thread, so it
-    runs while the settings and rules load (issue 18; ``target.snapshot_ahead``)."""
+    runs while the settings and rules load (``git.snapshot_ahead``)."""
     if stage in ("pre-commit", "pre-merge-commit"):
         mode = _hook_input(stage, environ)[0]
     if stage != "pre-push" and mode in ("staged", "merge"):
@@ -119,7 +119,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     files = getattr(args, "files", None)
     layers = rule_layers(repo, cfg, args, environ)
     cfg = _with_rule_globs(cfg, layers)
-    # llm.api_key_cmd runs only when the review is about to call the LLM (review.run)
+    # llm.api_key_cmd runs only when the review is about to call the LLM (pipeline.llm_stage)
     endpoint, why, key_cmd = config.resolve_llm_endpoint_deferred(cfg, environ)
     background = _read_background(cfg, repo, from_repo)
     preview = bool(getattr(args, "preview", False))
@@ -149,35 +149,14 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
 
 def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
                   environ: Mapping[str, str]) -> None:
-    """Render ``result`` as text, JSON or SARIF to stdout, or atomically to ``out_path``."""
-    from .. import report
+    """Write ``result`` in format ``fmt`` (a name of ``report.OUTPUT_FORMATS``) to stdout, or
+    atomically to ``out_path``."""
+    from ..report import format_writer
 
     stream: Any = io.StringIO() if out_path is not None else sys.stdout
-    if fmt == "json":
-        report.write_json(result, stream)
-    elif fmt == "sarif":
-        report.write_sarif(result, stream)
-    elif fmt == "html":
-        from ..report import render_html, verdict_line
-
-        stream.write(render_html(report.utf8_safe(report.to_json(result)), review_diffs(result),
-                            verdict_line(result)))
-    else:
-        from ..report import write_text
-
-        write_text(result, stream, environ)
+    format_writer(fmt)(result, stream, environ)
     if out_path is not None:
         write_output(out_path, stream.getvalue())
-
-
-def review_diffs(result: ReviewResult) -> list[Any]:
-    """The diffs of the reviewed files (each path once, in group order): the review page's
-    diffs."""
-    seen: dict[str, Any] = {}
-    for g in result.groups:
-        for f in g.files:
-            seen.setdefault(f.path, f)
-    return list(seen.values())
 
 
 def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
@@ -193,7 +172,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     finally:
         if req.mcp is not None:
             req.mcp.close()
-    fmt = args.format or "text"
+    fmt = args.format or report.DEFAULT_FORMAT
     for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
         if w.type in STDERR_WARNINGS:
             log.warning("%s", report.display_text(w.message))
@@ -202,7 +181,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     if problem and problem != "closed":
         log.warning("cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:
-        if fmt != "text" or args.output:
+        if fmt != "text" or args.output:  # text on stdout has listed them already
             log.warning("%s", report.display_text(reason))
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
@@ -215,16 +194,16 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
 
 
 # Run warnings that are also printed on stderr in every format: the user must see them even
-# when the hook passes (issue 16).
+# when the hook passes.
 STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed")
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
                    max_commits: int) -> list[Any]:
-    """Ranges of a pre-push run (SPEC §3.4). Native hook: ``REMOTE URL`` arguments and every
+    """Ranges of a pre-push run (spec §3.4). Native hook: ``REMOTE URL`` arguments and every
     stdin line. pre-commit framework (no arguments; it passes no stdin lines either):
     ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``, absent on the push of a root history.
-    Each range is bounded to its newest ``max_commits`` commits (``push_scope``). Raises
+    Each range is bounded to its newest ``max_commits`` commits (``git.bound_push_range``). Raises
     UsageError when neither applies or a line/ref cannot be resolved."""
     from .. import git
 
@@ -245,7 +224,7 @@ def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, s
 
 def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
                 environ: Mapping[str, str]) -> RuleLayers:
-    """Rule layers of SPEC §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
+    """Rule layers of spec §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
     from .. import change
 
     return change.load_rule_layers(
@@ -260,8 +239,8 @@ DISMISS_HINTS_MAX = 10  # blocking findings named with their dismiss command on 
 
 
 def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]:
-    """For a result blocked by findings: the exact command that dismisses each blocking finding
-    (issue 19), or how to allow a secret (secrets keep their own allow rules); at most
+    """For a result blocked by findings: the exact command that dismisses each blocking finding,
+    or how to allow a secret (secrets keep their own allow rules); at most
     DISMISS_HINTS_MAX, then a count. Under the pre-commit framework (``PRE_COMMIT=1``), whose
     ``git-ocr`` lives in its own environment, one more line: how to run that one."""
     import shlex
@@ -294,7 +273,7 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
 
 
 def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:
-    """How to proceed when the gate blocks (SPEC §9), worded for the stage. ``git ocr review``
+    """How to proceed when the gate blocks (spec §9), worded for the stage. ``git ocr review``
     run by hand or in CI blocks no commit: it states why the exit code is non-zero, without
     commit hints."""
     if stage == "review":

@@ -1,4 +1,6 @@
-"""Comments: anchoring a quoted snippet to exact lines (pure), the thread-safe comment pool, dismissals and their files."""
+"""Comments: anchoring a quoted snippet to exact lines (pure), the thread-safe comment pool,
+dismissals and their files.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-r"""Deterministic anchoring of a comment's quoted code to exact lines (SPEC §8.1). Pure.
+r"""Deterministic anchoring of a comment's quoted code to exact lines (spec §8.1). Pure.
 
 The model's line numbers are never trusted: ``existing_code`` (the quote) is searched for.
 
@@ -37,13 +37,13 @@ from ..findings import Finding, RawComment, finding_id
 from ..util import unescape_prompt_path
 
 NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
-PLAUSIBLE_MIN_CHARS = 8  # SPEC §8.1 gate: non-whitespace characters of a telling quote line
+PLAUSIBLE_MIN_CHARS = 8  # spec §8.1 gate: non-whitespace characters of a telling quote line
 PLAUSIBLE_SIMILARITY = 0.8  # difflib ratio of a quote line to a diff line that counts as a match
 
 
 class Anchor(NamedTuple):
     """Where a quote was found: 1-based inclusive lines on ``side`` ("new" | "old"); ``method``
-    is one of hunk_new, hunk_old, file, loose, relocated, refiled (SPEC §8.1)."""
+    is one of hunk_new, hunk_old, file, loose, relocated, refiled (spec §8.1)."""
 
     path: str
     side: str
@@ -344,7 +344,7 @@ def _tiers(fd: FileDiff, existing_code: str, new_file: Sequence[str] | None, hin
 
 def plausibly_in_diff(fd: FileDiff, existing_code: str) -> bool:
     """Whether a quote that did not anchor plausibly comes from this file's diff (the gate of
-    the re-location call, SPEC §8.1). True when some quote line of at least
+    the re-location call, spec §8.1). True when some quote line of at least
     PLAUSIBLE_MIN_CHARS non-whitespace characters equals a diff line (any side), contains one
     or is contained in one (a partial line), or is at least PLAUSIBLE_SIMILARITY alike
     (difflib ratio: a lightly paraphrased line); compared with all whitespace removed and

@@ -1,4 +1,4 @@
-"""Where dismissals live (issue 19) and how they are read and written.
+"""Where dismissals live and how they are read and written.
 
 - personal: ``<git common dir>/ocr-hook/dismissed.json`` (shared by linked worktrees, never
   committed), written atomically with mode 0600;
@@ -84,7 +84,7 @@ def load_personal(common_dir: Path) -> list[Dismissal]:
 def load_shared_at_head(repo: Path) -> list[Dismissal]:
     """The shared dismissals committed at HEAD ([] when there is no such file or no HEAD).
     Raises UsageError for an invalid file."""
-    [data] = git.head_blobs(repo, [SHARED_FILE])  # read with the settings (config_load)
+    [data] = git.head_blobs(repo, [SHARED_FILE])  # prefetched with the settings (config.load)
     if data is None:
         return []
     return parse(git.decode_text(data), "shared", f"{SHARED_FILE} (HEAD)")
@@ -159,6 +159,6 @@ def git_author(repo: Path) -> str:
 
 def now_iso() -> str:
     """The current UTC time, ``YYYY-MM-DDTHH:MM:SSZ``."""
-    import datetime as _dt  # here: only a new dismissal needs the date (issue 18 start-up)
+    import datetime as _dt  # here: only a new dismissal needs the date (start-up cost)
 
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,4 +1,4 @@
-"""Dismissals (issue 19): a person's record that a finding is not a problem. Pure.
+"""Dismissals: a person's record that a finding is not a problem. Pure.
 
 A dismissal is keyed on what does not move when the code around it changes: the path, the
 anchored code text (the lines the finding is pinned to, as they are in the file, normalised:
@@ -10,7 +10,7 @@ without anchored text (unanchored, or a deterministic one) is keyed on its quote
 Three sources, checked in this order: the inline marker ``ocr-hook: ignore [reason]`` on one of
 the finding's own lines (as linters' ``noqa``); the repository's shared file
 ``.ocr-hook-dismissed.json`` read from HEAD (so a commit cannot dismiss its own findings); the
-user's personal file under the git directory (``dismiss_store``). Secret findings
+user's personal file under the git directory (``dismissal_files``). Secret findings
 (``source == "secret-scan"``) are never dismissed here: secrets keep their own allow rules
 (``ocr-hook: allow-secret``, ``security.allow_secrets``).
 """
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from ..findings import SECRET_SOURCE, Finding, normalized_quote
 
-IGNORE_MARKER = "ocr-hook: ignore"  # inline, on the finding's own line (issue 19)
+IGNORE_MARKER = "ocr-hook: ignore"  # inline, on the finding's own line
 SHARED_FILE = ".ocr-hook-dismissed.json"  # committed at the top of the repository, read at HEAD
 # ``ocr-hook: ignore`` followed by an optional reason; not ``ocr-hook: ignore-...`` words.
 _MARKER = re.compile(r"ocr-hook:\s*ignore(?![\w-])[ \t:=-]*(?P<reason>[^\n]*)", re.IGNORECASE)

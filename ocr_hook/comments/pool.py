@@ -1,15 +1,15 @@
-"""The comment pipeline's runtime (SPEC §8.2): a thread-safe collector of anchored findings and
+"""The comment pipeline's runtime (spec §8.2): a thread-safe collector of anchored findings and
 a worker pool that anchors (and, when needed, re-locates) comments while the tool loop goes on.
 
 ``code_comment`` hands comments to ``CommentPool.submit``, which anchors them at once (pure and
 fast) so the tool result can say where each landed; only a comment that needs the re-location
-LLM call is finished on the pool, and the loop never waits on that. After a round, the group
-calls ``CommentPool.drain(key)`` to wait for the comments it submitted under ``key`` (the review
-filter needs their ids), then may remove findings from the collector by id.
+LLM call is finished on the pool, and the loop never waits on that. Once its rounds are over,
+the group calls ``CommentPool.drain(key)`` to wait for the comments it submitted under ``key``
+(the review filter needs their ids), then may remove findings from the collector by id.
 
-The pool runs on an executor it is given (``review.py`` owns thread pools, STYLE §3); the
-re-location LLM call is a callable it is given (``agent.comment_tasks``), so this module
-imports no LLM code.
+The pool runs on an executor it is given (the run, ``pipeline.llm_stage``, owns the thread
+pools: docs/architecture.md); the re-location LLM call is a callable it is given
+(``agent.relocate_snippet``), so this module imports no LLM code.
 """
 
 from __future__ import annotations
@@ -81,14 +81,14 @@ class Collector:
             return len(self._findings)
 
 
-# (file diff, raw comment) -> exact snippet from the diff, or None (SPEC §8.1 re-location)
+# (file diff, raw comment) -> exact snippet from the diff, or None (spec §8.1 re-location)
 Relocator = Callable[[FileDiff, RawComment], "str | None"]
 
 
 class CommentProcessor:
     """Anchors one raw comment (pure tiers, re-filing) and, when it stays unanchored and its
     quote plausibly comes from the claimed file's diff, asks ``relocate`` once for the exact
-    snippet and anchors that (SPEC §8.1). Safe to call from several threads."""
+    snippet and anchors that (spec §8.1). Safe to call from several threads."""
 
     def __init__(
         self,

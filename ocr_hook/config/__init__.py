@@ -1,4 +1,6 @@
-"""Configuration: section models, layering of defaults, user file, repository file, environment and flags, endpoint resolution, consent, TOML editing."""
+"""Configuration: section models, layering of defaults, user file, repository file, environment and
+flags, endpoint resolution, consent, TOML editing.
+"""
 
 from __future__ import annotations
 

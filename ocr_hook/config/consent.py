@@ -1,4 +1,4 @@
-"""The user's consent for MCP servers defined in a repository's ``.ocr-hook.toml`` (SPEC §7.3,
+"""The user's consent for MCP servers defined in a repository's ``.ocr-hook.toml`` (spec §7.3,
 §14: repository configuration cannot run commands without the user's consent).
 
 ``git ocr config allow-mcp`` records, outside the repository, that the user allowed one exact

@@ -1,6 +1,6 @@
-"""LLM endpoint resolution (SPEC §2): provider presets (``config/providers.json``) plus the
+"""LLM endpoint resolution (spec §2): provider presets (``config/providers.json``) plus the
 validated ``[llm]`` section → an :class:`~ocr_hook.llm.types.Endpoint`, and ``llm.api_key_cmd``
-(run once, on demand, through ``gitio``). ``config`` re-exports the pure part.
+(run once, on demand, through ``git.run_command``). ``layering`` re-exports the pure part.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ API_KEY_CMD_TIMEOUT_S = 30.0  # a password manager may be slow to unlock, but a 
 
 
 def presets() -> dict[str, dict[str, Any]]:
-    """Provider presets from ``config/providers.json`` (SPEC §2): name → {protocol, base_url,
+    """Provider presets from ``config/providers.json`` (spec §2): name → {protocol, base_url,
     key_env, base_url_env?, keyless?, output_tokens_field?, auth_header?, azure?, extra_body?}."""
     return dict(util.load_builtin_json("providers.json")["providers"])
 
@@ -38,7 +38,7 @@ def _is_local(url: str) -> bool:
 
 
 def azure_url(base: str, deployment: str, api_version: str) -> str:
-    """Azure OpenAI URL (ecosystem.md §3.4). A resource endpoint
+    """Azure OpenAI URL, in the two forms Azure OpenAI's REST API documents. A resource endpoint
     (``https://R.openai.azure.com``) becomes the classic deployment URL
     ``…/openai/deployments/<deployment>?api-version=V`` when ``api_version`` is set, else the v1
     API base ``…/openai/v1`` (no api-version; the deployment goes in ``model``). A URL that
@@ -59,7 +59,7 @@ def azure_url(base: str, deployment: str, api_version: str) -> str:
 def resolve_endpoint(
     cfg: LlmConfig, environ: Mapping[str, str], api_key_from_cmd: str = ""
 ) -> tuple[Endpoint | None, str]:
-    """The endpoint triple (url, key-or-keyless-local, model), never guessed (SPEC §2).
+    """The endpoint triple (url, key-or-keyless-local, model), never guessed (spec §2).
 
     Key order: ``llm.api_key`` (any layer), then ``api_key_from_cmd`` (the caller ran
     ``llm.api_key_cmd``), then the preset's key variable. The output-token field is
@@ -154,7 +154,7 @@ def run_api_key_cmd(command: str, environ: Mapping[str, str]) -> str:
 
 
 def resolve_llm_endpoint(cfg: Config, environ: Mapping[str, str]) -> tuple[Endpoint | None, str]:
-    """``config.resolve_endpoint`` after running ``llm.api_key_cmd`` when no static key is set
+    """:func:`resolve_endpoint` after running ``llm.api_key_cmd`` when no static key is set
     (a static ``llm.api_key`` wins, as in OCR). The command's first output line is the key.
     Raises ConfigError("llm.api_key_cmd …") when the command fails or prints nothing."""
     llm = cfg.llm

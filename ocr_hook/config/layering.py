@@ -1,15 +1,15 @@
-"""Configuration (SPEC §2): section models, pure layering, endpoint presets → frozen options.
+"""Configuration (spec §2): section models, pure layering, endpoint presets → frozen options.
 
 Precedence, highest first: CLI flags → environment → repository file ``.ocr-hook.toml`` (read
 from HEAD by the caller) → user file (``$XDG_CONFIG_HOME/ocr-hook/config.toml``) → defaults.
-Each layer is a nested dict plus the name of its source; :func:`build` merges them, validates
-once, and turns the first invalid value into a one-line ConfigError naming key, source and
-allowed values. Nothing here reads files or the environment: callers pass them in.
+Each layer is a nested dict plus the name of its source; :func:`build_config` merges them,
+validates once, and turns the first invalid value into a one-line ConfigError naming key, source
+and allowed values. Nothing here reads files or the environment: callers pass them in.
 
-Validation (issue 18): data that already has the exact shape of the section dataclasses (with
-the plain text forms of numbers and booleans the environment carries, ``OCR_HOOK_REVIEW_
-CONCURRENCY=4``) is accepted by ``shapes.check`` without importing pydantic (~0.15 s of every
-run); anything else (other conversions, and every invalid value) goes through pydantic, which
+Validation: data that already has the exact shape of the section dataclasses (with the plain text
+forms of numbers and booleans the environment carries, ``OCR_HOOK_REVIEW_CONCURRENCY=4``) is
+accepted by ``util.check_shape`` without importing pydantic (importing it is the slowest part of
+start-up); anything else (other conversions, and every invalid value) goes through pydantic, which
 is imported then and builds its validator once.
 """
 
@@ -54,19 +54,19 @@ __all__ = [
 ]
 
 
-# The endpoint part lives in config_endpoint (presets file, llm.types): imported by the three
-# names below only when a run needs them (issue 18, start-up)
+# The endpoint part lives in config.endpoint (presets file, llm.types): the three names below
+# import it only when a run needs it, so start-up does not load it
 
 
 def provider_presets() -> dict[str, dict[str, Any]]:
-    """``config_endpoint.presets``: the provider presets of ``config/providers.json``."""
+    """``endpoint.presets``: the provider presets of ``config/providers.json``."""
     from .endpoint import presets as table
 
     return table()
 
 
 def azure_url(base: str, deployment: str, api_version: str) -> str:
-    """``config_endpoint.azure_url``: the Azure OpenAI URL of a resource endpoint."""
+    """``endpoint.azure_url``: the Azure OpenAI URL of a resource endpoint."""
     from .endpoint import azure_url as url
 
     return url(base, deployment, api_version)
@@ -74,7 +74,7 @@ def azure_url(base: str, deployment: str, api_version: str) -> str:
 
 def resolve_endpoint(cfg: LlmConfig, environ: Mapping[str, str], api_key_from_cmd: str = ""
                      ) -> tuple[Endpoint | None, str]:
-    """``config_endpoint.resolve_endpoint``: (endpoint, "") or (None, why not). Raises
+    """``endpoint.resolve_endpoint``: (endpoint, "") or (None, why not). Raises
     ConfigError for an unknown provider."""
     from .endpoint import resolve_endpoint as resolve
 
@@ -249,7 +249,7 @@ def build_config(layers: Sequence[Layer]) -> Config:
 
 
 def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Layer:
-    """The standard variables of the selected preset (SPEC §2: ``OPENAI_API_KEY`` /
+    """The standard variables of the selected preset (spec §2: ``OPENAI_API_KEY`` /
     ``OPENAI_BASE_URL`` for ``openai``, ``ANTHROPIC_*`` for ``anthropic``, ``DEEPSEEK_API_KEY``…,
     and ``OPENAI_API_VERSION`` for ``azure-openai``) as a layer. Callers put it just below the
     ``OCR_HOOK_*`` / ``OCR_LLM_*`` layer: it overrides the files, never our own variables.
@@ -274,7 +274,7 @@ SECRET_KEYS = ("llm.api_key", "llm.api_key_cmd")
 
 
 def check_repo_layer(layer: Layer) -> Layer:
-    """Refuse secrets and commands in the committed repository file (SPEC §2, §14): an API key
+    """Refuse secrets and commands in the committed repository file (spec §2, §14): an API key
     there is leaked to everyone with the repository, and ``api_key_cmd`` would let a repository
     run commands on every reviewer's machine. Raises ConfigError naming the key and file."""
     for key in SECRET_KEYS:

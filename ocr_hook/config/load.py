@@ -1,7 +1,7 @@
-"""Configuration loading (SPEC §2): reads the user file, the repository file ``.ocr-hook.toml``
-at HEAD (never the work tree), the environment and the command-line flags into the layers that
-``config.build`` validates; guards the repository's endpoint settings and MCP servers behind the
-user's consent; writes the user file (mode 0600, atomically) for ``git ocr config set``.
+"""Configuration loading (spec §2): reads the user file, the repository file ``.ocr-hook.toml`` at
+HEAD (never the work tree), the environment and the command-line flags into the layers that
+``layering.build_config`` validates; guards the repository's endpoint settings and MCP servers
+behind the user's consent; writes the user file (mode 0600, atomically) for ``git ocr config set``.
 
 The user file is ``$XDG_CONFIG_HOME/ocr-hook/config.toml`` (``~/.config/…`` without XDG).
 """
@@ -22,9 +22,9 @@ from .models import REPO_FILE
 log = logging.getLogger(__name__)
 
 REPO_SOURCE = f"{REPO_FILE} (HEAD)"  # how errors name the committed repository file
-# The repository files a review reads at HEAD (this one, ``rulesources.OCR_RULE_FILE`` and
-# ``dismiss.SHARED_FILE``): read in the same ``git cat-file --batch`` as this one
-# (``gitio.head_blobs``), so each costs no process of its own (issue 18)
+# The repository files a review reads at HEAD (this one, ``change.rule_sources.OCR_RULE_FILE``
+# and ``comments.dismissals.SHARED_FILE``): read in the same ``git cat-file --batch`` as this
+# one (``git.head_blobs``), so each costs no process of its own
 HEAD_FILES = (REPO_FILE, ".opencodereview/rule.json", ".ocr-hook-dismissed.json")
 
 
@@ -45,9 +45,9 @@ def read_user_file(path: Path) -> str:
 
 def config_layers(repo: Path | None, environ: Mapping[str, str],
                   flags: Any | None = None, *, llm_command: bool = False) -> list[Any]:
-    """The layers of SPEC §2, lowest first: user file, repository file ``.ocr-hook.toml`` read
+    """The layers of spec §2, lowest first: user file, repository file ``.ocr-hook.toml`` read
     from HEAD (when ``repo`` is given; secrets refused, paths confined to the repository,
-    endpoint settings behind consent: ``config_repo``), the selected preset's standard
+    endpoint settings behind consent: ``repo``), the selected preset's standard
     variables (``OPENAI_API_KEY``…), ``OCR_HOOK_*``/``OCR_LLM_*``, and ``flags`` (a Layer).
     ``llm_command``: the command calls the LLM (review, hooks, ``llm test``), so ignored
     endpoint settings are worth a warning; other commands drop them silently."""
@@ -85,13 +85,13 @@ def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
                         below: Sequence[Any] = (), above: Sequence[Any] = (),
                         warn: bool = True) -> Any:
     """Drop the committed repository file's endpoint settings that need consent
-    (``config_repo.needs_endpoint_consent``: ``llm.base_url``, ``llm.extra_headers``,
+    (``repo.needs_endpoint_consent``: ``llm.base_url``, ``llm.extra_headers``,
     ``llm.extra_body``, and a ``llm.provider``/``llm.protocol`` that changes what the user's
     own layers ``below``/``above`` select) unless the user allowed exactly these settings with
-    ``git ocr config allow-endpoint`` (SPEC §14: a repository must not be able to send the
+    ``git ocr config allow-endpoint`` (spec §14: a repository must not be able to send the
     user's API key to a server of its choosing). Returns the layer, possibly without those
     keys; when ``warn``, a warning says what was ignored. Consent is looked up per repository
-    (its git common directory: linked worktrees share it, ``consent.is_allowed``)."""
+    (its git common directory: linked worktrees share it, ``consent.consent_given``)."""
     from .repo import needs_endpoint_consent
 
     settings = repo_endpoint_settings(layer)
@@ -132,18 +132,19 @@ def repo_mcp_servers(repo: Path) -> dict[str, Any]:
     return servers
 
 
-def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]) -> layering.Config:
+def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]
+                ) -> layering.Config:
     """Layer defaults, user file, repository file (from HEAD), the preset's standard variables,
-    ``OCR_HOOK_*``/``OCR_LLM_*`` and the flags (``config.flag_layer``), then validate (SPEC §2).
+    ``OCR_HOOK_*``/``OCR_LLM_*`` and the flags (``layering.flag_layer``), then validate (spec §2).
     Raises ConfigError for the first invalid value."""
     return layering.build_config(config_layers(repo, environ, layering.flag_layer(flags)))
 
 
 def load_settings(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str],
                   llm_command: bool = False) -> tuple[layering.Config, frozenset[str]]:
-    """:func:`load_config`, plus the path keys (``config_repo.REPO_PATH_KEYS``) whose value
-    came from the repository file: their files are read from HEAD (``config_repo.read_repo_path``),
-    never from disk. ``llm_command`` as for :func:`config_layers`. Raises ConfigError."""
+    """:func:`load_config`, plus the path keys (``repo.REPO_PATH_KEYS``) whose value came from
+    the repository file: their files are read from HEAD (``repo.read_repo_path``), never from
+    disk. ``llm_command`` as for :func:`config_layers`. Raises ConfigError."""
     from .repo import repo_path_keys
 
     layers = config_layers(repo, environ, layering.flag_layer(flags), llm_command=llm_command)

@@ -1,16 +1,16 @@
-"""Configuration models (SPEC §2): one frozen dataclass per ``[section]`` of the TOML files,
+"""Configuration models (spec §2): one frozen dataclass per ``[section]`` of the TOML files,
 the key tables shared by the environment and the flags, and key lookup for ``git ocr config``.
-Pure: no files, no environment. ``config`` re-exports every name here.
+Pure: no files, no environment. ``layering`` re-exports the section classes and key tables.
 
-The dataclasses are the one schema. ``config.build`` accepts data that already has their shape
-with ``shapes.check`` (no pydantic import: issue 18, start-up), and validates everything else
-(other conversions, and every error message) with pydantic at the edge, which reads the same
-annotations: ``shapes.Bound`` constraints, ``shapes.Check`` validators and
+The dataclasses are the one schema. ``layering.build_config`` accepts data that already has
+their shape with ``util.check_shape`` (so start-up imports no pydantic), and validates
+everything else (other conversions, and every error message) with pydantic at the edge, which
+reads the same annotations: ``util.Bound`` constraints, ``util.Check`` validators and
 ``__pydantic_config__`` (unknown keys refused, no ``inf``/``nan``).
 
-The classes are frozen (immutable) but compare by identity (``eq=False``): building the value
-``__eq__``/``__hash__`` of ten classes cost ~2 ms of every run's start-up (issue 18), and nothing
-compares two configurations; compare ``dataclasses.asdict`` values where it would matter.
+The classes are frozen (immutable) but compare by identity (``eq=False``): generating a value
+``__eq__``/``__hash__`` for each class would slow every run's start-up, and nothing compares
+two configurations; compare ``dataclasses.asdict`` values where it would matter.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ REPO_FILE = ".ocr-hook.toml"
 # waits reject timeouts beyond ~2^31 s with OverflowError in the middle of a run.
 LLM_TIMEOUT_MAX_S = 86_400.0  # one request: a day
 REVIEW_TIMEOUT_MAX_S = 7 * 86_400.0  # a whole run: a week
-# Request fields the client itself writes; llm.extra_body may not replace them (issue 17: an
-# extra_body ``messages`` made a review silently review nothing).
+# Request fields the client itself writes; llm.extra_body may not replace them (an extra_body
+# ``messages`` would replace the review's conversation, so the review would see nothing).
 RESERVED_BODY_FIELDS = ("model", "messages", "tools", "tool_choice", "stream", "system")
 _HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 §5.6.2 token (compiled when used)
 
@@ -42,7 +42,7 @@ def _printable_latin1(value: str) -> bool:
                                             for c in value))
 
 
-# pydantic's config of each stdlib dataclass below (``shapes.check`` reads ``extra`` too):
+# pydantic's config of each stdlib dataclass below (``util.check_shape`` reads ``extra`` too):
 # unknown keys refused; ``timeout_s = inf`` or ``nan`` is a configuration error (exit 2)
 _STRICT = {"extra": "forbid", "allow_inf_nan": False}
 
@@ -79,7 +79,7 @@ def check_extra_headers(v: dict[str, str]) -> dict[str, str]:
 
 def check_api_key(v: str) -> str:
     """``llm.api_key`` that can be sent in a header; raises ValueError (never showing the
-    key; config.build masks the value too)."""
+    key; layering.build_config masks the value too)."""
     if v and (not _printable_latin1(v) or any(c.isspace() for c in v)):
         raise ValueError("contains a space, a line break or a character HTTP headers"
                          " cannot carry")
@@ -145,8 +145,8 @@ class ReviewConfig:
     timeout_s: Annotated[float, Bound(gt=0, le=REVIEW_TIMEOUT_MAX_S)] = 300.0
     max_tokens_budget: Annotated[int, Bound(ge=0)] | None = None
     max_group_tokens: Annotated[int, Bound(ge=0)] | None = None  # None: 10 × llm.context_tokens
-    # issue 16: a pushed range of more commits is cut to the newest ones (the rest is reported
-    # as not reviewed)
+    # a pushed range of more commits is cut to the newest ones (the rest is reported as not
+    # reviewed)
     max_push_commits: Annotated[int, Bound(ge=1)] = 20
     language: str = "English"
     filter: bool = True
@@ -156,9 +156,9 @@ class ReviewConfig:
 
 @dataclass(frozen=True, eq=False)
 class SelectConfig:
-    """SPEC §4. The bounds of a large change set (issue 20; 0 = no bound): ``max_file_bytes``
-    per blob (a larger file is ``too_large`` from its size, never read), ``max_files`` files
-    and ``max_total_bytes`` of diff text reviewed per run (the rest is not reviewed, with the
+    """spec §4. The bounds of a large change set (0 = no bound): ``max_file_bytes`` per blob (a
+    larger file is ``too_large`` from its size, never read), ``max_files`` files and
+    ``max_total_bytes`` of diff text reviewed per run (the rest is not reviewed, with the
     reason)."""
 
     __pydantic_config__ = _STRICT
@@ -204,31 +204,31 @@ class ToolsConfig:
 
 @dataclass(frozen=True, eq=False)
 class SecurityConfig:
-    """SPEC §14 (issues 10, 17). ``allow_secrets``: values that are not findings, each a literal
-    value or a regular expression matched against the whole value (``redact.find_secrets``'s
+    """spec §14. ``allow_secrets``: values that are not findings, each a literal value or a
+    regular expression matched against the whole value (``secrets.redaction.find_secrets``'s
     ``allow``); they are still redacted before anything is sent to the model. Each entry must
     compile, and an entry that matches arbitrary text (any of ``allow_probes()``: ``.*``,
     ``\\w+``, ``[A-Za-z0-9]{40}``...) is refused: it would silence every secret.
-    ``detect_secrets``: also run detect-secrets over the added lines (``detect_secrets_scan``;
-    the optional extra ``ocr-hook[detect-secrets]``)."""
+    ``detect_secrets``: also run detect-secrets over the added lines
+    (``secrets.detect_secrets_pass``; the optional extra ``ocr-hook[detect-secrets]``)."""
 
     __pydantic_config__ = _STRICT
 
     allow_secrets: Annotated[list[str], Check(check_allow_patterns)] = field(
         default_factory=list)
     detect_secrets: bool = False
-    # issue 20: bytes the secret scan reads from files that are not reviewed (excluded, too
-    # large: a bounded prefix of the blob, over a bound); reviewed files are always scanned
+    # bytes the secret scan reads from files that are not reviewed (excluded, too large: a
+    # bounded prefix of the blob, over a bound); reviewed files are always scanned
     max_scan_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
 
 
 @functools.cache
 def allow_probes() -> tuple[str, ...]:
-    """Texts an allow_secrets entry must not match (issue 17): empty, one letter, a long run,
-    and random values in the alphabets of tokens (base64, hex, URL-safe, AWS key ids, GitHub
-    tokens). Random parts are derived from sha256 so no literal token is in the source. Built
-    on first use: only a configuration with ``allow_secrets`` entries needs them (hashlib and
-    base64 stay out of the start-up, issue 18)."""
+    """Texts an allow_secrets entry must not match: empty, one letter, a long run, and random
+    values in the alphabets of tokens (base64, hex, URL-safe, AWS key ids, GitHub tokens). Random
+    parts are derived from sha256 so no literal token is in the source. Built on first use: only a
+    configuration with ``allow_secrets`` entries needs them (hashlib and base64 stay out of the
+    start-up)."""
     import base64
     import hashlib
 
@@ -271,7 +271,7 @@ class Config:
 
 SECTIONS: dict[str, type] = dict(field_types(Config))
 
-# CLI flag / short env names → config keys (SPEC §1: every flag has a key and an OCR_HOOK_* var)
+# CLI flag / short env names → config keys (spec §1: every flag has a key and an OCR_HOOK_* var)
 FLAG_KEYS: dict[str, str] = {
     "effort": "review.effort",
     "concurrency": "review.concurrency",

@@ -1,4 +1,4 @@
-"""What the committed repository file ``.ocr-hook.toml`` may name (SPEC §2, §14; issue 17).
+"""What the committed repository file ``.ocr-hook.toml`` may name (spec §2, §14).
 
 The repository file comes from whoever can push to the repository, so:
 
@@ -12,7 +12,7 @@ The repository file comes from whoever can push to the repository, so:
   provider or protocol that changes nothing the user configured (see
   :func:`needs_endpoint_consent`).
 
-Pure functions over layers, plus :func:`read_repo_path` (``gitio.head_blobs``).
+Pure functions over layers, plus :func:`read_repo_path` (``git.head_blobs``).
 """
 
 from __future__ import annotations

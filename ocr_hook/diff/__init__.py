@@ -1,4 +1,6 @@
-"""The diff model and its parser: git's ``--raw --numstat -z`` and ``-p`` bytes -> files, hunks and lines. Pure."""
+"""The diff model and its parser: git's ``--raw --numstat -z`` and ``-p`` bytes -> files, hunks and
+lines. Pure.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 r"""Diff model and parser for git's bytes. Pure: no subprocess, no LLM, no comments.
 
-Inputs (SPEC §3.1, §3.5), both from one git call with the same flags (read as a stream by
-``changeset.load_change_set``, whole by ``target.load_diff``):
+Inputs (spec §3.1, §3.5), both from one git call with the same flags (read as a stream by
+``change.changeset.load_change_set``, whole by ``git.target.load_diff``):
 
 - ``git diff --raw --numstat -z --no-abbrev``: the authoritative list of changed paths. Raw
   records come first, ``:<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0`` (renames
@@ -20,7 +20,7 @@ of a hunk (old side ends without newline, new side continues). Line numbers are 
 Content is decoded per file: UTF-8 when the whole section is valid UTF-8, else UTF-8 with
 U+FFFD replacements (``FileDiff.decoding == "replaced"``; e.g. GBK files): never the locale.
 Decoding never changes the number of lines, so line numbers stay exact. ``\r`` of CRLF files
-stays in ``Line.text``. ``patchstream.PatchStream`` walks the patch one file section at a
+stays in ``Line.text``. ``diff.stream.PatchStream`` walks the patch one file section at a
 time, so only the sections somebody keeps are held and parsed.
 """
 
@@ -47,8 +47,8 @@ STATUS_NAMES = {
     "X": "unknown",
 }
 
-MODE_SYMLINK = "120000"  # git's mode for a symbolic link (SPEC §3.5)
-MODE_GITLINK = "160000"  # git's mode for a submodule commit (SPEC §3.5)
+MODE_SYMLINK = "120000"  # git's mode for a symbolic link (spec §3.5)
+MODE_GITLINK = "160000"  # git's mode for a submodule commit (spec §3.5)
 NO_NEWLINE_MARKER = b"\\"  # "\ No newline at end of file" (the text after it is localised)
 
 _HUNK_RE = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -109,16 +109,17 @@ class FileDiff:
     renamed or copied. Modes are git's six octal digits (``000000`` on the absent side); oids
     are full hex ids (40 or 64 characters). ``patch`` is the file's section(s) of the unified
     diff without ``index`` lines (used for prompts, ``file_read_diff`` and cache keys).
-    ``head_text`` holds the first bytes of the new blob, decoded, when ``target.load_diff``
-    had to read them (generated-file markers outside the hunks, SPEC §4 gate 8), else None.
+    ``head_text`` holds the first bytes of the new blob, decoded, when ``git.target.load_diff``
+    had to read them (generated-file markers outside the hunks, spec §4 gate 8), else None.
     ``notes`` are human-readable remarks (e.g. undecodable bytes replaced).
     ``binary_attribute`` names the ``.gitattributes`` entry (``-diff``, ``binary``…) that made
-    git call this text file binary; it was diffed with ``--text`` (``target.load_diff``).
+    git call this text file binary; it was diffed with ``--text`` (``git.target.load_diff``).
     ``referenced_by`` holds, for a deleted file, the snapshot lines that still refer to it
-    (``<path>:<line>: <text>``, set by ``deleted_refs``); such a file is reviewed.
+    (``<path>:<line>: <text>``, set by ``change.deleted_refs``); such a file is reviewed.
     ``size_bytes`` is the size of the larger of the two blobs of a file git would not diff
-    because of it (above ``select.max_file_bytes``, ``changeset``), else None. ``loaded`` is False
-    when the file's patch was not kept (excluded, too large, over a bound: ``changeset``):
+    because of it (above ``select.max_file_bytes``, ``change.changeset``), else None.
+    ``loaded`` is False when the file's patch was not kept (excluded, too large, over a bound:
+    ``change.changeset``):
     then ``hunks`` is empty and ``patch`` is "" although the file did change, and
     ``insertions``/``deletions`` are git's ``--numstat`` counts.
     """
@@ -341,7 +342,7 @@ def parse_hunks(section: Sequence[bytes]) -> tuple[tuple[Hunk, ...], bool, str]:
     """Parse one file section: (hunks, binary, patch text without the ``index`` line).
 
     ``binary`` is True when git printed ``Binary files … differ`` / ``GIT binary patch`` or a
-    content line holds a NUL byte (text forced by a ``diff`` attribute; SPEC §4 gate 1).
+    content line holds a NUL byte (text forced by a ``diff`` attribute; spec §4 gate 1).
     Raises DiffParseError when a hunk has fewer lines than its header counts.
     """
     hunks, binary, text, _ = parse_section(section)

@@ -1,9 +1,10 @@
-r"""The patch of a ``git diff -p`` read as a stream, one file section at a time (issue 20).
+r"""The patch of a ``git diff -p`` read as a stream, one file section at a time.
 
 :class:`PatchStream` holds at most one read chunk plus the section being kept, so a change set
 whose patch is far larger than memory allows is walked without holding it;
 :func:`fill_from_sections` parses the kept sections of one file into its ``FileDiff`` as
-``diff.build_file_diffs`` does. Pure: the bytes come from the caller (``changeset``).
+``diff.patch.build_file_diffs`` does. Pure: the bytes come from the caller
+(``change.changeset``).
 """
 
 from __future__ import annotations

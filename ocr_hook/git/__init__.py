@@ -1,4 +1,6 @@
-"""Everything that runs git (the only code that starts processes): the runner, streamed output, the reviewed targets (staged snapshot, commits, ranges, pushes), push scope, attributes."""
+"""Everything that runs git (the only code that starts processes): the runner, streamed output, the
+reviewed targets (staged snapshot, commits, ranges, pushes), push scope, attributes.
+"""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
-"""Files that git calls binary only because of ``.gitattributes`` (issue 16).
+"""Files that git calls binary only because of ``.gitattributes``.
 
 A ``-diff`` or ``binary`` attribute (also a ``diff=<driver>`` whose ``diff.<driver>.binary`` is
 true) makes ``git diff`` print ``Binary files … differ`` for any content, so a file marked in
 the same commit would pass unreviewed and unscanned. ocr-hook decides by content instead, as
 git does without attributes (``buffer_is_binary``: a NUL byte in the first 8000 bytes): a
 file that git reported binary but whose blobs hold no NUL there is re-diffed with ``--text``
-by :func:`ocr_hook.target.load_diff`, and the attribute is named in a run warning.
+by :func:`ocr_hook.git.target.load_diff`, and the attribute is named in a run warning.
 
 Blobs larger than :data:`TEXT_SNIFF_MAX_BYTES` are not read and stay binary (such a diff
 would exceed the context budget anyway). I/O: ``git cat-file --batch-check`` / ``--batch`` and
-``git check-attr --cached`` through :mod:`gitio`.
+``git check-attr --cached`` through :mod:`git.process`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The private copy of an index that ``git write-tree`` may rewrite (SPEC §3.2: the user's
-index is never written), in a memory-backed folder where there is one (issue 18, start-up).
+"""The private copy of an index that ``git write-tree`` may rewrite (spec §3.2: the user's
+index is never written), in a memory-backed folder where there is one, so that making and
+removing it does not wait on a disk.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ def scratch_dirs(environ: Mapping[str, str]) -> list[str | None]:
     """Where a private index copy goes, best first: a memory-backed folder
     (``$XDG_RUNTIME_DIR``, else ``/dev/shm``) when it is a writable folder, then the system's
     temporary folder (None). The copy is thrown away after one ``write-tree``; on a disk
-    folder creating and deleting it waits on the file system's journal (measured on ext4 with
-    other processes writing: ~1 ms median, spikes of 50+ ms per run; ~0.02 ms in memory)."""
+    folder creating and deleting it waits on the file system's journal, which stalls when other
+    processes write, while in memory it does not."""
     found: list[str | None] = [
         d for d in (environ.get("XDG_RUNTIME_DIR", ""), "/dev/shm")
         if d and os.path.isabs(d) and os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)]
@@ -47,7 +48,7 @@ def private_copy(index: Path, environ: Mapping[str, str]) -> Path:
     for folder in scratch_dirs(environ):
         tmp: Path | None = None
         try:
-            if folder is None:  # no memory folder: the system's (rare; tempfile is ~5 ms)
+            if folder is None:  # no memory folder: the system's (rare; tempfile is slow to import)
                 import tempfile
 
                 folder = tempfile.gettempdir()

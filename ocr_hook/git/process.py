@@ -1,7 +1,7 @@
-"""The only module that starts processes (with :mod:`gitstream`, its streaming reader): git,
+"""The only module that starts processes (with :mod:`git.stream`, its streaming reader): git,
 run as ``git <args>`` with list arguments.
 
-SPEC §3.1: cwd = top of the work tree, bytes out, explicit decoding by the caller, a timeout,
+spec §3.1: cwd = top of the work tree, bytes out, explicit decoding by the caller, a timeout,
 git's stderr in the error, and a limiter on concurrent git processes (16, as OCR's
 ``--max-git-procs``). Same-repo calls inherit the environment unchanged (``GIT_INDEX_FILE`` of
 ``git commit -a`` / ``git commit <paths>`` must reach git); calls into other repositories drop
@@ -10,11 +10,12 @@ the repo-local ``GIT_*`` variables (githooks(5)).
 Two variables are dropped from every call because they would change git's output behind our
 flags: ``GIT_DIFF_OPTS`` (overrides ``-U3``: measured on git 2.39, ``GIT_DIFF_OPTS=-u10`` wins
 over ``-U3``) and ``GIT_EXTERNAL_DIFF``. ``LC_ALL=C`` keeps git's messages stable, and
-``GIT_OPTIONAL_LOCKS=0`` stops read commands from refreshing the index (SPEC §3.2).
+``GIT_OPTIONAL_LOCKS=0`` stops read commands from refreshing the index (spec §3.2).
 
-Issue 18 (start-up): one ``git rev-parse`` answers a run's questions about the repository
-(:func:`probe`), files at HEAD are read in one ``git cat-file --batch`` (:func:`head_blobs`),
-and inside :func:`run_scope` (one command) the answers are remembered instead of asked again.
+Start-up costs few processes: one ``git rev-parse`` answers a run's questions about the
+repository (:func:`probe`), files at HEAD are read in one ``git cat-file --batch``
+(:func:`head_blobs`), and inside :func:`run_scope` (one command) the answers are remembered
+instead of asked again.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from pathlib import Path
 
 from ..errors import GitError
 
-MAX_GIT_PROCS = 16  # SPEC §3.1 (OCR --max-git-procs)
+MAX_GIT_PROCS = 16  # spec §3.1 (OCR --max-git-procs)
 DEFAULT_TIMEOUT_S = 60.0
 
 limiter = threading.BoundedSemaphore(MAX_GIT_PROCS)
 
-# `git rev-parse --local-env-vars` on git 2.39 (ecosystem.md §2.1).
+# What `git rev-parse --local-env-vars` prints on git 2.39 (git-rev-parse(1)).
 LOCAL_ENV_VARS = (
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_CONFIG",
@@ -66,7 +67,7 @@ def foreign_env(environ: Mapping[str, str]) -> dict[str, str]:
 def git_env(env: Mapping[str, str] | None,
             extra_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a git process: ``env`` (None = ``os.environ``) without
-    OUTPUT_ENV_VARS, with ``GIT_OPTIONAL_LOCKS=0`` unless set (SPEC §3.2: never refresh the
+    OUTPUT_ENV_VARS, with ``GIT_OPTIONAL_LOCKS=0`` unless set (spec §3.2: never refresh the
     index), ``LC_ALL=C``, then ``extra_env``."""
     full_env = dict(os.environ if env is None else env)
     for name in OUTPUT_ENV_VARS:

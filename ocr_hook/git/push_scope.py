@@ -1,12 +1,12 @@
-"""A bounded, stated scope for pushed ranges (SPEC §3.4, issue 16).
+"""A bounded, stated scope for pushed ranges (spec §3.4).
 
 A first push to an empty remote, or a new branch of an imported history, would otherwise
-review the whole history against the empty tree. :func:`bound` counts the commits of a pushed
-range and, past ``review.max_push_commits``, moves the base up so that only the newest commits
-are reviewed: the cut follows the first-parent chain from the pushed tip (the newest N
-first-parent commits, with whatever they merged), and the commits left out are counted and
-named (``Target.skipped_commits`` from ``skipped_base_label`` to the new base). Runs git
-through :mod:`gitio`.
+review the whole history against the empty tree. :func:`bound_push_range` counts the commits
+of a pushed range and, past ``review.max_push_commits``, moves the base up so that only the
+newest commits are reviewed: the cut follows the first-parent chain from the pushed tip (the
+newest N first-parent commits, with whatever they merged), and the commits left out are counted
+and named (``Target.skipped_commits`` from ``skipped_base_label`` to the new base). Runs git
+through :mod:`git.process`.
 """
 
 from __future__ import annotations

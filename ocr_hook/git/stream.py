@@ -1,5 +1,5 @@
 """git output of any size read as a stream (:func:`stream_git`), with bounded memory: the same
-rules as :func:`gitio.run_git` (environment, limiter, error text), but stdout handed out piece
+rules as :func:`git.process.run_git` (environment, limiter, error text), but stdout handed out piece
 by piece, and a reader that stops early kills the process instead of waiting for the rest.
 """
 

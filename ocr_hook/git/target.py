@@ -1,10 +1,10 @@
 """What is reviewed: the staged snapshot, a commit, a range or pushed refs → base and head trees.
 
-SPEC §3.2 (staged snapshot via ``write-tree`` on a private copy of the index), §3.3 (commit and
+spec §3.2 (staged snapshot via ``write-tree`` on a private copy of the index), §3.3 (commit and
 range modes), §3.4 (pushed ranges: native pre-push stdin lines and the pre-commit framework's
 ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``). Every later read (tools, new-file content)
 uses ``Target.head``, never the work tree. The pre-push line parser is pure; everything else
-runs git through :mod:`gitio`.
+runs git through :mod:`git.process`.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from ..errors import GitError, UsageError
 from . import attributes, process
 from .indexcopy import private_copy
 
-# SPEC §3.1 patch flags, plus pins for every user setting measured to change git's output on
+# spec §3.1 patch flags, plus pins for every user setting measured to change git's output on
 # git 2.39: diff.orderFile (-O/dev/null), diff.interHunkContext, diff.algorithm,
 # diff.indentHeuristic, diff.renameLimit (-l1000 = git's built-in default), diff.ignoreSubmodules
 # (a hidden gitlink change would drop out of the coverage list). diff.noprefix,
 # diff.mnemonicPrefix, colour, external diff, textconv, diff.relative and diff.renames are
-# overridden by the flags SPEC §3.1 names.
+# overridden by the flags spec §3.1 names.
 DIFF_FLAGS = (
     "--no-color",
     "--no-ext-diff",
@@ -44,8 +44,8 @@ DIFF_FLAGS = (
 # `-c` settings that must come before the subcommand: unquoted non-ASCII names, and context
 # lines printed as " " even when the user set diff.suppressBlankEmpty.
 CONFIG_PINS = ("-c", "core.quotePath=false", "-c", "diff.suppressBlankEmpty=false")
-CONTEXT_LINES = 3  # SPEC §3.1 (-U3, OCR DiffContextLines)
-GENERATED_SCAN_BYTES = 2048  # SPEC §4 gate 8: generated markers sit in a file's first lines
+CONTEXT_LINES = 3  # spec §3.1 (-U3, OCR DiffContextLines)
+GENERATED_SCAN_BYTES = 2048  # spec §4 gate 8: generated markers sit in a file's first lines
 EMPTY_TREE_LABEL = "(empty tree)"
 _OID_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
@@ -108,14 +108,14 @@ def _snapshot_key(repo: Path, environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def snapshot_ahead(repo: Path, environ: Mapping[str, str]) -> None:
-    """Start :func:`staged_snapshot` now in a thread (``gitio.start_ahead``, inside a
-    ``gitio.run_scope`` only), so ``write-tree`` runs while the settings and rules load; the
+    """Start :func:`staged_snapshot` now in a thread (``process.start_ahead``, inside a
+    ``process.run_scope`` only), so ``write-tree`` runs while the settings and rules load; the
     later :func:`staged_snapshot` with the same arguments takes its result or its error."""
     process.start_ahead(_snapshot_key(repo, environ), lambda: _staged_snapshot(repo, environ))
 
 
 def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
-    """Freeze the index being committed into a tree (SPEC §3.2), or take the snapshot started
+    """Freeze the index being committed into a tree (spec §3.2), or take the snapshot started
     ahead (:func:`snapshot_ahead`) for the same repository and environment.
 
     Copies ``$GIT_INDEX_FILE`` (``git commit -a``: ``.git/index.lock``; ``git commit <paths>``:
@@ -138,7 +138,7 @@ def _staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
     index = _effective_index(repo, environ)
     if environ.get("GIT_INDEX_FILE") and not index.is_file():
         # git names an index that is not there: reviewing "nothing staged" would pass a commit
-        # no one reviewed (issue 17); only the repository's own index may be absent (fresh repo)
+        # no one reviewed; only the repository's own index may be absent (a fresh repository)
         raise UsageError(f"GIT_INDEX_FILE={environ['GIT_INDEX_FILE']!r}: no such index file")
     head_commit, base = process.head_ids(repo) or _head_ids(repo)
     base = base or empty_tree(repo)
@@ -161,7 +161,7 @@ def _staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
 
 def _head_ids(repo: Path) -> tuple[str, str]:
     """(HEAD's commit id, its tree id), ("", "") when HEAD is unborn: ``rev-parse`` when
-    ``gitio.head_ids`` does not know them from this command's probe."""
+    ``process.head_ids`` does not know them from this command's probe."""
     commit = _rev_parse(repo, "HEAD^{commit}")
     return (commit, _rev_parse(repo, f"{commit}^{{tree}}")) if commit else ("", "")
 
@@ -201,7 +201,7 @@ def merge_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
 
 
 def _rev_parse(repo: Path, spec: str) -> str:
-    """``git rev-parse --verify -q --end-of-options SPEC`` → full id, or "" when unknown."""
+    """``git rev-parse --verify -q --end-of-options <spec>`` → full id, or "" when unknown."""
     rc, out, _ = process.run_git_full(
         repo, "rev-parse", "--verify", "-q", "--end-of-options", spec, ok_codes=(0, 1, 128)
     )
@@ -210,7 +210,7 @@ def _rev_parse(repo: Path, spec: str) -> str:
 
 def verify_commit(repo: Path, ref: str) -> str:
     """Resolve ``ref`` to a commit id with ``rev-parse --verify --end-of-options REF^{commit}``
-    (SPEC §3.3). Raises UsageError for empty refs, refs starting with ``-`` and refs that do
+    (spec §3.3). Raises UsageError for empty refs, refs starting with ``-`` and refs that do
     not name a commit."""
     if not ref or ref.startswith("-"):
         raise UsageError(f"invalid ref {ref!r}: refs may not be empty or start with '-'")
@@ -249,7 +249,7 @@ def range_target(repo: Path, from_ref: str, to_ref: str) -> Target:
     return Target("range", base, b, base, b)
 
 
-# ---- pushed ranges (SPEC §3.4) ----------------------------------------------------------------
+# ---- pushed ranges (spec §3.4) ----------------------------------------------------------------
 
 
 def is_zero_oid(oid: str) -> bool:
@@ -290,7 +290,7 @@ def _new_commits_range(repo: Path, remote: str, local: str) -> tuple[str, str] |
 
 
 def push_range(repo: Path, remote: str, line: PushLine) -> Target | None:
-    """The range one pushed ref brings to ``remote`` (SPEC §3.4), or None when there is nothing
+    """The range one pushed ref brings to ``remote`` (spec §3.4), or None when there is nothing
     to review.
 
     - local oid zero: a deletion → None;
@@ -341,7 +341,7 @@ def push_targets(repo: Path, remote: str, lines: Sequence[PushLine]) -> list[Tar
 
 
 def pre_commit_push_targets(repo: Path, environ: Mapping[str, str]) -> list[Target]:
-    """The range of a pre-push run under the pre-commit framework (SPEC §3.4).
+    """The range of a pre-push run under the pre-commit framework (spec §3.4).
 
     pre-commit sets ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF`` (remote tip or parent of the
     oldest new commit, and the local tip) for the first ref it pushes → merge-base(FROM,
@@ -379,17 +379,17 @@ def diff_command(target: Target, *extra: str) -> list[str]:
 
 
 def load_diff(repo: Path, target: Target) -> list[FileDiff]:
-    """Changed files of ``target`` with their hunks (SPEC §3.1 flags; user config neutralised),
-    every file's patch read and parsed. A review loads through ``changeset.load_change_set``
-    instead, which reads only what its decisions need; this whole-diff loader serves tools and
-    benchmarks that want every hunk.
+    """Changed files of ``target`` with their hunks (spec §3.1 flags; user config neutralised),
+    every file's patch read and parsed. A review loads through
+    ``change.changeset.load_change_set`` instead, which reads only what its decisions need;
+    this whole-diff loader serves tools and benchmarks that want every hunk.
 
     One ``git diff --raw --numstat -p -z`` call gives both the path list (the NUL-delimited
     records) and the patch (one diffcore run, so both agree on renames and order). For files
     whose first hunk starts below line 1, the first bytes of the new blob are read (one
     ``cat-file --batch``) into ``FileDiff.head_text`` so generated-file markers can be seen
-    (SPEC §4 gate 8). Files git called binary only because of ``.gitattributes`` are diffed
-    again as text (:mod:`textattr`). Raises GitError / DiffParseError.
+    (spec §4 gate 8). Files git called binary only because of ``.gitattributes`` are diffed
+    again as text (:mod:`git.attributes`). Raises GitError / DiffParseError.
     """
     args = diff_command(target, "--raw", "--numstat", "-p", "-z", "--no-abbrev",
                         f"-U{CONTEXT_LINES}")
@@ -422,7 +422,7 @@ def rediff_as_text(
     forced: Sequence[tuple[FileDiff, str]],
 ) -> list[FileDiff]:
     """``files`` with each forced file (binary by attribute, text by content) replaced by its
-    ``git diff --text`` entry (``changeset`` passes only the forced files), the attribute in
+    ``git diff --text`` entry (``change.changeset`` passes only the forced files), the attribute in
     ``FileDiff.binary_attribute``. Both paths of a rename are passed (literal pathspecs), so
     git pairs them as before; an entry git lists differently, or still binary, is kept as it
     was."""

@@ -1,6 +1,7 @@
-"""LLM protocol clients (SPEC §13). Knows nothing of git, diffs or tools; imports only
-``errors``. Token counting is injected by the caller (``ocr_hook.tokens.count_tokens``) so that
-this package stays below ``tokens`` in the import order."""
+"""LLM protocol clients (spec §13). Knows nothing of git, diffs or tools; imports only
+``errors`` and ``util``'s lazy exports. Token counting is injected by the caller
+(``ocr_hook.util.tokens.count_tokens`` for the endpoint's model), so a client never loads a BPE
+table by itself; without a counter, usage a server omits is estimated at bytes / 3."""
 
 from __future__ import annotations
 

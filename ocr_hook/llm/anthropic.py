@@ -1,7 +1,7 @@
 """Anthropic Messages over plain HTTP (``POST {base}/v1/messages``).
 
-Wire format: anthropic-sdk-python 2.x ``types`` (ecosystem.md §3.3) — ``system`` as a
-top-level string, ``tool_use{id, name, input: object}`` blocks, results as
+Wire format: Anthropic Messages as anthropic-sdk-python 2.x ``types`` define it — ``system``
+as a top-level string, ``tool_use{id, name, input: object}`` blocks, results as
 ``tool_result{tool_use_id, content, is_error}`` blocks leading one user message, thinking /
 redacted_thinking blocks resent unchanged (their signatures must survive),
 ``usage{input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens}``.
@@ -34,13 +34,13 @@ from .types import (
     unique_ids,
 )
 
-DEFAULT_MAX_TOKENS = 8192  # OCR's Anthropic client default when unset (ocr-internals §14.4)
-DEFAULT_VERSION = "2023-06-01"  # SPEC §13
+DEFAULT_MAX_TOKENS = 8192  # the reference tool's (OCR) Anthropic client default when unset
+DEFAULT_VERSION = "2023-06-01"  # spec §13
 
 
 def messages_url(base: str) -> str:
     """``{base}/v1/messages``, or ``{base}/messages`` when the base ends in ``/v1``; a full
-    endpoint URL ending in ``/messages`` is used as is (SPEC §13). A query string is kept."""
+    endpoint URL ending in ``/messages`` is used as is (spec §13). A query string is kept."""
     path, sep, query = base.partition("?")
     b = path.rstrip("/")
     if not b.endswith("/messages"):
@@ -210,7 +210,7 @@ class AnthropicClient:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
-        # llm.extra_body adds fields; it never replaces the request's own (issue 17)
+        # llm.extra_body adds fields; it never replaces the request's own
         return {**dict(ep.extra_body), **body}
 
     def complete(

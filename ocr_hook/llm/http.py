@@ -1,8 +1,8 @@
 """HTTP transport for LLM calls: a requests.Session, (connect, read) timeouts, retries, and
-translation of every failure into a typed LlmError (SPEC §13).
+translation of every failure into a typed LlmError (spec §13).
 
-Retry policy (SPEC §13; the official OpenAI/Anthropic SDKs' policy, ecosystem.md §3.1): 408,
-409, 429 (except quota exhaustion), 5xx, 529 and connection errors are retried up to
+Retry policy (spec §13; that of the official OpenAI and Anthropic Python SDKs): 408, 409,
+429 (except quota exhaustion), 5xx, 529 and connection errors are retried up to
 ``max_retries`` times. The wait is ``retry-after-ms`` (milliseconds) or ``retry-after``
 (seconds or an HTTP date) when the server sends one; a wait above 120 s means "do not retry";
 otherwise 0.5 s·2^n capped at 8 s with up to 25 % jitter. ``x-should-retry: true|false``
@@ -13,7 +13,7 @@ the decision depends on the response body (``insufficient_quota``) and every att
 the run's budget/deadline check (``before_attempt``).
 
 Bodies are streamed and read up to RESPONSE_MAX_BYTES; a larger reply is a final error
-(``kind`` ``too_large``), never parsed (issue 17).
+(``kind`` ``too_large``), never parsed.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from ..errors import DeadlineExceeded, LlmError
 
 log = logging.getLogger(__name__)
 
-MAX_RETRY_AFTER_S = 120.0  # SPEC §13 (the SDKs' limit)
-# Largest response body read (issue 17: a 50 MB reply took 2.8 GB and 171 s). A reply of
+MAX_RETRY_AFTER_S = 120.0  # spec §13 (the SDKs' limit)
+# Largest response body read: decoding a huge reply whole would cost memory and time. A reply of
 # llm.max_output_tokens (16,384) tokens with reasoning is well under 1 MiB of JSON; the body is
 # streamed and reading stops past this size, so memory stays bounded whatever the server sends.
 RESPONSE_MAX_BYTES = 8 * 1024 * 1024
@@ -338,7 +338,7 @@ def _attempt(
         read = isinstance(e, requests.exceptions.ReadTimeout)
         if (timeouts[1] < configured[1]) if read else (timeouts[0] < configured[0]):
             # this attempt's timeout was the run's remaining time: the review's deadline
-            # ended it (SPEC §6.4), not llm.timeout_s / llm.connect_timeout_s
+            # ended it (spec §6.4), not llm.timeout_s / llm.connect_timeout_s
             raise DeadlineExceeded("review deadline reached while waiting for the LLM"
                                    ) from e
         return None, _transport_error(e, _loggable_url(url), timeouts[1])

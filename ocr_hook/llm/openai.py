@@ -1,13 +1,13 @@
 """OpenAI Chat Completions over plain HTTP (``POST {base}/chat/completions``).
 
-Wire format: openai-python 3.x ``types/chat`` (ecosystem.md §3.1) — assistant
+Wire format: OpenAI Chat Completions as openai-python 3.x ``types/chat`` define it — assistant
 ``tool_calls[{id, type: function, function{name, arguments: JSON string}}]``, results as
 ``{"role": "tool", "tool_call_id", "content"}`` messages, ``usage{prompt_tokens,
 completion_tokens, prompt_tokens_details{cached_tokens, cache_write_tokens}}`` (DeepSeek:
 ``prompt_cache_hit_tokens``). The loop is driven by ``message.tool_calls``, never
 ``finish_reason``. No sampling parameters are sent unless configured through ``extra_body``.
 
-Quirks handled (ecosystem.md §3.4–3.6):
+Quirks of OpenAI-compatible servers handled:
 - reasoning arrives in ``reasoning_content`` (DeepSeek, llama.cpp, DashScope) or ``reasoning``
   (vLLM ≥ 0.11, Ollama) and is sent back, under the same name, on assistant turns that made
   tool calls (DeepSeek thinking mode answers 400 otherwise); turns without tool calls are sent
@@ -55,7 +55,7 @@ _UNSUPPORTED_WORDS = ("unsupported", "not supported", "unknown", "unrecognized",
 
 
 def chat_url(base: str) -> str:
-    """``{base}/chat/completions`` unless ``base`` already is a full endpoint URL (SPEC §13).
+    """``{base}/chat/completions`` unless ``base`` already is a full endpoint URL (spec §13).
     A query string (Azure ``api-version``) is kept after the path."""
     path, sep, query = base.partition("?")
     path = path.rstrip("/")
@@ -185,7 +185,7 @@ def names_output_field(err: LlmError, field: str) -> bool:
 
 def estimate_usage(messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
                    reply: Message, count: TokenCounter) -> Usage:
-    """Usage counted locally for a server that sent none (SPEC §13): the text of every message
+    """Usage counted locally for a server that sent none (spec §13): the text of every message
     and tool definition in, the reply's text, reasoning and tool-call arguments out."""
     parts = [m.content for m in messages]
     parts += [c.arguments_raw for m in messages for c in m.tool_calls]
@@ -244,7 +244,7 @@ class OpenAIClient:
             body["tools"] = [tool_to_wire(t) for t in tools]
             if ep.tool_choice:  # only with tools: OpenAI rejects tool_choice without them
                 body["tool_choice"] = ep.tool_choice
-        # llm.extra_body adds fields; it never replaces the request's own (issue 17)
+        # llm.extra_body adds fields; it never replaces the request's own
         return {**dict(ep.extra_body), **body}
 
     def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:

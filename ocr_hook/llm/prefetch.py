@@ -1,6 +1,6 @@
-"""Import the HTTP stack (``requests``, urllib3 and ``llm.http``: ~40 ms) on a background
-thread, started once a review is certain to call the LLM, so that it overlaps what the main
-thread still waits for before the first request (issue 18). ``make_client`` waits for it
+"""Import the HTTP stack (``requests``, urllib3 and ``llm.http``: a large part of start-up) on
+a background thread, started once a review is certain to call the LLM, so that it overlaps what
+the main thread still waits for before the first request. ``make_client`` waits for it
 before importing the client. Nothing changes when the thread is slow or fails: the caller's
 own import then finishes or raises as it would without it.
 """

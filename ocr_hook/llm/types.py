@@ -21,7 +21,7 @@ _THINK_CLOSE = "</think>"
 
 
 def split_think(text: str) -> tuple[str | None, str]:
-    """Split a leading reasoning block off model text (SPEC §13: reasoning models served without
+    """Split a leading reasoning block off model text (spec §13: reasoning models served without
     a reasoning parser put it in ``content``). Returns (reasoning or None, remaining text).
 
     Handles ``<think>…</think>rest``; ``…</think>rest`` with no opening tag (chat templates that
@@ -72,13 +72,13 @@ def decode_arguments(raw: Any) -> tuple[Any, str | None]:
 def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
     """Give every tool call a usable, unique id: (id, synthetic). Missing ids become
     ``<prefix>_<random>``; a repeated id becomes ``<id>_<n>`` so that each call gets exactly one
-    tool result (SPEC §6.2)."""
+    tool result (spec §6.2)."""
     seen: set[str] = set()
     out: list[tuple[str, bool]] = []
     for cid in ids:
         synthetic = False
         if not cid:
-            import uuid  # lazily: uuid imports platform (start-up cost, issue 18)
+            import uuid  # lazily: uuid imports platform (start-up cost)
 
             cid, synthetic = f"{prefix}_{uuid.uuid4().hex[:12]}", True
         elif cid in seen:
@@ -91,9 +91,9 @@ def unique_ids(ids: Sequence[str], prefix: str) -> list[tuple[str, bool]]:
     return out
 
 
-# The records below are NamedTuples, not frozen dataclasses (issue 18): this module loads on
-# every run that has an endpoint, and the seven dataclasses took ~5 ms to build (a NamedTuple
-# ~0.1 ms). Immutable, compared by value, ``_replace`` for copies; nothing walks them as
+# The records below are NamedTuples, not frozen dataclasses: this module loads on every run
+# that has an endpoint, and a NamedTuple class takes a small fraction of a dataclass's time to
+# build. Immutable, compared by value, ``_replace`` for copies; nothing walks them as
 # tuples (the session log and the wire formats are built field by field).
 
 
@@ -112,7 +112,7 @@ class ToolCall(NamedTuple):
     Anthropic). ``arguments`` is the decoded value (a dict when usable). ``parse_error`` is set
     when the arguments are unusable: invalid JSON, an empty string, absent, or JSON that is not
     an object (``null``, an array, a scalar) — the registry answers such calls with an error
-    result naming the expected schema (SPEC §6.2). ``synthetic_id`` marks an id we made up
+    result naming the expected schema (spec §6.2). ``synthetic_id`` marks an id we made up
     because the provider sent none or repeated one.
     """
 
@@ -234,7 +234,7 @@ class CallStats:
 
 
 class Endpoint(NamedTuple):
-    """A resolved LLM endpoint (SPEC §2, §13). ``api_key`` is never logged or written.
+    """A resolved LLM endpoint (spec §2, §13). ``api_key`` is never logged or written.
 
     ``url`` is a base or a full endpoint URL (query string kept, e.g. Azure ``api-version``).
     ``auth_header``: "" = the protocol's default (``Authorization: Bearer`` / ``x-api-key``);
@@ -295,7 +295,7 @@ class ChatClient(Protocol):
 
 class WrappedClient:
     """Base of a ChatClient that wraps another (``agent.budget.BudgetedClient``,
-    ``agent.redaction.RedactingClient``): ``endpoint`` and ``stats`` are ``inner``'s; a
+    ``agent.redactor.RedactingClient``): ``endpoint`` and ``stats`` are ``inner``'s; a
     subclass defines ``complete`` and delegates to ``self.inner``."""
 
     def __init__(self, inner: ChatClient) -> None:

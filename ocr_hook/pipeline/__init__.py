@@ -1,4 +1,6 @@
-"""A review run: the request, input, run-level preparation, the LLM stage with its group pool and deadline, ranges, the lock, the result cache and the services around a run."""
+"""A review run: the request, input, run-level preparation, the LLM stage with its group pool and
+deadline, ranges, the lock, the result cache and the services around a run.
+"""
 
 from __future__ import annotations
 

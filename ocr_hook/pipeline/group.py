@@ -1,13 +1,14 @@
-"""One group's review (SPEC §6.1 steps 4–6, §10 group level), run on a group-pool thread:
+"""One group's review (spec §6.1 steps 4–6, §10 group level), run on a group-pool thread:
 the cache lookup, the prompt size check, the optional plan, the effort rounds of the tool loop,
-the review filter once over all the group's comments (issue 18: only when there is something
-to filter, at most one call per group, on the group's own thread so groups filter in
-parallel), and the group's comments drained before it returns.
+the review filter once over all the group's comments (only when there is something to filter,
+at most one call per group, on the group's own thread so groups filter in parallel), and the
+group's comments drained before it returns.
 
 ``review_group`` returns a ``GroupOutcome`` (stop reason, report, the group's own warnings)
 and writes no shared state besides the run's thread-safe services: comments go through the
 ``CommentPool`` into the ``Collector``, ordered by the group's index, and the filter removes
-findings from it by id. The pools themselves belong to ``review`` (STYLE §3).
+findings from it by id. The pools themselves belong to ``pipeline.llm_stage``
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -40,22 +41,23 @@ from ..llm import ChatClient
 from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
 from ..tools import Handler, Registry, code_comment_handler
 
-if TYPE_CHECKING:  # a review without a cache never imports it (issue 18)
+if TYPE_CHECKING:  # a review without a cache never imports it
     from .cache.policy import CachePolicy
 
-# Default tokens per group, in context windows (issue 17: a model looping on tools spent 715 K
-# tokens on one group). A thorough review of a large group fills the context a few times
-# (compression keeps each request under 80 % of it); ten fills is far past that.
+# Default tokens per group, in context windows: the cap keeps a model that loops on tools from
+# spending the run's budget on one group. A thorough review of a large group fills the context a
+# few times (compression keeps each request under 80 % of it); ten fills is far past that.
 GROUP_TOKENS_CONTEXTS = 10
 
 
 class GroupDeps(NamedTuple):
-    """What every group review of a run shares, built once by ``review`` (each thread-safe;
-    a NamedTuple: built once per run, it costs ~1 ms less to define than a dataclass).
+    """What every group review of a run shares, built once by ``pipeline.llm_stage`` (each
+    thread-safe; a NamedTuple: built once per run, it costs ~1 ms less to define than a
+    dataclass).
 
     ``files``: every changed file (the prompts' "other files"); ``by_path``: changed files by
     old and new path; ``rules``: paths → rule text; ``now``: the prompts' date;
-    ``context_limit``: tokens above which a group prompt is skipped (SPEC §6.3); ``spawn``:
+    ``context_limit``: tokens above which a group prompt is skipped (spec §6.3); ``spawn``:
     runs a compression summary on the run's background pool; ``cache``: None without a cache;
     ``line_count``: a changed file's line count after the change (None when unknown).
     """
@@ -98,7 +100,7 @@ class GroupDeps(NamedTuple):
 
 def review_group(deps: GroupDeps, group: Group, rank: int) -> GroupOutcome:
     """Review ``group``, the ``rank``-th group of the run (its comments sort by it). A stored
-    answer for the same group input (SPEC §10) replaces the review: its findings and warnings
+    answer for the same group input (spec §10) replaces the review: its findings and warnings
     go to the collector and the outcome is ``cache_hit``. Otherwise see ``_GroupRun``; the
     outcome then carries the group's cache key (when there is a cache)."""
     if deps.cache is None:
@@ -140,7 +142,7 @@ class _GroupRun:
             return self.deps.comment_pool.submit(cs, self.key, self.rank)
 
     def run(self) -> GroupOutcome:
-        """Rounds, then wait for every comment filed to be anchored (SPEC §8.2: also of a
+        """Rounds, then wait for every comment filed to be anchored (spec §8.2: also of a
         group that failed later). ``stop`` in INCOMPLETE_STOPS leaves the group unreviewed;
         ``round_incomplete`` means round 1 completed but a later round was cut short."""
         local = {"code_comment": code_comment_handler(self.sink, self.group.label)}
@@ -153,7 +155,7 @@ class _GroupRun:
         return GroupOutcome(stop, err, self.report, tuple(self.warnings))
 
     def plan(self, fields: dict[str, str]) -> tuple[str, str, str]:
-        """SPEC §6.1 step 4: the plan when the group needs one. Returns (plan, stop, error):
+        """spec §6.1 step 4: the plan when the group needs one. Returns (plan, stop, error):
         a stop when budget or deadline ended the call; a failed call is a warning only."""
         d = self.deps
         if not agent.plan_required(self.group.files):
@@ -174,7 +176,7 @@ class _GroupRun:
         return plan, "", ""
 
     def rounds(self, local: Mapping[str, Handler]) -> tuple[str, str]:
-        """The prompt size check, the plan and the effort rounds (SPEC §6.1 step 5: round 1
+        """The prompt size check, the plan and the effort rounds (spec §6.1 step 5: round 1
         with the plan, later rounds with the findings so far, before the filter; stop early
         when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
         d, group = self.deps, self.group
@@ -204,7 +206,7 @@ class _GroupRun:
             used += res.usage.total
             self.report.stop_reasons.append(res.stop_reason)
             self.report.compressions += res.compressions
-            if res.stop_reason in CAP_STOPS:  # a cap hit in any round: incomplete (issue 17)
+            if res.stop_reason in CAP_STOPS:  # a cap hit in any round: incomplete
                 return res.stop_reason, res.error or res.stop_reason
             if res.stop_reason in INCOMPLETE_STOPS:
                 if rnd == 1:
@@ -222,7 +224,7 @@ class _GroupRun:
         return stop, err
 
     def filter_group(self, stop: str) -> None:
-        """SPEC §8.4, issue 18: once the rounds are over, the review filter sees every comment
+        """spec §8.4: once the rounds are over, the review filter sees every comment
         of the group (anchored, with ids) in one call and removes only those it reports. No call
         without a comment, with ``review.filter`` off, or when the group stopped incomplete
         (also ``round_incomplete``: budget or deadline would refuse the call; comments kept)."""

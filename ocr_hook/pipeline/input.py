@@ -1,9 +1,9 @@
-"""A review's input (issue 20): the change set of every target, joined, loaded within the
-bounds of ``select.*`` and ``security.max_scan_bytes`` (``changeset.load_change_set``), and the
-words for the files a bound left out.
+"""A review's input: the change set of every target, joined, loaded within the bounds of
+``select.*`` and ``security.max_scan_bytes`` (``change.load_change_set``), and the words for
+the files a bound left out.
 
-A push with several ranges is reviewed one range per run (``ranges``), so there is usually one
-target; the join keeps git's order within each target and the targets' order.
+A push with several ranges is reviewed one range per run (``pipeline.ranges``), so there is
+usually one target; the join keeps git's order within each target and the targets' order.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .. import change
+from .. import change, util
 from ..diff import FileDiff
 from ..git import Target
 
@@ -47,7 +47,7 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
 
 def scan_inputs(cs: change.ChangeSet
                 ) -> tuple[list[change.Decision], list[FileDiff]]:
-    """What the caller's secret scan (``change_scan.change_findings``) reads: the decisions
+    """What the caller's secret scan (``change.change_findings``) reads: the decisions
     of the loaded files and the probes (files parsed only for the scan), and every changed
     file for the protected-path check, a probe in place of its unloaded file."""
     probed = {(p.file.status, p.file.old_path, p.file.new_path): p.file for p in cs.probes}
@@ -64,5 +64,5 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
                      f"({policy.max_files})")
     if "over_max_total_bytes" in reasons:
         parts.append(f"the diffs to review are larger than select.max_total_bytes "
-                     f"({change.human_bytes(policy.max_total_bytes)})")
+                     f"({util.human_bytes(policy.max_total_bytes)})")
     return " and ".join(parts) + "; `git ocr review --preview` lists them"

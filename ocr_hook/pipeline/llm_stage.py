@@ -1,8 +1,8 @@
-"""The LLM part of one run (SPEC §6.1 steps 3–7), imported only when a run has files to send
+"""The LLM part of one run (spec §6.1 steps 3–7), imported only when a run has files to send
 to a model and no cached result: the client behind the Meter, the tool registry, grouping, the
 group, comment and compression pools, the deadline, the merge and the gate.
 
-Budget and time (SPEC §6.4): one Meter per run is checked before every LLM attempt (the
+Budget and time (spec §6.4): one Meter per run is checked before every LLM attempt (the
 clients' ``before_attempt``), which also caps each attempt's timeouts by the time left. At the
 deadline queued groups are cancelled and running ones stop at their next check; both are
 incomplete with reason ``timeout``. Pools are daemon-thread WorkerPools joined before
@@ -41,7 +41,7 @@ __all__ = ["review_with_llm", "run_groups"]
 
 log = logging.getLogger(__name__)
 
-EFFORT_ROUNDS = {"low": 1, "medium": 2, "high": 3}  # SPEC §2 (OCR effort presets)
+EFFORT_ROUNDS = {"low": 1, "medium": 2, "high": 3}  # spec §2 (OCR effort presets)
 DEADLINE_GRACE_S = 5.0  # after the deadline: wait this long for running groups to stop
 INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: wait this long for workers before giving up on them
 
@@ -51,7 +51,7 @@ def review_with_llm(state: RunState, redactor: Redactor,
     """After a run-level cache miss: the endpoint's key, groups, their reviews, merge and gate.
     Never raises for LLM/tool failures (they are in the result)."""
     req = state.req
-    from .. import llm  # the LLM will be called: import HTTP meanwhile (issue 18)
+    from .. import llm  # the LLM will be called: import HTTP meanwhile
 
     llm.start_prefetch()
     try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
@@ -68,7 +68,7 @@ def review_with_llm(state: RunState, redactor: Redactor,
 
 
 class _GroupRunner:
-    """The LLM part of one run (SPEC §6.1 steps 3–7): the client behind the Meter, the tool
+    """The LLM part of one run (spec §6.1 steps 3–7): the client behind the Meter, the tool
     registry, grouping, the group, comment and compression pools, the merge and the gate.
     Group workers share only thread-safe services (meter, client, pools, collector) and return
     their outcomes; the merge takes them in group order, not in the order they finished."""
@@ -86,16 +86,16 @@ class _GroupRunner:
         self.record = state.record
         self.meter = Meter(budget_tokens=req.budget_tokens,
                            deadline=state.t0 + cfg.review.timeout_s)
-        # SPEC §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
+        # spec §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
         # included; the remaining run time caps each attempt's timeouts.
-        self.client = RedactingClient(BudgetedClient(make_client(  # SPEC §14: redacted
+        self.client = RedactingClient(BudgetedClient(make_client(  # spec §14: redacted
             endpoint, before_attempt=self.meter.before_attempt,
             count_tokens=state.count), self.meter), redactor)  # count: when usage is absent
         self.redact: Callable[[str], str] = redactor
         self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact)
         external: list[Any] = []
         self.mcp_warnings_seen = 0
-        if req.mcp is not None:  # SPEC §7.3: servers start once per run; failures are warnings
+        if req.mcp is not None:  # spec §7.3: servers start once per run; failures are warnings
             req.mcp.start()
             external = req.mcp.tools()
             self.result.warnings.extend(
@@ -107,7 +107,7 @@ class _GroupRunner:
         self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
         # comments, anchoring and compression (their threads start on first use)
         self.collector = Collector()
-        # SPEC §8.2: comments are anchored when filed (code_comment says where they landed);
+        # spec §8.2: comments are anchored when filed (code_comment says where they landed);
         # re-location runs on their own pool and the loop never waits for it.
         self.comment_workers = WorkerPool(cfg.review.concurrency, "ocr-comment")
         processor = CommentProcessor(
@@ -143,7 +143,7 @@ class _GroupRunner:
 
     def ask_grouping(self, fs: Sequence[FileDiff]) -> list[Group]:
         """The grouping call, answered from the cache when the same file list with the same
-        stats was grouped before (SPEC §10)."""
+        stats was grouped before (spec §10)."""
         from .. import agent
 
         def ask(files: Sequence[FileDiff]) -> list[Group]:
@@ -185,7 +185,7 @@ class _GroupRunner:
         return len(lines) - (1 if lines and lines[-1] == "" else 0)
 
     def _relocate(self, fd: FileDiff, c: RawComment) -> str | None:
-        """Ask the model where comment ``c`` belongs in ``fd`` (SPEC §8.2 re-location)."""
+        """Ask the model where comment ``c`` belongs in ``fd`` (spec §8.1 re-location)."""
         from .. import agent
 
         return agent.relocate_snippet(
@@ -247,10 +247,10 @@ def run_groups(
     meter: Any,
     background: WorkerPool,
 ) -> list[GroupOutcome]:
-    """Run ``review(group, index)`` for every group on ``concurrency`` threads (SPEC §6.1 step
+    """Run ``review(group, index)`` for every group on ``concurrency`` threads (spec §6.1 step
     3) and return each group's outcome, in group order whatever order they finished in.
 
-    Isolation: a group that raises becomes an ``error`` outcome. Deadline (SPEC §6.4,
+    Isolation: a group that raises becomes an ``error`` outcome. Deadline (spec §6.4,
     ``meter.deadline``): queued groups are cancelled and running ones stop at their next check
     (calls in flight end by then: their timeouts are capped by the deadline); both come back as
     ``timeout`` outcomes. Finally the background pool (compression summaries) is awaited.

@@ -1,5 +1,5 @@
-"""One review at a time per input (issue 16): a second run on the same snapshot or range
-waits for the first and then answers from the first's cached result (SPEC §10) instead of
+"""One review at a time per input: a second run on the same snapshot or range waits for the
+first and then answers from the first's cached result (spec §10) instead of
 paying for the same review again.
 
 pre-commit runs a ``repo: local`` hook with its defaults in parallel slices, and two

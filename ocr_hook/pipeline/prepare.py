@@ -1,7 +1,7 @@
-"""One single-range run up to its first LLM call (SPEC §6.1 steps 1–2 and §10's run-level
-lookup): the change loaded (``change_load``), the selection, the deterministic findings
-(``change_scan``), the result being filled in, the redaction of the reviewed diffs and the
-run-level cache lookup. ``review`` wires it to the groups' LLM work.
+"""One single-range run up to its first LLM call (spec §6.1 steps 1–2 and §10's run-level
+lookup): the change loaded (``pipeline.input``), the selection, the deterministic findings
+(``change.scan``), the result being filled in, the redaction of the reviewed diffs and the
+run-level cache lookup. ``pipeline.review`` wires it to the groups' LLM work.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class RunState:
         ``config_findings`` and ``secret_literals``; returns (the selection decisions, the
         changes-only notice or "", the secret scan's warnings). A change whose every target's
         head is its base (an index that matches HEAD) has no file: nothing is loaded or
-        scanned, and neither machinery is imported (issue 18)."""
+        scanned, and neither machinery is imported, so such a run starts fast."""
         req = self.req
         self.secret_literals: dict[str, str] = {}  # detect-secrets values, redacted like ours
         if all(t.base == t.head for t in targets):
@@ -86,8 +86,8 @@ class RunState:
 
         cs, notice = load_targets(req, targets, self.count)
         self.files = cs.files
-        # SPEC §14: deterministic, so also without an endpoint or reviewable file; files not
-        # loaded (excluded, too large, over a bound) were scanned while loading (issue 20), or
+        # spec §14: deterministic, so also without an endpoint or reviewable file; files not
+        # loaded (excluded, too large, over a bound) were scanned while loading, or
         # come back parsed (cs.probes) for the detect-secrets pass
         to_scan, listed = scan_inputs(cs)
         scanned = change_findings(req.repo, to_scan, req.protected_paths,
@@ -108,8 +108,8 @@ class RunState:
         return self.rules_for(paths) if self.rules_for else ""
 
     def finished(self) -> ReviewResult:
-        """Account for the files left out by a bound of the change set (issue 20: they make
-        the review incomplete), stamp the elapsed time on the result and return it."""
+        """Account for the files left out by a bound of the change set (they make the
+        review incomplete), stamp the elapsed time on the result and return it."""
         result = self.result
         if self.bounded and not self.req.preview:
             from .input import bound_text
@@ -130,7 +130,7 @@ class RunState:
         return self.finished()
 
     def not_reviewed(self, reason: str, why: str) -> ReviewResult:
-        """No LLM review at all (``reason``: ``no_endpoint``, SPEC §2; ``locked``): the
+        """No LLM review at all (``reason``: ``no_endpoint``, spec §2; ``locked``): the
         deterministic findings are reported and gated, every reviewable file is not reviewed
         with ``reason``, and gate.on_error decides."""
         result = self.result
@@ -144,21 +144,21 @@ class RunState:
         return self.finished()
 
     def redact_reviewed(self) -> Redactor:
-        """SPEC §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys
+        """spec §14: from here on the reviewed diffs are redacted (in place: prompts, cache keys
         and anchoring all see placeholders; other files' diffs reach the model only through
         file_read_diff, whose output the view redacts); the client redacts every request again.
         Returns the run's redactor."""
         from .. import secrets
         from ..agent import Redactor
 
-        # no allow-list: allowed values are redacted too (issue 17)
+        # no allow-list: allowed values are redacted too
         redactor = Redactor(self.secret_literals)
         for f in self.reviewable:
             secrets.redact_file_diff(f, redactor)
         return redactor
 
     def run_cache_hit(self, cache: ResultCache | None) -> ReviewResult | None:
-        """SPEC §10: run-level cache lookup in ``cache`` (None: no cache) before any LLM work;
+        """spec §10: run-level cache lookup in ``cache`` (None: no cache) before any LLM work;
         an unchanged snapshot makes no call. Returns the finished result on a hit; sets
         ``cache_policy`` for the groups."""
         req, result = self.req, self.result

@@ -1,4 +1,4 @@
-"""Push mode with zero or several pushed ranges (SPEC §3.4): each range is reviewed on its own
+"""Push mode with zero or several pushed ranges (spec §3.4): each range is reviewed on its own
 by the ``run_one`` it is given, sharing the run's deadline and token budget, and the results
 are merged into one (``input.ranges`` lists every pushed ref)."""
 
@@ -18,7 +18,7 @@ from .request import ReviewRequest
 def ranges_json(targets: Sequence[git.Target]) -> list[dict[str, str | int]]:
     """JSON ``input.ranges`` of push mode: one ``{ref, base, head, commits}`` per pushed remote
     ref (``base..head`` is what was reviewed, ``commits`` how many commits it holds); a range
-    cut to its newest commits (``push_scope``) adds ``not_reviewed_commits`` and
+    cut to its newest commits (``git.push_scope``) adds ``not_reviewed_commits`` and
     ``not_reviewed_base`` (the older commits ``not_reviewed_base..base`` were left out)."""
     out: list[dict[str, str | int]] = []
     for t in targets:
@@ -34,7 +34,7 @@ def ranges_json(targets: Sequence[git.Target]) -> list[dict[str, str | int]]:
 
 def skipped_commits_warnings(targets: Sequence[git.Target]) -> list[RunWarning]:
     """One ``commits_not_reviewed`` warning per range cut to its newest commits
-    (``push_scope``), naming the reviewed range and the older commits left out."""
+    (``git.push_scope``), naming the reviewed range and the older commits left out."""
     return [RunWarning(
         "commits_not_reviewed", "",
         f"{', '.join(t.refs) or t.head_label}: reviewed the newest {t.commits} commit(s)"

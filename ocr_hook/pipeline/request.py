@@ -1,5 +1,6 @@
 """What a review run is asked to do: ``ReviewRequest``, read once from flags, env and files by
-``cli`` and handed to ``review.run`` (STYLE §3: the argparse namespace goes no further)."""
+``cli`` and handed to ``pipeline.review.run`` (docs/architecture.md: the argparse namespace goes
+no further)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ if TYPE_CHECKING:  # annotations only: a run without an endpoint never loads llm
     from ..config import Config
     from ..llm import Endpoint
 
-HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # SPEC §2: hook-stage defaults
+HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # spec §2: hook-stage defaults
 
 
-class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up (issue 18)
+class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up
     """Everything a run needs, read once from flags, env and files by ``cli``."""
 
     repo: Path
@@ -36,17 +37,17 @@ class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up (is
     path_filter: tuple[str, ...] | None = None
     endpoint: Endpoint | None = None
     endpoint_error: str = ""
-    # Runs llm.api_key_cmd (config_cli.ApiKeyCommand): set when the endpoint's key is still to
+    # Runs llm.api_key_cmd (config.endpoint.ApiKeyCommand): set when the endpoint's key is still to
     # come from it. Called only right before the first LLM request; raises ConfigError when the
-    # command fails, which makes the endpoint unavailable (reason no_endpoint, SPEC §2).
+    # command fails, which makes the endpoint unavailable (reason no_endpoint, spec §2).
     api_key_cmd: Callable[[], str] | None = None
     preview: bool = False
     use_cache: bool = True
     background: str = ""
-    protected_paths: tuple[str, ...] = ()  # review-configuration files (SPEC §5)
-    # SPEC §7.2/§7.3: built-in tool definitions after tools.file (None = shipped tools.json),
-    # and the MCP bridge (tools.mcp_bridge.McpBridge, built by cli, started by review only when
-    # a review reaches the tool loop, closed by cli).
+    protected_paths: tuple[str, ...] = ()  # review-configuration files (spec §5)
+    # spec §7.2/§7.3: built-in tool definitions after tools.file (None = shipped tools.json),
+    # and the MCP bridge (tools.McpBridge, built by cli, started by pipeline.llm_stage only
+    # when a review reaches the tool loop, closed by cli).
     tool_defs: Mapping[str, Any] | None = None
     mcp: Any = None
 
@@ -68,7 +69,7 @@ class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up (is
 
     @property
     def selection_policy(self) -> SelectionPolicy:
-        """What the select.* settings and the context size make of file selection (SPEC §4)."""
+        """What the select.* settings and the context size make of file selection (spec §4)."""
         sel = self.config.select
         return SelectionPolicy(include=tuple(sel.include), exclude=tuple(sel.exclude),
                                review_tests=sel.review_tests,

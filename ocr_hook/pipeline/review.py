@@ -1,14 +1,16 @@
-"""Wires the stages of a review (SPEC §6.1) up to the LLM, and hands over to ``review_llm``.
+"""Wires the stages of a review (spec §6.1) up to the LLM, and hands over to
+``pipeline.llm_stage``.
 
-input (target + diff) → selection → deterministic findings (``change_scan``) in ``RunState``;
-a preview or a run with nothing to send to a model ends there. Otherwise the reviewed diffs are
-redacted, the run takes its lock (``runlock``: one run per input at a time) and looks up the
-run-level cache; only on a miss is ``review_llm`` imported, with groups (``grouping.
-build_groups``: deterministic or one grouping call), the group pool (``group_review``), the run
-deadline, the merge in group order and the gate. Nothing else wires stages. LLM and tool
-failures come back inside the result; only input/config problems raise (OcrError).
+input (target + diff) → selection → deterministic findings (``change.scan``) in ``RunState``
+(``pipeline.prepare``); a preview or a run with nothing to send to a model ends there. Otherwise
+the reviewed diffs are redacted, the run takes its lock (``pipeline.lock``: one run per input at
+a time) and looks up the run-level cache; only on a miss is ``pipeline.llm_stage`` imported,
+with groups (``agent.build_groups``: deterministic or one grouping call), the group pool and
+each group's review (``pipeline.group``), the run deadline, the merge in group order and the
+gate. Nothing else wires stages. LLM and tool failures come back inside the result; only
+input/config problems raise (OcrError).
 
-Start-up (issue 18): a preview, nothing to review or a cache hit imports none of the LLM
+Start-up: a preview, nothing to review or a cache hit imports none of the LLM
 machinery (grouping, pools, prompts, clients, tools); the result cache is opened (``cache``:
 a function that opens it on first call) only by a run with something for the model.
 """
@@ -56,13 +58,13 @@ def run(
     cache: CacheOpener | None = None,
 ) -> ReviewResult:
     """Review ``req`` end to end and return the result (never raises for LLM/tool failures).
-    ``cache`` opens the result cache (SPEC §10) when the run first needs it; None: no cache.
+    ``cache`` opens the result cache (spec §10) when the run first needs it; None: no cache.
 
     Raises UsageError/GitError/ConfigError for input problems (bad ref, conflicts).
     """
     t0 = time.monotonic()
     targets = resolve_targets(req)
-    if len(targets) != 1:  # push mode: no range, or several (SPEC §3.4)
+    if len(targets) != 1:  # push mode: no range, or several (spec §3.4)
         from .ranges import run_ranges
 
         return run_ranges(
@@ -87,7 +89,7 @@ def run(
 
 def _review_with_llm(state: RunState, redactor: Redactor, session: Session | None,
                      cache: ResultCache | None) -> ReviewResult:
-    """From the cache lookup on: a cached result, or (``review_llm``) groups, their reviews,
+    """From the cache lookup on: a cached result, or (``pipeline.llm_stage``) groups, their reviews,
     merge and gate."""
     run_hit = state.run_cache_hit(cache)
     if run_hit is not None:

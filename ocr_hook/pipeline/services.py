@@ -1,7 +1,7 @@
-"""The services a real review runs with, built around ``review.run``: the session log (SPEC
-§12) with its start/comment/end records, the result cache (§10), the stderr heartbeat (§11),
-the tools file (§7.2) and the MCP bridge, whose repository-defined servers start only with the
-user's recorded consent (§7.3). Prints nothing; heavy modules are imported when used.
+"""The services a real review runs with, built around ``pipeline.review.run``: the session
+log (spec §12) with its start/comment/end records, the result cache (§10), the stderr heartbeat
+(§11), the tools file (§7.2) and the MCP bridge, whose repository-defined servers start only
+with the user's recorded consent (§7.3). Prints nothing; heavy modules are imported when used.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ log = logging.getLogger("ocr_hook")
 
 
 def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
-    """Run ``review.run`` with the run's services: the session log (SPEC §12), the result cache
-    (§10, opened only by a run with something for the model, pruned only after a run that
-    wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
+    """Run ``pipeline.review.run`` with the run's services: the session log (spec §12), the
+    result cache (§10, opened only by a run with something for the model, pruned only after a
+    run that wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
     from .. import __version__, git
     from . import review
 
@@ -83,10 +83,10 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
 
 
 def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult) -> None:
-    """Gate time (issue 19): take the dismissed findings out of ``result`` (inline markers,
+    """Gate time: take the dismissed findings out of ``result`` (inline markers,
     ``.ocr-hook-dismissed.json`` at HEAD, the personal file) and decide the gate again. A file
     that cannot be read is a warning and its dismissals are not applied. A result without
-    findings has nothing to dismiss: no file is read (no git call, issue 18 start-up)."""
+    findings has nothing to dismiss: no file is read (no git call, so such a run starts fast)."""
     if not result.findings or result.preview:
         return
     from ..comments import load_for_review
@@ -133,7 +133,7 @@ def record_findings(session: Any, result: ReviewResult) -> None:
 
 def diff_record(fd: Any) -> dict[str, Any]:
     """A ``diff.FileDiff`` as plain JSON data for the session's ``result`` record (the review
-    page of ``git ocr session show ID --html`` is rendered from it, ``html_report.
+    page of ``git ocr session show ID --html`` is rendered from it, ``report.html.
     diff_from_record``): paths, status, counts and the hunks as ``[old_start, old_count,
     new_start, new_count, header, [[kind, text, old, new], …]]``."""
     return {
@@ -146,7 +146,7 @@ def diff_record(fd: Any) -> dict[str, Any]:
 
 def tool_defs(cfg: Config, repo: Path | None = None,
               from_repo: frozenset[str] = frozenset()) -> Any:
-    """Built-in tool definitions narrowed by ``tools.file`` / ``--tools`` (SPEC §7.2), or None
+    """Built-in tool definitions narrowed by ``tools.file`` / ``--tools`` (spec §7.2), or None
     for the shipped ones. A ``tools.file`` of the repository file (``"tools.file" in
     from_repo``) is read from HEAD of ``repo``, any other from disk. Raises ConfigError at
     start-up for an unreadable or invalid file."""
@@ -169,7 +169,7 @@ def tool_defs(cfg: Config, repo: Path | None = None,
 def mcp_bridge(repo: Path, cfg: Config, environ: Mapping[str, str]) -> Any:
     """An McpBridge (not started) for the configured servers, or None when there are none.
     Servers defined in the repository file run only with the consent recorded by
-    ``git ocr config allow-mcp`` for that exact list (SPEC §7.3); without it they are left out
+    ``git ocr config allow-mcp`` for that exact list (spec §7.3); without it they are left out
     with a warning. Raises ConfigError for an invalid server entry."""
     if not cfg.mcp.servers:
         return None

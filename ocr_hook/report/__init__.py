@@ -1,15 +1,19 @@
-"""What a review reports: the result, its formats (text, JSON, SARIF, HTML), where it is written, progress on stderr, and the session log."""
+"""What a review reports: the result, its output formats (``formats``: the registry, one module
+per format), the display helpers they share, where a report is written, progress on stderr, and
+the session log.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..util import lazy_exports
+# TYPE_CHECKING without importing typing: the parser of a hook run reads the format names
+from ..util import TYPE_CHECKING, lazy_exports
 
 if TYPE_CHECKING:
     from .destination import check_output_path, stdout_to_devnull, to_stdout, write_output
+    from .display import display_text, utf8_safe
+    from .formats import DEFAULT_FORMAT, OUTPUT_FORMATS, format_writer
     from .html import diff_from_record, render_html
-    from .machine import display_text, to_json, utf8_safe, write_json, write_sarif
+    from .json_format import to_json
     from .progress import Progress
     from .result import (
         CACHEABLE_STOPS,
@@ -30,12 +34,14 @@ if TYPE_CHECKING:
         list_sessions,
         read_session_records,
     )
-    from .text import finding_location, verdict_line, write_text
+    from .text import finding_location, verdict_line
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
+    "display": ("display_text", "utf8_safe",),
+    "formats": ("DEFAULT_FORMAT", "OUTPUT_FORMATS", "format_writer",),
     "html": ("diff_from_record", "render_html",),
-    "machine": ("display_text", "to_json", "utf8_safe", "write_json", "write_sarif",),
+    "json_format": ("to_json",),
     "progress": ("Progress",),
     "result": (
         "CACHEABLE_STOPS",
@@ -56,5 +62,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "list_sessions",
         "read_session_records",
     ),
-    "text": ("finding_location", "verdict_line", "write_text",),
+    "text": ("finding_location", "verdict_line",),
 })

@@ -1,6 +1,6 @@
-"""Where a report goes: ``--output FILE`` (``review``, ``session show --html``) and stdout.
+"""Where a report goes: ``--output FILE`` (``git ocr review``, ``session show --html``) and stdout.
 
-A regular file is replaced atomically (``atomicfile``: a reader such as a CI step never sees
+A regular file is replaced atomically (``util.atomicfile``: a reader such as a CI step never sees
 half a report); a symbolic link is followed and its target replaced, never the link itself; a
 path that is not a regular file (``/dev/stdout``, a FIFO, a terminal) is written into, as a
 shell redirection would. Stdout failures never change the gate's answer: a reader that went

@@ -1,4 +1,4 @@
-"""The review page (issue 19): one self-contained HTML file for ``--format html`` and
+"""The review page: one self-contained HTML file for ``--format html`` and
 ``git ocr session show ID --html``.
 
 Contents: the verdict in words with the gate and the summary, the findings by file, the
@@ -13,23 +13,29 @@ Content-Security-Policy meta tag (``default-src 'none'; style-src 'unsafe-inline
 browser refuse any request even if model text tried to add one, and every text from the model,
 the diff or a path is HTML-escaped. It reads in any browser from a ``file://`` URL.
 
-Input is plain data, so a session can be rendered later: ``data`` is the JSON object of
-``output.to_json`` (SPEC §11, with ``dismissed[]``), ``diffs`` the reviewed files' diffs, and
-``verdict`` the text output's verdict line. Imported only for ``--format html`` and ``--html``.
+Input is plain data, so a session can be rendered later (:func:`render_html`): ``data`` is
+the JSON object of ``report.json_format.to_json`` (spec §11, with ``dismissed[]``), ``diffs``
+the reviewed files' diffs, and ``verdict`` the text output's verdict line; :func:`write_html`,
+the writer of ``--format html``, takes the three from a result. Imported only for ``--format
+html`` and ``--html``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..change import reason_words
 from ..diff import FileDiff
 from ..util import shown_text
+from .display import utf8_safe
+from .json_format import to_json
+from .text import verdict_line
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+if TYPE_CHECKING:
+    from .result import ReviewResult
+
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
 
@@ -75,8 +81,8 @@ ul.index{padding-left:20px}
 
 def _e(text: object) -> str:
     """``text`` HTML-escaped; undecodable path bytes as ``\\xNN`` and any other lone surrogate
-    as U+FFFD, so the page always encodes as UTF-8."""
-    return escape(_LONE_SURROGATE.sub("\ufffd", shown_text(str(text))), quote=True)
+    as U+FFFD (:func:`report.display.utf8_safe`), so the page always encodes as UTF-8."""
+    return escape(utf8_safe(str(text)), quote=True)
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
@@ -84,6 +90,24 @@ def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
     return (gate.get("mode") == "blocking"
             and SEVERITY_RANK.get(str(c.get("severity")), 0)
             >= SEVERITY_RANK.get(str(gate.get("fail_on")), 3))
+
+
+def write_html(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:
+    """``--format html``: the page of ``result``, from its JSON object, the diffs of its
+    reviewed files (:func:`review_diffs`) and its verdict line. ``environ`` is not read (the
+    writers of ``report.formats`` share one signature)."""
+    stream.write(render_html(utf8_safe(to_json(result)), review_diffs(result),
+                             verdict_line(result)))
+
+
+def review_diffs(result: ReviewResult) -> list[FileDiff]:
+    """The diffs of the reviewed files (each path once, in group order): the review page's
+    diffs."""
+    seen: dict[str, FileDiff] = {}
+    for g in result.groups:
+        for f in g.files:
+            seen.setdefault(f.path, f)
+    return list(seen.values())
 
 
 def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str) -> str:
@@ -171,7 +195,7 @@ def _coverage(data: Mapping[str, Any]) -> str:
             what, cls = f"not reviewed: {_INCOMPLETE[f['reason']]}", "miss"
         else:
             what, cls = f"excluded: {reason_words(f['path'], f.get('reason', ''))}", "no"
-        if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan (issue 20)
+        if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan
             what += f": {f['detail']}"
         path = f["path"] if f.get("old_path") in (None, f["path"]) else \
             f"{f['old_path']} → {f['path']}"
@@ -202,7 +226,8 @@ def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:
     with_diff = {shown_text(fd.path) for fd in diffs}
     out = ['<section id="diffs"><h2>Reviewed files</h2>']
     for n, fd in enumerate(diffs):
-        mine = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) == shown_text(fd.path)]
+        path = shown_text(fd.path)
+        mine = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) == path]
         out.append(_file_article(n, fd, mine, gate))
     rest = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) not in with_diff]
     if rest:
@@ -290,7 +315,8 @@ def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
 
 
 def diff_from_record(rec: Mapping[str, Any]) -> FileDiff:
-    """A FileDiff from a session ``result`` record's diff entry (``runservices.diff_record``)."""
+    """A FileDiff from a session ``result`` record's diff entry
+    (``pipeline.services.diff_record``)."""
     from ..diff import Hunk, Line
 
     hunks = tuple(

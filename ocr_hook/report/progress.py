@@ -1,4 +1,4 @@
-"""Progress and heartbeat on stderr during a review (SPEC §11).
+"""Progress and heartbeat on stderr during a review (spec §11).
 
 stdout carries only the result; this module writes through the ``ocr_hook`` logger, whose only
 handler (installed by ``cli``) is on stderr. A background thread logs a heartbeat line every
@@ -23,11 +23,11 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_S = 15.0  # SPEC §11: a heartbeat line at least every 20 s
+HEARTBEAT_S = 15.0  # spec §11: a heartbeat line at least every 20 s
 
 
 def start_line(data: Mapping[str, Any]) -> str:
-    """The line printed when the model is first asked to review (issue 19), from the session's
+    """The line printed when the model is first asked to review, from the session's
     ``grouping`` record: ``reviewing 3 files in 2 groups with MODEL…``."""
     groups = data.get("groups")
     n_groups = len(groups) if isinstance(groups, list) else 0

@@ -1,10 +1,10 @@
-"""What a review run returns (SPEC §8.3, §11): the result, each changed path's coverage, each
-group's report and outcome, the one run-warning type, and the words of the ``NOT REVIEWED``
-line (SPEC §9).
+"""What a review run returns (spec §8.3, §11): the result, each changed path's coverage, each
+group's report and outcome, and the words of the ``NOT REVIEWED`` line (spec §9).
 
-Plain data and pure functions. ``output`` renders these types, ``cache`` stores the warnings,
-``comments`` raises anchoring warnings, and ``review`` fills the result in; none of them needs
-``review`` for it.
+Plain data and pure functions. ``report.machine`` and ``report.text`` render these types,
+``pipeline.cache`` stores the warnings and ``pipeline.review`` fills the result in. The warnings
+are ``findings.RunWarning``, a leaf type, so ``comments`` raises anchoring warnings without
+importing ``report``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..findings import Finding, RunWarning, merge_same_claims
 from ..gate import GateDecision, GateOptions, decide
 
-if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these (issue 18)
+if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these
     from ..agent import Group
     from ..change import Decision
     from ..comments import Dismissal, DismissedFinding
@@ -30,11 +30,11 @@ def _no_usage() -> Usage:
     return Usage()
 
 # Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
-# (SPEC §8.3 incomplete with reason). A stop in a later effort round only costs that round.
+# (spec §8.3 incomplete with reason). A stop in a later effort round only costs that round.
 # A group without a final answer (``max_rounds``: the round limit was reached; the grace
 # turn's comments are kept) or with a reply cut at the output limit (``output_limit``) is
 # unreviewed too, and so is one that hit another cap (tokens per group, tool calls per reply,
-# argument size; issue 17): neither passed nor cached.
+# argument size): neither passed nor cached.
 CAP_STOPS = frozenset({"max_rounds", "group_tokens", "too_many_tool_calls",
                        "tool_args_too_large"})
 INCOMPLETE_STOPS = frozenset({
@@ -48,7 +48,7 @@ CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answ
 
 @dataclass
 class FileOutcome:
-    """Coverage entry of one changed path (SPEC §8.3)."""
+    """Coverage entry of one changed path (spec §8.3)."""
 
     path: str
     old_path: str
@@ -58,14 +58,14 @@ class FileOutcome:
     insertions: int
     deletions: int
     will_review: bool = False
-    detail: str = ""  # the reason in words, and the secret scan of a file not loaded (issue 20)
+    detail: str = ""  # the reason in words, and the secret scan of a file not loaded
     size_bytes: int | None = None  # the larger blob's size, when it made the file too_large
 
     @classmethod
     def selected(cls, d: Decision) -> FileOutcome:
         """The entry of a selection decision: not reviewed yet, excluded with its reason;
-        ``will_review`` also for a file left out only by a bound of the change set (issue 20:
-        it keeps its ``over_max_*`` reason and makes the review incomplete)."""
+        ``will_review`` also for a file left out only by a bound of the change set (it
+        keeps its ``over_max_*`` reason and makes the review incomplete)."""
         f = d.file
         return cls(f.path, f.old_path, f.status, False, d.reason, f.insertions, f.deletions,
                    d.selected, d.detail, f.size_bytes)
@@ -78,9 +78,9 @@ class FileOutcome:
             self.reviewed = True
 
 
-@dataclass(eq=False)  # never compared: identity equality, less class building (issue 18)
+@dataclass(eq=False)  # never compared: identity equality, less class building
 class GroupReport:
-    """How one group's review went (session log ``group_done``; SPEC §6.2 stop reasons).
+    """How one group's review went (session log ``group_done``; spec §6.2 stop reasons).
 
     ``stop_reasons``: the loop's stop reason per effort round run (agent.loop.STOP_REASONS),
     or the single reason the group never reached a loop (``token_threshold_exceeded``,
@@ -95,7 +95,7 @@ class GroupReport:
     compressions: int = 0
 
 
-@dataclass(frozen=True, eq=False)  # never compared: identity equality (issue 18)
+@dataclass(frozen=True, eq=False)  # never compared: identity equality
 class GroupOutcome:
     """What one group's worker returns; the run merges these in group order, so the result
     does not depend on which group finished first.
@@ -129,11 +129,11 @@ class GroupOutcome:
         return warning, cause
 
 
-@dataclass(eq=False)  # never compared: identity equality, less class building (issue 18)
+@dataclass(eq=False)  # never compared: identity equality, less class building
 class ReviewResult:
-    """The outcome of a run, rendered by ``output``. ``status``: complete | partial | failed |
-    skipped; ``findings`` in output order; ``warnings`` in a stable order (run warnings, then
-    each group's in group order, then the comments')."""
+    """The outcome of a run, rendered by ``report.machine`` and ``report.text``. ``status``:
+    complete | partial | failed | skipped; ``findings`` in output order; ``warnings`` in a stable
+    order (run warnings, then each group's in group order, then the comments')."""
 
     status: str  # complete | partial | failed | skipped
     decision: GateDecision
@@ -157,11 +157,11 @@ class ReviewResult:
 
     @property
     def incomplete(self) -> bool:
-        """Some selected file was not reviewed (SPEC §9 ``incomplete``)."""
+        """Some selected file was not reviewed (spec §9 ``incomplete``)."""
         return any(o.will_review and not o.reviewed for o in self.files)
 
     def dismiss(self, dismissals: Sequence[Dismissal]) -> None:
-        """Gate time (issue 19): move the findings that are dismissed (inline marker, shared or
+        """Gate time: move the findings that are dismissed (inline marker, shared or
         personal record) to ``dismissed`` and decide the gate again on the rest. Applied to
         every result, cached ones included, so a dismissal never needs a new review."""
         if self.preview:
@@ -177,7 +177,7 @@ class ReviewResult:
 
     def left_out(self, bounded: int, selected: int, why: str) -> None:
         """``bounded`` of the ``selected`` files were left out by a bound of the change set
-        (issue 20; ``why`` in words): the NOT REVIEWED line says so (its first reason gains
+        (``why`` in words): the NOT REVIEWED line says so (its first reason gains
         ``why``), a complete or skipped run becomes partial (failed when nothing was reviewed)
         and the gate decides as for an incomplete review."""
         if self.incomplete_reasons:
@@ -213,7 +213,7 @@ def merged_findings(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(merge_same_claims(findings), key=finding_order)
 
 
-# --- the NOT REVIEWED line (SPEC §9) -------------------------------------------------------
+# --- the NOT REVIEWED line (spec §9) -------------------------------------------------------
 
 # What a stop reason (agent.loop.STOP_REASONS, group outcomes) means, for people: the
 # ``NOT REVIEWED`` line and the warnings never show internal codes such as ``empty_rounds``.
@@ -253,7 +253,7 @@ def not_reviewed_cause(stop: str, err: str, *, timeout_s: float, budget_tokens: 
 
 
 def not_reviewed_line(causes: Sequence[tuple[int, str]], selected: int) -> str:
-    """The one loud line of an incomplete review (SPEC §9): ``NOT REVIEWED: [k of n files: ]
+    """The one loud line of an incomplete review (spec §9): ``NOT REVIEWED: [k of n files: ]
     <reason>[; <reason>…]`` from the (file count, reason) of each unreviewed group; distinct
     reasons in order of first appearance, at most MAX_CAUSES_SHOWN."""
     reasons = list(dict.fromkeys(why for _n, why in causes))

@@ -1,4 +1,4 @@
-"""Session log (SPEC §12): one JSONL file per run in ``<git common dir>/ocr-hook/sessions/``.
+"""Session log (spec §12): one JSONL file per run in ``<git common dir>/ocr-hook/sessions/``.
 
 File ``<id>.jsonl``, mode 0600 in a 0700 directory; the newest ``KEEP_SESSIONS`` files are
 kept. Each line is one JSON object ``{"type": <kind>, "ts": <epoch seconds>, ...}``. Kinds
@@ -32,7 +32,7 @@ from typing import Any
 
 from ..util import shown_text
 
-KEEP_SESSIONS = 50  # SPEC §12
+KEEP_SESSIONS = 50  # spec §12
 _SENSITIVE = frozenset({
     "api_key", "apikey", "authorization", "proxy-authorization", "x-api-key", "api-key",
     "token", "access_token", "password", "secret", "cookie",
@@ -125,7 +125,7 @@ class Session:
 
 
 def sessions_dir(common_dir: Path) -> Path:
-    """``<git common dir>/ocr-hook/sessions`` (SPEC §12)."""
+    """``<git common dir>/ocr-hook/sessions`` (spec §12)."""
     return common_dir / "ocr-hook" / "sessions"
 
 

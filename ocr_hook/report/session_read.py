@@ -1,4 +1,4 @@
-"""Reading the session logs (SPEC §12) for ``git ocr session list|show`` and ``git ocr
+"""Reading the session logs (spec §12) for ``git ocr session list|show`` and ``git ocr
 dismiss``: the records of one file, a summary line per session, a session found by id prefix,
 and the records as text. The writer is ``session``; a review imports only that.
 """

@@ -1,4 +1,4 @@
-"""The text output (SPEC §11, issue 19): findings a person can act on, written to a stream.
+"""The text output (spec §11): findings a person can act on, written to a stream.
 
 Layout: the blocking findings first, each marked ``BLOCKING``, then the rest by severity (most
 severe first; ties by path and line). Each finding is a compiler-style diagnostic::
@@ -25,13 +25,13 @@ from typing import Any, TextIO
 
 from ..change import reason_words
 from ..findings import Finding, Severity
-from .machine import _COLORS, _DIM, _RESET, display_path, display_text, use_color
+from .display import DIM, RESET, SEVERITY_COLORS, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
 CODE_LINES_MAX = 8  # anchored lines shown under a finding; the rest are counted
 COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always lists every path
 _BOLD_RED = "\033[1;31m"
-# Why a selected file was not reviewed (results.INCOMPLETE_STOPS and ``no_endpoint``), short.
+# Why a selected file was not reviewed (result.INCOMPLETE_STOPS and ``no_endpoint``), short.
 INCOMPLETE_WORDS = {
     "no_endpoint": "no LLM endpoint configured",
     "timeout": "time limit reached",
@@ -66,7 +66,7 @@ def finding_location(f: Finding) -> str:
     if not f.start_line:
         return f"{path} (location unknown)"
     lines = str(f.start_line) if f.end_line <= f.start_line else f"{f.start_line}-{f.end_line}"
-    notes = ["old side"] if f.side == "old" else []  # SPEC §8.1: never shown as new side
+    notes = ["old side"] if f.side == "old" else []  # spec §8.1: never shown as new side
     if f.anchor not in ("hunk_new", "hunk_old", "none"):
         notes.append(f"anchor: {f.anchor}")  # file, loose, relocated, refiled
     if f.ambiguous:
@@ -112,9 +112,9 @@ def suggestion_lines(existing: str, suggestion: str) -> list[str]:
 
 def finding_block(f: Finding, blocking: bool, paint: Painter) -> list[str]:
     """The lines of one finding (see the module docstring)."""
-    badge = paint(_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
+    badge = paint(SEVERITY_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
     mark = paint(_BOLD_RED, "BLOCKING ") if blocking else ""
-    out = [f"{mark}{paint(_DIM, finding_location(f))} {badge} id {f.id}"]
+    out = [f"{mark}{paint(DIM, finding_location(f))} {badge} id {f.id}"]
     out += [f"  {line}" for line in display_text(f.content, keep="\n\t").split("\n")]
     out += [f"  {line}" for line in code_lines(f)]
     diff = suggestion_lines(display_text(f.code or f.existing_code, keep="\n\t"),
@@ -132,7 +132,7 @@ class Painter:
         self.on = on
 
     def __call__(self, code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if self.on else text
+        return f"{code}{text}{RESET}" if self.on else text
 
 
 def preview_command(inp: Mapping[str, Any]) -> str:
@@ -159,7 +159,7 @@ def preview_command(inp: Mapping[str, Any]) -> str:
 
 
 def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]:
-    """The account of the changed paths that were not reviewed (SPEC §8.3): one line each,
+    """The account of the changed paths that were not reviewed (spec §8.3): one line each,
     ``not reviewed: <path> (<why>)`` for selected files left unreviewed, then ``excluded:
     <path> (<why>)`` for files selection kept out, reasons in words (``reason_words``); at
     most COVERAGE_LINES_MAX of each, the rest counted by reason, naming the ``preview``
@@ -190,7 +190,7 @@ def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]
 def file_reason(o: FileOutcome, *, detail: bool = True) -> str:
     """Why ``o`` was excluded or not reviewed, in words; with ``detail``, followed by
     ``: <o.detail>`` when there is one (sizes, bounds, the secret scan of a file whose content
-    was not loaded; issue 20)."""
+    was not loaded)."""
     if not o.reason:
         return "unknown"
     if o.reason == "too_large" and o.size_bytes is not None:
@@ -209,9 +209,9 @@ def _short(label: Any) -> str:
 
 
 def scope_lines(inp: Mapping[str, Any]) -> list[str]:
-    """Text lines naming what was reviewed (issue 16): each pushed range with its commit count
-    and the older commits left out, or the ``base..head`` of a commit, range or merge. None
-    for the staged snapshot (its base is HEAD)."""
+    """Text lines naming what was reviewed: each pushed range with its commit count and the
+    older commits left out, or the ``base..head`` of a commit, range or merge. [] for the
+    staged snapshot (its base is HEAD)."""
     mode = inp.get("mode", "")
     if mode == "push":
         ranges = inp.get("ranges") or []
@@ -233,7 +233,7 @@ def scope_lines(inp: Mapping[str, Any]) -> list[str]:
 
 
 def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
-    """``--preview`` as text (SPEC §4): path (``old → new`` for renames), status, +/-, and
+    """``--preview`` as text (spec §4): path (``old → new`` for renames), status, +/-, and
     ``yes`` or ``no (why, in words)``; then a count line."""
     rows = []
     for o in result.files:

@@ -1,4 +1,6 @@
-"""Secrets: the patterns, scanning (whole texts, pieces, blobs too large to load), redaction, and the optional detect-secrets pass."""
+"""Secrets: the patterns, scanning (whole texts, pieces, blobs too large to load), redaction, and
+the optional detect-secrets pass.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .blobs import human, read_heads, scan_blob
+    from .blobs import read_heads, scan_blob
     from .detect_secrets_pass import (
         NOT_INSTALLED,
         added_rows,
@@ -18,8 +20,10 @@ if TYPE_CHECKING:
     from .redaction import redact
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "blobs": ("human", "read_heads", "scan_blob",),
-    "detect_secrets_pass": ("NOT_INSTALLED", "added_rows", "library_findings", "detect_secrets_hits",),
+    "blobs": ("read_heads", "scan_blob",),
+    "detect_secrets_pass": (
+        "NOT_INSTALLED", "added_rows", "library_findings", "detect_secrets_hits",
+    ),
     "diff_scan": ("injection_findings", "redact_file_diff", "secret_findings",),
     "redaction": ("redact",),
 })

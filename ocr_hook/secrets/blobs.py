@@ -1,8 +1,8 @@
-"""Secret scan of blobs too large to load, as bounded streams (SPEC §14; issue 20).
+"""Secret scan of blobs too large to load, as bounded streams (spec §14).
 
 A file larger than ``select.max_file_bytes`` is never read whole. Its scan reads at most a
 given number of bytes from the start of its blob (``git cat-file blob`` as a stream, stopped
-there) and looks for secrets with ``redact.find_secrets`` in blocks of lines; a line longer
+there) and looks for secrets with ``redaction.find_secrets`` in blocks of lines; a line longer
 than LINE_WINDOW_CHARS (a minified bundle, a one-line data file) is scanned in overlapping
 windows cut at separators (whitespace, quotes, commas, brackets), so a long token is whole in
 one window and no single regex search ever sees more than a block. For a modified file a value
@@ -10,7 +10,7 @@ also present in the old blob is not this change's secret: the old blob is search
 a stream too. The outcome is one sentence for the file's coverage entry, e.g. ``secret scan:
 first 512.0 KiB of 50.0 MiB scanned, no secret found``.
 
-Findings are ``critical``/``security`` like ``secret_scan``'s, anchored ``file`` to the line
+Findings are ``critical``/``security`` like ``diff_scan``'s, anchored ``file`` to the line
 of the blob (there are no parsed hunks); ``existing_code`` is the redacted text around the
 secret, never the secret.
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import git
+from .. import git, util
 from ..diff import FileDiff
 from ..errors import GitError
 from ..findings import Finding, Severity, finding_id
@@ -29,12 +29,12 @@ from ..findings import Finding, Severity, finding_id
 LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
 WINDOW_OVERLAP_CHARS = 512  # context repeated from one window of a long line to the next
 # Windows of a long line are cut at these characters, which no secret token contains, so a
-# token (a JWT can be thousands of characters) is whole in one window (issue: bigscan cuts)
+# token (a JWT can be thousands of characters) is whole in one window
 TOKEN_SEPARATORS = " \t\r\f\v\"'`,;()[]{}<>"
 BLOCK_CHARS = 256 * 1024  # rows are handed to find_secrets in blocks of about this size
 BLOCK_OVERLAP_CHARS = 8 * 1024  # blocks overlap by whole rows of up to this many characters,
 # so a multi-line secret (a PEM block of a 4096-bit key is ~3,300 characters) is seen whole
-BINARY_PROBE_BYTES = 8000  # SPEC §4 gate 1: a NUL byte in the first 8000 bytes means binary
+BINARY_PROBE_BYTES = 8000  # spec §4 gate 1: a NUL byte in the first 8000 bytes means binary
 QUOTE_CHARS = 160  # characters of redacted context kept around a secret in a long line
 STREAM_CHUNK_BYTES = 1 << 20
 
@@ -70,8 +70,8 @@ def read_heads(repo: Path, oids: Sequence[str], max_bytes: int) -> list[bytes | 
     """The first ``max_bytes`` bytes of each object in ``oids`` (None when missing), from one
     ``git cat-file --batch`` stream (``<oid> <type> <size>\\n<content>\\n`` per object, or
     ``<oid> missing\\n``); the rest of each object is read past, never held, except that a
-    blob of at most ``gitio.BLOB_MEMO_MAX_BLOB`` bytes is kept whole for a later reader of the
-    same command (``gitio.remember_blob``: anchoring reads the file again). Raises GitError."""
+    blob of at most ``git.BLOB_MEMO_MAX_BLOB`` bytes is kept whole for a later reader of the
+    same command (``git.remember_blob``: anchoring reads the file again). Raises GitError."""
     if not oids:
         return []
     out: list[bytes | None] = []
@@ -172,7 +172,7 @@ def _quote(row: str) -> str:
     """The redacted row, cut to QUOTE_CHARS around the first placeholder when it is long."""
     from .redaction import redact
 
-    red = redact(row)[0]  # allow-listed values are redacted too (issue 17)
+    red = redact(row)[0]  # allow-listed values are redacted too
     if len(red) <= QUOTE_CHARS * 2:
         return red
     at = max(red.find("[REDACTED:"), 0)
@@ -252,18 +252,10 @@ def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) ->
         pairs = [(f, v) for f, v in pairs if v.encode("utf-8", "surrogateescape") not in old]
     findings = [f for f, _ in pairs]
     if whole:
-        what = f"all {human(len(data))} scanned"
+        what = f"all {util.human_bytes(len(data))} scanned"
     else:
-        what = f"first {human(len(data))} of {human(total)} scanned"
+        what = f"first {util.human_bytes(len(data))} of {util.human_bytes(total)} scanned"
     found = (f"{len(findings)} secret(s) found (critical finding)" if findings
              else "no secret found")
     return BlobScan(findings, len(data), f"secret scan: {what}, {found}")
 
-
-def human(n: int) -> str:
-    """``512 B``, ``64.0 KiB``, ``50.0 MiB`` (binary units)."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1000 * 1024:  # 1023.9 KiB reads better as 1.0 MiB
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / (1 << 20):.1f} MiB"

@@ -1,5 +1,5 @@
-"""Secret scanning of a text given in pieces (issue 20: a blob too large to hold in memory),
-with the hits of one `redact.find_secrets` scan of the whole text. Pure: no I/O.
+"""Secret scanning of a text given in pieces (a blob too large to hold in memory),
+with the hits of one `redaction.find_secrets` scan of the whole text. Pure: no I/O.
 """
 
 from __future__ import annotations

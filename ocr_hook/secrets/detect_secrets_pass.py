@@ -1,4 +1,4 @@
-"""The optional detect-secrets pass (issue 17; ``security.detect_secrets``, extra
+"""The optional detect-secrets pass (``security.detect_secrets``, extra
 ``ocr-hook[detect-secrets]``): Yelp's detect-secrets run next to our rules, never instead.
 
 Input: the lines our own scan reports on (:func:`added_rows`: the added lines of each
@@ -20,7 +20,8 @@ model becomes ``[REDACTED:detect-secrets:<plugin type>]``. As for our rules, a v
 still redacted. A line with detect-secrets' own ``pragma: allowlist secret`` is skipped by its
 default filter: it reports nothing there, so nothing there is redacted by this pass.
 
-Imported only when the setting is on; ``detect_secrets`` itself is imported inside :func:`scan`.
+Imported only when the setting is on; ``detect_secrets`` itself is imported inside
+:func:`detect_secrets_hits`.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class AddedRow:
     marked: bool
 
     def redacted(self, memo: dict[int, list[str]]) -> str:
-        """The row after ``redact.redact`` of its whole context (so a PEM body line is already
+        """The row after ``redaction.redact`` of its whole context (so a PEM body line is already
         a placeholder), without a diff marker. ``memo``: the caller's redacted contexts by
         ``id(context)``, filled here (one redaction per hunk or file)."""
         rows = memo.get(id(self.context))

@@ -1,8 +1,8 @@
-"""Deterministic findings of the staged change (SPEC §14, §6.2): secrets and prompt-injection
+"""Deterministic findings of the staged change (spec §14, §6.2): secrets and prompt-injection
 phrases, found without any LLM; and the in-place redaction of diffs before they reach the LLM.
 Pure: no processes, no environment; the caller passes the texts it read.
 
-Secrets (``redact.find_secrets``) are looked for on the added lines of every changed file's
+Secrets (``redaction.find_secrets``) are looked for on the added lines of every changed file's
 hunks — excluded files too (``.env``, binaries have no hunks, ``too_large`` files) — so a secret
 is flagged even when nothing is reviewable or no endpoint is configured. Each hunk is scanned as
 one text of ``<marker><line>`` rows (the form the rules of ``config/secret_patterns.json`` are
@@ -13,7 +13,7 @@ added rows it spans (anchor ``hunk_new``). Files whose whole content is new to a
 scanned whole, with ``full_texts``; lines outside the hunks are anchored ``file``.
 
 A finding never carries the secret: ``existing_code`` is the redacted line text, in which
-allow-listed values are replaced too (issue 17: allow-listing removes a finding, never the
+allow-listed values are replaced too (allow-listing removes a finding, never the
 redaction).
 """
 
@@ -38,8 +38,8 @@ SECRET_CONTENT = (
 )
 
 # Text that addresses the reviewer rather than the program: "ignore (all) previous instructions"
-# and its common variants. One narrow pattern on purpose (SPEC §5: precision over recall); the
-# main prompt asks the model to report subtler attempts (SPEC §6.2).
+# and its common variants. One narrow pattern on purpose (spec §5: precision over recall); the
+# main prompt asks the model to report subtler attempts (spec §6.2).
 INJECTION_RE = re.compile(
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
     r"(?:previous|prior|above|earlier|preceding|system)\s+"
@@ -80,7 +80,7 @@ def secret_findings(
 ) -> list[Finding]:
     """Critical security findings for the secrets added by ``files`` (see the module
     docstring). ``full_texts``: path → whole new-file text for files to scan whole instead of
-    by hunks; ``literals``: other values to redact in the quoted lines (``redact.redact``).
+    by hunks; ``literals``: other values to redact in the quoted lines (``redaction.redact``).
     Ordered by path, then line."""
     full = full_texts or {}
     out: list[Finding] = []

@@ -1,8 +1,8 @@
-"""The secret rules (SPEC §14) as data: parsed from `config/secret_patterns.json`, each regex
+"""The secret rules (spec §14) as data: parsed from `config/secret_patterns.json`, each regex
 compiled on first need, with the cheap tests that say a text cannot match a rule. Pure: no
-processes, no environment, no network; `redact` runs the rules.
+processes, no environment, no network; `redaction` runs the rules.
 
-`config/secret_patterns.json` (read via `resources`) is a JSON list of `{"type", "regex",
+`config/secret_patterns.json` (read via `util.resources`) is a JSON list of `{"type", "regex",
 "group", "keywords", "assignment", "min_entropy", "description"}` objects, tried in file order
 (specific rules first, so when two rules cover the same characters the earlier rule names the
 hit):
@@ -21,10 +21,11 @@ hit):
   own prompts, which every review redacts.
 - `min_entropy`: None for rules whose format is distinctive (`AKIA...`, `ghp_...`). A number
   marks a heuristic rule (secret-like name = literal): the value must reach that Shannon entropy
-  and must not read as code or plain data (`secret_values`).
+  and must not read as code or plain data (`values`).
 
 A rule's regex is compiled on the first text that passes these tests (`Rule.pattern`): `re`
-compiles in pure Python, all 38 rules take about 9 ms, and most texts can match a few at most.
+compiles in pure Python, so compiling every rule up front is slow, and most texts can match a
+few at most.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import NamedTuple
 
 from .. import util
 
-RULES_RESOURCE = "secret_patterns.json"  # built-in data, read through ocr_hook.resources
+RULES_RESOURCE = "secret_patterns.json"  # built-in data, read through ocr_hook.util.resources
 # regex text -> compiled pattern, filled by Rule.pattern (a plain dict: threads that compile the
 # same rule at once each store an equal pattern)
 _COMPILED: dict[str, re.Pattern[str]] = {}

@@ -1,12 +1,12 @@
-"""Secret detection and redaction (SPEC §14). Pure: no processes, no environment, no network.
+"""Secret detection and redaction (spec §14). Pure: no processes, no environment, no network.
 
-The rules are data (`secret_rules`: `config/secret_patterns.json`, its format, the keyword and
+The rules are data (`patterns`: `config/secret_patterns.json`, its format, the keyword and
 assignment tests that skip rules a text cannot match, and each regex compiled on first need).
-A match counts when `secret_values.is_secret_value` accepts its value (a heuristic rule's
+A match counts when `values.is_secret_value` accepts its value (a heuristic rule's
 `min_entropy`, code and plain data).
 
 Every rule also skips placeholders (`changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,
-`AKIA...EXAMPLE`; `secret_values`).
+`AKIA...EXAMPLE`; `values`).
 
 A heuristic rule with keywords only matches from a line holding one of them to the end of the
 next line (a name, an operator, a value: `"password":` with its value on the next line), so it is
@@ -16,17 +16,17 @@ A value written as adjacent string literals over several lines (`("AKIA0123"\\n 
 `"abc" +\\n "def"`) is also checked joined: when a rule matches the joined value across two or
 more pieces, each piece is part of the secret.
 
-`secret_chunks.find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold)
+`chunks.find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold)
 with the hits of one scan of the whole text.
 
-Allow-listing makes a value "not a finding", never "send it" (issue 17): values in the caller's
+Allow-listing makes a value "not a finding", never "send it": values in the caller's
 allow-list (each entry a literal value or a regular expression matched against the whole value)
 and matches on a line that carries the `ocr-hook: allow-secret` marker are left out of
 `find_secrets`, but `redact` replaces them like every other secret.
 
 Positions are counted on the text as given: lines are separated by "\\n" (so CRLF text works) and
 are 1-based; columns are 0-based character offsets into that line. In a unified diff that means
-diff lines, not file lines: mapping to the file is the caller's job (`anchor`).
+diff lines, not file lines: mapping to the file is the caller's job (`comments.anchor`).
 
 Redaction replaces each secret value by `[REDACTED:<type>]` and keeps every other character. A value
 that spans lines (a PEM body) is replaced line by line: each body line becomes the placeholder after
@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from .patterns import Rule, rules
 
-ALLOW_MARKER = "ocr-hook: allow-secret"  # SPEC §14 / issue 10: inline opt-out for one line
+ALLOW_MARKER = "ocr-hook: allow-secret"  # inline opt-out for one line (still redacted)
 
 # Patterns of rare paths, as text: `re` compiles them (and caches them) on first use only.
 _PLACEHOLDER = r"\[REDACTED:[a-z0-9:\-]+\]"  # what redaction writes
@@ -193,7 +193,7 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
 
 
 def _accepted(value: str, min_entropy: float | None) -> bool:
-    """`secret_values.is_secret_value`, imported with the first match (its checks compile a
+    """`values.is_secret_value`, imported with the first match (its checks compile a
     dozen regexes that a text without any match never needs)."""
     from .values import is_secret_value
 

@@ -1,4 +1,4 @@
-"""The value checks of the secret rules (SPEC §14, issue 17): whether a text a rule matched is a
+"""The value checks of the secret rules (spec §14): whether a text a rule matched is a
 secret, or a placeholder, a reference to code or plain data. Pure: no I/O.
 
 - Placeholders (every rule): `changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,

@@ -1,4 +1,6 @@
-"""The tools the model calls: the registry, the built-in tools (one module each, in ``builtin/``), the snapshot they read, and MCP servers (``mcp/``)."""
+"""The tools the model calls: the registry, the built-in tools (one module each, in ``builtin/``),
+the snapshot they read, and MCP servers (``mcp/``).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .builtin.comment import code_comment_handler, parse_task_done
-    from .builtin.context import builtin_handlers
+    from .builtin import builtin_handlers
+    from .builtin.code_comment import code_comment_handler
+    from .builtin.task_done import parse_task_done
     from .mcp.bridge import McpBridge, describe_server, parse_servers
     from .registry import (
         Handler,
@@ -22,8 +25,9 @@ if TYPE_CHECKING:
     from .snapshot import SnapshotView
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "builtin.comment": ("code_comment_handler", "parse_task_done",),
-    "builtin.context": ("builtin_handlers",),
+    "builtin": ("builtin_handlers",),
+    "builtin.code_comment": ("code_comment_handler",),
+    "builtin.task_done": ("parse_task_done",),
     "mcp.bridge": ("McpBridge", "describe_server", "parse_servers",),
     "registry": (
         "Handler",

@@ -1,15 +1,16 @@
-"""Tool registry (SPEC §7.2): one interface for built-in and MCP tools, filled at start-up and
+"""Tool registry (spec §7.2): one interface for built-in and MCP tools, filled at start-up and
 then frozen; dispatch turns every failure into a result the model can read.
 
 A tool is a definition (``ToolSpec``: name, description, JSON Schema parameters) plus a handler
 (arguments dict → ``ToolResult``, whose ``is_error`` marks an ``Error: …`` text). Built-in
 definitions come from ``config/tools.json`` (``{"tools": [{name, plan_task, main_task,
-definition: {name, description, parameters}}]}``, OCR's format, ocr-internals.md §11); a user
+definition: {name, description, parameters}}]}``, the reference tool's (OCR) format); a user
 ``tools.file`` in the same format may drop built-in tools or rewrite descriptions, and is
 validated at start-up (:func:`apply_tools_file`, shapes in ``tools_file``); the shipped file
-is package data, read as it is. MCP tools are added after the built-ins
-(:func:`build_registry`): reserved built-in names are skipped and the first registration of a
-name wins.
+is package data, read as it is. Built-in handlers come from the one table of built-in tools,
+``builtin.TOOLS`` (bound by ``builtin.builtin_handlers``). MCP tools are added after the
+built-ins (:func:`build_registry`): reserved built-in names are skipped and the first
+registration of a name wins.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from ..llm import ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
 
-# OCR tool.NotAvailableMsg (ocr-internals.md §9), naming the tool and the offered ones.
+# The reference tool's (OCR) tool.NotAvailableMsg, naming the tool and the offered ones.
 NOT_AVAILABLE = (
     "Error: Tool not found. The tool {name!r} does not exist or is not available. Please check"
     " the tool name and try again with one of: {names}."
 )
-# Tools a tools.file may not drop: the loop cannot end or report without them (SPEC §6.2).
+# Tools a tools.file may not drop: the loop cannot end or report without them (spec §6.2).
 REQUIRED_TOOLS = ("task_done", "code_comment")
 # Names every provider accepts (OpenAI function names; Anthropic allows the same set).
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -40,7 +41,7 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 class ToolResult(NamedTuple):
     """What the model sees for one tool call. ``is_error`` marks "Error: …" results. (The
     registry's records are NamedTuples: defined on every review's path, they cost a fraction
-    of a frozen dataclass to build, issue 18.)"""
+    of a frozen dataclass to build.)"""
 
     text: str
     is_error: bool = False
@@ -109,8 +110,8 @@ def parse_tools_json(
 
 def _shipped(data: Any) -> dict[str, ToolDef]:
     """The shipped definitions, read as they are (package data in the tools-file format; the
-    tests check that validating them gives the same result, so a review builds no file shapes:
-    issue 18)."""
+    tests check that validating them gives the same result, so a review builds no file
+    shapes)."""
     out: dict[str, ToolDef] = {}
     for entry in data["tools"]:
         d = entry["definition"]
@@ -136,7 +137,7 @@ def _strip_descriptions(schema: Any) -> Any:
 def apply_tools_file(
     builtin: Mapping[str, ToolDef], text: str, source: str
 ) -> dict[str, ToolDef]:
-    """The built-in definitions narrowed by a user tools file (SPEC §7.2), in built-in order.
+    """The built-in definitions narrowed by a user tools file (spec §7.2), in built-in order.
 
     A built-in tool absent from the file is dropped (``task_done`` and ``code_comment`` cannot
     be). A listed tool takes the file's descriptions (the tool's and its parameters'); its
@@ -280,7 +281,7 @@ def build_registry(
     warn: Callable[[str], None] = lambda msg: None,
     strict: bool = False,
 ) -> Registry:
-    """Fill and freeze a registry (SPEC §7.2, §7.3): the built-in ``defs`` with their
+    """Fill and freeze a registry (spec §7.2, §7.3): the built-in ``defs`` with their
     ``handlers`` (a definition without a handler answers "not available here"; per-group
     handlers come through ``dispatch(local=…)``), then the ``external`` (MCP) tools, offered
     in both phases as OCR does. An external tool is skipped, with ``warn(message)``, when its

@@ -1,15 +1,15 @@
-"""The reviewed snapshot as the context tools read it (SPEC §7.1, §14): repository-confined
+"""The reviewed snapshot as the context tools read it (spec §7.1, §14): repository-confined
 paths, the secret-path list, blob reads through git, and file lines redacted in their file
 context.
 
 Reads go to ``<head>:<path>`` through git (``head`` is the staged snapshot tree, or the reviewed
 commit), never the work tree. ``confine`` refuses paths with ``..``, absolute paths and drive
 letters before git runs, and git's own ``<tree>:<path>`` lookup never follows a symlink. Files on
-the secret-path list of SPEC §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are
+the secret-path list of spec §4 (``config/path_lists.json``: ``.env``, keys, ``.netrc`` …) are
 ``SnapshotView.is_secret``.
 
-Secrets are redacted in their file context before lines are numbered (issue 17: a PEM body, a
-key split over two string literals, a JSON value on the line after its key):
+Secrets are redacted in their file context before lines are numbered, since a secret can span
+lines (a PEM body, a key split over two string literals, a JSON value on the line after its key):
 ``SnapshotView.redacted_rows`` redacts the whole file up to REDACT_WHOLE_FILE_MAX_CHARS, larger
 files (or a caller's narrower window) in windows of lines either side of the lines wanted.
 """
@@ -34,7 +34,7 @@ REDACT_WINDOW_LINES = 200  # else lines either side of those shown (ours)
 
 def confine(path: object) -> str | None:
     """Normalise a model-supplied repository path (``\\xNN`` → the non-UTF-8 byte it shows,
-    :func:`ocr_hook.pathtext.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
+    :func:`ocr_hook.util.pathtext.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
     duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
     contains a ``..`` segment anywhere."""
     if not isinstance(path, str):
@@ -52,11 +52,12 @@ def confine(path: object) -> str | None:
 def _secret_spec() -> Any:
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(util.load_builtin_json("path_lists.json")["secret_paths"])
+    patterns = util.load_builtin_json("path_lists.json")["secret_paths"]
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def is_secret_path(path: str) -> bool:
-    """True for paths on the secret-path list of SPEC §4 gate 3 (``config/path_lists.json``)."""
+    """True for paths on the secret-path list of spec §4 gate 3 (``config/path_lists.json``)."""
     return bool(_secret_spec().match_file(path))
 
 
@@ -68,9 +69,9 @@ class SnapshotView:
     """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
 
     ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
-    every file text a tool returns (the secret redaction choke point of SPEC §14). Shared by
+    every file text a tool returns (the secret redaction choke point of spec §14). Shared by
     the worker threads; the path list is loaded once, under a lock. (A plain class: one per
-    review, never compared or copied; a dataclass costs ~0.7 ms to build at import, issue 18.)
+    review, never compared or copied, and a dataclass is slower to build at import.)
     """
 
     def __init__(self, repo: Path, head: str, files: Sequence[FileDiff],
@@ -88,7 +89,7 @@ class SnapshotView:
             self._by_path.setdefault(f.old_path, f)
 
     def is_secret(self, path: str) -> bool:
-        """Whether ``path``'s content must never be shared: a secret path (SPEC §4 gate 3), or a
+        """Whether ``path``'s content must never be shared: a secret path (spec §4 gate 3), or a
         changed file renamed or copied from one (``git mv .env notes.txt``)."""
         if is_secret_path(path):
             return True
@@ -107,7 +108,7 @@ class SnapshotView:
     def new_file_lines(self, path: str) -> list[str] | None:
         """The redacted lines (split on ``\\n``) of changed path ``path`` in ``head``, read once
         per view; None when the file is unchanged, deleted or unreadable. The blob comes from
-        this command's memory when the change set's reader kept it (``gitio.known_blob``: its
+        this command's memory when the change set's reader kept it (``git.known_blob``: its
         ``new_oid`` is the blob at ``head``), else from git. Raises GitError as :meth:`read`
         does."""
         with self._lock:
@@ -208,6 +209,21 @@ class SnapshotView:
                 red = ["[REDACTED:line]"] * (last - first + 1)  # fail closed
             out.update((n, red[n - first]) for n in wanted)
         return out
+
+    def grep(self, text: str, pathspecs: Sequence[str], *, ignore_case: bool, perl: bool,
+             max_per_file: int) -> tuple[int, bytes, bytes]:
+        """``git grep`` of ``text`` in ``head``: (exit code 0 | 1 none | 128 bad pattern,
+        stdout, stderr). Records are ``<head>:<path>\0<n>\0<line>`` (``-n -z``), binary files
+        skipped (``-I``), at most ``max_per_file`` per file; literal (``-F``) unless ``perl``
+        (``-P``). The text goes after ``-e`` and the pathspecs after ``--``, so neither can be
+        read as an option. Raises GitError on a timeout (10 s) or when git cannot run."""
+        cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
+               "--max-count", str(max_per_file)]
+        if ignore_case:
+            cmd.append("-i")
+        cmd.append("-P" if perl else "-F")
+        cmd += ["-e", text, self.head, "--", *pathspecs]  # head is our object id, never user text
+        return git.run_git_full(self.repo, *cmd, timeout_s=GREP_TIMEOUT_S, ok_codes=(0, 1, 128))
 
     def tree_paths(self) -> list[str]:
         """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises

@@ -1,5 +1,5 @@
-"""The shape of a tools file (SPEC §7.2: ``config/tools.json``'s format, also a user's
-``tools.file``) and its validation: ``shapes.check`` for a file of the exact shape, pydantic
+"""The shape of a tools file (spec §7.2: ``config/tools.json``'s format, also a user's
+``tools.file``) and its validation: ``util.check_shape`` for a file of the exact shape, pydantic
 for anything else, which names the first problem. Only a user's tools file is validated here
 (``registry.parse_tools_json``); the shipped file is package data, read as it is.
 """
@@ -42,7 +42,7 @@ class ToolsFile:
 
 @functools.cache
 def _adapter() -> Any:
-    """pydantic's validator of a tools file (for data ``shapes.check`` does not accept)."""
+    """pydantic's validator of a tools file (for data ``check_shape`` does not accept)."""
     from pydantic import TypeAdapter
 
     return TypeAdapter(ToolsFile)

@@ -1,4 +1,6 @@
-"""Small helpers every stage uses: atomic files, shipped data, templates, token counts, worker threads, shape checks, text for people."""
+"""Small helpers every stage uses: atomic files, shipped data, templates, token counts, worker
+threads, shape checks, text for people.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from .resources import list_builtin_dir, load_builtin_json, read_builtin_text, user_config_dir
     from .shapes import Bound, Check, check_shape, field_types, plain_type
     from .templates import render_template, unescape_prompt_path, xml_attr
-    from .text import one_line
+    from .text import human_bytes, one_line
     from .tokens import count_tokens
     from .workers import WorkerPool
 
@@ -32,7 +34,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "resources": ("list_builtin_dir", "load_builtin_json", "read_builtin_text", "user_config_dir",),
     "shapes": ("Bound", "Check", "check_shape", "field_types", "plain_type",),
     "templates": ("render_template", "unescape_prompt_path", "xml_attr",),
-    "text": ("one_line",),
+    "text": ("human_bytes", "one_line",),
     "tokens": ("count_tokens",),
     "workers": ("WorkerPool",),
 })

@@ -10,7 +10,7 @@ in the middle of a write leaves nothing behind after the next run.
 
 :func:`create_unique` makes those files itself (``os.open`` with ``O_EXCL``, as
 ``tempfile.mkstemp`` does): importing ``tempfile`` brings ``shutil``, ``random`` and the
-compression modules, ~5 ms of every run's start-up (issue 18).
+compression modules, which every run would pay for at start-up.
 """
 
 from __future__ import annotations

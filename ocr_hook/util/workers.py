@@ -1,5 +1,6 @@
-"""A fixed-size pool of named daemon threads, used by ``review`` for groups, background
-compression and the comment pipeline (``review`` creates every pool; STYLE §3).
+"""A fixed-size pool of named daemon threads, used by the LLM stage of a run
+(``pipeline.llm_stage``) for groups, background compression and the comment pipeline (the
+pipeline creates every pool; docs/architecture.md).
 
 Why not ``ThreadPoolExecutor``: its threads are joined at interpreter exit, so a worker blocked
 in an HTTP read when the user presses Ctrl-C would keep the process alive until the model

@@ -14,7 +14,7 @@ from ocr_hook.agent.meter import Meter
 from ocr_hook.agent.tasks import summary_call
 from ocr_hook.llm.openai import OpenAIClient
 from ocr_hook.llm.types import Endpoint, Message
-from ocr_hook.tools.builtin.comment import code_comment_handler
+from ocr_hook.tools.builtin.code_comment import code_comment_handler
 from ocr_hook.tools.registry import Registry, ToolResult, build_registry, parse_tools_json
 from tests.support.scripted_llm import ScriptedLLM, openai_text
 

@@ -21,9 +21,11 @@ from ocr_hook.diff.stream import PatchStream
 from ocr_hook.errors import GitError
 from ocr_hook.git import stream as gitstream
 from ocr_hook.git import target
-from ocr_hook.report.machine import _files_block
+from ocr_hook.report.json_format import _files_block
 from ocr_hook.secrets import blobs
-from ocr_hook.tools.builtin.context import SnapshotView, file_read, file_read_diff
+from ocr_hook.tools.builtin.file_read import file_read
+from ocr_hook.tools.builtin.file_read_diff import file_read_diff
+from ocr_hook.tools.snapshot import SnapshotView
 from tests.support.cli import run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM

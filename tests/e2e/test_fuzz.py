@@ -20,8 +20,9 @@ from ocr_hook.diff import patch as diff
 from ocr_hook.errors import ConfigError, OcrError
 from ocr_hook.git import target
 from ocr_hook.llm.types import ToolCall, decode_arguments
-from ocr_hook.tools.builtin.comment import code_comment_handler, parse_task_done
-from ocr_hook.tools.builtin.context import builtin_handlers
+from ocr_hook.tools.builtin import builtin_handlers
+from ocr_hook.tools.builtin.code_comment import code_comment_handler
+from ocr_hook.tools.builtin.task_done import parse_task_done
 from ocr_hook.tools.registry import build_registry, parse_tools_json
 from ocr_hook.tools.snapshot import SnapshotView
 from tests.support.cli import run_cli

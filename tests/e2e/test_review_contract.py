@@ -25,7 +25,7 @@ from ocr_hook.findings import (
     finding_id,
     merge_same_claims,
 )
-from ocr_hook.tools.builtin.comment import NOT_PLACED, landing_text
+from ocr_hook.tools.builtin.code_comment import NOT_PLACED, landing_text
 from ocr_hook.tools.registry import parse_tools_json
 from ocr_hook.util import resources, templates
 from tests.support.cli import run_json

@@ -141,6 +141,8 @@ CACHE_HIT = {"ocr_hook.agent", "ocr_hook.agent.redactor", "ocr_hook.pipeline.loc
 COMMAND_LAYER = {"ocr_hook", "ocr_hook.cli", "ocr_hook.cli.main", "ocr_hook.cli.parser",
                  "ocr_hook.cli.common", "ocr_hook.errors", "ocr_hook.exitcodes", "ocr_hook.util",
                  "ocr_hook.util.lazy", "ocr_hook.util.text"}
+# ... and, for a parser with review flags (a hook's), the --format names: the registry alone
+FORMAT_NAMES = {"ocr_hook.report", "ocr_hook.report.formats"}
 
 
 def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: ScriptedLLM) -> None:
@@ -171,16 +173,16 @@ def test_cheap_paths_import_none_of_the_llm_machinery(repo: GitRepo, llm: Script
     assert CACHE_HIT <= ours
 
 
-@pytest.mark.parametrize(("argv", "env"), [
-    (["-h"], {}),
-    (["hook", "pre-commit"], {"OCR_HOOK_SKIP": "1"}),
+@pytest.mark.parametrize(("argv", "env", "names"), [
+    (["-h"], {}, set()),
+    (["hook", "pre-commit"], {"OCR_HOOK_SKIP": "1"}, FORMAT_NAMES),
 ])
 def test_help_and_a_skipped_hook_import_only_the_command_layer(
-    repo: GitRepo, argv: list[str], env: dict[str, str],
+    repo: GitRepo, argv: list[str], env: dict[str, str], names: set[str],
 ) -> None:
     repo.commit({"README.md": "hi\n"}, "init")
     rc, loaded, ours, _, std = probe_all(argv, repo.path, env)
-    assert (rc, loaded, ours) == (0, [], COMMAND_LAYER)
+    assert (rc, loaded, ours) == (0, [], COMMAND_LAYER | names)
     assert std == ["json"]  # neither logging nor typing: only argparse and the parser
 
 

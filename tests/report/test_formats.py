@@ -20,7 +20,7 @@ import pytest
 
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
-from ocr_hook.report import machine, text
+from ocr_hook.report import display, sarif, text
 from ocr_hook.report.result import FileOutcome, ReviewResult
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
@@ -121,7 +121,7 @@ def test_sarif_levels_rules_and_file_level_results(
     ]
     files = [FileOutcome("src/a b.py", "src/a b.py", "modified", True, "", 1, 1, True),
              FileOutcome("big.py", "big.py", "added", False, "timeout", 9, 0, True)]
-    log = machine.to_sarif(_result(findings, files, status="partial", incomplete=True))
+    log = sarif.to_sarif(_result(findings, files, status="partial", incomplete=True))
     assert list(sarif_validator.iter_errors(log)) == []
     [run] = log["runs"]
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["security", "performance", "style"]
@@ -146,7 +146,7 @@ def test_sarif_levels_rules_and_file_level_results(
 
 
 def test_sarif_without_findings_is_valid(sarif_validator: jsonschema.Draft4Validator) -> None:
-    log = machine.to_sarif(_result([], []))
+    log = sarif.to_sarif(_result([], []))
     assert list(sarif_validator.iter_errors(log)) == []
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
     # the validator does reject what SARIF forbids
@@ -217,9 +217,9 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
     master, slave = os.openpty()
     try:
         with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as tty:
-            assert machine.use_color(tty, {}) is True
-            assert machine.use_color(tty, {"NO_COLOR": "1"}) is False
-            assert machine.use_color(tty, {"TERM": "dumb"}) is False
+            assert display.use_color(tty, {}) is True
+            assert display.use_color(tty, {"NO_COLOR": "1"}) is False
+            assert display.use_color(tty, {"TERM": "dumb"}) is False
             buf = io.StringIO()
             buf.isatty = tty.isatty  # type: ignore[method-assign]
             text.write_text(result, buf, {})

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from ocr_hook.findings import RawComment, Severity
-from ocr_hook.tools.builtin.comment import code_comment_handler, parse_task_done
+from ocr_hook.tools.builtin.code_comment import code_comment_handler
+from ocr_hook.tools.builtin.task_done import parse_task_done
 
 ITEM = {"path": "./app.py", "content": " Division by zero when n is 0. ", "existing_code": "1 / n",
         "severity": "HIGH", "category": "Bug", "thinking": "n comes from the request"}

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from ocr_hook.git import target
-from ocr_hook.tools.builtin.context import code_search, file_find, file_read, file_read_diff
+from ocr_hook.tools.builtin.code_search import code_search
+from ocr_hook.tools.builtin.file_find import file_find
+from ocr_hook.tools.builtin.file_read import file_read
+from ocr_hook.tools.builtin.file_read_diff import file_read_diff
 from ocr_hook.tools.snapshot import SnapshotView, confine
 from tests.support.gitrepo import GitRepo
 

@@ -9,7 +9,8 @@ import os
 
 from ocr_hook.git import target
 from ocr_hook.secrets.redaction import redact
-from ocr_hook.tools.builtin.context import code_search, file_read
+from ocr_hook.tools.builtin.code_search import code_search
+from ocr_hook.tools.builtin.file_read import file_read
 from ocr_hook.tools.snapshot import SnapshotView
 from tests.support import secret_corpus as corpus
 from tests.support.gitrepo import GitRepo

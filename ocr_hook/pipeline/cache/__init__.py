@@ -1,1 +1,2 @@
-"""The result cache: entries by diff hash, their stored shapes, and what a run looks up and stores."""
+"""The result cache: entries by diff hash, their stored shapes, and what a run looks up and stores.
+"""

@@ -1,8 +1,8 @@
-"""The stored shapes of the result cache (SPEC §10): the JSON entry files ``cache`` writes
-and reads, as NamedTuples checked with ``shapes.check`` (exact shapes, no pydantic, so a
-cache hit stays cheap: issue 18), and their conversion to findings. Only reading an entry needs
-them: ``cache`` writes plain JSON (``cache.finding_to_entry``), so a review that misses the
-cache and stores its result never imports this module.
+"""The stored shapes of the result cache (spec §10): the JSON entry files
+``pipeline.cache.store`` writes and reads, as NamedTuples checked with ``util.check_shape``
+(exact shapes, no pydantic, so a cache hit stays cheap), and their conversion to findings. Only
+reading an entry needs them: ``store`` writes plain JSON (``store.finding_to_entry``), so a
+review that misses the cache and stores its result never imports this module.
 
 An entry file is an :class:`Envelope` (format, kind, key, creation time, ocr-hook version) whose
 ``data`` is a :class:`RunData`, :class:`GroupData` or :class:`GroupingData`. Run and group data
@@ -17,10 +17,10 @@ from typing import Any, Literal, NamedTuple
 from ...findings import Finding, RunWarning, Severity
 from ...util import check_shape
 
-EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (SPEC §2)
-# The shapes are NamedTuples (``shapes.check`` reads them like dataclasses): a cache hit builds
-# all six classes, ~0.1 ms each instead of ~1 ms for a frozen dataclass (issue 18). Unknown
-# keys make an entry malformed (``shapes.check`` refuses them for every NamedTuple).
+EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (spec §2)
+# The shapes are NamedTuples (``util.check_shape`` reads them like dataclasses): a cache hit
+# builds all six classes, ~0.1 ms each where a frozen dataclass takes ~1 ms. Unknown keys make
+# an entry malformed (``util.check_shape`` refuses them for every NamedTuple).
 
 
 class FindingEntry(NamedTuple):
@@ -37,7 +37,7 @@ class FindingEntry(NamedTuple):
     anchor: str
     ambiguous: bool = False
     source: str = "llm"
-    code: str = ""  # the anchored lines' text (absent in entries written before it existed)
+    code: str = ""  # the anchored lines' text ("" when unknown)
 
 
 class GroupEntry(NamedTuple):
@@ -75,9 +75,9 @@ class GroupingData(NamedTuple):
 
 
 class Envelope(NamedTuple):
-    """One entry file: ``format`` is ``cache.CACHE_FORMAT``; ``data`` the kind's shape."""
+    """One entry file: ``format`` is ``store.CACHE_FORMAT``; ``data`` the kind's shape."""
 
-    format: Literal[3]  # cache.CACHE_FORMAT
+    format: Literal[3]  # store.CACHE_FORMAT
     kind: Literal["run", "group", "grouping"]
     key: str
     created: float
@@ -88,7 +88,7 @@ class Envelope(NamedTuple):
 def parse_envelope(raw: bytes) -> Envelope | None:
     """The entry file ``raw`` (canonical JSON) as an envelope, or None when it is not valid
     JSON or not of this format."""
-    try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (canonical_json)
+    try:  # surrogatepass: entries keep non-UTF-8 path bytes exact (store.canonical_json)
         value = json.loads(raw.decode("utf-8", "surrogatepass"))
     except ValueError:
         return None

@@ -1,5 +1,6 @@
-"""How a review run uses the result cache (SPEC §10): which keys it computes, when it looks
-them up, and which outcomes it stores. The store, the keys and the stored shapes are ``cache``.
+"""How a review run uses the result cache (spec §10): which keys it computes, when it looks
+them up, and which outcomes it stores. The store and the keys are ``pipeline.cache.store``, the
+stored shapes ``pipeline.cache.entries``.
 
 Order of use in a run: ``lookup_run`` before any LLM work (an unchanged snapshot makes no
 call); ``grouping`` around the grouping call; ``group_key``/``lookup_group`` before each group;
@@ -8,7 +9,7 @@ CACHEABLE_STOPS, and the whole run when every group is complete and the status i
 Thread-safe: the groups call ``group_key``/``lookup_group`` from the group pool.
 
 Effort is not part of the keys: the run's effort is stored with each entry, and a lookup takes
-an entry of this effort or a higher one (``cache.effort_covers``), so a ``git ocr review`` at
+an entry of this effort or a higher one (``entries.effort_covers``), so a ``git ocr review`` at
 medium answers the low-effort pre-commit hook on the same snapshot, never the reverse.
 """
 
@@ -39,7 +40,7 @@ class CacheHit(NamedTuple):
 
 
 class CachePolicy:
-    """One run's use of ``cache``. ``settings`` is ``cache.result_settings`` of the run;
+    """One run's use of ``cache``. ``settings`` is ``store.result_settings`` of the run;
     ``files`` every changed file (their (status, path) are part of the keys); ``rules`` gives
     the rule text for a list of paths; ``record`` writes ``cache_hit`` session events;
     ``effort`` is the run's ``review.effort`` (stored with entries, the least a hit must have)."""
@@ -68,7 +69,7 @@ class CachePolicy:
         record: Record, tool_defs: Any = None,
     ) -> CachePolicy:
         """The policy of a run with these settings (reads the shipped templates and tool
-        definitions once, see ``cache.result_settings``)."""
+        definitions once, see ``store.result_settings``)."""
         settings = cache_mod.result_settings(cfg, endpoint, background, __version__,
                                              tool_defs)
         return cls(cache, settings, files, rules, record, effort)

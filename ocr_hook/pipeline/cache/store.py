@@ -1,4 +1,4 @@
-"""Result cache by diff hash (SPEC §10).
+"""Result cache by diff hash (spec §10).
 
 Location: ``<git common dir>/ocr-hook/cache/`` (shared by linked worktrees, never committed).
 Three kinds of entries, each a JSON file ``<kind>/<key>.json``:
@@ -16,18 +16,18 @@ protocol, base URL, filter flag, language and other result-shaping settings, and
 change the verdict or how long a run may take (gate, concurrency, timeouts, budget) are not part
 of the key: only complete results are stored, and the gate is applied after a hit.
 
-Effort (issue 18) is not part of the key either: ``run`` and ``group`` entries store the effort
-they were reviewed at, and a lookup accepts an entry of the requested effort or a higher one
-(``cache_entries.EFFORTS`` order), so a ``git ocr review`` (medium) answers the pre-commit hook
-(low) on the same snapshot; a lower-effort entry never answers a higher-effort request. The
-entry shapes live in ``cache_entries``.
+Effort is not part of the key either: ``run`` and ``group`` entries store the effort they were
+reviewed at, and a lookup accepts an entry of the requested effort or a higher one
+(``entries.EFFORTS`` order), so a ``git ocr review`` (medium) answers the pre-commit hook (low)
+on the same snapshot; a lower-effort entry never answers a higher-effort request. The entry
+shapes live in ``pipeline.cache.entries``.
 
-Writes are atomic (``atomicfile.write_atomic``), so two concurrent runs each leave complete
+Writes are atomic (``util.write_atomic``), so two concurrent runs each leave complete
 entries (last rename wins); a reader that races a prune simply misses. Entries are pruned to
 ``cache.max_mb``, least recently used first (a hit refreshes the entry's mtime). The cache is
 best-effort: any I/O or format problem is a miss, never a failed review. Entries are checked
-against the frozen dataclasses below with ``shapes.check`` (exact shapes, no pydantic: a cache
-hit must stay cheaper than importing it, issue 18); anything else is a malformed entry.
+against the NamedTuples of ``pipeline.cache.entries`` with ``util.check_shape`` (exact shapes, no
+pydantic: a cache hit must cost less than importing it); anything else is a malformed entry.
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or 
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 3  # bump when the entry layout or key recipe changes (2: effort in entries;
-#                  3: findings carry their anchored code, which dismissals key on)
+CACHE_FORMAT = 3  # bump when the entry layout or key recipe changes; format 3 entries store
+#                  the effort and each finding's anchored code (dismissals key on it)
 KINDS = ("run", "group", "grouping")
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
-# so a test can kill a review exactly mid-write (issue 10 acceptance 4). Never set it otherwise.
+# so a test can kill a review exactly mid-write. Never set it otherwise.
 TEST_WRITE_PAUSE_ENV = "OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S"
 
 
@@ -73,7 +73,7 @@ def digest(value: Any) -> str:
 
 
 def cache_dir(common_dir: Path) -> Path:
-    """``<git common dir>/ocr-hook/cache`` (SPEC §10)."""
+    """``<git common dir>/ocr-hook/cache`` (spec §10)."""
     return common_dir / "ocr-hook" / "cache"
 
 
@@ -103,7 +103,7 @@ def _read_optional(path: str) -> str:
 
 
 def finding_to_entry(f: Finding) -> dict[str, Any]:
-    """A finding as the JSON object of a stored entry (``cache_entries.FindingEntry``)."""
+    """A finding as the JSON object of a stored entry (``entries.FindingEntry``)."""
     return {
         "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
         "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
@@ -195,7 +195,7 @@ def group_key(
 
 def grouping_key(settings: Mapping[str, Any], files: Sequence[FileDiff]) -> str:
     """Key of the grouping answer: the model settings and the file list with its stats (the
-    grouping prompt sees metadata only, SPEC §6.1)."""
+    grouping prompt sees metadata only, spec §6.1)."""
     return digest({
         "kind": "grouping",
         "settings": settings,
@@ -224,7 +224,7 @@ class _EntryFile(NamedTuple):
 
 
 def _test_write_pause() -> Any:
-    """The TEST_WRITE_PAUSE_ENV hook for ``atomicfile.write_atomic`` (None when unset)."""
+    """The TEST_WRITE_PAUSE_ENV hook for ``util.write_atomic`` (None when unset)."""
     try:
         pause_s = float(os.environ.get(TEST_WRITE_PAUSE_ENV, "") or 0)
     except ValueError:
@@ -393,7 +393,7 @@ class ResultCache:
                           min(mtimes) if mtimes else None, max(mtimes) if mtimes else None)
 
     def sweep_temps(self) -> int:
-        """Delete temporary files of writers that died (``atomicfile.sweep_stale_temps``: a
+        """Delete temporary files of writers that died (``util.sweep_stale_temps``: a
         ``kill -9`` during a write); returns how many were removed."""
         return sum(util.sweep_stale_temps(self.root / kind) for kind in KINDS)
 

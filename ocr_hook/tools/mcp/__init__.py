@@ -1,1 +1,3 @@
-"""MCP servers as review tools: their configuration, the bridge (the only async code), results as text."""
+"""MCP servers as review tools: their configuration, the bridge (the only async code), results as
+text.
+"""

@@ -1,7 +1,7 @@
-"""MCP servers as review tools (SPEC §7.3): the only async code in ocr-hook.
+"""MCP servers as review tools (spec §7.3): the only async code in ocr-hook.
 
 Configuration (``mcp.servers``: models, validation, ``${NAME}`` expansion) lives in
-:mod:`.mcp_config`; its public names are re-exported here.
+:mod:`.servers`; its public names are re-exported here.
 
 Runtime: :class:`McpBridge` runs one anyio event loop in a daemon thread (``ocr-mcp``) with a
 ``BlockingPortal``; every server lives in one task of that loop (set-up command ≤ 5 min, then
@@ -68,8 +68,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SETUP_TIMEOUT_S = 300.0  # SPEC §7.3: set-up commands time out after 5 minutes (OCR)
-STARTUP_TIMEOUT_S = 30.0  # SPEC §7.3: transport start-up + handshake (OCR)
+SETUP_TIMEOUT_S = 300.0  # spec §7.3: set-up commands time out after 5 minutes (OCR)
+STARTUP_TIMEOUT_S = 30.0  # spec §7.3: transport start-up + handshake (OCR)
 CALL_TIMEOUT_S = 60.0  # one tools/call round trip (ours)
 CLOSE_TIMEOUT_S = 10.0  # stdio shutdown: close stdin, 2 s, SIGTERM, 2 s, SIGKILL (SDK)
 MAX_LIST_PAGES = 50  # tools/list pagination bound
@@ -104,8 +104,9 @@ class McpBridge:
     ready or to fail; afterwards ``tools()`` lists the allowed tools of the live servers as
     ``ExternalTool`` values and ``warnings`` holds ``(server, message)`` pairs. ``call_tool``
     is thread-safe. ``close()`` (idempotent) stops the servers and the loop. The bridge is
-    built (cheaply, nothing imported) by ``cli`` and started by ``review.run`` only when a
-    review reaches the tool loop, so previews, empty changes and cache hits start no server.
+    built (cheaply, nothing imported) by ``pipeline.mcp_bridge`` for ``cli`` and started by
+    ``pipeline.llm_stage`` only when a review reaches the tool loop, so previews, empty changes
+    and cache hits start no server.
     """
 
     def __init__(

@@ -1,11 +1,11 @@
-"""MCP server configuration (SPEC §7.3): ``mcp.servers.<name>`` validated once at start-up.
+"""MCP server configuration (spec §7.3): ``mcp.servers.<name>`` validated once at start-up.
 
 A server is ``{type = "stdio", command, args, env, tools?, setup?}`` or ``{type = "http", url,
 headers, tools?}`` (``type`` may be left out when ``command`` or ``url`` says it). ``tools`` is
 an allow-list of tool names; ``setup`` is one command (an argv list, no shell) run in the
 repository top before the server starts. ``${NAME}`` in ``env`` and ``headers`` values is
 replaced by the variable from the review's environment (:func:`expand_vars`). Pure: nothing
-here starts a process or imports ``mcp``/``anyio``; :mod:`.mcp_bridge` runs the servers.
+here starts a process or imports ``mcp``/``anyio``; :mod:`.bridge` runs the servers.
 """
 
 from __future__ import annotations

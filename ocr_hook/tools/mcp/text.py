@@ -1,6 +1,6 @@
-"""MCP results and failures as text (SPEC §7.3): a ``CallToolResult`` for the model, one line
+"""MCP results and failures as text (spec §7.3): a ``CallToolResult`` for the model, one line
 for a failure, the last stderr line of a server, and the tests that tell a closed session or a
-line that was not JSON-RPC. Split from :mod:`.mcp_bridge`; imports ``anyio``/``mcp_types``
+line that was not JSON-RPC. Used by :mod:`.bridge`; imports ``anyio``/``mcp_types``
 only inside the functions that need them.
 """
 

@@ -1,20 +1,20 @@
-"""``code_comment`` and ``task_done`` (SPEC §7.1): validate and normalise arguments into
-RawComment values. No anchoring here: comments are handed to a sink, which may answer with where
-each landed (its Finding) so the result can tell the model (:func:`landing_text`).
+"""``code_comment`` (spec §7.1): validate and normalise arguments into RawComment values. No
+anchoring here: comments are handed to a sink, which may answer with where each landed (its
+Finding) so the result can tell the model (:func:`landing_text`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ...findings import CATEGORIES, Finding, RawComment, Severity
 from ...util import real_path
-from ..registry import ToolResult
+from ..registry import Handler, ToolResult
+from .common import Sink, ToolEnv
 
 COMMENTED = "Successfully commented."
-TASK_DONE = "Task completed successfully."
 
 
 def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComment], list[str]]:
@@ -22,7 +22,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
 
     ``comments`` may be a list or a JSON string of a list (or a single object); items without
     ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
-    other, each with a note (SPEC §7.1). Raises ValueError when nothing usable is given.
+    other, each with a note (spec §7.1). Raises ValueError when nothing usable is given.
     """
     raw = args.get("comments")
     if isinstance(raw, str):
@@ -90,7 +90,6 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
     return out, notes
 
 
-Sink = Callable[[list[RawComment]], "Sequence[Finding | None] | None"]
 NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file it again)"
 
 
@@ -121,7 +120,7 @@ def landing_text(comments: Sequence[RawComment], placed: Sequence[Finding | None
         f"{i}. {w}" for i, w in enumerate(where, 1))
 
 
-def code_comment_handler(sink: Sink, group: str = "") -> Callable[[dict[str, Any]], ToolResult]:
+def code_comment_handler(sink: Sink, group: str = "") -> Handler:
     """A ``code_comment`` handler that sends parsed comments to ``sink``. When the sink
     answers with where each landed, the result says so (:func:`landing_text`); a sink that
     answers None gets the plain ``Successfully commented.``."""
@@ -140,14 +139,8 @@ def code_comment_handler(sink: Sink, group: str = "") -> Callable[[dict[str, Any
     return handle
 
 
-def parse_task_done(args: dict[str, Any]) -> tuple[str | None, str]:
-    """``task_done`` arguments → (state DONE|FAILED or None when invalid, result text)."""
-    state = args.get("state", "DONE")
-    if state is None:
-        state = "DONE"
-    if not isinstance(state, str):
-        return None, "Error: task_done state must be DONE or FAILED."
-    s = state.strip().upper()
-    if s not in ("DONE", "FAILED"):
-        return None, f'Error: invalid task_done state "{state}"; expected DONE or FAILED.'
-    return s, TASK_DONE
+def make_handler(env: ToolEnv) -> Handler | None:
+    """``code_comment`` into ``env.sink`` for group ``env.group``; None without a sink (the
+    run's registry then answers "not available here": each group binds its own handler, see
+    :func:`code_comment_handler`)."""
+    return None if env.sink is None else code_comment_handler(env.sink, env.group)

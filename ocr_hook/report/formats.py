@@ -1,0 +1,64 @@
+"""The output formats of ``git ocr review --format`` (spec §11): the one list of them.
+
+:data:`OUTPUT_FORMATS` maps each format's name to its writer, given as ``"module:function"``
+(a module of this package). The parser takes ``--format``'s choices from it and
+``cli/review_cmd.py`` writes a result with :func:`format_writer`, so this table is the only
+place that names the formats. The writers are imported when one is looked up, never when the
+names are read: ``git ocr -h`` and a hook run build their parsers without loading a renderer.
+
+Every writer has one signature, :data:`Writer`::
+
+    def write_NAME(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None
+
+It writes the whole output of ``result`` to ``stream`` (stdout, or a buffer that
+``--output FILE`` replaces the file with) and returns nothing; ``environ`` is the command's
+environment (the text output reads ``NO_COLOR`` and ``TERM``; the others ignore it). The
+exit code, the file of ``--output`` and the warnings on stderr are the command's
+(``cli/review_cmd.py``), the same for every format.
+
+Adding an output format NAME:
+
+1. A module in this folder, ``ocr_hook/report/``, named for the format (``NAME.py``; the
+   JSON writer is ``json_format.py`` so that it does not read as the standard library's
+   ``json``), with a ``write_NAME`` of the signature above. It may use ``report.display`` (colour,
+   terminal-safe paths and text, strict UTF-8), the JSON object of
+   ``report.json_format.to_json`` and any other module of the package.
+2. One entry in :data:`OUTPUT_FORMATS`: ``"NAME": "MODULE:write_NAME"``. The order is the
+   order of the choices in ``git ocr review -h``.
+
+Nothing else: the parser, ``cli/review_cmd.py``, the package's ``__init__.py`` and the layer
+table (tests/test_layers.py) need no change, and tests/test_output_formats.py renders a sample
+result with every entry. The user documentation (README, spec §11) and a test of the format's
+own content are the format's, as for any feature.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: hook runs read this
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import TextIO
+
+    from .result import ReviewResult
+
+    Writer = Callable[[ReviewResult, TextIO, Mapping[str, str]], None]
+
+OUTPUT_FORMATS: dict[str, str] = {
+    "text": "text:write_text",
+    "json": "json_format:write_json",
+    "sarif": "sarif:write_sarif",
+    "html": "html:write_html",
+}
+DEFAULT_FORMAT = "text"
+
+
+def format_writer(name: str) -> Writer:
+    """The writer of format ``name`` (a key of :data:`OUTPUT_FORMATS`), its module imported
+    now. Raises KeyError for a name that is not registered."""
+    module, _, function = OUTPUT_FORMATS[name].partition(":")
+    full = f"{__package__}.{module}"
+    __import__(full)
+    writer: Writer = getattr(sys.modules[full], function)
+    return writer
