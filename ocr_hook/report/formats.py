@@ -27,7 +27,7 @@ Adding an output format NAME:
    order of the choices in ``git ocr review -h``.
 
 Nothing else: the parser, ``cli/review_cmd.py``, the package's ``__init__.py`` and the layer
-table (tests/test_layers.py) need no change, and tests/test_output_formats.py renders a sample
+table (tests/test_layers.py) need no change, and tests/report/test_formats.py renders a sample
 result with every entry. The user documentation (README, spec §11) and a test of the format's
 own content are the format's, as for any feature.
 """

@@ -24,7 +24,7 @@ Adding a built-in tool ``my_tool``:
    model sees; a user's tools file may rewrite descriptions) and the phases that offer it
    (``plan_task``, ``main_task``).
 
-``tests/tools/test_builtin_table.py`` checks that TOOLS and ``config/tools.json`` name the same
+``tests/tools/builtin/test_table.py`` checks that TOOLS and ``config/tools.json`` name the same
 tools and that every handler answers a bad-argument call with a result.
 """
 

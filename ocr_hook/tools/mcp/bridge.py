@@ -15,7 +15,7 @@ A stdio server's stderr goes to a private
 temporary file, never to the hook's output; its last line is quoted when start-up fails. The
 child environment is the SDK's minimal one (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus
 ``env``. ``mcp``, ``anyio`` and ``httpx2`` are imported only inside the functions that run
-servers, so a review without MCP servers never loads them (tests/test_startup.py). The SDK
+servers, so a review without MCP servers never loads them (tests/e2e/test_startup.py). The SDK
 is the optional extra ``ocr-hook[mcp]``: without it, configured servers are one warning naming
 the install command (:data:`INSTALL_HINT`) and the review goes on without their tools.
 
