@@ -1,6 +1,8 @@
-"""Review findings: severities, categories, raw comments from the model and anchored findings.
+"""Review findings: severities, categories, raw comments from the model and anchored findings,
+and the vocabularies every package shares about them (anchor methods).
 
-Pure data. Severity/category vocabularies come from spec §7.1 (`code_comment`).
+Pure data. Severity/category vocabularies come from spec §7.1 (`code_comment`), the anchor
+methods from spec §8.1.
 """
 
 from __future__ import annotations
@@ -8,7 +10,38 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+class Vocabulary(str, enum.Enum):
+    """Base of the closed sets of codes that leave the process as text (JSON, SARIF, session
+    and cache files). A member is a ``str`` equal to its value, and ``str()`` and ``format()``
+    give the value, as ``enum.StrEnum`` (Python 3.11) does, so output that carries a member is
+    the same as with its text. ``words``: what the member means, for people; each member is
+    declared as ``NAME = "value", "words"``."""
+
+    words: str
+
+    def __new__(cls, value: str, words: str = "") -> Self:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.words = words
+        return member
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @classmethod
+    def find(cls, value: object) -> Self | None:
+        """The member whose value is ``value`` (a member or its text), or None: for codes read
+        from outside (a cache entry, a model's arguments), where an unknown one is possible."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
 
 
 class Severity(enum.IntEnum):
@@ -46,6 +79,19 @@ CATEGORIES: tuple[str, ...] = (
 )
 
 
+class AnchorMethod(Vocabulary):
+    """How a finding was pinned to its lines (spec §8.1): the tiers of ``comments.anchor`` in
+    order, the later placements, or ``none`` (unanchored, lines 0)."""
+
+    HUNK_NEW = "hunk_new", "in the diff, new side"
+    HUNK_OLD = "hunk_old", "in the diff, old side"
+    FILE = "file", "unchanged code outside the diff"
+    LOOSE = "loose", "matched with whitespace ignored, or part of one line"
+    RELOCATED = "relocated", "placed by the re-location call"
+    REFILED = "refiled", "found in another changed file"
+    NONE = "none", "location unknown"
+
+
 class RawComment(NamedTuple):
     """A comment as the model filed it through ``code_comment`` (not yet anchored).
 
@@ -70,8 +116,9 @@ class Finding(NamedTuple):
     """An anchored finding.
 
     ``start_line``/``end_line`` are 1-based on ``side`` ("new" = post-change file, "old" =
-    pre-change file); both are 0 when the quote could not be located (``anchor == "none"``).
-    ``anchor`` is one of hunk_new, hunk_old, file, loose, relocated, refiled, none (spec §8.1).
+    pre-change file); both are 0 when the quote could not be located (``AnchorMethod.NONE``).
+    ``anchor``: how it was located (an :class:`AnchorMethod`; only a cache entry can bring a
+    code this version does not know, kept as its text).
     ``code`` is the text of the anchored lines as they are in the file (``\n``-joined, "" when
     unanchored or unknown): what the output shows under the finding and what a dismissal is
     keyed on (``comments.dismissals.dismiss_key``), unlike ``existing_code``, the model's own quote.
@@ -87,7 +134,7 @@ class Finding(NamedTuple):
     content: str
     existing_code: str
     suggestion_code: str
-    anchor: str
+    anchor: AnchorMethod | str
     ambiguous: bool = False
     source: str = "llm"
     group: str = ""  # label of the review group that filed it ("" for deterministic findings)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import git
 from ..diff import FileDiff
-from ..findings import Finding, Severity, finding_id
+from ..findings import AnchorMethod, Finding, Severity, finding_id
 from .selection import Decision
 
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
@@ -121,7 +121,8 @@ def protected_path_findings(
             id=finding_id(f.path, "new", quote, content), path=f.path, side="new",
             start_line=first[0] if first else 0, end_line=first[0] if first else 0,
             severity=Severity.MEDIUM, category="security", content=content,
-            existing_code=quote, suggestion_code="", anchor="hunk_new" if first else "none",
+            existing_code=quote, suggestion_code="",
+            anchor=AnchorMethod.HUNK_NEW if first else AnchorMethod.NONE,
             source="config-guard", code=quote if first else "",
         ))
     return out

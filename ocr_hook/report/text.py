@@ -24,13 +24,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from ..change import reason_words
-from ..findings import Finding, Severity
+from ..findings import AnchorMethod, Finding, Severity
 from .machine import _COLORS, _DIM, _RESET, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
 CODE_LINES_MAX = 8  # anchored lines shown under a finding; the rest are counted
 COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always lists every path
 _BOLD_RED = "\033[1;31m"
+# anchored in the hunks, or unanchored (then "location unknown" says it): no anchor note
+_UNNOTED_ANCHORS = frozenset({AnchorMethod.HUNK_NEW, AnchorMethod.HUNK_OLD, AnchorMethod.NONE})
 # Why a selected file was not reviewed (result.INCOMPLETE_STOPS and ``no_endpoint``), short.
 INCOMPLETE_WORDS = {
     "no_endpoint": "no LLM endpoint configured",
@@ -67,7 +69,7 @@ def finding_location(f: Finding) -> str:
         return f"{path} (location unknown)"
     lines = str(f.start_line) if f.end_line <= f.start_line else f"{f.start_line}-{f.end_line}"
     notes = ["old side"] if f.side == "old" else []  # spec §8.1: never shown as new side
-    if f.anchor not in ("hunk_new", "hunk_old", "none"):
+    if f.anchor not in _UNNOTED_ANCHORS:
         notes.append(f"anchor: {f.anchor}")  # file, loose, relocated, refiled
     if f.ambiguous:
         notes.append("ambiguous")

@@ -1,0 +1,70 @@
+"""The code vocabularies (docs/architecture.md: one enum per vocabulary, its wording beside it).
+
+Each enum's values are wire strings: they are in the JSON and SARIF output, the session log and
+the cache entries, so they are pinned here exactly. Every member carries its words for people,
+and a member is written as its value wherever text is made of it (``str``, ``format``, JSON).
+
+Real: the enums and the shipped data. No git, no model.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+
+import pytest
+
+from ocr_hook.findings import AnchorMethod, Vocabulary
+
+VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod]
+
+
+def test_anchor_methods_are_the_documented_codes() -> None:
+    assert [m.value for m in AnchorMethod] == [
+        "hunk_new", "hunk_old", "file", "loose", "relocated", "refiled", "none"]
+
+
+@pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
+def test_every_member_has_its_words(vocabulary: type[Vocabulary]) -> None:
+    for member in vocabulary:
+        assert isinstance(member.words, str) and member.words.strip(), member
+        assert member.words == member.words.strip() and "\n" not in member.words
+
+
+@pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
+def test_a_member_is_written_as_its_value(vocabulary: type[Vocabulary]) -> None:
+    for member in vocabulary:
+        value = member.value
+        assert isinstance(member, str) and member == value and hash(member) == hash(value)
+        assert str(member) == f"{member}" == format(member) == value
+        assert "%s" % member == value  # noqa: UP031 - logging formats its arguments so
+        assert f"{member:>30}" == f"{value:>30}"
+        assert json.dumps(member) == json.dumps(value)
+        assert json.dumps({member: [member]}, indent=1) == json.dumps({value: [value]}, indent=1)
+        assert vocabulary(value) is member and vocabulary.find(value) is member
+
+
+@pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
+def test_an_unknown_code_is_found_as_none(vocabulary: type[Vocabulary]) -> None:
+    for value in ("", "not-a-code", None, 3, ["hunk_new"]):
+        assert vocabulary.find(value) is None
+    with pytest.raises(ValueError):
+        vocabulary("not-a-code")
+
+
+@pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
+def test_values_are_unique_lower_case_codes(vocabulary: type[Vocabulary]) -> None:
+    values = [m.value for m in vocabulary]
+    assert len(set(values)) == len(values) == len(vocabulary.__members__)  # no aliases
+    assert all(v == v.lower() and " " not in v for v in values)
+    assert issubclass(vocabulary, str) and issubclass(vocabulary, enum.Enum)
+
+
+def test_a_cache_entry_brings_its_anchor_as_a_member_or_as_unknown_text() -> None:
+    from ocr_hook.pipeline.cache.entries import FindingEntry, entry_to_finding
+
+    def entry(anchor: str) -> FindingEntry:
+        return FindingEntry("0" * 12, "a.py", "new", 1, 1, "high", "bug", "c", "x", "", anchor)
+
+    assert entry_to_finding(entry("file")).anchor is AnchorMethod.FILE
+    assert entry_to_finding(entry("sideways")).anchor == "sideways"  # kept, as it always was
