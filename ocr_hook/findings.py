@@ -1,5 +1,5 @@
 """Review findings: severities, categories, raw comments from the model and anchored findings,
-and the vocabularies every package shares about them (anchor methods).
+and the vocabularies every package shares about them (categories, anchor methods).
 
 Pure data. Severity/category vocabularies come from spec §7.1 (`code_comment`), the anchor
 methods from spec §8.1.
@@ -67,16 +67,19 @@ class Severity(enum.IntEnum):
         return None
 
 
-CATEGORIES: tuple[str, ...] = (
-    "bug",
-    "security",
-    "performance",
-    "maintainability",
-    "test",
-    "style",
-    "documentation",
-    "other",
-)
+class Category(Vocabulary):
+    """What kind of problem a finding is (spec §7.1 ``code_comment``; ``config/tools.json``
+    offers the same list to the model). ``words``: the kind in words (the SARIF rule's short
+    description)."""
+
+    BUG = "bug", "Correctness defect"
+    SECURITY = "security", "Security issue"
+    PERFORMANCE = "performance", "Performance problem"
+    MAINTAINABILITY = "maintainability", "Maintainability problem"
+    TEST = "test", "Test problem"
+    STYLE = "style", "Style issue"
+    DOCUMENTATION = "documentation", "Documentation problem"
+    OTHER = "other", "Other finding"
 
 
 class AnchorMethod(Vocabulary):
@@ -103,7 +106,7 @@ class RawComment(NamedTuple):
     existing_code: str
     suggestion_code: str
     severity: Severity
-    category: str
+    category: Category
     line_hint: int | None = None
     group: str = ""
     source: str = "llm"  # "llm" or "secret-scan"
@@ -130,7 +133,7 @@ class Finding(NamedTuple):
     start_line: int
     end_line: int
     severity: Severity
-    category: str
+    category: Category | str  # an unknown code only from a cache entry, kept as its text
     content: str
     existing_code: str
     suggestion_code: str

@@ -11,17 +11,33 @@ from __future__ import annotations
 
 import enum
 import json
+from typing import Any
 
 import pytest
 
-from ocr_hook.findings import AnchorMethod, Vocabulary
+from ocr_hook import util
+from ocr_hook.findings import AnchorMethod, Category, Vocabulary
 
-VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod]
+VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category]
+
+
+def code_comment_schema() -> dict[str, Any]:
+    """The item schema of ``code_comment``'s ``comments`` in the shipped ``tools.json``."""
+    tools = util.load_builtin_json("tools.json")["tools"]
+    tool = next(t for t in tools if t["name"] == "code_comment")
+    return tool["definition"]["parameters"]["properties"]["comments"]["items"]["properties"]
 
 
 def test_anchor_methods_are_the_documented_codes() -> None:
     assert [m.value for m in AnchorMethod] == [
         "hunk_new", "hunk_old", "file", "loose", "relocated", "refiled", "none"]
+
+
+def test_categories_are_the_codes_code_comment_offers() -> None:
+    values = ["bug", "security", "performance", "maintainability", "test", "style",
+              "documentation", "other"]
+    assert [m.value for m in Category] == values
+    assert code_comment_schema()["category"]["enum"] == values  # the data the model is shown
 
 
 @pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
@@ -60,11 +76,29 @@ def test_values_are_unique_lower_case_codes(vocabulary: type[Vocabulary]) -> Non
     assert issubclass(vocabulary, str) and issubclass(vocabulary, enum.Enum)
 
 
-def test_a_cache_entry_brings_its_anchor_as_a_member_or_as_unknown_text() -> None:
+def test_a_cache_entry_brings_its_codes_as_members_or_unknown_ones_as_text() -> None:
     from ocr_hook.pipeline.cache.entries import FindingEntry, entry_to_finding
 
     def entry(anchor: str) -> FindingEntry:
         return FindingEntry("0" * 12, "a.py", "new", 1, 1, "high", "bug", "c", "x", "", anchor)
 
-    assert entry_to_finding(entry("file")).anchor is AnchorMethod.FILE
-    assert entry_to_finding(entry("sideways")).anchor == "sideways"  # kept, as it always was
+    known, unknown = entry_to_finding(entry("file")), entry_to_finding(entry("sideways"))
+    assert (known.anchor, known.category) == (AnchorMethod.FILE, Category.BUG)
+    assert type(known.anchor) is AnchorMethod and type(known.category) is Category
+    assert unknown.anchor == "sideways"  # kept, as it always was
+    other = entry_to_finding(entry("file")._replace(category="typos"))
+    assert type(other.category) is str and other.category == "typos"
+
+
+def test_a_models_category_becomes_a_member_and_an_unknown_one_other() -> None:
+    from ocr_hook.tools.builtin.comment import parse_comments
+
+    comments, notes = parse_comments({"comments": [
+        {"path": "a.py", "content": "c", "category": " Security "},
+        {"path": "a.py", "content": "c", "category": "typo"}]})
+    assert [c.category for c in comments] == [Category.SECURITY, Category.OTHER]
+    assert all(type(c.category) is Category for c in comments)
+    assert notes == ["comment 1: unknown severity None recorded as low (allowed: critical, high,"
+                     " medium, low)", "comment 2: unknown severity None recorded as low"
+                     " (allowed: critical, high, medium, low)",
+                     "comment 2: unknown category 'typo' recorded as other"]

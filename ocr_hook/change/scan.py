@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import git
 from ..diff import FileDiff
-from ..findings import AnchorMethod, Finding, Severity, finding_id
+from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
 from .selection import Decision
 
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
@@ -120,7 +120,7 @@ def protected_path_findings(
         out.append(Finding(
             id=finding_id(f.path, "new", quote, content), path=f.path, side="new",
             start_line=first[0] if first else 0, end_line=first[0] if first else 0,
-            severity=Severity.MEDIUM, category="security", content=content,
+            severity=Severity.MEDIUM, category=Category.SECURITY, content=content,
             existing_code=quote, suggestion_code="",
             anchor=AnchorMethod.HUNK_NEW if first else AnchorMethod.NONE,
             source="config-guard", code=quote if first else "",

@@ -21,7 +21,7 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import __version__
-from ..findings import CATEGORIES, Finding, Severity
+from ..findings import Category, Finding, Severity
 from ..util import has_raw_bytes, path_bytes_b64, shown_text
 from .result import ReviewResult
 
@@ -244,16 +244,6 @@ SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
     Severity.MEDIUM: "warning",
     Severity.LOW: "note",
 }
-_CATEGORY_TEXT = {
-    "bug": "Correctness defect",
-    "security": "Security issue",
-    "performance": "Performance problem",
-    "maintainability": "Maintainability problem",
-    "test": "Test problem",
-    "style": "Style issue",
-    "documentation": "Documentation problem",
-    "other": "Other finding",
-}
 
 
 def _sarif_location(f: Finding) -> dict[str, Any]:
@@ -297,14 +287,15 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: one rule per category used (id = category), one result
     per finding (level from severity), incomplete files and warnings as tool notifications."""
     every = [*result.findings, *(d.finding for d in result.dismissed)]
-    used = [c for c in CATEGORIES if any(f.category == c for f in every)]
+    used: list[str] = [c for c in Category if any(f.category == c for f in every)]
     used += sorted({f.category for f in every} - set(used))
     index = {c: i for i, c in enumerate(used)}
     rules = [
         {
             "id": c,
             "name": c.capitalize(),
-            "shortDescription": {"text": _CATEGORY_TEXT.get(c, f"{c} finding")},
+            "shortDescription": {"text": Category(c).words if Category.find(c) else
+                                 f"{c} finding"},  # unknown: from a cache entry
             "properties": {"tags": [c]},
         }
         for c in used

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...findings import CATEGORIES, AnchorMethod, Finding, RawComment, Severity
+from ...findings import AnchorMethod, Category, Finding, RawComment, Severity
 from ...util import real_path
 from ..registry import ToolResult
 
@@ -59,13 +59,13 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
                 " (allowed: critical, high, medium, low)"
             )
             sev = Severity.LOW
-        cat = item.get("category")
-        cat = cat.strip().lower() if isinstance(cat, str) else ""
-        if cat not in CATEGORIES:
+        given = item.get("category")
+        cat = Category.find(given.strip().lower() if isinstance(given, str) else None)
+        if cat is None:
             notes.append(
                 f"comment {i + 1}: unknown category {item.get('category')!r} recorded as other"
             )
-            cat = "other"
+            cat = Category.OTHER
         hint = item.get("line")
         existing = item.get("existing_code")
         suggestion = item.get("suggestion_code")
