@@ -45,7 +45,9 @@ class Vocabulary(str, enum.Enum):
 
 
 class Severity(enum.IntEnum):
-    """Finding severity; higher is worse. Names are the wire values (lower-case)."""
+    """Finding severity; higher is worse (an IntEnum: severities are compared). The lower-case
+    names are both the wire values and the words (``label``); ``config/tools.json`` offers them
+    to the model, ``gate.fail_on`` names one."""
 
     LOW = 1
     MEDIUM = 2
@@ -54,7 +56,13 @@ class Severity(enum.IntEnum):
 
     @property
     def label(self) -> str:
+        """The wire value and the word: ``critical``, ``high``, ``medium``, ``low``."""
         return self.name.lower()
+
+    @classmethod
+    def labels(cls) -> str:
+        """Every label, most severe first, comma-separated (``critical, high, medium, low``)."""
+        return ", ".join(s.label for s in sorted(cls, reverse=True))
 
     @classmethod
     def parse(cls, value: object) -> Severity | None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import util
-from ocr_hook.findings import AnchorMethod, Category, Vocabulary
+from ocr_hook.findings import AnchorMethod, Category, Severity, Vocabulary
 
 VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category]
 
@@ -31,6 +31,25 @@ def code_comment_schema() -> dict[str, Any]:
 def test_anchor_methods_are_the_documented_codes() -> None:
     assert [m.value for m in AnchorMethod] == [
         "hunk_new", "hunk_old", "file", "loose", "relocated", "refiled", "none"]
+
+
+def test_severity_labels_are_what_the_model_config_cache_and_flags_use() -> None:
+    import typing
+
+    from ocr_hook.cli.parser import build_parser
+    from ocr_hook.config.models import GateConfig
+    from ocr_hook.pipeline.cache.entries import FindingEntry
+
+    labels = ["critical", "high", "medium", "low"]
+    assert [(s.label, int(s)) for s in sorted(Severity, reverse=True)] == [
+        ("critical", 4), ("high", 3), ("medium", 2), ("low", 1)]
+    assert Severity.labels() == "critical, high, medium, low"
+    assert code_comment_schema()["severity"]["enum"] == labels
+    assert list(typing.get_args(typing.get_type_hints(GateConfig)["fail_on"])) == labels
+    assert list(typing.get_args(typing.get_type_hints(FindingEntry)["severity"])) == labels
+    review = build_parser()._subparsers._group_actions[0].choices["review"]  # type: ignore
+    [fail_on] = [a for a in review._actions if "--fail-on" in a.option_strings]
+    assert list(fail_on.choices) == labels  # literal there: `git ocr -h` imports no findings
 
 
 def test_categories_are_the_codes_code_comment_offers() -> None:

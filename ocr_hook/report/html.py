@@ -28,11 +28,12 @@ from typing import Any
 
 from ..change import reason_words
 from ..diff import FileDiff
+from ..findings import Severity
 from ..util import shown_text
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
-SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
+SEVERITY_RANK = {s.label: int(s) for s in Severity}  # the JSON's severity labels, ranked
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;

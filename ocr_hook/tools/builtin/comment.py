@@ -56,7 +56,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
         if sev is None:
             notes.append(
                 f"comment {i + 1}: unknown severity {item.get('severity')!r} recorded as low"
-                " (allowed: critical, high, medium, low)"
+                f" (allowed: {Severity.labels()})"
             )
             sev = Severity.LOW
         given = item.get("category")
