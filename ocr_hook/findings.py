@@ -1,8 +1,11 @@
-"""Review findings: severities, categories, raw comments from the model and anchored findings,
-and the vocabularies every package shares about them (categories, anchor methods).
+"""Review findings and the vocabularies every package shares about a review: severities,
+categories, anchor methods and stop reasons (one enum each, its words for people beside it);
+raw comments from the model, anchored findings and run warnings.
 
-Pure data. Severity/category vocabularies come from spec §7.1 (`code_comment`), the anchor
-methods from spec §8.1.
+Pure data, a leaf: ``report.result`` is imported on every run, the cheapest ones included, and
+reads the stop reasons that ``agent`` and ``pipeline`` set, so they are defined here rather than
+in ``agent``. Severity/category vocabularies come from spec §7.1 (`code_comment`), the anchor
+methods from spec §8.1, the stop reasons from spec §6.2.
 """
 
 from __future__ import annotations
@@ -101,6 +104,58 @@ class AnchorMethod(Vocabulary):
     RELOCATED = "relocated", "placed by the re-location call"
     REFILED = "refiled", "found in another changed file"
     NONE = "none", "location unknown"
+
+
+class StopReason(Vocabulary):
+    """Why a group's review ended, or never started (spec §6.2, §8.3): the tool loop's stops
+    (``agent.loop``, ``task_done`` … ``group_tokens``), what a group's run adds
+    (``pipeline.group``, ``pipeline.llm_stage``: a prompt too large for the context, an
+    internal error, a cache hit, a later effort round cut short) and what stops the whole run
+    (no endpoint, the run lock). ``report.result`` says which leave a group unreviewed.
+
+    ``words``: the stop for people (the NOT REVIEWED line, the group's warning); ``brief``: the
+    short form a not-reviewed file is listed with, None where the list shows the code."""
+
+    brief: str | None
+
+    def __new__(cls, value: str, words: str, brief: str | None = None) -> Self:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.words = words
+        member.brief = brief
+        return member
+
+    TASK_DONE = "task_done", "the model finished the review"
+    TASK_FAILED = ("task_failed", "the model gave up on the review (task_done FAILED)",
+                   "the model gave up")
+    MAX_ROUNDS = ("max_rounds", "the model reached the tool-round limit without finishing"
+                  " (review.max_tool_rounds, --max-tools)")
+    NO_TOOL_CALLS = ("no_tool_calls", "the model made no tool calls (3 replies in a row without"
+                     " one; check the model and server with `git ocr llm test`)",
+                     "the model made no tool calls")
+    EMPTY_ROUNDS = ("empty_rounds", "the model's tool calls failed 3 rounds in a row",
+                    "the model's tool calls kept failing")
+    COMPRESSION_FAILED = ("compression_failed", "context compression could not make the"
+                          " conversation fit (llm.context_tokens)")
+    BUDGET = "budget", "the token budget was used up", "token budget used up"
+    TIMEOUT = "timeout", "the review's time limit was reached", "time limit reached"
+    CANCELLED = "cancelled", "the review was cancelled", "cancelled"
+    LLM_ERROR = "llm_error", "the LLM request failed", "LLM request failed"
+    OUTPUT_LIMIT = ("output_limit", "the model's reply stopped at the output limit"
+                    " (llm.max_output_tokens)")
+    TOO_MANY_TOOL_CALLS = ("too_many_tool_calls",
+                           "the model asked for too many tool calls in one reply")
+    TOOL_ARGS_TOO_LARGE = "tool_args_too_large", "the model sent oversized tool-call arguments"
+    GROUP_TOKENS = "group_tokens", "the group used up its token cap (review.max_group_tokens)"
+    TOKEN_THRESHOLD_EXCEEDED = ("token_threshold_exceeded",
+                                "the change is too large for the model's context",
+                                "too large for the model's context")
+    ERROR = "error", "internal error", "internal error"
+    CACHE_HIT = "cache_hit", "answered from the result cache"
+    ROUND_INCOMPLETE = ("round_incomplete", "a later effort round was cut short (the first"
+                        " round's review stands)")
+    NO_ENDPOINT = "no_endpoint", "no LLM endpoint configured", "no LLM endpoint configured"
+    LOCKED = "locked", "another review of the same changes held the run lock too long"
 
 
 class RawComment(NamedTuple):

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from ocr_hook import util
-from ocr_hook.findings import AnchorMethod, Category, Severity, Vocabulary
+from ocr_hook.findings import AnchorMethod, Category, Severity, StopReason, Vocabulary
 
-VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category]
+VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category, StopReason]
 
 
 def code_comment_schema() -> dict[str, Any]:
@@ -57,6 +57,48 @@ def test_categories_are_the_codes_code_comment_offers() -> None:
               "documentation", "other"]
     assert [m.value for m in Category] == values
     assert code_comment_schema()["category"]["enum"] == values  # the data the model is shown
+
+
+def test_stop_reasons_are_the_codes_of_the_session_log_and_the_files_list() -> None:
+    assert [m.value for m in StopReason] == [
+        "task_done", "task_failed", "max_rounds", "no_tool_calls", "empty_rounds",
+        "compression_failed", "budget", "timeout", "cancelled", "llm_error", "output_limit",
+        "too_many_tool_calls", "tool_args_too_large", "group_tokens",  # the tool loop's
+        "token_threshold_exceeded", "error", "cache_hit", "round_incomplete",  # a group's run
+        "no_endpoint", "locked"]  # the whole run's
+
+
+def test_which_stops_leave_a_group_unreviewed_or_cached() -> None:
+    from ocr_hook.report.result import CACHEABLE_STOPS, CAP_STOPS, INCOMPLETE_STOPS
+
+    assert CAP_STOPS == {"max_rounds", "group_tokens", "too_many_tool_calls",
+                         "tool_args_too_large"}
+    assert INCOMPLETE_STOPS == CAP_STOPS | {
+        "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
+        "empty_rounds", "token_threshold_exceeded", "error", "output_limit"}
+    assert CACHEABLE_STOPS == ("task_done",)
+    assert all(type(s) is StopReason for s in (*INCOMPLETE_STOPS, *CACHEABLE_STOPS))
+
+
+def test_a_not_reviewed_file_is_listed_with_the_stops_brief_words_or_its_code() -> None:
+    briefs = {m.value: m.brief for m in StopReason if m.brief is not None}
+    assert briefs == {
+        "task_failed": "the model gave up", "no_tool_calls": "the model made no tool calls",
+        "empty_rounds": "the model's tool calls kept failing", "budget": "token budget used up",
+        "timeout": "time limit reached", "cancelled": "cancelled",
+        "llm_error": "LLM request failed",
+        "token_threshold_exceeded": "too large for the model's context",
+        "error": "internal error", "no_endpoint": "no LLM endpoint configured"}
+
+
+def test_an_error_that_ends_a_loop_becomes_a_member() -> None:
+    from ocr_hook.agent import stop_reason_for
+    from ocr_hook.errors import BudgetExhausted, DeadlineExceeded, LlmError
+
+    stops = [stop_reason_for(e) for e in (BudgetExhausted("b"), DeadlineExceeded("d"),
+                                          LlmError("x", kind="auth"))]
+    assert stops == [StopReason.BUDGET, StopReason.TIMEOUT, StopReason.LLM_ERROR]
+    assert all(type(s) is StopReason for s in stops)
 
 
 @pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..change import reason_words
 from ..diff import FileDiff
-from ..findings import Severity
+from ..findings import Severity, StopReason
 from ..util import shown_text
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -169,8 +169,8 @@ def _coverage(data: Mapping[str, Any]) -> str:
     for f in data.get("files", []):
         if f.get("reviewed"):
             what, cls = "reviewed", ""
-        elif f.get("will_review", True) and f.get("reason") in _INCOMPLETE:
-            what, cls = f"not reviewed: {_INCOMPLETE[f['reason']]}", "miss"
+        elif f.get("will_review", True) and (why := _not_reviewed(f.get("reason"))):
+            what, cls = f"not reviewed: {why}", "miss"
         else:
             what, cls = f"excluded: {reason_words(f['path'], f.get('reason', ''))}", "no"
         if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan
@@ -183,16 +183,14 @@ def _coverage(data: Mapping[str, Any]) -> str:
             "<th>status</th><th>review</th></tr>" + "".join(rows) + "</table></section>")
 
 
-_INCOMPLETE = {
-    "no_endpoint": "no LLM endpoint configured", "timeout": "time limit reached",
-    "budget": "token budget used up", "llm_error": "LLM request failed",
-    "cancelled": "cancelled", "task_failed": "the model gave up",
-    "over_max_files": "over select.max_files",
-    "over_max_total_bytes": "over select.max_total_bytes",
-    "no_tool_calls": "the model made no tool calls",
-    "empty_rounds": "the model's tool calls kept failing",
-    "token_threshold_exceeded": "too large for the model's context", "error": "internal error",
-}
+def _not_reviewed(reason: Any) -> str | None:
+    """A JSON ``files[]`` reason that leaves a selected file not reviewed, in words: a stop
+    reason's brief words or a bound of the change set; None for the others (excluded)."""
+    stop = StopReason.find(reason)
+    if stop is not None:
+        return stop.brief
+    return reason_words("", reason) if reason in ("over_max_files", "over_max_total_bytes") \
+        else None
 
 
 def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:

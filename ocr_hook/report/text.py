@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from ..change import reason_words
-from ..findings import AnchorMethod, Finding, Severity
+from ..findings import AnchorMethod, Finding, Severity, StopReason
 from .machine import _COLORS, _DIM, _RESET, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
@@ -33,19 +33,6 @@ COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always list
 _BOLD_RED = "\033[1;31m"
 # anchored in the hunks, or unanchored (then "location unknown" says it): no anchor note
 _UNNOTED_ANCHORS = frozenset({AnchorMethod.HUNK_NEW, AnchorMethod.HUNK_OLD, AnchorMethod.NONE})
-# Why a selected file was not reviewed (result.INCOMPLETE_STOPS and ``no_endpoint``), short.
-INCOMPLETE_WORDS = {
-    "no_endpoint": "no LLM endpoint configured",
-    "timeout": "time limit reached",
-    "budget": "token budget used up",
-    "llm_error": "LLM request failed",
-    "cancelled": "cancelled",
-    "task_failed": "the model gave up",
-    "no_tool_calls": "the model made no tool calls",
-    "empty_rounds": "the model's tool calls kept failing",
-    "token_threshold_exceeded": "too large for the model's context",
-    "error": "internal error",
-}
 
 
 def is_blocking(f: Finding, result: ReviewResult) -> bool:
@@ -197,8 +184,8 @@ def file_reason(o: FileOutcome, *, detail: bool = True) -> str:
         return "unknown"
     if o.reason == "too_large" and o.size_bytes is not None:
         why = "too large"  # decided from the blob's size, not from the model's context
-    elif o.will_review:
-        why = INCOMPLETE_WORDS.get(o.reason, reason_words(o.path, o.reason))
+    elif o.will_review and (stop := StopReason.find(o.reason)) is not None and stop.brief:
+        why = stop.brief  # why a selected file was not reviewed, short
     else:
         why = reason_words(o.path, o.reason)
     return f"{why}: {display_text(o.detail)}" if detail and o.detail else why
