@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from ocr_hook import util
+from ocr_hook.change import SelectionReason
 from ocr_hook.findings import AnchorMethod, Category, Severity, StopReason, Vocabulary
 
-VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category, StopReason]
+VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category, StopReason,
+                                         SelectionReason]
 
 
 def code_comment_schema() -> dict[str, Any]:
@@ -99,6 +101,42 @@ def test_an_error_that_ends_a_loop_becomes_a_member() -> None:
                                           LlmError("x", kind="auth"))]
     assert stops == [StopReason.BUDGET, StopReason.TIMEOUT, StopReason.LLM_ERROR]
     assert all(type(s) is StopReason for s in stops)
+
+
+def test_selection_reasons_are_the_codes_of_the_files_list_in_gate_order() -> None:
+    from ocr_hook.change import BOUND_REASONS
+
+    assert [m.value for m in SelectionReason] == [
+        "binary", "submodule", "symlink_outside", "secret_path", "provider_directory",
+        "user_exclude", "unsupported_ext", "default_path", "deleted", "rename_only",
+        "mode_only", "no_content_change", "too_large", "over_max_files", "over_max_total_bytes"]
+    assert BOUND_REASONS == {"over_max_files", "over_max_total_bytes"}
+
+
+def test_a_files_reason_in_words_whichever_vocabulary_it_comes_from() -> None:
+    from ocr_hook.change import reason_words
+
+    assert reason_words("a.py", SelectionReason.SECRET_PATH) == "may hold secrets"
+    assert reason_words("a.py", "rename_only") == "renamed, content unchanged"
+    assert reason_words("dist/app.min.js", "provider_directory") == "generated/minified"
+    assert reason_words("build/x.o", "provider_directory") == "build output"
+    assert reason_words("tests/test_a.py", "default_path") == "test file"
+    assert reason_words("a.py", "no_endpoint") == "no LLM endpoint configured"
+    assert reason_words("a.py", StopReason.TIMEOUT) == "time limit reached"
+    assert reason_words("a.py", "max_rounds") == "max_rounds"  # no brief words: the code
+    assert reason_words("a.py", "sideways") == "sideways"
+
+
+def test_selection_hands_out_members() -> None:
+    from ocr_hook.change import SelectionPolicy
+    from ocr_hook.change.selection import select
+    from ocr_hook.diff import FileDiff
+
+    files = [FileDiff("added", "a.png", "a.png", "000000", "100644", binary=True),
+             FileDiff("renamed", "b.py", "c.py", "100644", "100644")]
+    decisions = select(files, SelectionPolicy())
+    assert [d.reason for d in decisions] == [SelectionReason.BINARY, SelectionReason.RENAME_ONLY]
+    assert all(type(d.reason) is SelectionReason for d in decisions)
 
 
 @pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from ..change import reason_words
+from ..change import BOUND_REASONS, reason_words
 from ..diff import FileDiff
 from ..findings import Severity, StopReason
 from ..util import shown_text
@@ -189,8 +189,7 @@ def _not_reviewed(reason: Any) -> str | None:
     stop = StopReason.find(reason)
     if stop is not None:
         return stop.brief
-    return reason_words("", reason) if reason in ("over_max_files", "over_max_total_bytes") \
-        else None
+    return reason_words("", reason) if reason in BOUND_REASONS else None
 
 
 def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from ..change import reason_words
-from ..findings import AnchorMethod, Finding, Severity, StopReason
+from ..change import SelectionReason, reason_words
+from ..findings import AnchorMethod, Finding, Severity
 from .machine import _COLORS, _DIM, _RESET, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
@@ -182,10 +182,8 @@ def file_reason(o: FileOutcome, *, detail: bool = True) -> str:
     was not loaded)."""
     if not o.reason:
         return "unknown"
-    if o.reason == "too_large" and o.size_bytes is not None:
+    if o.reason == SelectionReason.TOO_LARGE and o.size_bytes is not None:
         why = "too large"  # decided from the blob's size, not from the model's context
-    elif o.will_review and (stop := StopReason.find(o.reason)) is not None and stop.brief:
-        why = stop.brief  # why a selected file was not reviewed, short
     else:
         why = reason_words(o.path, o.reason)
     return f"{why}: {display_text(o.detail)}" if detail and o.detail else why
