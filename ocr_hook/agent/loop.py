@@ -79,7 +79,7 @@ class LoopResult:
 class _State:
     """What one loop run carries from round to round."""
 
-    __slots__ = ("msgs", "compressor", "rounds", "empty", "grace", "usage", "output_limit",
+    __slots__ = ("msgs", "compressor", "rounds", "empty", "grace", "usage", "max_output_tokens",
                  "output_retried")
 
     def __init__(self, msgs: list[Message], compressor: Compressor | None) -> None:
@@ -89,7 +89,7 @@ class _State:
         self.empty = 0
         self.grace = False
         self.usage = Usage()
-        self.output_limit: int | None = None  # None: the endpoint's llm.max_output_tokens
+        self.max_output_tokens: int | None = None  # None: the endpoint's llm.max_output_tokens
         self.output_retried = False
 
     def done(self, reason: StopReason, error: str = "") -> LoopResult:
@@ -214,13 +214,13 @@ def _raise_output_limit(client: ChatClient, st: _State, record: Record, label: s
     request is sent again) and return ""; or return the error that ends the loop when the
     limit was raised already or the cap leaves no room (see :mod:`.stops`)."""
     ep = client.endpoint
-    current = st.output_limit or ep.max_output_tokens
+    current = st.max_output_tokens or ep.max_output_tokens
     raised = None if st.output_retried else raised_output_limit(current, output_cap(ep))
     record("output_limit", {"group": label, "round": st.rounds, "limit": current,
                             "retry_limit": raised})
     if raised is None:
         return output_limit_error(current, st.output_retried)
-    st.output_retried, st.output_limit = True, raised
+    st.output_retried, st.max_output_tokens = True, raised
     return ""
 
 
@@ -254,10 +254,10 @@ def _request(
                                "messages": len(st.msgs)}
     if st.rounds == 0:  # the session log keeps the prompt once (spec §12)
         request["prompt"] = [{"role": m.role, "content": m.content} for m in st.msgs]
-    if st.output_limit is not None:
-        request["max_output_tokens"] = st.output_limit
+    if st.max_output_tokens is not None:
+        request["max_output_tokens"] = st.max_output_tokens
     record("llm_request", request)
-    return client.complete(st.msgs, offered, max_output_tokens=st.output_limit)
+    return client.complete(st.msgs, offered, max_output_tokens=st.max_output_tokens)
 
 
 def _record_response(record: Record, label: str, rounds: int, turn: Turn) -> None:
