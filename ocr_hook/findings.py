@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -24,7 +24,8 @@ class Vocabulary(str, enum.Enum):
     and cache files). A member is a ``str`` equal to its value, and ``str()`` and ``format()``
     give the value, as ``enum.StrEnum`` (Python 3.11) does, so output that carries a member is
     the same as with its text. ``words``: what the member means, for people; each member is
-    declared as ``NAME = "value", "words"``."""
+    declared as ``NAME = "value", "words"``. (No method may take a name ``str`` has: a member
+    is a string wherever it goes.)"""
 
     words: str
 
@@ -34,11 +35,14 @@ class Vocabulary(str, enum.Enum):
         member.words = words
         return member
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
 
     @classmethod
-    def find(cls, value: object) -> Self | None:
+    def lookup(cls, value: Any) -> Self | None:
         """The member whose value is ``value`` (a member or its text), or None: for codes read
         from outside (a cache entry, a model's arguments), where an unknown one is possible."""
         try:

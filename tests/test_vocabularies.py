@@ -156,15 +156,26 @@ def test_a_member_is_written_as_its_value(vocabulary: type[Vocabulary]) -> None:
         assert f"{member:>30}" == f"{value:>30}"
         assert json.dumps(member) == json.dumps(value)
         assert json.dumps({member: [member]}, indent=1) == json.dumps({value: [value]}, indent=1)
-        assert vocabulary(value) is member and vocabulary.find(value) is member
+        assert vocabulary(value) is member and vocabulary.lookup(value) is member
 
 
 @pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
 def test_an_unknown_code_is_found_as_none(vocabulary: type[Vocabulary]) -> None:
     for value in ("", "not-a-code", None, 3, ["hunk_new"]):
-        assert vocabulary.find(value) is None
+        assert vocabulary.lookup(value) is None
     with pytest.raises(ValueError):
         vocabulary("not-a-code")
+
+
+@pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)
+def test_a_member_keeps_every_str_method(vocabulary: type[Vocabulary]) -> None:
+    """A member goes wherever a string does: no name of the enum may hide one of ``str``'s
+    (a ``find`` classmethod would break ``member.find(":")``)."""
+    own = {n for cls in vocabulary.__mro__[:vocabulary.__mro__.index(str)]
+           for n in vars(cls) if not n.startswith("_")} - set(vocabulary.__members__)
+    assert own & set(dir(str)) == set()
+    member = next(iter(vocabulary))
+    assert member.find(member.value[1:]) == 1 and member.upper() == member.value.upper()
 
 
 @pytest.mark.parametrize("vocabulary", VOCABULARIES, ids=lambda v: v.__name__)

@@ -414,9 +414,9 @@ def reason_words(path: str, reason: str) -> str:
     ``dist/app.min.js`` ``provider_directory``). A stop reason has its brief words
     (``StopReason.brief``); unknown reasons and stops without brief words are returned as
     they are."""
-    known = SelectionReason.find(reason)
+    known = SelectionReason.lookup(reason)
     if known is None:
-        stop = StopReason.find(reason)
+        stop = StopReason.lookup(reason)
         return stop.brief if stop is not None and stop.brief else reason
     if known not in _PATH_WORDED:
         return known.words

@@ -186,7 +186,7 @@ def _coverage(data: Mapping[str, Any]) -> str:
 def _not_reviewed(reason: Any) -> str | None:
     """A JSON ``files[]`` reason that leaves a selected file not reviewed, in words: a stop
     reason's brief words or a bound of the change set; None for the others (excluded)."""
-    stop = StopReason.find(reason)
+    stop = StopReason.lookup(reason)
     if stop is not None:
         return stop.brief
     return reason_words("", reason) if reason in BOUND_REASONS else None

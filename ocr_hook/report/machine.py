@@ -294,7 +294,7 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
         {
             "id": c,
             "name": c.capitalize(),
-            "shortDescription": {"text": Category(c).words if Category.find(c) else
+            "shortDescription": {"text": Category(c).words if Category.lookup(c) else
                                  f"{c} finding"},  # unknown: from a cache entry
             "properties": {"tags": [c]},
         }

@@ -227,7 +227,7 @@ _OWN_MESSAGE_STOPS = frozenset({StopReason.LLM_ERROR, StopReason.ERROR,
 def _stop_words(stop: str) -> str | None:
     """A stop reason for people (``StopReason.words``: the ``NOT REVIEWED`` line and the
     warnings never show codes such as ``empty_rounds``); None for an unknown code."""
-    known = StopReason.find(stop)
+    known = StopReason.lookup(stop)
     return known.words if known is not None else None
 
 

@@ -99,9 +99,9 @@ def entry_to_finding(e: FindingEntry) -> Finding:
     """The finding of a stored entry; a code this version does not know is kept as its text."""
     return Finding(
         id=e.id, path=e.path, side=e.side, start_line=e.start_line, end_line=e.end_line,
-        severity=Severity[e.severity.upper()], category=Category.find(e.category) or e.category,
+        severity=Severity[e.severity.upper()], category=Category.lookup(e.category) or e.category,
         content=e.content,
         existing_code=e.existing_code, suggestion_code=e.suggestion_code,
-        anchor=AnchorMethod.find(e.anchor) or e.anchor,
+        anchor=AnchorMethod.lookup(e.anchor) or e.anchor,
         ambiguous=e.ambiguous, source=e.source, code=e.code,
     )

@@ -60,7 +60,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
             )
             sev = Severity.LOW
         given = item.get("category")
-        cat = Category.find(given.strip().lower() if isinstance(given, str) else None)
+        cat = Category.lookup(given.strip().lower() if isinstance(given, str) else None)
         if cat is None:
             notes.append(
                 f"comment {i + 1}: unknown category {item.get('category')!r} recorded as other"
