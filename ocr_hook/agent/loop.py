@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import util
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
+from ..findings import StopReason
 from ..llm import ChatClient, Message, ToolCall, ToolSpec, Turn, Usage
 from ..tools import Handler, Registry, ToolResult, parse_task_done
 from .compress import (
@@ -33,18 +34,12 @@ from .compress import (
     message_text,
 )
 from .meter import Cancelled, Meter
-from .stops import (
-    OUTPUT_LIMIT_STOP,
-    cut_by_output_limit,
-    output_cap,
-    output_limit_error,
-    raised_output_limit,
-)
+from .stops import cut_by_output_limit, output_cap, output_limit_error, raised_output_limit
 from .textcalls import strip_think, text_tool_calls
 
 __all__ = [
     "ACTIVE_FRACTION", "GRACE_TOOLS", "HARD_FRACTION", "MAX_EMPTY_ROUNDS",
-    "MESSAGE_OVERHEAD_TOKENS", "SOFT_FRACTION", "STOP_REASONS", "SUMMARY_MAX_TOKENS",
+    "MESSAGE_OVERHEAD_TOKENS", "SOFT_FRACTION", "SUMMARY_MAX_TOKENS",
     "Compressor", "ContextPolicy", "LoopResult", "message_text", "run_loop", "stop_reason_for",
     "strip_think", "text_tool_calls",
 ]
@@ -59,23 +54,19 @@ GRACE_TOOLS = ("code_comment", "task_done")
 # of files and files a few comments: a code_comment with a 200-line suggestion is ~10 KB of JSON.
 TOOL_CALLS_PER_TURN_MAX = 50
 TOOL_ARGS_MAX_CHARS = 64 * 1024  # one call's arguments as sent (JSON text)
-STOP_REASONS = (
-    "task_done", "task_failed", "max_rounds", "no_tool_calls", "empty_rounds",
-    "compression_failed", "budget", "timeout", "cancelled", "llm_error", OUTPUT_LIMIT_STOP,
-    "too_many_tool_calls", "tool_args_too_large", "group_tokens",
-)
 Record = Callable[[str, dict[str, Any]], None]
 
 
 class LoopResult:
-    """Outcome of one loop. ``stop_reason`` is one of :data:`STOP_REASONS`; ``rounds`` counts
-    model requests of the main task (summary calls excluded); ``compressions`` counts applied
-    summaries. (Plain classes here, not dataclasses: nothing compares or copies them, and a
-    dataclass is slower to build at import, which every review pays.)"""
+    """Outcome of one loop. ``stop_reason``: why it ended (one of the loop's ``StopReason``
+    members, ``TASK_DONE`` … ``GROUP_TOKENS``); ``rounds`` counts model requests of the main
+    task (summary calls excluded); ``compressions`` counts applied summaries. (Plain classes
+    here, not dataclasses: nothing compares or copies them, and a dataclass is slower to build
+    at import, which every review pays.)"""
 
     __slots__ = ("stop_reason", "rounds", "messages", "usage", "error", "compressions")
 
-    def __init__(self, stop_reason: str, rounds: int, messages: list[Message],
+    def __init__(self, stop_reason: StopReason, rounds: int, messages: list[Message],
                  usage: Usage | None = None, error: str = "", compressions: int = 0) -> None:
         self.stop_reason = stop_reason
         self.rounds = rounds
@@ -88,7 +79,7 @@ class LoopResult:
 class _State:
     """What one loop run carries from round to round."""
 
-    __slots__ = ("msgs", "compressor", "rounds", "empty", "grace", "usage", "output_limit",
+    __slots__ = ("msgs", "compressor", "rounds", "empty", "grace", "usage", "max_output_tokens",
                  "output_retried")
 
     def __init__(self, msgs: list[Message], compressor: Compressor | None) -> None:
@@ -98,25 +89,25 @@ class _State:
         self.empty = 0
         self.grace = False
         self.usage = Usage()
-        self.output_limit: int | None = None  # None: the endpoint's llm.max_output_tokens
+        self.max_output_tokens: int | None = None  # None: the endpoint's llm.max_output_tokens
         self.output_retried = False
 
-    def done(self, reason: str, error: str = "") -> LoopResult:
+    def done(self, reason: StopReason, error: str = "") -> LoopResult:
         if self.compressor is not None:
             self.compressor.close()
         applied = self.compressor.applied if self.compressor is not None else 0
         return LoopResult(reason, self.rounds, self.msgs, self.usage, error, applied)
 
 
-def stop_reason_for(e: OcrError) -> str:
+def stop_reason_for(e: OcrError) -> StopReason:
     """The loop stop reason for an error that ends a loop or a single-shot call."""
     if isinstance(e, Cancelled):
-        return "cancelled"
+        return StopReason.CANCELLED
     if isinstance(e, DeadlineExceeded):
-        return "timeout"
+        return StopReason.TIMEOUT
     if isinstance(e, BudgetExhausted):
-        return "budget"
-    return "llm_error"
+        return StopReason.BUDGET
+    return StopReason.LLM_ERROR
 
 
 def run_loop(
@@ -150,8 +141,8 @@ def run_loop(
         tools = registry.specs("main")  # per request: a stopped MCP server's tools are withdrawn
         known = {t.name for t in tools}
         if max_tokens and st.usage.total >= max_tokens:
-            return st.done("group_tokens", f"the group used {st.usage.total} tokens, over its"
-                           f" cap of {max_tokens} (review.max_group_tokens)")
+            return st.done(StopReason.GROUP_TOKENS, f"the group used {st.usage.total} tokens,"
+                           f" over its cap of {max_tokens} (review.max_group_tokens)")
         allowed: tuple[str, ...] = GRACE_TOOLS if st.grace else ()
         offered = [t for t in tools if not st.grace or t.name in GRACE_TOOLS]
         try:
@@ -159,8 +150,8 @@ def run_loop(
         except (BudgetExhausted, DeadlineExceeded, LlmError) as e:
             return st.done(stop_reason_for(e), str(e))
         if turn is None:
-            return st.done("compression_failed", "context compression could not get the"
-                           " conversation under 80 % of llm.context_tokens")
+            return st.done(StopReason.COMPRESSION_FAILED, "context compression could not get"
+                           " the conversation under 80 % of llm.context_tokens")
         st.rounds += 1
         st.usage = st.usage + turn.usage
         meter.add(turn.usage)
@@ -168,7 +159,7 @@ def run_loop(
         if cut_by_output_limit(turn):  # none of a cut turn's tool calls is run (agent.stops)
             error = _raise_output_limit(client, st, record, label)
             if error:
-                return st.done(OUTPUT_LIMIT_STOP, error)
+                return st.done(StopReason.OUTPUT_LIMIT, error)
             continue
         reply, calls = _reply_calls(turn.message, known)
         capped = _over_cap(calls)
@@ -181,8 +172,8 @@ def run_loop(
             usable, done_state = _run_calls(calls, registry, local, allowed, redact, record,
                                             label, st.msgs)
             stop = _after_calls(st, usable, done_state)
-        if stop == "task_done" and st.grace:
-            stop = "max_rounds"  # finished only in the grace round: the round cap was hit
+        if stop == StopReason.TASK_DONE and st.grace:
+            stop = StopReason.MAX_ROUNDS  # finished only in the grace round: the cap was hit
         if stop is not None:
             return st.done(stop)
         if calls and st.rounds >= max_rounds:
@@ -190,19 +181,20 @@ def run_loop(
             st.msgs.append(Message("user", util.render_template("grace", {})))
 
 
-def _over_cap(calls: Sequence[ToolCall]) -> tuple[str, str] | None:
+def _over_cap(calls: Sequence[ToolCall]) -> tuple[StopReason, str] | None:
     """(stop reason, error) when a reply's tool calls pass a cap, else None."""
     if len(calls) > TOOL_CALLS_PER_TURN_MAX:
-        return ("too_many_tool_calls", f"the model asked for {len(calls)} tool calls in one"
-                f" reply (at most {TOOL_CALLS_PER_TURN_MAX}); none was run")
+        return (StopReason.TOO_MANY_TOOL_CALLS, f"the model asked for {len(calls)} tool calls"
+                f" in one reply (at most {TOOL_CALLS_PER_TURN_MAX}); none was run")
     big = next((c for c in calls if len(c.arguments_raw) > TOOL_ARGS_MAX_CHARS), None)
     if big is not None:
-        return ("tool_args_too_large", f"the model sent {len(big.arguments_raw)} characters of"
-                f" arguments to {big.name[:60]!r} (at most {TOOL_ARGS_MAX_CHARS}); not run")
+        return (StopReason.TOOL_ARGS_TOO_LARGE, f"the model sent {len(big.arguments_raw)}"
+                f" characters of arguments to {big.name[:60]!r} (at most {TOOL_ARGS_MAX_CHARS});"
+                " not run")
     return None
 
 
-def _no_calls(st: _State, reply: Message) -> str | None:
+def _no_calls(st: _State, reply: Message) -> StopReason | None:
     """Answer a round without tool calls with the nudge; the stop reason when it ends the
     loop (the third empty round in a row, or the grace round)."""
     text = strip_think(reply.content)
@@ -211,9 +203,9 @@ def _no_calls(st: _State, reply: Message) -> str | None:
     st.msgs.append(Message("user", util.render_template("nudge", {})))
     st.empty += 1
     if st.empty >= MAX_EMPTY_ROUNDS:
-        return "no_tool_calls"
+        return StopReason.NO_TOOL_CALLS
     if st.grace:
-        return "max_rounds"
+        return StopReason.MAX_ROUNDS
     return None
 
 
@@ -222,28 +214,28 @@ def _raise_output_limit(client: ChatClient, st: _State, record: Record, label: s
     request is sent again) and return ""; or return the error that ends the loop when the
     limit was raised already or the cap leaves no room (see :mod:`.stops`)."""
     ep = client.endpoint
-    current = st.output_limit or ep.max_output_tokens
+    current = st.max_output_tokens or ep.max_output_tokens
     raised = None if st.output_retried else raised_output_limit(current, output_cap(ep))
     record("output_limit", {"group": label, "round": st.rounds, "limit": current,
                             "retry_limit": raised})
     if raised is None:
         return output_limit_error(current, st.output_retried)
-    st.output_retried, st.output_limit = True, raised
+    st.output_retried, st.max_output_tokens = True, raised
     return ""
 
 
-def _after_calls(st: _State, usable: bool, done_state: str | None) -> str | None:
+def _after_calls(st: _State, usable: bool, done_state: str | None) -> StopReason | None:
     """The stop reason after a round with tool calls, or None to go on: ``task_done``'s
     state, the end of the grace round, or the third round in a row with only errors."""
     if done_state is not None:
-        return "task_done" if done_state == "DONE" else "task_failed"
+        return StopReason.TASK_DONE if done_state == "DONE" else StopReason.TASK_FAILED
     if st.grace:
-        return "max_rounds"
+        return StopReason.MAX_ROUNDS
     if usable:
         st.empty = 0
         return None
     st.empty += 1
-    return "empty_rounds" if st.empty >= MAX_EMPTY_ROUNDS else None
+    return StopReason.EMPTY_ROUNDS if st.empty >= MAX_EMPTY_ROUNDS else None
 
 
 def _request(
@@ -262,10 +254,10 @@ def _request(
                                "messages": len(st.msgs)}
     if st.rounds == 0:  # the session log keeps the prompt once (spec §12)
         request["prompt"] = [{"role": m.role, "content": m.content} for m in st.msgs]
-    if st.output_limit is not None:
-        request["max_output_tokens"] = st.output_limit
+    if st.max_output_tokens is not None:
+        request["max_output_tokens"] = st.max_output_tokens
     record("llm_request", request)
-    return client.complete(st.msgs, offered, max_output_tokens=st.output_limit)
+    return client.complete(st.msgs, offered, max_output_tokens=st.max_output_tokens)
 
 
 def _record_response(record: Record, label: str, rounds: int, turn: Turn) -> None:

@@ -6,14 +6,14 @@ in the middle of its arguments, or only a reasoning block. None of its tool call
 is never answered with an argument error: the loop sends the same request again once, with a
 higher limit (:func:`raised_output_limit`: twice the limit in force, at most the endpoint's cap,
 ``llm.max_output_tokens_cap``, which defaults to twice ``llm.max_output_tokens``). A second cut,
-or no room to raise the limit, ends the group with stop reason ``output_limit`` (incomplete,
+or no room to raise the limit, ends the group with ``StopReason.OUTPUT_LIMIT`` (incomplete,
 never cached). The raised limit stays in force for the rest of the loop, so a group gets one
 retry, not one per turn. The same holds for both protocols and for reasoning models (their
 reasoning counts against the same limit).
 
 Final answer: a loop that ends without a valid ``task_done`` (the round limit's grace turn
-answered with no tool, another tool, or comments only) has no final answer: stop reason
-``max_rounds``, an incomplete group.
+answered with no tool, another tool, or comments only) has no final answer:
+``StopReason.MAX_ROUNDS``, an incomplete group. (The stop reasons are ``findings.StopReason``.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from ..llm import Endpoint, Turn
 
 OUTPUT_LIMIT_FINISH = frozenset({"length", "max_tokens"})  # OpenAI / Anthropic wire values
 OUTPUT_RETRY_FACTOR = 2  # the retry asks for twice the limit in force
-OUTPUT_LIMIT_STOP = "output_limit"
 
 
 def cut_by_output_limit(turn: Turn) -> bool:

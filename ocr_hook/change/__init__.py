@@ -14,7 +14,13 @@ if TYPE_CHECKING:
     from .notes import input_warnings
     from .rule_sources import RuleLayers, load_rule_layers, selection_globs
     from .scan import change_findings
-    from .selection import BOUND_REASONS, Decision, SelectionPolicy, reason_words
+    from .selection import (
+        BOUND_REASONS,
+        Decision,
+        SelectionPolicy,
+        SelectionReason,
+        reason_words,
+    )
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "changeset": ("ChangeSet", "ScanPolicy", "load_change_set",),
@@ -22,5 +28,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "notes": ("input_warnings",),
     "rule_sources": ("RuleLayers", "load_rule_layers", "selection_globs",),
     "scan": ("change_findings",),
-    "selection": ("BOUND_REASONS", "Decision", "SelectionPolicy", "reason_words",),
+    "selection": ("BOUND_REASONS", "Decision", "SelectionPolicy", "SelectionReason",
+                  "reason_words",),
 })

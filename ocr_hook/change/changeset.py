@@ -58,6 +58,7 @@ from ..git import (
 )
 from . import hookinput, selection
 from .deleted_refs import EarlySearch, mark_referenced
+from .selection import SelectionReason
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ def load_change_set(
         # path gates are decided on the paths of a --raw-only run of the same diff
         early = _early_path_reasons(repo, target, policy, user_ex, user_in,
                                     early_gates_min_paths)
-        likely = [(target.head, key[1]) for key, r in early if r == "deleted"]
+        likely = [(target.head, key[1]) for key, r in early if r == SelectionReason.DELETED]
         search = EarlySearch(repo, likely) if likely else None
         chunks = stream.chunks(RECORDS_READ_BYTES)
         records, rest = _read_records(chunks)
@@ -263,7 +264,7 @@ class _Loader:
                 self.pre.append(self._reason(replace(f, binary=False, insertions=1)))
             else:
                 self.pre.append(self._reason(f, k))
-        gone = [i for i, r in enumerate(self.pre) if r == "deleted"]
+        gone = [i for i, r in enumerate(self.pre) if r == SelectionReason.DELETED]
         if gone and mark_referenced(self.repo, [(self.target.head, files[i]) for i in gone],
                                     search):
             for i in gone:  # deleted but still used, so reviewed
@@ -280,18 +281,19 @@ class _Loader:
             ranked = sorted(candidates, key=lambda i: not (
                 user_in is not None and user_in.match_file(self.files[i].path)))
             for i in ranked[limit:]:
-                self.pre[i] = "over_max_files"
+                self.pre[i] = SelectionReason.OVER_MAX_FILES
             candidates = sorted(ranked[:limit])
         self.candidates = candidates
 
     def scan_wanted(self, i: int) -> bool:
         """Whether file ``i``'s section is read for the secret scan when it is not kept."""
         f, reason = self.files[i], self.pre[i]
-        if self.scan is None or f.status == "deleted" or reason in ("too_large", DROPPED):
+        if (self.scan is None or f.status == "deleted"
+                or reason in (SelectionReason.TOO_LARGE, DROPPED)):
             return False
         if f.binary:
             return False
-        return bool(f.insertions) or (reason == "secret_path"
+        return bool(f.insertions) or (reason == SelectionReason.SECRET_PATH
                                       and f.status in ("renamed", "copied"))
 
     def walk(self, sections: PatchStream) -> None:
@@ -325,7 +327,7 @@ class _Loader:
                 over_bytes = True  # this diff would pass select.max_total_bytes
                 for j in self.candidates:
                     if j >= i:
-                        pre[j] = "over_max_total_bytes"
+                        pre[j] = SelectionReason.OVER_MAX_TOTAL_BYTES
             if scan_this:
                 self._scan_section(i, parts, size)
 
@@ -352,7 +354,7 @@ class _Loader:
                                [(self.files[i], self.forced[i]) for i in idx])
         for i, text in zip(idx, texts, strict=True):
             if text is self.files[i] or text.binary:
-                self.pre[i] = "binary"
+                self.pre[i] = SelectionReason.BINARY
                 continue
             self.files[i] = text
 
@@ -370,7 +372,8 @@ class _Loader:
         decisions: list[selection.Decision] = []
         for i, f in enumerate(files):
             d = final.get(id(f)) if f.loaded else None
-            decisions.append(d or selection.Decision(f, False, pre[i] or "no_content_change"))
+            decisions.append(d or selection.Decision(
+                f, False, pre[i] or SelectionReason.NO_CONTENT_CHANGE))
         self._scan_big()
         out_files: list[FileDiff] = []
         out: list[selection.Decision] = []
@@ -454,13 +457,13 @@ def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:
     """The reason in words, where it needs numbers."""
     f = d.file
-    if d.reason == "too_large" and f.size_bytes is not None and not f.loaded:
+    if d.reason == SelectionReason.TOO_LARGE and f.size_bytes is not None and not f.loaded:
         return (f"{util.human_bytes(f.size_bytes)}, larger than select.max_file_bytes "
                 f"({util.human_bytes(policy.max_file_bytes)}): content not read")
-    if d.reason == "over_max_files":
+    if d.reason == SelectionReason.OVER_MAX_FILES:
         return (f"{selected} files to review, more than select.max_files ({policy.max_files}):"
                 " files in select.include first, then the first ones in path order are reviewed")
-    if d.reason == "over_max_total_bytes":
+    if d.reason == SelectionReason.OVER_MAX_TOTAL_BYTES:
         return (f"the diffs to review pass select.max_total_bytes "
                 f"({util.human_bytes(policy.max_total_bytes)}) at this file; it and the files "
                 "after it are not reviewed")

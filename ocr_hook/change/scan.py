@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .. import git
 from ..diff import FileDiff
-from ..findings import Finding, Severity, finding_id
-from .selection import Decision
+from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
+from .selection import Decision, SelectionReason
 
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
 
@@ -68,7 +68,8 @@ def scan_findings(
     full: dict[str, str] = {}
     for d in decisions:
         f = d.file
-        if d.reason == "secret_path" and f.status in ("renamed", "copied") and f.new_oid:
+        if (d.reason == SelectionReason.SECRET_PATH and f.status in ("renamed", "copied")
+                and f.new_oid):
             rc, out, _ = git.run_git_full(repo, "cat-file", "blob", f.new_oid, ok_codes=(0, 128))
             if rc == 0 and b"\0" not in out[:BINARY_SNIFF_BYTES]:
                 full[f.path] = git.decode_text(out)
@@ -120,8 +121,9 @@ def protected_path_findings(
         out.append(Finding(
             id=finding_id(f.path, "new", quote, content), path=f.path, side="new",
             start_line=first[0] if first else 0, end_line=first[0] if first else 0,
-            severity=Severity.MEDIUM, category="security", content=content,
-            existing_code=quote, suggestion_code="", anchor="hunk_new" if first else "none",
+            severity=Severity.MEDIUM, category=Category.SECURITY, content=content,
+            existing_code=quote, suggestion_code="",
+            anchor=AnchorMethod.HUNK_NEW if first else AnchorMethod.NONE,
             source="config-guard", code=quote if first else "",
         ))
     return out

@@ -45,29 +45,43 @@ from typing import Any, NamedTuple
 
 from .. import util
 from ..diff import FileDiff, RawEntry
+from ..findings import StopReason, Vocabulary
 
 TOO_LARGE_FRACTION = 0.8  # spec §4 gate 10: a file's diff alone > 80 % of the context budget
 GENERATED_SCAN_LINES = 5  # spec §4 gate 8: "files whose first lines say …"
 BYTES_PER_TOKEN_FLOOR = 3  # no tokenizer yields more than one token per 3 bytes of code/diff
 
-REASONS = (
-    "binary",
-    "submodule",
-    "symlink_outside",
-    "secret_path",
-    "provider_directory",
-    "user_exclude",
-    "unsupported_ext",
-    "default_path",
-    "deleted",
-    "rename_only",
-    "mode_only",
-    "no_content_change",
-    "too_large",
-    "over_max_files",
-    "over_max_total_bytes",
-)
-BOUND_REASONS = frozenset({"over_max_files", "over_max_total_bytes"})  # selected, not reviewed
+
+class SelectionReason(Vocabulary):
+    """Why selection keeps a changed file from review, in gate order (see the module
+    docstring), the two bounds of a large change set last (selected, not reviewed). ``words``:
+    the reason for people (the text output never shows codes such as ``unsupported_ext``);
+    three reasons are named after the path's kind where it has one (:func:`reason_words`), and
+    the words of ``PROVIDER_DIRECTORY`` and ``DEFAULT_PATH`` name what is left."""
+
+    BINARY = "binary", "binary"
+    SUBMODULE = "submodule", "submodule"
+    SYMLINK_OUTSIDE = "symlink_outside", "symlink pointing outside the repository"
+    SECRET_PATH = "secret_path", "may hold secrets"
+    PROVIDER_DIRECTORY = "provider_directory", "build output"
+    USER_EXCLUDE = "user_exclude", "excluded by select.exclude / --exclude"
+    UNSUPPORTED_EXT = "unsupported_ext", "not a source file type"
+    DEFAULT_PATH = "default_path", "test file"
+    DELETED = "deleted", "deleted"
+    RENAME_ONLY = "rename_only", "renamed, content unchanged"
+    MODE_ONLY = "mode_only", "mode change only"
+    NO_CONTENT_CHANGE = "no_content_change", "no content change"
+    TOO_LARGE = "too_large", "too large for the model's context"
+    OVER_MAX_FILES = "over_max_files", "over select.max_files"
+    OVER_MAX_TOTAL_BYTES = "over_max_total_bytes", "over select.max_total_bytes"
+
+
+REASONS = tuple(SelectionReason)  # every reason, in gate order
+# the bounds of a large change set: selected, not reviewed
+BOUND_REASONS = frozenset({SelectionReason.OVER_MAX_FILES, SelectionReason.OVER_MAX_TOTAL_BYTES})
+# paths whose content did not change (spec §3.5: listed, no LLM call)
+NO_CONTENT_REASONS = frozenset({SelectionReason.RENAME_ONLY, SelectionReason.MODE_ONLY,
+                                SelectionReason.NO_CONTENT_CHANGE})
 
 
 class SelectionPolicy(NamedTuple):
@@ -86,7 +100,8 @@ class SelectionPolicy(NamedTuple):
 
 
 class Decision(NamedTuple):
-    """Outcome for one changed path: ``reason`` is "" when the file will be reviewed.
+    """Outcome for one changed path: ``reason`` is a :class:`SelectionReason`, "" when the
+    file will be reviewed.
     ``detail`` says the same in words where a reason needs numbers (sizes, bounds) and states
     the secret scan of a file whose content was not loaded ("" otherwise)."""
 
@@ -280,7 +295,7 @@ def select(
             else:
                 tokens = len(fd.patch.encode("utf-8", "replace")) // BYTES_PER_TOKEN_FLOOR
             if tokens > limit:
-                reason = "too_large"
+                reason = SelectionReason.TOO_LARGE
         out.append(Decision(fd, not reason, reason))
     return out
 
@@ -318,21 +333,21 @@ def metadata_reason(
     too_big = (policy.max_file_bytes > 0 and fd.size_bytes is not None
                and fd.size_bytes > policy.max_file_bytes)
     if fd.binary and not too_big:
-        return "binary"
+        return SelectionReason.BINARY
     if fd.submodule:
-        return "submodule"
+        return SelectionReason.SUBMODULE
     if fd.symlink:
         return ""
     reason = (path_reason(fd, policy, user_ex, user_in) if known_path_reason is None
               else known_path_reason)
-    if reason in ("rename_only", "mode_only", "no_content_change"):
+    if reason in NO_CONTENT_REASONS:
         if too_big:
-            return "too_large"
+            return SelectionReason.TOO_LARGE
         has_lines = fd.binary or fd.insertions or fd.deletions
         return "" if has_lines else reason
     if reason:
         return reason
-    return "too_large" if too_big else ""
+    return SelectionReason.TOO_LARGE if too_big else ""
 
 
 def exclusion_reason(
@@ -348,58 +363,43 @@ def exclusion_reason(
     b = _builtin()
     path = fd.path
     if fd.binary:
-        return "binary"
+        return SelectionReason.BINARY
     if fd.submodule:
-        return "submodule"
+        return SelectionReason.SUBMODULE
     if fd.symlink and symlink_points_outside(path, fd.link_text):
-        return "symlink_outside"
+        return SelectionReason.SYMLINK_OUTSIDE
     if b.secret.match_file(path) or (fd.old_path != path and b.secret.match_file(fd.old_path)):
-        return "secret_path"
+        return SelectionReason.SECRET_PATH
     if b.provider.match_file(path):
-        return "provider_directory"
+        return SelectionReason.PROVIDER_DIRECTORY
     if user_ex is not None and user_ex.match_file(path):
-        return "user_exclude"
+        return SelectionReason.USER_EXCLUDE
     if user_in is None or not user_in.match_file(path):
         if not is_supported(path):
-            return "unsupported_ext"
+            return SelectionReason.UNSUPPORTED_EXT
         low = path.lower()
         if not policy.review_tests and b.tests.match_file(low):
-            return "default_path"
+            return SelectionReason.DEFAULT_PATH
         if b.generated.match_file(low):
-            return "default_path"
+            return SelectionReason.DEFAULT_PATH
         if fd.status != "deleted" and content:
             head = first_lines(fd)
             if head is not None and looks_generated(head):
-                return "default_path"
+                return SelectionReason.DEFAULT_PATH
     if fd.status == "deleted" and not fd.referenced_by:
-        return "deleted"
+        return SelectionReason.DELETED
     if not fd.hunks:
         if fd.status == "renamed":
-            return "rename_only"
+            return SelectionReason.RENAME_ONLY
         if fd.mode_only:
-            return "mode_only"
-        return "no_content_change"
+            return SelectionReason.MODE_ONLY
+        return SelectionReason.NO_CONTENT_CHANGE
     return ""
 
 
-# What an exclusion or not-reviewed reason means, for people: the text output never
-# shows codes such as ``unsupported_ext``. Reasons that depend on the path are worked out below.
-REASON_WORDS = {
-    "binary": "binary",
-    "submodule": "submodule",
-    "symlink_outside": "symlink pointing outside the repository",
-    "secret_path": "may hold secrets",
-    "user_exclude": "excluded by select.exclude / --exclude",
-    "unsupported_ext": "not a source file type",
-    "deleted": "deleted",
-    "rename_only": "renamed, content unchanged",
-    "mode_only": "mode change only",
-    "no_content_change": "no content change",
-    "too_large": "too large for the model's context",
-    "over_max_files": "over select.max_files",
-    "over_max_total_bytes": "over select.max_total_bytes",
-    "no_endpoint": "no LLM endpoint configured",
-}
+# reasons whose words depend on the path (a lock file, test data, generated, vendored…)
+_PATH_WORDED = frozenset({SelectionReason.PROVIDER_DIRECTORY, SelectionReason.UNSUPPORTED_EXT,
+                          SelectionReason.DEFAULT_PATH})
 _VENDORED = ("vendor", "node_modules", "bower_components", "venv", ".venv", "site-packages",
              "pods", "carthage", "oh_modules")
 _EDITOR = (".idea", ".vscode", ".svn")
@@ -407,13 +407,19 @@ _TEST_DATA = ("__snapshots__", "testdata", "fixtures", ".ipynb_checkpoints")
 
 
 def reason_words(path: str, reason: str) -> str:
-    """``reason`` (a selection reason or an incomplete reason) of ``path`` in human words:
-    ``lock file``, ``generated/minified``, ``vendored``, ``test file``, ``binary``… A path that
-    is a lock file, a generated/minified file or test data is called that whichever gate
-    caught it first (``yarn.lock`` is ``unsupported_ext``, ``dist/app.min.js``
-    ``provider_directory``). Unknown reasons are returned as they are."""
-    if reason not in ("provider_directory", "unsupported_ext", "default_path"):
-        return REASON_WORDS.get(reason, reason)
+    """``reason`` (a selection reason, or the stop reason that left a selected file not
+    reviewed) of ``path`` in human words: ``lock file``, ``generated/minified``, ``vendored``,
+    ``test file``, ``binary``… A path that is a lock file, a generated/minified file or test
+    data is called that whichever gate caught it first (``yarn.lock`` is ``unsupported_ext``,
+    ``dist/app.min.js`` ``provider_directory``). A stop reason has its brief words
+    (``StopReason.brief``); unknown reasons and stops without brief words are returned as
+    they are."""
+    known = SelectionReason.lookup(reason)
+    if known is None:
+        stop = StopReason.lookup(reason)
+        return stop.brief if stop is not None and stop.brief else reason
+    if known not in _PATH_WORDED:
+        return known.words
     b = _builtin()
     low = path.lower()
     parts = low.split("/")
@@ -421,15 +427,13 @@ def reason_words(path: str, reason: str) -> str:
         return "lock file"
     if any(p in _TEST_DATA for p in parts[:-1]) or low.endswith(".snap"):
         return "test data"
-    if b.generated_only.match_file(low) or reason == "default_path" and not b.tests.match_file(
-            low):
+    if b.generated_only.match_file(low) or (known == SelectionReason.DEFAULT_PATH
+                                            and not b.tests.match_file(low)):
         return "generated/minified"
-    if reason == "default_path":
-        return "test file"
-    if reason == "unsupported_ext":
-        return REASON_WORDS[reason]
+    if known != SelectionReason.PROVIDER_DIRECTORY:
+        return known.words  # a test file; not a source file type
     if any(p in _VENDORED for p in parts[:-1]):
         return "vendored"
     if any(p in _EDITOR for p in parts[:-1]):
         return "editor settings"
-    return "build output"
+    return known.words

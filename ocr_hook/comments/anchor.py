@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..diff import FileDiff
-from ..findings import Finding, RawComment, finding_id
+from ..findings import AnchorMethod, Finding, RawComment, finding_id
 from ..util import unescape_prompt_path
 
 NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
@@ -43,13 +43,13 @@ PLAUSIBLE_SIMILARITY = 0.8  # difflib ratio of a quote line to a diff line that 
 
 class Anchor(NamedTuple):
     """Where a quote was found: 1-based inclusive lines on ``side`` ("new" | "old"); ``method``
-    is one of hunk_new, hunk_old, file, loose, relocated, refiled (spec §8.1)."""
+    is how (any :class:`AnchorMethod` but ``NONE``, spec §8.1)."""
 
     path: str
     side: str
     start_line: int
     end_line: int
-    method: str
+    method: AnchorMethod
     ambiguous: bool = False
 
 
@@ -209,17 +209,20 @@ def numbered_quote_anchor(fd: FileDiff, existing_code: str) -> Anchor | None:
         texts = {ln.new_line: ln.text for ln in h.lines if ln.new_line is not None}
         if quoted[0][0] not in texts:
             continue
-        method = "hunk_new"
+        method = AnchorMethod.HUNK_NEW
         for n, text in quoted:
             have = texts.get(n)
             if have is not None and norm_line(have) == norm_line(text):
                 continue
             if have is not None and norm_line(have, True) == norm_line(text, True):
-                method = "loose"
+                method = AnchorMethod.LOOSE
                 continue
             return None
         return Anchor(fd.path, "new", quoted[0][0], quoted[-1][0], method)
     return None
+
+
+EXACT_TIERS = (AnchorMethod.HUNK_NEW, AnchorMethod.HUNK_OLD, AnchorMethod.FILE)  # tiers 1–3
 
 
 def locate(
@@ -240,15 +243,15 @@ def locate(
     if numbered is not None:
         return numbered
     spans = {"new": _spans(fd, "new"), "old": _spans(fd, "old")}
-    found = _tiers(fd, existing_code, new_file, hint, spans, ("hunk_new", "hunk_old", "file"))
+    found = _tiers(fd, existing_code, new_file, hint, spans, EXACT_TIERS)
     if found is not None:
         return found
     split = split_change_quote(existing_code)
     if split is None:
         return None
     added, deleted = split
-    return (_tiers(fd, added, None, hint, spans, ("hunk_new",))
-            or _tiers(fd, deleted, None, None, spans, ("hunk_old",)))
+    return (_tiers(fd, added, None, hint, spans, (AnchorMethod.HUNK_NEW,))
+            or _tiers(fd, deleted, None, None, spans, (AnchorMethod.HUNK_OLD,)))
 
 
 _TOKEN = re.compile(r"\w+|\S")
@@ -292,7 +295,8 @@ def fragment_anchor(fd: FileDiff, existing_code: str, hint: int | None = None) -
                                          any(a <= num <= b for a, b in spans)))
         if matches:
             m, ambiguous = pick(matches, hint if side == "new" else None)
-            return Anchor(fd.path, side, m.start_line, m.end_line, "loose", ambiguous)
+            return Anchor(fd.path, side, m.start_line, m.end_line, AnchorMethod.LOOSE,
+                          ambiguous)
     return None
 
 
@@ -317,7 +321,7 @@ def split_change_quote(existing_code: str) -> tuple[str, str] | None:
 
 
 def _tiers(fd: FileDiff, existing_code: str, new_file: Sequence[str] | None, hint: int | None,
-           spans: Mapping[str, Sequence[tuple[int, int]]], tiers: Sequence[str]
+           spans: Mapping[str, Sequence[tuple[int, int]]], tiers: Sequence[AnchorMethod]
            ) -> Anchor | None:
     """``tiers`` (of hunk_new, hunk_old, file) exactly, then the same with all whitespace
     removed (``loose``); first match wins."""
@@ -326,8 +330,8 @@ def _tiers(fd: FileDiff, existing_code: str, new_file: Sequence[str] | None, hin
         if not variants:
             return None
         for tier in tiers:
-            side = "old" if tier == "hunk_old" else "new"
-            if tier == "file":
+            side = "old" if tier == AnchorMethod.HUNK_OLD else "new"
+            if tier == AnchorMethod.FILE:
                 if new_file is None:
                     continue
                 blocks = [_file_rows(fd, new_file, loose)]
@@ -337,7 +341,7 @@ def _tiers(fd: FileDiff, existing_code: str, new_file: Sequence[str] | None, hin
                 matches = [m for rows in blocks for m in _find(rows, quote, spans[side])]
                 if matches:
                     m, ambiguous = pick(matches, hint if side == "new" else None)
-                    method = "loose" if loose else tier
+                    method = AnchorMethod.LOOSE if loose else tier
                     return Anchor(fd.path, side, m.start_line, m.end_line, method, ambiguous)
     return None
 
@@ -411,7 +415,7 @@ def make_finding(c: RawComment, anchor: Anchor | None, fallback_path: str,
         content=c.content,
         existing_code=c.existing_code if existing_code is None else existing_code,
         suggestion_code=c.suggestion_code,
-        anchor=anchor.method if anchor else "none",
+        anchor=anchor.method if anchor else AnchorMethod.NONE,
         ambiguous=anchor.ambiguous if anchor else False,
         source=c.source,
         group=c.group,
@@ -451,7 +455,8 @@ def anchor_comment(
                 hits.append(a)
         if len(hits) == 1:
             h = hits[0]
-            anchor = Anchor(h.path, h.side, h.start_line, h.end_line, "refiled", h.ambiguous)
+            anchor = Anchor(h.path, h.side, h.start_line, h.end_line, AnchorMethod.REFILED,
+                            h.ambiguous)
             warning = f"comment filed against {c.path} quotes code of {h.path}; re-filed"
     if anchor is None and fd is not None and has_quote:
         anchor = fragment_anchor(fd, c.existing_code, c.line_hint)
@@ -464,5 +469,5 @@ def relocated_finding(c: RawComment, fd: FileDiff, snippet: str) -> Finding | No
     a = locate(fd, snippet, None, c.line_hint)
     if a is None:
         return None
-    a = Anchor(a.path, a.side, a.start_line, a.end_line, "relocated", a.ambiguous)
+    a = Anchor(a.path, a.side, a.start_line, a.end_line, AnchorMethod.RELOCATED, a.ambiguous)
     return make_finding(c, a, fd.path, existing_code=snippet.strip("\n"))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
 
 from ..diff import FileDiff
-from ..findings import Finding, RawComment, RunWarning
+from ..findings import AnchorMethod, Finding, RawComment, RunWarning
 from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class CommentProcessor:
 
     def _anchor(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
         finding, warnings = self._locate(c)
-        if finding.anchor != "none" or self.relocate is None:
+        if finding.anchor != AnchorMethod.NONE or self.relocate is None:
             return finding, warnings
         fd = self.files.get(finding.path)
         if fd is None or not fd.hunks or not plausibly_in_diff(fd, c.existing_code):
@@ -202,7 +202,7 @@ class CommentPool:
         except Exception:  # noqa: BLE001 - the background path retries and keeps the comment
             log.debug("placing a comment on %s crashed", c.path, exc_info=True)
             return None
-        if finding.anchor == "none":
+        if finding.anchor == AnchorMethod.NONE:
             return None
         self._collect(finding, warnings, order)
         return finding

@@ -36,7 +36,7 @@ from ..comments import Collector, CommentPool
 from ..config import Config
 from ..diff import FileDiff
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError
-from ..findings import Finding, RawComment, RunWarning
+from ..findings import Finding, RawComment, RunWarning, StopReason
 from ..llm import ChatClient
 from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
 from ..tools import Handler, Registry, code_comment_handler
@@ -113,8 +113,8 @@ def review_group(deps: GroupDeps, group: Group, rank: int) -> GroupOutcome:
         deps.collector.add(f, (rank, i))
     for i, w in enumerate(hit.warnings):
         deps.collector.warn(w, (rank, i))
-    return GroupOutcome("cache_hit", "", GroupReport(
-        group.label, [f.path for f in group.files], ["cache_hit"]))
+    return GroupOutcome(StopReason.CACHE_HIT, "", GroupReport(
+        group.label, [f.path for f in group.files], [StopReason.CACHE_HIT]))
 
 
 class _GroupRun:
@@ -144,7 +144,7 @@ class _GroupRun:
     def run(self) -> GroupOutcome:
         """Rounds, then wait for every comment filed to be anchored (spec §8.2: also of a
         group that failed later). ``stop`` in INCOMPLETE_STOPS leaves the group unreviewed;
-        ``round_incomplete`` means round 1 completed but a later round was cut short."""
+        ``ROUND_INCOMPLETE`` means round 1 completed but a later round was cut short."""
         local = {"code_comment": code_comment_handler(self.sink, self.group.label)}
         try:
             stop, err = self.rounds(local)
@@ -154,12 +154,12 @@ class _GroupRun:
         self.report.reason = stop if stop in INCOMPLETE_STOPS else ""
         return GroupOutcome(stop, err, self.report, tuple(self.warnings))
 
-    def plan(self, fields: dict[str, str]) -> tuple[str, str, str]:
+    def plan(self, fields: dict[str, str]) -> tuple[str, StopReason | None, str]:
         """spec §6.1 step 4: the plan when the group needs one. Returns (plan, stop, error):
         a stop when budget or deadline ended the call; a failed call is a warning only."""
         d = self.deps
         if not agent.plan_required(self.group.files):
-            return "", "", ""
+            return "", None, ""
         try:
             plan = agent.plan_call(
                 d.client, plan_tools=d.registry.specs("main"), user_fields=fields,
@@ -171,11 +171,11 @@ class _GroupRun:
             return "", stop, str(e)
         except LlmError as e:
             self.warn("plan_failed", f"{e} (continuing without a plan)")
-            return "", "", ""
+            return "", None, ""
         self.report.planned = True
-        return plan, "", ""
+        return plan, None, ""
 
-    def rounds(self, local: Mapping[str, Handler]) -> tuple[str, str]:
+    def rounds(self, local: Mapping[str, Handler]) -> tuple[StopReason, str]:
         """The prompt size check, the plan and the effort rounds (spec §6.1 step 5: round 1
         with the plan, later rounds with the findings so far, before the filter; stop early
         when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
@@ -186,12 +186,12 @@ class _GroupRun:
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
                    f"({d.cfg.llm.context_tokens}); group skipped")
-            self.warn("token_threshold_exceeded", msg)
-            self.report.stop_reasons.append("token_threshold_exceeded")
-            return "token_threshold_exceeded", msg
-        plan, stop, err = self.plan(fields)
-        if stop:
-            return stop, err
+            self.warn(StopReason.TOKEN_THRESHOLD_EXCEEDED, msg)  # the warning's type: the stop
+            self.report.stop_reasons.append(StopReason.TOKEN_THRESHOLD_EXCEEDED)
+            return StopReason.TOKEN_THRESHOLD_EXCEEDED, msg
+        plan, plan_stop, err = self.plan(fields)
+        if plan_stop is not None:
+            return plan_stop, err
         cap, used = d.group_tokens_cap, 0
         for rnd in range(1, d.rounds_total + 1):
             with self.raw_lock:
@@ -211,26 +211,27 @@ class _GroupRun:
             if res.stop_reason in INCOMPLETE_STOPS:
                 if rnd == 1:
                     return res.stop_reason, res.error or res.stop_reason
-                self.warn("round_incomplete",
+                self.warn(StopReason.ROUND_INCOMPLETE,
                           f"effort round {rnd} stopped: {res.error or res.stop_reason}")
-                return "round_incomplete", ""
+                return StopReason.ROUND_INCOMPLETE, ""
             stop, err = res.stop_reason, ""
-            if res.stop_reason == "compression_failed":
-                self.warn("compression_failed", res.error)
+            if res.stop_reason == StopReason.COMPRESSION_FAILED:
+                self.warn(StopReason.COMPRESSION_FAILED, res.error)
             with self.raw_lock:
                 added, total = len(self.raw) - before, len(self.raw)
             if not added or total >= CONFIRMED_CAP:  # early stop: nothing new, or cap reached
                 break
         return stop, err
 
-    def filter_group(self, stop: str) -> None:
+    def filter_group(self, stop: StopReason) -> None:
         """spec §8.4: once the rounds are over, the review filter sees every comment
         of the group (anchored, with ids) in one call and removes only those it reports. No call
         without a comment, with ``review.filter`` off, or when the group stopped incomplete
-        (also ``round_incomplete``: budget or deadline would refuse the call; comments kept)."""
+        (also ``ROUND_INCOMPLETE``: budget or deadline would refuse the call; comments kept)."""
         d = self.deps
         found = d.comment_pool.drain(self.key)
-        if d.cfg.review.filter and found and stop not in (*INCOMPLETE_STOPS, "round_incomplete"):
+        if (d.cfg.review.filter and found
+                and stop not in (*INCOMPLETE_STOPS, StopReason.ROUND_INCOMPLETE)):
             self.filter_findings(found)
 
     def filter_findings(self, new: Sequence[Finding]) -> frozenset[str]:

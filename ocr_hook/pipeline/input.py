@@ -59,10 +59,10 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
     """Why files were left out by a bound of the change set, in words with the settings."""
     reasons = {d.reason for d in bounded}
     parts = []
-    if "over_max_files" in reasons:
+    if change.SelectionReason.OVER_MAX_FILES in reasons:
         parts.append(f"the change has more files to review than select.max_files "
                      f"({policy.max_files})")
-    if "over_max_total_bytes" in reasons:
+    if change.SelectionReason.OVER_MAX_TOTAL_BYTES in reasons:
         parts.append(f"the diffs to review are larger than select.max_total_bytes "
                      f"({util.human_bytes(policy.max_total_bytes)})")
     return " and ".join(parts) + "; `git ocr review --preview` lists them"

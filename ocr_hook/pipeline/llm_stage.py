@@ -26,7 +26,7 @@ from .. import agent
 from ..agent import PROMPT_CONTEXT_FRACTION, Group, exceeds_tokens
 from ..diff import FileDiff
 from ..errors import OcrError
-from ..findings import RawComment, RunWarning, merge_same_claims
+from ..findings import RawComment, RunWarning, StopReason, merge_same_claims
 from ..gate import decide
 from ..llm import Endpoint
 from ..report import GroupOutcome, GroupReport, ReviewResult, merged_findings, not_reviewed_line
@@ -57,7 +57,7 @@ def review_with_llm(state: RunState, redactor: Redactor,
     try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
         endpoint = req.endpoint_with_key()
     except OcrError as e:
-        return state.not_reviewed("no_endpoint", f"no LLM endpoint: {e}")
+        return state.not_reviewed(StopReason.NO_ENDPOINT, f"no LLM endpoint: {e}")
     if req.api_key_cmd is not None and session is not None:
         session.add_secret(endpoint.api_key)
     runner = _GroupRunner(state, endpoint, redactor)
@@ -284,12 +284,12 @@ def run_groups(
 def _outcome_of(g: Group, fut: Future[GroupOutcome]) -> GroupOutcome:
     """The outcome of ``g``'s future after the group pool is shut down."""
     if fut.cancelled():
-        stop, err = "timeout", "review deadline reached before the group started"
+        stop, err = StopReason.TIMEOUT, "review deadline reached before the group started"
     elif not fut.done():
-        stop, err = "timeout", "review deadline reached while the group was running"
+        stop, err = StopReason.TIMEOUT, "review deadline reached while the group was running"
     elif (e := fut.exception()) is not None:
         log.debug("group %s crashed", g.label, exc_info=e)
-        stop, err = "error", f"internal error: {type(e).__name__}: {e}"
+        stop, err = StopReason.ERROR, f"internal error: {type(e).__name__}: {e}"
     else:
         return fut.result()
     return GroupOutcome(stop, err, GroupReport(g.label, [f.path for f in g.files], [stop]))

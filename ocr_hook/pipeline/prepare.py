@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import change
 from ..change import changes_only_notice, filter_paths, input_warnings
-from ..findings import RunWarning
+from ..findings import RunWarning, StopReason
 from ..gate import decide
 from ..report import FileOutcome, ReviewResult, merged_findings
 
@@ -129,8 +129,8 @@ class RunState:
                 result.status = "complete"
         return self.finished()
 
-    def not_reviewed(self, reason: str, why: str) -> ReviewResult:
-        """No LLM review at all (``reason``: ``no_endpoint``, spec §2; ``locked``): the
+    def not_reviewed(self, reason: StopReason, why: str) -> ReviewResult:
+        """No LLM review at all (``reason``: ``NO_ENDPOINT``, spec §2; ``LOCKED``): the
         deterministic findings are reported and gated, every reviewable file is not reviewed
         with ``reason``, and gate.on_error decides."""
         result = self.result

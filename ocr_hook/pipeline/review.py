@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import git
-from ..findings import RunWarning
+from ..findings import RunWarning, StopReason
 from ..report import ReviewResult
 from .prepare import RunState
 from .request import ReviewRequest
@@ -75,7 +75,7 @@ def run(
     if req.preview or not state.reviewable:
         return state.finish_without_llm()
     if req.endpoint is None:
-        return state.not_reviewed("no_endpoint", req.endpoint_error)
+        return state.not_reviewed(StopReason.NO_ENDPOINT, req.endpoint_error)
     from . import lock
 
     redactor = state.redact_reviewed()
@@ -83,7 +83,7 @@ def run(
     return lock.exclusive(  # one run per input at a time; a second one uses the cache
         opened.root if opened else None, state.head.base, state.head.head,
         req.config.review.timeout_s, lambda: _review_with_llm(state, redactor, session, opened),
-        locked=lambda why: state.not_reviewed("locked", why),
+        locked=lambda why: state.not_reviewed(StopReason.LOCKED, why),
         note=lambda msg: state.result.warnings.append(RunWarning("lock_wait", "", msg)))
 
 

@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..change import reason_words
+from ..change import BOUND_REASONS, reason_words
 from ..diff import FileDiff
+from ..findings import Severity, StopReason
 from ..util import shown_text
 from .display import utf8_safe
 from .json_format import to_json
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from .result import ReviewResult
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
-SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3, "critical": 4}
+SEVERITY_RANK = {s.label: int(s) for s in Severity}  # the JSON's severity labels, ranked
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;
@@ -191,8 +192,8 @@ def _coverage(data: Mapping[str, Any]) -> str:
     for f in data.get("files", []):
         if f.get("reviewed"):
             what, cls = "reviewed", ""
-        elif f.get("will_review", True) and f.get("reason") in _INCOMPLETE:
-            what, cls = f"not reviewed: {_INCOMPLETE[f['reason']]}", "miss"
+        elif f.get("will_review", True) and (why := _not_reviewed(f.get("reason"))):
+            what, cls = f"not reviewed: {why}", "miss"
         else:
             what, cls = f"excluded: {reason_words(f['path'], f.get('reason', ''))}", "no"
         if f.get("detail") and not f.get("reviewed"):  # sizes, bounds, secret scan
@@ -205,16 +206,13 @@ def _coverage(data: Mapping[str, Any]) -> str:
             "<th>status</th><th>review</th></tr>" + "".join(rows) + "</table></section>")
 
 
-_INCOMPLETE = {
-    "no_endpoint": "no LLM endpoint configured", "timeout": "time limit reached",
-    "budget": "token budget used up", "llm_error": "LLM request failed",
-    "cancelled": "cancelled", "task_failed": "the model gave up",
-    "over_max_files": "over select.max_files",
-    "over_max_total_bytes": "over select.max_total_bytes",
-    "no_tool_calls": "the model made no tool calls",
-    "empty_rounds": "the model's tool calls kept failing",
-    "token_threshold_exceeded": "too large for the model's context", "error": "internal error",
-}
+def _not_reviewed(reason: Any) -> str | None:
+    """A JSON ``files[]`` reason that leaves a selected file not reviewed, in words: a stop
+    reason's brief words or a bound of the change set; None for the others (excluded)."""
+    stop = StopReason.lookup(reason)
+    if stop is not None:
+        return stop.brief
+    return reason_words("", reason) if reason in BOUND_REASONS else None
 
 
 def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:

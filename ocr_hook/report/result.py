@@ -1,7 +1,7 @@
 """What a review run returns (spec §8.3, §11): the result, each changed path's coverage, each
 group's report and outcome, and the words of the ``NOT REVIEWED`` line (spec §9).
 
-Plain data and pure functions. ``report.machine`` and ``report.text`` render these types,
+Plain data and pure functions. The formats of ``report.formats`` render these types,
 ``pipeline.cache`` stores the warnings and ``pipeline.review`` fills the result in. The warnings
 are ``findings.RunWarning``, a leaf type, so ``comments`` raises anchoring warnings without
 importing ``report``.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..findings import Finding, RunWarning, merge_same_claims
+from ..findings import Finding, RunWarning, StopReason, merge_same_claims
 from ..gate import GateDecision, GateOptions, decide
 
 if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these
@@ -29,19 +29,21 @@ def _no_usage() -> Usage:
 
     return Usage()
 
-# Loop stop reasons (agent.loop.STOP_REASONS) and group outcomes that leave a group unreviewed
-# (spec §8.3 incomplete with reason). A stop in a later effort round only costs that round.
-# A group without a final answer (``max_rounds``: the round limit was reached; the grace
-# turn's comments are kept) or with a reply cut at the output limit (``output_limit``) is
-# unreviewed too, and so is one that hit another cap (tokens per group, tool calls per reply,
-# argument size): neither passed nor cached.
-CAP_STOPS = frozenset({"max_rounds", "group_tokens", "too_many_tool_calls",
-                       "tool_args_too_large"})
+# The stop reasons (loop stops and group outcomes) that leave a group unreviewed (spec §8.3
+# incomplete with reason). A stop in a later effort round only costs that round. A group
+# without a final answer (``MAX_ROUNDS``: the round limit was reached; the grace turn's
+# comments are kept) or with a reply cut at the output limit (``OUTPUT_LIMIT``) is unreviewed
+# too, and so is one that hit another cap (tokens per group, tool calls per reply, argument
+# size): neither passed nor cached.
+CAP_STOPS = frozenset({StopReason.MAX_ROUNDS, StopReason.GROUP_TOKENS,
+                       StopReason.TOO_MANY_TOOL_CALLS, StopReason.TOOL_ARGS_TOO_LARGE})
 INCOMPLETE_STOPS = frozenset({
-    "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
-    "empty_rounds", "token_threshold_exceeded", "error", "output_limit", *CAP_STOPS,
+    StopReason.LLM_ERROR, StopReason.BUDGET, StopReason.TIMEOUT, StopReason.CANCELLED,
+    StopReason.TASK_FAILED, StopReason.NO_TOOL_CALLS, StopReason.EMPTY_ROUNDS,
+    StopReason.TOKEN_THRESHOLD_EXCEEDED, StopReason.ERROR, StopReason.OUTPUT_LIMIT, *CAP_STOPS,
 })
-CACHEABLE_STOPS = ("task_done",)  # only a group whose model gave its final answer is cached
+# only a group whose model gave its final answer is cached
+CACHEABLE_STOPS = (StopReason.TASK_DONE,)
 
 
 
@@ -82,14 +84,14 @@ class FileOutcome:
 class GroupReport:
     """How one group's review went (session log ``group_done``; spec §6.2 stop reasons).
 
-    ``stop_reasons``: the loop's stop reason per effort round run (agent.loop.STOP_REASONS),
-    or the single reason the group never reached a loop (``token_threshold_exceeded``,
-    ``timeout`` before it started, ``error``). ``reason``: the incomplete reason ("" when the
-    group counts as reviewed). ``planned``: a plan was used in round 1."""
+    ``stop_reasons``: the loop's stop reason per effort round run, or the single reason the
+    group never reached a loop (``TOKEN_THRESHOLD_EXCEEDED``, ``TIMEOUT`` before it started,
+    ``ERROR``, ``CACHE_HIT``). ``reason``: the incomplete reason ("" when the group counts as
+    reviewed). ``planned``: a plan was used in round 1."""
 
     label: str
     files: list[str]
-    stop_reasons: list[str] = field(default_factory=list)
+    stop_reasons: list[StopReason] = field(default_factory=list)
     reason: str = ""
     planned: bool = False
     compressions: int = 0
@@ -100,14 +102,14 @@ class GroupOutcome:
     """What one group's worker returns; the run merges these in group order, so the result
     does not depend on which group finished first.
 
-    ``stop``: the loop's stop reason of the last round run, or a group outcome (``cache_hit``,
-    ``round_incomplete``, ``token_threshold_exceeded``, ``timeout``, ``error``); in
+    ``stop``: the loop's stop reason of the last round run, or a group outcome (``CACHE_HIT``,
+    ``ROUND_INCOMPLETE``, ``TOKEN_THRESHOLD_EXCEEDED``, ``TIMEOUT``, ``ERROR``); in
     INCOMPLETE_STOPS the group is not reviewed. ``error``: one line, "" when none.
     ``warnings``: the group's own warnings in the order it raised them (its comments' anchoring
     warnings go to the run's collector). ``cache_key``: the group's cache key when it was
     freshly reviewed with a cache ("" otherwise)."""
 
-    stop: str
+    stop: StopReason
     error: str
     report: GroupReport
     warnings: tuple[RunWarning, ...] = ()
@@ -123,7 +125,7 @@ class GroupOutcome:
         stop reason in words) and its cause for the NOT REVIEWED line (``not_reviewed_cause``)."""
         err = "" if self.error == self.stop else self.error
         warning = RunWarning("subtask_error", self.report.label,
-                             err or STOP_REASON_TEXT.get(self.stop, self.stop))
+                             err or _stop_words(self.stop) or self.stop)
         cause = not_reviewed_cause(self.stop, err, timeout_s=timeout_s,
                                    budget_tokens=budget_tokens)
         return warning, cause
@@ -131,7 +133,7 @@ class GroupOutcome:
 
 @dataclass(eq=False)  # never compared: identity equality, less class building
 class ReviewResult:
-    """The outcome of a run, rendered by ``report.machine`` and ``report.text``. ``status``:
+    """The outcome of a run, rendered by the formats of ``report.formats``. ``status``:
     complete | partial | failed | skipped; ``findings`` in output order; ``warnings`` in a stable
     order (run warnings, then each group's in group order, then the comments')."""
 
@@ -215,41 +217,32 @@ def merged_findings(findings: Sequence[Finding]) -> list[Finding]:
 
 # --- the NOT REVIEWED line (spec §9) -------------------------------------------------------
 
-# What a stop reason (agent.loop.STOP_REASONS, group outcomes) means, for people: the
-# ``NOT REVIEWED`` line and the warnings never show internal codes such as ``empty_rounds``.
-STOP_REASON_TEXT = {
-    "no_tool_calls": "the model made no tool calls (3 replies in a row without one; check the"
-                     " model and server with `git ocr llm test`)",
-    "empty_rounds": "the model's tool calls failed 3 rounds in a row",
-    "task_failed": "the model gave up on the review (task_done FAILED)",
-    "cancelled": "the review was cancelled",
-    "timeout": "the review's time limit was reached",
-    "budget": "the token budget was used up",
-    "token_threshold_exceeded": "the change is too large for the model's context",
-    "llm_error": "the LLM request failed",
-    "max_rounds": "the model reached the tool-round limit without finishing"
-                  " (review.max_tool_rounds, --max-tools)",
-    "output_limit": "the model's reply stopped at the output limit (llm.max_output_tokens)",
-    "error": "internal error",
-    "group_tokens": "the group used up its token cap (review.max_group_tokens)",
-    "too_many_tool_calls": "the model asked for too many tool calls in one reply",
-    "tool_args_too_large": "the model sent oversized tool-call arguments",
-}
 MAX_CAUSES_SHOWN = 3  # distinct reasons on the NOT REVIEWED line; the rest are in the warnings
+# stops whose own error message says more than their words (the LLM's, the exception's, the
+# prompt's size, a cap with its numbers)
+_OWN_MESSAGE_STOPS = frozenset({StopReason.LLM_ERROR, StopReason.ERROR,
+                                StopReason.TOKEN_THRESHOLD_EXCEEDED, *CAP_STOPS})
+
+
+def _stop_words(stop: str) -> str | None:
+    """A stop reason for people (``StopReason.words``: the ``NOT REVIEWED`` line and the
+    warnings never show codes such as ``empty_rounds``); None for an unknown code."""
+    known = StopReason.lookup(stop)
+    return known.words if known is not None else None
 
 
 def not_reviewed_cause(stop: str, err: str, *, timeout_s: float, budget_tokens: int) -> str:
     """Why a group was not reviewed, in words for the ``NOT REVIEWED`` line. Limits are stated
     once with their setting (the per-group details stay in the warnings); errors (LLM, internal,
     context size) keep their own one-line message."""
-    if stop == "timeout":
+    if stop == StopReason.TIMEOUT:
         return f"time limit of {timeout_s:g}s reached (review.timeout_s, --timeout)"
-    if stop == "budget":
+    if stop == StopReason.BUDGET:
         return (f"token budget of {budget_tokens} used up (review.max_tokens_budget,"
                 " --max-tokens-budget)")
-    if stop in ("llm_error", "error", "token_threshold_exceeded", *CAP_STOPS) and err:
+    if stop in _OWN_MESSAGE_STOPS and err:
         return err
-    return STOP_REASON_TEXT.get(stop, err or stop)
+    return _stop_words(stop) or err or stop
 
 
 def not_reviewed_line(causes: Sequence[tuple[int, str]], selected: int) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from .. import __version__
-from ..findings import CATEGORIES, Finding, Severity
+from ..findings import Category, Finding, Severity
 from .display import utf8_safe
 from .result import ReviewResult
 
@@ -28,16 +28,6 @@ SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
     Severity.HIGH: "error",
     Severity.MEDIUM: "warning",
     Severity.LOW: "note",
-}
-_CATEGORY_TEXT = {
-    "bug": "Correctness defect",
-    "security": "Security issue",
-    "performance": "Performance problem",
-    "maintainability": "Maintainability problem",
-    "test": "Test problem",
-    "style": "Style issue",
-    "documentation": "Documentation problem",
-    "other": "Other finding",
 }
 
 
@@ -82,14 +72,15 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: one rule per category used (id = category), one result
     per finding (level from severity), incomplete files and warnings as tool notifications."""
     every = [*result.findings, *(d.finding for d in result.dismissed)]
-    used = [c for c in CATEGORIES if any(f.category == c for f in every)]
+    used: list[str] = [c for c in Category if any(f.category == c for f in every)]
     used += sorted({f.category for f in every} - set(used))
     index = {c: i for i, c in enumerate(used)}
     rules = [
         {
             "id": c,
             "name": c.capitalize(),
-            "shortDescription": {"text": _CATEGORY_TEXT.get(c, f"{c} finding")},
+            "shortDescription": {"text": Category(c).words if Category.lookup(c) else
+                                 f"{c} finding"},  # unknown: from a cache entry
             "properties": {"tags": [c]},
         }
         for c in used

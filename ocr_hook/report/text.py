@@ -23,27 +23,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from ..change import reason_words
-from ..findings import Finding, Severity
+from ..change import SelectionReason, reason_words
+from ..findings import AnchorMethod, Finding, Severity
 from .display import DIM, RESET, SEVERITY_COLORS, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
 CODE_LINES_MAX = 8  # anchored lines shown under a finding; the rest are counted
 COVERAGE_LINES_MAX = 20  # per kind in text output; JSON ``files[]`` always lists every path
 _BOLD_RED = "\033[1;31m"
-# Why a selected file was not reviewed (result.INCOMPLETE_STOPS and ``no_endpoint``), short.
-INCOMPLETE_WORDS = {
-    "no_endpoint": "no LLM endpoint configured",
-    "timeout": "time limit reached",
-    "budget": "token budget used up",
-    "llm_error": "LLM request failed",
-    "cancelled": "cancelled",
-    "task_failed": "the model gave up",
-    "no_tool_calls": "the model made no tool calls",
-    "empty_rounds": "the model's tool calls kept failing",
-    "token_threshold_exceeded": "too large for the model's context",
-    "error": "internal error",
-}
+# anchored in the hunks, or unanchored (then "location unknown" says it): no anchor note
+_UNNOTED_ANCHORS = frozenset({AnchorMethod.HUNK_NEW, AnchorMethod.HUNK_OLD, AnchorMethod.NONE})
 
 
 def is_blocking(f: Finding, result: ReviewResult) -> bool:
@@ -67,7 +56,7 @@ def finding_location(f: Finding) -> str:
         return f"{path} (location unknown)"
     lines = str(f.start_line) if f.end_line <= f.start_line else f"{f.start_line}-{f.end_line}"
     notes = ["old side"] if f.side == "old" else []  # spec §8.1: never shown as new side
-    if f.anchor not in ("hunk_new", "hunk_old", "none"):
+    if f.anchor not in _UNNOTED_ANCHORS:
         notes.append(f"anchor: {f.anchor}")  # file, loose, relocated, refiled
     if f.ambiguous:
         notes.append("ambiguous")
@@ -193,10 +182,8 @@ def file_reason(o: FileOutcome, *, detail: bool = True) -> str:
     was not loaded)."""
     if not o.reason:
         return "unknown"
-    if o.reason == "too_large" and o.size_bytes is not None:
+    if o.reason == SelectionReason.TOO_LARGE and o.size_bytes is not None:
         why = "too large"  # decided from the blob's size, not from the model's context
-    elif o.will_review:
-        why = INCOMPLETE_WORDS.get(o.reason, reason_words(o.path, o.reason))
     else:
         why = reason_words(o.path, o.reason)
     return f"{why}: {display_text(o.detail)}" if detail and o.detail else why

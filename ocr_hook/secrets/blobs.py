@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import git, util
 from ..diff import FileDiff
 from ..errors import GitError
-from ..findings import Finding, Severity, finding_id
+from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
 
 LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
 WINDOW_OVERLAP_CHARS = 512  # context repeated from one window of a long line to the next
@@ -211,8 +211,8 @@ def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Findi
             out.append((Finding(
                 id=finding_id(path, "new", quote, content), path=path, side="new",
                 start_line=first[0], end_line=last[0], severity=Severity.CRITICAL,
-                category="security", content=content, existing_code=quote,
-                suggestion_code="", anchor="file", source=SECRET_SOURCE,
+                category=Category.SECURITY, content=content, existing_code=quote,
+                suggestion_code="", anchor=AnchorMethod.FILE, source=SECRET_SOURCE,
             ), hit.value))
         if end >= len(rows):
             break

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..diff import FileDiff
-from ..findings import Finding, Severity, finding_id
+from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
 from .diff_scan import SECRET_CONTENT, hunk_text, unmarked
 from .redaction import ALLOW_MARKER, is_allowed, redact
 
@@ -167,8 +167,8 @@ def library_findings(
         content = SECRET_CONTENT.format(type=h.type)
         out.append(Finding(
             id=finding_id(h.path, "new", quote, content), path=h.path, side="new",
-            start_line=h.line, end_line=h.line, severity=Severity.CRITICAL, category="security",
-            content=content, existing_code=quote, suggestion_code="",
-            anchor="hunk_new" if row.in_hunk else "file", source=SOURCE,
+            start_line=h.line, end_line=h.line, severity=Severity.CRITICAL,
+            category=Category.SECURITY, content=content, existing_code=quote, suggestion_code="",
+            anchor=AnchorMethod.HUNK_NEW if row.in_hunk else AnchorMethod.FILE, source=SOURCE,
         ))
     return out, literals

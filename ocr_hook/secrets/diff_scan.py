@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..diff import FileDiff, Hunk, Line
-from ..findings import SECRET_SOURCE, Finding, Severity, finding_id
+from ..findings import SECRET_SOURCE, AnchorMethod, Category, Finding, Severity, finding_id
 from .redaction import ALLOW_MARKER, SecretHit, find_secrets, redact
 
 INJECTION_SOURCE = "injection-scan"  # Finding.source of prompt-injection findings
@@ -129,15 +129,17 @@ def _hits_to_findings(
         else:
             quote = "\n".join(unmarked(redacted[i], "+") for i in picked)
             in_hunk = True
-        out.append(_finding(path, hit, start, end, quote, "hunk_new" if in_hunk else "file"))
+        anchor = AnchorMethod.HUNK_NEW if in_hunk else AnchorMethod.FILE
+        out.append(_finding(path, hit, start, end, quote, anchor))
     return out
 
 
-def _finding(path: str, hit: SecretHit, start: int, end: int, quote: str, anchor: str) -> Finding:
+def _finding(path: str, hit: SecretHit, start: int, end: int, quote: str,
+             anchor: AnchorMethod) -> Finding:
     content = SECRET_CONTENT.format(type=hit.type)
     return Finding(
         id=finding_id(path, "new", quote, content), path=path, side="new", start_line=start,
-        end_line=end, severity=Severity.CRITICAL, category="security", content=content,
+        end_line=end, severity=Severity.CRITICAL, category=Category.SECURITY, content=content,
         existing_code=quote, suggestion_code="", anchor=anchor, source=SECRET_SOURCE,
     )
 
@@ -156,8 +158,8 @@ def injection_findings(files: Sequence[FileDiff]) -> list[Finding]:
                 out.append(Finding(
                     id=finding_id(fd.path, "new", ln.text, content), path=fd.path, side="new",
                     start_line=ln.new_line, end_line=ln.new_line, severity=Severity.MEDIUM,
-                    category="security", content=content, existing_code=ln.text,
-                    suggestion_code="", anchor="hunk_new", source=INJECTION_SOURCE,
+                    category=Category.SECURITY, content=content, existing_code=ln.text,
+                    suggestion_code="", anchor=AnchorMethod.HUNK_NEW, source=INJECTION_SOURCE,
                     code=ln.text,
                 ))
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, NamedTuple
 
-from ...findings import Finding, RunWarning, Severity
+from ...findings import AnchorMethod, Category, Finding, RunWarning, Severity
 from ...util import check_shape
 
 EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (spec §2)
@@ -96,9 +96,12 @@ def parse_envelope(raw: bytes) -> Envelope | None:
 
 
 def entry_to_finding(e: FindingEntry) -> Finding:
+    """The finding of a stored entry; a code this version does not know is kept as its text."""
     return Finding(
         id=e.id, path=e.path, side=e.side, start_line=e.start_line, end_line=e.end_line,
-        severity=Severity[e.severity.upper()], category=e.category, content=e.content,
-        existing_code=e.existing_code, suggestion_code=e.suggestion_code, anchor=e.anchor,
+        severity=Severity[e.severity.upper()], category=Category.lookup(e.category) or e.category,
+        content=e.content,
+        existing_code=e.existing_code, suggestion_code=e.suggestion_code,
+        anchor=AnchorMethod.lookup(e.anchor) or e.anchor,
         ambiguous=e.ambiguous, source=e.source, code=e.code,
     )

@@ -22,7 +22,7 @@ from ... import __version__
 from ...agent import Group
 from ...config import Config
 from ...diff import FileDiff
-from ...findings import Finding, RunWarning
+from ...findings import Finding, RunWarning, StopReason
 from ...llm import Endpoint
 from ...report import CACHEABLE_STOPS, GroupOutcome
 from . import store as cache_mod
@@ -148,7 +148,7 @@ class CachePolicy:
             self.cache.put_group(
                 o.cache_key, [f for f in findings if f.path in paths], o.stop,
                 [w for w in warnings if w.file in paths], effort=self.effort)
-        complete = all(o.stop in (*CACHEABLE_STOPS, "cache_hit") for o in outcomes)
+        complete = all(o.stop in (*CACHEABLE_STOPS, StopReason.CACHE_HIT) for o in outcomes)
         if self.run_key and complete and run_complete:
             self.cache.put_run(self.run_key, findings,
                                [(g.label, [f.path for f in g.files]) for g in groups], warnings,

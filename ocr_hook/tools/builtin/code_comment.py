@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ...findings import CATEGORIES, Finding, RawComment, Severity
+from ...findings import AnchorMethod, Category, Finding, RawComment, Severity
 from ...util import real_path
 from ..registry import Handler, ToolResult
 from .common import Sink, ToolEnv
@@ -56,16 +56,16 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
         if sev is None:
             notes.append(
                 f"comment {i + 1}: unknown severity {item.get('severity')!r} recorded as low"
-                " (allowed: critical, high, medium, low)"
+                f" (allowed: {Severity.labels()})"
             )
             sev = Severity.LOW
-        cat = item.get("category")
-        cat = cat.strip().lower() if isinstance(cat, str) else ""
-        if cat not in CATEGORIES:
+        given = item.get("category")
+        cat = Category.lookup(given.strip().lower() if isinstance(given, str) else None)
+        if cat is None:
             notes.append(
                 f"comment {i + 1}: unknown category {item.get('category')!r} recorded as other"
             )
-            cat = "other"
+            cat = Category.OTHER
         hint = item.get("line")
         existing = item.get("existing_code")
         suggestion = item.get("suggestion_code")
@@ -96,13 +96,13 @@ NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file i
 def _where(c: RawComment, f: Finding | None) -> str:
     """Where one comment landed, for the model: ``path:start-end (side)`` plus what to know
     about it, or why it was not placed and what to quote instead."""
-    if f is None or f.anchor == "none":
+    if f is None or f.anchor == AnchorMethod.NONE:
         return f"{c.path}: {NOT_PLACED}"
     lines = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
     text = f"{f.path}:{lines} ({f.side} side"
-    if f.anchor == "file":
-        text += ", unchanged code outside the diff"
-    elif f.anchor == "refiled":
+    if f.anchor == AnchorMethod.FILE:
+        text += f", {AnchorMethod.FILE.words}"
+    elif f.anchor == AnchorMethod.REFILED:
         text += f", moved from {c.path}: the quote is in this file"
     text += ")"
     if f.ambiguous:
