@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .exitcodes import Exit
-from .findings import Finding, Severity
+from .findings import Finding
+from .vocabulary import Severity
 
 __all__ = ["Exit", "GateDecision", "GateOptions", "decide"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_hook.findings import Finding, Severity, finding_id, merge_same_claims, same_claim
+from ocr_hook.findings import Finding, finding_id, merge_same_claims, same_claim
+from ocr_hook.vocabulary import Severity
 
 SQL = "User input is concatenated into the SQL query: injection. Use a parameterised query."
 

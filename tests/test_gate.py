@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding
 from ocr_hook.gate import Exit, GateOptions, decide
+from ocr_hook.vocabulary import Severity
 
 
 def f(sev: Severity, start_line: int = 3) -> Finding:

@@ -17,7 +17,7 @@ import pytest
 
 from ocr_hook import util
 from ocr_hook.change import SelectionReason
-from ocr_hook.findings import AnchorMethod, Category, Severity, StopReason, Vocabulary
+from ocr_hook.vocabulary import AnchorMethod, Category, Severity, StopReason, Vocabulary
 
 VOCABULARIES: list[type[Vocabulary]] = [AnchorMethod, Category, StopReason,
                                          SelectionReason]

@@ -1,6 +1,6 @@
 """No bare string of a code vocabulary outside the module that defines its enum, read with ``ast``.
 
-The vocabularies are enums (``findings.AnchorMethod``, ``.Category``, ``.StopReason``,
+The vocabularies are enums (``vocabulary.AnchorMethod``, ``.Category``, ``.StopReason``,
 ``change.selection.SelectionReason``): code compares and sets members, so a renamed or removed
 code fails where it is used, and the words for people stay beside the enum. A string literal
 that spells a code elsewhere in ``ocr_hook`` would slip past that, so this test fails on one.
@@ -27,16 +27,16 @@ from __future__ import annotations
 import ast
 
 from ocr_hook.change import SelectionReason
-from ocr_hook.findings import AnchorMethod, Category, StopReason, Vocabulary
+from ocr_hook.vocabulary import AnchorMethod, Category, StopReason, Vocabulary
 from tests.support.paths import ROOT
 
 PACKAGE_DIR = ROOT / "ocr_hook"
 
 # enum -> (the module that defines it, relative to ocr_hook/; its distinctive codes)
 DISTINCTIVE: dict[type[Vocabulary], tuple[str, tuple[str, ...]]] = {
-    AnchorMethod: ("findings.py", ("hunk_new", "hunk_old", "refiled", "relocated")),
-    Category: ("findings.py", ("maintainability",)),
-    StopReason: ("findings.py", (
+    AnchorMethod: ("vocabulary.py", ("hunk_new", "hunk_old", "refiled", "relocated")),
+    Category: ("vocabulary.py", ("maintainability",)),
+    StopReason: ("vocabulary.py", (
         "task_failed", "max_rounds", "no_tool_calls", "empty_rounds", "compression_failed",
         "llm_error", "output_limit", "too_many_tool_calls", "tool_args_too_large",
         "group_tokens", "token_threshold_exceeded", "round_incomplete", "no_endpoint")),

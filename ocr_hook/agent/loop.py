@@ -20,9 +20,9 @@ from typing import Any
 
 from .. import util
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
-from ..findings import StopReason
 from ..llm import ChatClient, Message, ToolCall, ToolSpec, Turn, Usage
 from ..tools import Handler, Registry, ToolResult, parse_task_done
+from ..vocabulary import StopReason
 from .compress import (
     ACTIVE_FRACTION,
     HARD_FRACTION,

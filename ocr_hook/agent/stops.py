@@ -13,7 +13,7 @@ reasoning counts against the same limit).
 
 Final answer: a loop that ends without a valid ``task_done`` (the round limit's grace turn
 answered with no tool, another tool, or comments only) has no final answer:
-``StopReason.MAX_ROUNDS``, an incomplete group. (The stop reasons are ``findings.StopReason``.)
+``StopReason.MAX_ROUNDS``, an incomplete group. (The stop reasons are ``vocabulary.StopReason``.)
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .. import git
 from ..diff import FileDiff
-from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
+from ..findings import Finding, finding_id
+from ..vocabulary import AnchorMethod, Category, Severity
 from .selection import Decision, SelectionReason
 
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 from .. import util
 from ..diff import FileDiff, RawEntry
-from ..findings import StopReason, Vocabulary
+from ..vocabulary import StopReason, Vocabulary
 
 TOO_LARGE_FRACTION = 0.8  # spec §4 gate 10: a file's diff alone > 80 % of the context budget
 GENERATED_SCAN_LINES = 5  # spec §4 gate 8: "files whose first lines say …"

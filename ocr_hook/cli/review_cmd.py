@@ -246,9 +246,9 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     import shlex
 
     from ..comments import IGNORE_MARKER, can_dismiss
-    from ..findings import Severity
     from ..hooks import hook_command
     from ..report import finding_location
+    from ..vocabulary import Severity
 
     if result.decision.verdict != "findings":
         return []

@@ -33,8 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..diff import FileDiff
-from ..findings import AnchorMethod, Finding, RawComment, finding_id
+from ..findings import Finding, RawComment, finding_id
 from ..util import unescape_prompt_path
+from ..vocabulary import AnchorMethod
 
 NO_NEWLINE_MARKER = "\\ No newline at end of file"  # git's metadata line (diff.c)
 PLAUSIBLE_MIN_CHARS = 8  # spec §8.1 gate: non-whitespace characters of a telling quote line

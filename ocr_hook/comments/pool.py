@@ -20,7 +20,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
 
 from ..diff import FileDiff
-from ..findings import AnchorMethod, Finding, RawComment, RunWarning
+from ..findings import Finding, RawComment, RunWarning
+from ..vocabulary import AnchorMethod
 from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
 
 log = logging.getLogger(__name__)

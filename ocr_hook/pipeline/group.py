@@ -36,10 +36,11 @@ from ..comments import Collector, CommentPool
 from ..config import Config
 from ..diff import FileDiff
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError
-from ..findings import Finding, RawComment, RunWarning, StopReason
+from ..findings import Finding, RawComment, RunWarning
 from ..llm import ChatClient
 from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
 from ..tools import Handler, Registry, code_comment_handler
+from ..vocabulary import StopReason
 
 if TYPE_CHECKING:  # a review without a cache never imports it
     from .cache.policy import CachePolicy

@@ -26,11 +26,12 @@ from .. import agent
 from ..agent import PROMPT_CONTEXT_FRACTION, Group, exceeds_tokens
 from ..diff import FileDiff
 from ..errors import OcrError
-from ..findings import RawComment, RunWarning, StopReason, merge_same_claims
+from ..findings import RawComment, RunWarning, merge_same_claims
 from ..gate import decide
 from ..llm import Endpoint
 from ..report import GroupOutcome, GroupReport, ReviewResult, merged_findings, not_reviewed_line
 from ..util import WorkerPool
+from ..vocabulary import StopReason
 
 if TYPE_CHECKING:
     from ..agent import Redactor

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import change
 from ..change import changes_only_notice, filter_paths, input_warnings
-from ..findings import RunWarning, StopReason
+from ..findings import RunWarning
 from ..gate import decide
 from ..report import FileOutcome, ReviewResult, merged_findings
+from ..vocabulary import StopReason
 
 if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of them
     from .. import git

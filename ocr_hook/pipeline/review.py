@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import git
-from ..findings import RunWarning, StopReason
+from ..findings import RunWarning
 from ..report import ReviewResult
+from ..vocabulary import StopReason
 from .prepare import RunState
 from .request import ReviewRequest
 

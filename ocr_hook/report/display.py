@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ..findings import Severity
 from ..util import has_raw_bytes, path_bytes_b64, shown_text
+from ..vocabulary import Severity
 
 # ANSI SGR codes of the text output: one colour per severity, dim for locations, and the reset.
 SEVERITY_COLORS = {

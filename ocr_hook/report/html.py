@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..change import BOUND_REASONS, reason_words
 from ..diff import FileDiff
-from ..findings import Severity, StopReason
 from ..util import shown_text
+from ..vocabulary import Severity, StopReason
 from .display import utf8_safe
 from .json_format import to_json
 from .text import verdict_line

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..findings import Severity
+from ..vocabulary import Severity
 from .display import utf8_safe
 from .result import ReviewResult
 

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..findings import Finding, RunWarning, StopReason, merge_same_claims
+from ..findings import Finding, RunWarning, merge_same_claims
 from ..gate import GateDecision, GateOptions, decide
+from ..vocabulary import StopReason
 
 if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these
     from ..agent import Group

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from .. import __version__
-from ..findings import Category, Finding, Severity
+from ..findings import Finding
+from ..vocabulary import Category, Severity
 from .display import utf8_safe
 from .result import ReviewResult
 

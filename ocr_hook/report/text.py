@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from ..change import SelectionReason, reason_words
-from ..findings import AnchorMethod, Finding, Severity
+from ..findings import Finding
+from ..vocabulary import AnchorMethod, Severity
 from .display import DIM, RESET, SEVERITY_COLORS, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from .. import git, util
 from ..diff import FileDiff
 from ..errors import GitError
-from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
+from ..findings import Finding, finding_id
+from ..vocabulary import AnchorMethod, Category, Severity
 
 LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
 WINDOW_OVERLAP_CHARS = 512  # context repeated from one window of a long line to the next

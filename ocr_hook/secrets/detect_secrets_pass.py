@@ -32,7 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..diff import FileDiff
-from ..findings import AnchorMethod, Category, Finding, Severity, finding_id
+from ..findings import Finding, finding_id
+from ..vocabulary import AnchorMethod, Category, Severity
 from .diff_scan import SECRET_CONTENT, hunk_text, unmarked
 from .redaction import ALLOW_MARKER, is_allowed, redact
 

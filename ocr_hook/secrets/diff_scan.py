@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..diff import FileDiff, Hunk, Line
-from ..findings import SECRET_SOURCE, AnchorMethod, Category, Finding, Severity, finding_id
+from ..findings import SECRET_SOURCE, Finding, finding_id
+from ..vocabulary import AnchorMethod, Category, Severity
 from .redaction import ALLOW_MARKER, SecretHit, find_secrets, redact
 
 INJECTION_SOURCE = "injection-scan"  # Finding.source of prompt-injection findings

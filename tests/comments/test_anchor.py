@@ -26,7 +26,8 @@ from ocr_hook.comments.anchor import (
     split_change_quote,
 )
 from ocr_hook.diff.patch import FileDiff, parse_hunks, split_patch_sections
-from ocr_hook.findings import RawComment, Severity
+from ocr_hook.findings import RawComment
+from ocr_hook.vocabulary import Severity
 from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP, GUARD, staged
 

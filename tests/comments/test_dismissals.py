@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from ocr_hook.comments.dismissals import apply_dismissals, dismiss_key, inline_reason
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding
+from ocr_hook.vocabulary import Severity
 from tests.support.cli import run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM

@@ -14,9 +14,10 @@ import pytest
 from ocr_hook.agent.filtering import first_code_block, relocate_snippet
 from ocr_hook.agent.meter import Meter
 from ocr_hook.comments.pool import Collector, CommentPool, CommentProcessor
-from ocr_hook.findings import Finding, RawComment, RunWarning, Severity, finding_id
+from ocr_hook.findings import Finding, RawComment, RunWarning, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint
+from ocr_hook.vocabulary import Severity
 from tests.support.cli import cli_environ
 from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP, GUARD, staged

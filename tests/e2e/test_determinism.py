@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from ocr_hook.comments.pool import Collector
-from ocr_hook.findings import Finding, RunWarning, Severity, finding_id
+from ocr_hook.findings import Finding, RunWarning, finding_id
+from ocr_hook.vocabulary import Severity
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls

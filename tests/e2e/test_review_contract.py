@@ -17,17 +17,11 @@ from typing import Any
 import pytest
 
 from ocr_hook.comments.pool import Collector, CommentPool, CommentProcessor
-from ocr_hook.findings import (
-    Finding,
-    RawComment,
-    RunWarning,
-    Severity,
-    finding_id,
-    merge_same_claims,
-)
+from ocr_hook.findings import Finding, RawComment, RunWarning, finding_id, merge_same_claims
 from ocr_hook.tools.builtin.code_comment import NOT_PLACED, landing_text
 from ocr_hook.tools.registry import parse_tools_json
 from ocr_hook.util import resources, templates
+from ocr_hook.vocabulary import Severity
 from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP, GUARD, staged

@@ -32,10 +32,11 @@ from ocr_hook.agent import Group
 from ocr_hook.cli.parser import build_parser
 from ocr_hook.comments import DismissedFinding
 from ocr_hook.diff import FileDiff, Hunk, Line
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding
 from ocr_hook.gate import GateOptions, decide
 from ocr_hook.report import DEFAULT_FORMAT, OUTPUT_FORMATS, format_writer, verdict_line
 from ocr_hook.report.result import FileOutcome, ReviewResult
+from ocr_hook.vocabulary import Severity
 from tests.support.cli import cli_environ, run_cli, run_python
 from tests.support.gitrepo import GitRepo
 from tests.support.paths import DATA, ROOT

@@ -18,10 +18,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding
 from ocr_hook.gate import GateOptions, decide
 from ocr_hook.report import display, sarif, text
 from ocr_hook.report.result import FileOutcome, ReviewResult
+from ocr_hook.vocabulary import Severity
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.paths import DATA

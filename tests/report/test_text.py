@@ -16,11 +16,12 @@ from dataclasses import replace
 import pytest
 
 from ocr_hook.comments.dismissals import DismissedFinding
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding
 from ocr_hook.gate import GateOptions, decide
 from ocr_hook.llm.types import Usage
 from ocr_hook.report.result import FileOutcome, ReviewResult
 from ocr_hook.report.text import verdict_line, write_text
+from ocr_hook.vocabulary import Severity
 from tests.support.paths import DATA
 
 GOLDEN_DIR = DATA / "text"

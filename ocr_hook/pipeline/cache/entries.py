@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, NamedTuple
 
-from ...findings import AnchorMethod, Category, Finding, RunWarning, Severity
+from ...findings import Finding, RunWarning
 from ...util import check_shape
+from ...vocabulary import AnchorMethod, Category, Severity
 
 EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (spec §2)
 # The shapes are NamedTuples (``util.check_shape`` reads them like dataclasses): a cache hit

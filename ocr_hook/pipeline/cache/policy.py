@@ -22,9 +22,10 @@ from ... import __version__
 from ...agent import Group
 from ...config import Config
 from ...diff import FileDiff
-from ...findings import Finding, RunWarning, StopReason
+from ...findings import Finding, RunWarning
 from ...llm import Endpoint
 from ...report import CACHEABLE_STOPS, GroupOutcome
+from ...vocabulary import StopReason
 from . import store as cache_mod
 
 Record = Callable[[str, Any], None]

@@ -9,8 +9,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ...findings import AnchorMethod, Category, Finding, RawComment, Severity
+from ...findings import Finding, RawComment
 from ...util import real_path
+from ...vocabulary import AnchorMethod, Category, Severity
 from ..registry import Handler, ToolResult
 from .common import Sink, ToolEnv
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from ocr_hook.findings import RawComment, Severity
+from ocr_hook.findings import RawComment
 from ocr_hook.tools.builtin.code_comment import code_comment_handler
 from ocr_hook.tools.builtin.task_done import parse_task_done
+from ocr_hook.vocabulary import Severity
 
 ITEM = {"path": "./app.py", "content": " Division by zero when n is 0. ", "existing_code": "1 / n",
         "severity": "HIGH", "category": "Bug", "thinking": "n comes from the request"}
