@@ -402,3 +402,50 @@ def test_size_check_reports_a_long_function(tmp_path: Path) -> None:
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     (pkg / "long.py").write_text(f"def f() -> None:\n{body}", "utf-8")
     assert size_problems(pkg) == [f"ocr_hook/long.py:1: f is {MAX_FUNCTION_LINES + 1} lines"]
+
+
+# -- package __init__.py: the public names ------------------------------------------------------
+
+
+def declared_exports(source: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(names imported under ``if TYPE_CHECKING:`` per relative module, names of the
+    ``lazy_exports(__name__, {...})`` table per module) of a package's ``__init__.py``."""
+    typed: dict[str, set[str]] = {}
+    lazy: dict[str, set[str]] = {}
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+                and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                if isinstance(imp, ast.ImportFrom) and imp.level == 1 and imp.module:
+                    typed.setdefault(imp.module, set()).update(a.name for a in imp.names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "lazy_exports":
+            table = node.args[1]
+            assert isinstance(table, ast.Dict)
+            for k, v in zip(table.keys, table.values, strict=True):
+                assert isinstance(k, ast.Constant) and isinstance(v, ast.Tuple)
+                lazy[str(k.value)] = {str(e.value) for e in v.elts if isinstance(e, ast.Constant)}
+    return typed, lazy
+
+
+def test_each_package_names_its_exports_twice_alike_and_every_name_exists() -> None:
+    import importlib
+    import pkgutil
+
+    checked = 0
+    for init in sorted(PACKAGE_DIR.glob("*/__init__.py")):
+        package = f"ocr_hook.{init.parent.name}"
+        typed, lazy = declared_exports(init.read_text("utf-8"))
+        if not lazy:
+            continue
+        checked += 1
+        # the TYPE_CHECKING block may also name what the __init__ itself defines or imports
+        assert {m: n for m, n in typed.items() if m in lazy} == lazy, package
+        module = importlib.import_module(package)
+        submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+        for names in lazy.values():
+            for name in names:
+                assert name not in submodules, f"{package}.{name} is also a submodule"
+                getattr(module, name)  # raises when the table names a missing attribute
+    assert checked >= 12

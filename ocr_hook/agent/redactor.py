@@ -5,7 +5,7 @@ only the wrapper to the agent code (tool loop, grouping, plan, review filter, re
 compression summary), so no request can leave without its messages redacted: system and user
 prompts (the diffs), tool results (built-in and MCP), earlier assistant turns and their
 tool-call arguments, and tool descriptions. Text is also made encodable: a path byte that is not
-UTF-8 is sent as ``\\xNN`` (:mod:`ocr_hook.util.pathtext`), and tools map that form back.
+UTF-8 is sent as ``\\xNN`` (:mod:`ocr_hook.util.text`), and tools map that form back.
 Anthropic ``native`` blocks (thinking signatures) are resent unchanged: they are the model's
 own output, produced from redacted input.
 

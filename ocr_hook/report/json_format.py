@@ -116,7 +116,7 @@ def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:
 def write_json(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:
     """One JSON object, strict UTF-8 text (no lone surrogates, so every JSON parser accepts
     it). A path git gave as non-UTF-8 bytes is written with each such byte as ``\\xNN``
-    (:func:`ocr_hook.util.pathtext.shown_text`), and its exact bytes follow in ``path_bytes_b64`` /
+    (:func:`ocr_hook.util.text.shown_text`), and its exact bytes follow in ``path_bytes_b64`` /
     ``old_path_bytes_b64`` (base64); see :func:`report.display.utf8_safe`. ``environ`` is
     not read (the writers of ``report.formats`` share one signature)."""
     data = utf8_safe(to_json(result), b64_keys=True)

@@ -34,7 +34,7 @@ REDACT_WINDOW_LINES = 200  # else lines either side of those shown (ours)
 
 def confine(path: object) -> str | None:
     """Normalise a model-supplied repository path (``\\xNN`` → the non-UTF-8 byte it shows,
-    :func:`ocr_hook.util.pathtext.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
+    :func:`ocr_hook.util.text.real_path`; then ``\\`` → ``/``, leading ``./`` dropped,
     duplicate slashes folded); None when it is not a string, empty, absolute, a drive path or
     contains a ``..`` segment anywhere."""
     if not isinstance(path, str):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ocr_hook.util import pathtext
+from ocr_hook.util import text as pathtext
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
