@@ -86,7 +86,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return Exit.USAGE
 
 
-GC_FIRST_GENERATION = 10_000  # allocations between first-generation collections (default 700)
+GC_FIRST_GENERATION = 50_000  # allocations between first-generation collections (default 700)
 
 
 def _prepare_process() -> None:
@@ -97,11 +97,12 @@ def _prepare_process() -> None:
     # The cyclic collector: almost everything a run allocates lives to the end (modules,
     # classes, compiled patterns, the configuration) and our data holds few cycles, so the
     # collector's default first generation (700 allocations) mostly re-scans live objects
-    # while modules load. A larger one keeps garbage bounded at a few thousand objects and
-    # lets start-up run without those passes (bench/bench_overhead.py: about 2 % of every
-    # path). At exit, gc.freeze skips the final collections over every object the imports
-    # created; exit handlers still run, and the run's files and child processes are closed
-    # explicitly before this point, never left to the collector.
+    # while modules load. A larger one keeps garbage bounded (tens of thousands of small
+    # objects at most) and lets a run go without those passes (bench/bench_overhead.py:
+    # 2-3 % of the instructions of every path). At exit, gc.freeze skips the final
+    # collections over every object the imports created; exit handlers still run, and the
+    # run's files and child processes are closed explicitly before this point, never left to
+    # the collector.
     gc.set_threshold(GC_FIRST_GENERATION, *gc.get_threshold()[1:])
     atexit.register(gc.freeze)
     # pydantic looks up third-party plugins in every installed distribution's entry points
