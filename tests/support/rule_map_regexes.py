@@ -15,7 +15,7 @@ from tests.support.paths import ROOT
 RULES_DIR = ROOT / "config" / "rules"
 SOURCE_NOTE = ("generated from rule_map.json (each pattern's brace expansions, lower-cased) by "
                "pathspec's GitIgnoreSpec: python -m tests.support.rule_map_regexes; "
-               "tests/test_rules.py checks it")
+               "tests/change/test_rules.py checks it")
 
 
 def expected() -> dict[str, Any]:
