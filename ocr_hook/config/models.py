@@ -19,6 +19,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..util import Bound, Check, field_types
@@ -50,8 +51,6 @@ _STRICT = {"extra": "forbid", "allow_inf_nan": False}
 def check_http_url(value: str) -> str:
     """``value`` when it is "" or an ``http://``/``https://`` URL with a host; raises ValueError
     otherwise (``not a url``, ``ftp://…``, ``http://`` alone). Pure."""
-    from urllib.parse import urlsplit
-
     if not value:
         return value
     try:

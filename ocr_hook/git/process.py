@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ..errors import GitError
+from ..errors import GitError, OcrError
 
 MAX_GIT_PROCS = 16  # spec §3.1 (OCR --max-git-procs)
 DEFAULT_TIMEOUT_S = 60.0
@@ -477,8 +477,6 @@ def run_command(
     timed out after Ns" / "cannot run: …") — its text never includes the command's output,
     which may be a secret.
     """
-    from ..errors import OcrError
-
     argv = ["/bin/sh", "-c", argv_or_shell] if isinstance(argv_or_shell, str) else list(
         argv_or_shell)
     words = argv_or_shell.split() if isinstance(argv_or_shell, str) else argv

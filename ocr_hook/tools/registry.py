@@ -90,7 +90,7 @@ def parse_tools_json(
         data = {"tools": data}
     if text is None:
         return _shipped(data)
-    from .tools_file import parse
+    from .tools_file import parse  # a user's tools file: its shapes load only for one
 
     parsed = parse(data, source)
     out: dict[str, ToolDef] = {}
