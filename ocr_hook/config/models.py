@@ -8,9 +8,10 @@ everything else (other conversions, and every error message) with pydantic at th
 reads the same annotations: ``util.Bound`` constraints, ``util.Check`` validators and
 ``__pydantic_config__`` (unknown keys refused, no ``inf``/``nan``).
 
-The classes are frozen (immutable) but compare by identity (``eq=False``): generating a value
-``__eq__``/``__hash__`` for each class would slow every run's start-up, and nothing compares
-two configurations; compare ``dataclasses.asdict`` values where it would matter.
+The classes are frozen (immutable) but compare by identity (``eq=False``): nothing compares two
+configurations, so none gets a generated value ``__eq__``/``__hash__`` (ten of them would be a
+measurable part of every run's start-up); compare ``dataclasses.asdict`` values where it would
+matter.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class FileOutcome:
             self.reviewed = True
 
 
-@dataclass(eq=False)  # never compared: identity equality, less class building
+@dataclass(eq=False)  # filled in as the group runs, never compared: identity equality
 class GroupReport:
     """How one group's review went (session log ``group_done``; spec §6.2 stop reasons).
 
@@ -125,7 +125,7 @@ class GroupOutcome:
         return warning, cause
 
 
-@dataclass(eq=False)  # never compared: identity equality, less class building
+@dataclass(eq=False)  # filled in as the run goes, never compared: identity equality
 class ReviewResult:
     """The outcome of a run, rendered by the formats of ``report.formats``. ``status``:
     complete | partial | failed | skipped; ``findings`` in output order; ``warnings`` in a stable
