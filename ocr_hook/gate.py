@@ -17,7 +17,9 @@ from .vocabulary import Severity
 __all__ = ["Exit", "GateDecision", "GateOptions", "decide"]
 
 
-class GateOptions(NamedTuple):  # a NamedTuple: ~10x cheaper to build than a dataclass
+class GateOptions(NamedTuple):
+    """The ``[gate]`` settings of a run."""
+
     mode: str = "blocking"  # blocking | advisory
     fail_on: str = "high"  # critical | high | medium | low
     on_error: str = "allow"  # allow | block

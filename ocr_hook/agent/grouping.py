@@ -41,9 +41,8 @@ class GroupingError(ValueError):
 
 class Group(NamedTuple):
     """Files reviewed together in one conversation. ``label`` is shown in output (JSON
-    ``groups[].label``) and session logs; ``files`` keep the order of the diff. (A NamedTuple,
-    not a dataclass: the class is built on every review and cache hit, where a dataclass is
-    slower to build, and a group never changes after it is made.)"""
+    ``groups[].label``) and session logs; ``files`` keep the order of the diff. A small
+    immutable value: a group never changes after it is made."""
 
     label: str
     files: list[FileDiff]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from .. import util
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
@@ -57,40 +58,33 @@ TOOL_ARGS_MAX_CHARS = 64 * 1024  # one call's arguments as sent (JSON text)
 Record = Callable[[str, dict[str, Any]], None]
 
 
-class LoopResult:
-    """Outcome of one loop. ``stop_reason``: why it ended (one of the loop's ``StopReason``
-    members, ``TASK_DONE`` … ``GROUP_TOKENS``); ``rounds`` counts model requests of the main
-    task (summary calls excluded); ``compressions`` counts applied summaries. (Plain classes
-    here, not dataclasses: nothing compares or copies them, and a dataclass is slower to build
-    at import, which every review pays.)"""
+class LoopResult(NamedTuple):
+    """Outcome of one loop, an immutable value like the agent's other results. ``stop_reason``:
+    why it ended (one of the loop's ``StopReason`` members, ``TASK_DONE`` … ``GROUP_TOKENS``);
+    ``rounds`` counts model requests of the main task (summary calls excluded);
+    ``compressions`` counts applied summaries."""
 
-    __slots__ = ("stop_reason", "rounds", "messages", "usage", "error", "compressions")
-
-    def __init__(self, stop_reason: StopReason, rounds: int, messages: list[Message],
-                 usage: Usage | None = None, error: str = "", compressions: int = 0) -> None:
-        self.stop_reason = stop_reason
-        self.rounds = rounds
-        self.messages = messages
-        self.usage = usage if usage is not None else Usage()
-        self.error = error
-        self.compressions = compressions
+    stop_reason: StopReason
+    rounds: int
+    messages: list[Message]
+    usage: Usage = Usage()
+    error: str = ""
+    compressions: int = 0
 
 
+@dataclass(slots=True, eq=False)
 class _State:
-    """What one loop run carries from round to round."""
+    """What one loop run carries from round to round: a mutable record (its fields are fixed,
+    it compares by identity)."""
 
-    __slots__ = ("msgs", "compressor", "rounds", "empty", "grace", "usage", "max_output_tokens",
-                 "output_retried")
-
-    def __init__(self, msgs: list[Message], compressor: Compressor | None) -> None:
-        self.msgs = msgs
-        self.compressor = compressor
-        self.rounds = 0
-        self.empty = 0
-        self.grace = False
-        self.usage = Usage()
-        self.max_output_tokens: int | None = None  # None: the endpoint's llm.max_output_tokens
-        self.output_retried = False
+    msgs: list[Message]
+    compressor: Compressor | None
+    rounds: int = 0
+    empty: int = 0
+    grace: bool = False
+    usage: Usage = Usage()
+    max_output_tokens: int | None = None  # None: the endpoint's llm.max_output_tokens
+    output_retried: bool = False
 
     def done(self, reason: StopReason, error: str = "") -> LoopResult:
         if self.compressor is not None:

@@ -23,9 +23,8 @@ class Cancelled(DeadlineExceeded):
 class Meter:
     """``budget_tokens``: input + output tokens for the run, 0 = unlimited. ``deadline``: a
     ``time.monotonic()`` value or None. ``attempts`` counts HTTP attempts that were allowed to
-    start; ``llm_calls`` counts answered calls (usage recorded). A plain class, not a
-    dataclass: nothing compares or copies it, and a dataclass is slower to build at import,
-    which every review pays."""
+    start; ``llm_calls`` counts answered calls (usage recorded). Shared by the worker threads:
+    the counters change under its lock."""
 
     def __init__(self, budget_tokens: int = 0, deadline: float | None = None) -> None:
         self.budget_tokens = budget_tokens

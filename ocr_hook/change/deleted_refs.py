@@ -150,7 +150,7 @@ class EarlySearch:
     :func:`mark_referenced` uses the result when it covers the files finally searched."""
 
     def __init__(self, repo: Path, likely: Sequence[tuple[str, str]]) -> None:
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor  # only a change that deletes files
 
         pairs = _searched(likely)
         self.pairs = frozenset(pairs)

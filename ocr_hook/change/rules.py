@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import util
 from ..errors import ConfigError
+from . import rule_globs
+from .selection import glob_needles
 
 if TYPE_CHECKING:  # imported with the first pattern compiled
     import pathspec
@@ -175,8 +177,6 @@ def _compile(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
 def _needles(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
     """Pure memo: ``selection.glob_needles`` of the lower-cased, brace-expanded ``patterns``
     (a path without any of them matches none of the patterns)."""
-    from .selection import glob_needles
-
     return glob_needles([glob.lower() for p in patterns for glob in expand_braces(p)])
 
 
@@ -190,9 +190,8 @@ def _matches(patterns: tuple[str, ...], lower_path: str,
     if needles is not None and not any(n in lower_path for n in needles):
         return False
     if regexes:
-        from .rule_globs import compiled
-
-        return compiled(tuple(r for rs in regexes for r in rs)).match(lower_path) is not None
+        joined = rule_globs.compiled(tuple(r for rs in regexes for r in rs))
+        return joined.match(lower_path) is not None
     return bool(_compile(patterns).match_file(lower_path))
 
 
@@ -262,7 +261,7 @@ def group_rule_text(paths: Sequence[str], sources: Sequence[RuleSource]) -> str:
         by_text.setdefault(resolve(path, sources).text, []).append(path)
     if len(by_text) == 1:
         return next(iter(by_text))
-    import html  # lazily: html.entities costs start-up time
+    import html  # only for groups whose files have different rules (html.entities is large)
 
     blocks = [
         f'<rules for="{html.escape(", ".join(group))}">\n{text}\n</rules>'
@@ -443,8 +442,6 @@ def builtin_rules() -> RuleSource:
     and the ``rules/*.md`` it names), each entry with its patterns' regexes
     (``rule_globs``). Raises FileNotFoundError if the package data is missing, ValueError
     when the regexes do not fit the rule map."""
-    from . import rule_globs
-
     source = parse_rule_map(
         util.read_builtin_text(BUILTIN_RULE_MAP).encode("utf-8"),
         lambda rule: util.read_builtin_text(f"rules/{rule}"),

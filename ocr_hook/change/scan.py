@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import git
+from .. import git, secrets
 from ..diff import FileDiff
 from ..findings import Finding, finding_id
 from ..vocabulary import AnchorMethod, Category, Severity
@@ -64,8 +64,6 @@ def scan_findings(
     only)."""
     if not decisions:
         return ChangeScan([])
-    from .. import secrets  # its patterns are compiled on import: only with files to scan
-
     full: dict[str, str] = {}
     for d in decisions:
         f = d.file
@@ -85,9 +83,7 @@ def scan_findings(
 def _library_pass(files: Sequence[FileDiff], full: dict[str, str], allow: Sequence[str]
                   ) -> ChangeScan:
     """The detect-secrets pass over the lines our scan reports on; a warning when the package
-    is missing (imported here, only when the setting is on)."""
-    from .. import secrets
-
+    is missing (imported by ``secrets.detect_secrets_hits``, only when the setting is on)."""
     rows = secrets.added_rows(files, full)
     try:
         hits = secrets.detect_secrets_hits(rows)

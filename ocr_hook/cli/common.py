@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..errors import GitError
+
 HOOK_WORDS = {  # hook stage -> (what it gates, the hook id in .pre-commit-hooks.yaml)
     "pre-commit": ("commit", "ocr-review"),
     "pre-merge-commit": ("merge", "ocr-review-merge"),
@@ -24,8 +26,7 @@ def say(text: object = "") -> None:
 
 def repo_or_none() -> Path | None:
     """The top level of the repository around the working directory, or None outside one."""
-    from .. import git
-    from ..errors import GitError
+    from .. import git  # not at import: `git ocr -h` loads no stage package
 
     try:
         return git.find_toplevel(Path.cwd())

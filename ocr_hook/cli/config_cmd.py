@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import config, git, llm, tools
 from ..errors import ConfigError, OcrError
 from ..exitcodes import Exit
 from .common import repo_or_none, say
@@ -24,11 +25,9 @@ log = logging.getLogger("ocr_hook.cli")
 
 def run_config_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``config <action>``; returns the exit code. Raises OcrError for usage errors."""
-    from ..config import user_config_path
-
     action = getattr(args, "config_cmd", None)
     if action == "path":
-        say(user_config_path(environ))
+        say(config.user_config_path(environ))
         return Exit.OK
     if action in ("list", "get"):
         return _list_or_get(args, environ)
@@ -44,24 +43,17 @@ def run_config_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 def _display(key: str, value: Any, raw: bool) -> str:
     """A value as ``get``/``list`` show it: a TOML literal, ``llm.api_key`` masked unless
     ``raw``; ``raw`` strings bare."""
-    from ..config import toml_literal
-
     if key == "llm.api_key" and value and not raw:
-        from ..llm import mask_key
-
-        return toml_literal(mask_key(str(value)))
+        return config.toml_literal(llm.mask_key(str(value)))
     if raw and isinstance(value, str):
         return value
-    return toml_literal(value)
+    return config.toml_literal(value)
 
 
 def _list_or_get(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``config list [--show-origin]`` (every key) or ``config get KEY`` (exit 1 when unset)."""
-    from .. import config
-    from ..config import config_layers
-
     action = args.config_cmd
-    layers = config_layers(repo_or_none(), environ)
+    layers = config.config_layers(repo_or_none(), environ)
     cfg = config.build_config(layers)
     _, origin = config.merge_layers(layers)
     keys = config.all_keys() if action == "list" else [args.key]
@@ -88,12 +80,9 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``config set KEY VALUE`` (``-``: one line from stdin) or ``config unset KEY`` on the
     user file. The value and then the whole edited file are validated before anything is
     written. Raises ConfigError naming the command line or the file."""
-    from .. import config
-    from ..config import edit_toml, read_user_file, user_config_path, write_private
-
-    path = user_config_path(environ)
+    path = config.user_config_path(environ)
     config.field_of(args.key)
-    text = read_user_file(path)
+    text = config.read_user_file(path)
     new_value: Any = None
     if args.config_cmd == "set":
         raw = sys.stdin.readline().rstrip("\r\n") if args.value == "-" else args.value
@@ -105,29 +94,25 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         section, _, name = args.key.partition(".")
         # the value itself first: its error names the command line, not the file
         config.build_config([config.Layer("command line", {section: {name: new_value}})])
-    new_text = edit_toml(text, args.key, new_value, str(path))
+    new_text = config.edit_toml(text, args.key, new_value, str(path))
     # then what the file will hold, naming the file in the error
     config.build_config([config.Layer(str(path), config.parse_toml(new_text, str(path)))])
     if args.config_cmd == "unset" and new_text == text:
         log.info("%s is not set in %s", args.key, path)
         return Exit.OK
-    write_private(path, new_text)
+    config.write_private(path, new_text)
     return Exit.OK
 
 
 def allow_mcp(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-mcp``: show the MCP servers of ``.ocr-hook.toml`` at HEAD and
     record the user's consent for exactly that list (ocr_hook/config/consent.py)."""
-    from .. import config, git
-    from ..config import REPO_SOURCE, repo_mcp_servers
-    from ..tools import describe_server, parse_servers
-
     repo = git.find_toplevel(Path.cwd())
-    src = REPO_SOURCE
-    servers = parse_servers(repo_mcp_servers(repo), src)
+    src = config.REPO_SOURCE
+    servers = tools.parse_servers(config.repo_mcp_servers(repo), src)
     if not servers:
         raise OcrError(f"{src} defines no mcp.servers; nothing to allow")
-    lines = [describe_server(n, s) for n, s in servers.items()]
+    lines = [tools.describe_server(n, s) for n, s in servers.items()]
     fp = config.consent_fingerprint({n: s.model_dump() for n, s in servers.items()})
     path = config.record_consent(environ, repo, fp, lines)
     print(f"Allowed the MCP servers of {src} in {repo} to run during reviews:")
@@ -140,13 +125,10 @@ def allow_mcp(environ: Mapping[str, str]) -> int:
 def allow_endpoint(environ: Mapping[str, str]) -> int:
     """``git ocr config allow-endpoint``: trust the endpoint settings of ``.ocr-hook.toml`` at
     HEAD for this repository and its linked worktrees (ocr_hook/config/consent.py)."""
-    from .. import config, git
-    from ..config import REPO_SOURCE, read_repo_file, repo_endpoint_settings
-
     repo = git.find_toplevel(Path.cwd())
-    src = REPO_SOURCE
-    data = read_repo_file(repo) or {}
-    settings = repo_endpoint_settings(config.Layer(src, data))
+    src = config.REPO_SOURCE
+    data = config.read_repo_file(repo) or {}
+    settings = config.repo_endpoint_settings(config.Layer(src, data))
     if not settings:
         raise OcrError(f"{src} sets no endpoint setting (llm.provider, llm.protocol,"
                        " llm.base_url, llm.extra_headers, llm.extra_body); nothing to allow")

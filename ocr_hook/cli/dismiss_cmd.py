@@ -19,8 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import comments, git, report
 from ..errors import UsageError
 from ..exitcodes import Exit
+from ..findings import SECRET_SOURCE
 from ..util import one_line
 
 ID_MIN_CHARS = 4
@@ -31,8 +33,6 @@ FINDING_RECORDS = ("comment", "dismissed")  # session record types that carry a 
 def run_dismiss_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``dismiss``; returns the exit code. Raises UsageError for a bad or unknown id, a
     secret finding, or an unreadable/unwritable store."""
-    from .. import git
-
     repo = git.find_toplevel(Path.cwd())
     common = git.git_common_dir(repo)
     if args.list:
@@ -60,16 +60,14 @@ def _check_id(raw: str) -> str:
 def find_finding(common: Path, prefix: str) -> dict[str, Any]:
     """The newest session record of a finding whose id starts with ``prefix``. Raises
     UsageError when no session has one, or the newest session that has one has several."""
-    from ..report import read_session_records, sessions_dir
-
-    directory = sessions_dir(common)
+    directory = report.sessions_dir(common)
     try:
         files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
     except OSError:
         files = []
     for path in files:
         try:
-            records = read_session_records(path)
+            records = report.read_session_records(path)
         except UsageError:
             continue
         found: dict[str, dict[str, Any]] = {}
@@ -87,10 +85,6 @@ def find_finding(common: Path, prefix: str) -> dict[str, Any]:
 
 
 def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> int:
-    from .. import comments
-    from ..comments import IGNORE_MARKER, Dismissal
-    from ..findings import SECRET_SOURCE
-
     rec = find_finding(common, prefix)
     where = f"{rec.get('path')}:{rec.get('start_line')} [{rec.get('severity')} ·" \
             f" {rec.get('category')}]"
@@ -103,9 +97,10 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
         raise UsageError(f"{rec.get('id')} was recorded by an older ocr-hook without a dismissal"
                          " key; review again and use the new id")
     if rec.get("type") == "dismissed" and rec.get("by") == "inline":
-        print(f"{rec.get('id')} is already dismissed by `{IGNORE_MARKER}` on its line")
+        print(f"{rec.get('id')} is already dismissed by `{comments.IGNORE_MARKER}` on its"
+              " line")
         return Exit.OK
-    d = Dismissal(
+    d = comments.Dismissal(
         key=key, path=str(rec.get("path", "")), category=str(rec.get("category", "")),
         code=str(rec.get("code", "")), reason=reason, author=comments.git_author(repo),
         date=comments.now_iso(), finding_id=str(rec.get("id", "")),
@@ -124,8 +119,6 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
 
 
 def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
-    from .. import comments
-
     personal = [] if shared else comments.load_personal(common)
     team = comments.load_shared_worktree(repo)
     keys = {d.key for d in [*personal, *team]
@@ -152,8 +145,6 @@ def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
 
 
 def _list(repo: Path, common: Path, as_json: bool) -> int:
-    from .. import comments
-
     items = [*comments.load_personal(common), *comments.load_shared_worktree(repo)]
     if as_json:
         for d in items:

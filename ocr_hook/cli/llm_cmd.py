@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .. import agent, config, llm, tools, util
 from ..errors import ConfigError, LlmError, OcrError
 from ..exitcodes import Exit
 from .common import repo_or_none, say
@@ -27,8 +28,6 @@ PROBE_USER = (
 
 def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``llm providers|test``; returns the exit code. Raises OcrError for usage errors."""
-    from .. import config
-
     action = getattr(args, "llm_cmd", None)
     if action == "providers":
         table = config.provider_presets()
@@ -56,36 +55,31 @@ def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Send the review's request shape (system + user message, every main tool) once; report
     latency, whether the model called a tool, and the resolved endpoint with the key masked."""
-    from .. import config, util
-    from ..agent import text_tool_calls
-    from ..config import config_layers, resolve_llm_endpoint
-    from ..llm import Message, chat_url, make_client, mask_key, messages_url
-    from ..tools import load_tool_specs
-
     flags: dict[str, Any] = {}
     if args.provider:
         flags["provider"] = args.provider
     if args.model:
         flags["model"] = args.model
-    layers = config_layers(repo_or_none(), environ,
+    layers = config.config_layers(repo_or_none(), environ,
                            config.Layer("command line", {"llm": flags} if flags else {}),
                            llm_command=True)
     cfg = config.build_config(layers)
-    endpoint, why = resolve_llm_endpoint(cfg, environ)
+    endpoint, why = config.resolve_llm_endpoint(cfg, environ)
     if endpoint is None:
         raise ConfigError(why)
-    url = messages_url(endpoint.url) if endpoint.protocol == "anthropic" else chat_url(
+    url = llm.messages_url(endpoint.url) if endpoint.protocol == "anthropic" else llm.chat_url(
         endpoint.url)
     report: dict[str, Any] = {
         "provider": endpoint.provider, "protocol": endpoint.protocol, "model": endpoint.model,
-        "url": url, "api_key": mask_key(endpoint.api_key) or "(none)",
+        "url": url, "api_key": llm.mask_key(endpoint.api_key) or "(none)",
     }
-    tools = [spec for spec, _plan, main in load_tool_specs().values() if main]
-    client = make_client(endpoint, count_tokens=lambda s: util.count_tokens(s, endpoint.model))
-    messages = [Message("system", PROBE_SYSTEM), Message("user", PROBE_USER)]
+    offered = [spec for spec, _plan, main in tools.load_tool_specs().values() if main]
+    client = llm.make_client(endpoint,
+                             count_tokens=lambda s: util.count_tokens(s, endpoint.model))
+    messages = [llm.Message("system", PROBE_SYSTEM), llm.Message("user", PROBE_USER)]
     t0 = time.monotonic()
     try:
-        turn = client.complete(messages, tools)
+        turn = client.complete(messages, offered)
     except LlmError as e:
         report.update(ok=False, outcome="request_failed", error=str(e), error_kind=e.kind,
                       requests=e.attempts, latency_s=round(time.monotonic() - t0, 3))
@@ -93,7 +87,7 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     calls = list(turn.message.tool_calls)
     outcome, code = "tool_call", Exit.OK
     if not calls:
-        calls = text_tool_calls(turn.message.content, {t.name for t in tools})
+        calls = agent.text_tool_calls(turn.message.content, {t.name for t in offered})
         outcome, code = ("tool_call_as_text", Exit.OK) if calls else ("no_tool_call",
                                                                        Exit.NO_TOOLS)
     u = turn.usage

@@ -6,22 +6,27 @@ command modules return an ``Exit`` code or raise; only :func:`main` catches.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import os
 import sys
 from collections.abc import Mapping, Sequence
 
 from ..errors import OcrError
 from ..exitcodes import Exit
-from ..util import one_line
+from ..util import TYPE_CHECKING, one_line
 from .common import hook_words
 from .parser import parse, top_parser
+
+if TYPE_CHECKING:
+    import logging
 
 CONFIG_ACTIONS = ("list", "get", "set", "unset", "path", "allow-mcp", "allow-endpoint")
 
 
-def setup_logging(verbose: bool) -> None:
-    """Log ``ocr-hook: <message>`` lines on stderr (stdout carries the result alone). logging
-    is imported here: ``-h`` and a skipped hook never need it."""
+def setup_logging(verbose: bool) -> logging.Logger:
+    """Log ``ocr-hook: <message>`` lines on stderr (stdout carries the result alone); returns
+    the ``ocr_hook`` logger. logging is imported here: ``-h`` and a skipped hook never need it."""
     import logging
 
     handler = logging.StreamHandler(sys.stderr)
@@ -30,6 +35,7 @@ def setup_logging(verbose: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     root.propagate = False
+    return root
 
 
 def _hook_error_hint(hook: str) -> str:
@@ -91,9 +97,6 @@ GC_FIRST_GENERATION = 50_000  # allocations between first-generation collections
 
 def _prepare_process() -> None:
     """Settings for a real process (console script), not an in-process call by a test."""
-    import atexit
-    import gc
-
     # The cyclic collector: almost everything a run allocates lives to the end (modules,
     # classes, compiled patterns, the configuration) and our data holds few cycles, so the
     # collector's default first generation (700 allocations) mostly re-scans live objects
@@ -130,14 +133,12 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
     if args.command == "hook" and env.get("OCR_HOOK_SKIP", "").strip() in ("1", "true", "yes"):
         print("ocr-hook: skipped (OCR_HOOK_SKIP=1)", file=sys.stderr)
         return Exit.OK
-    setup_logging(bool(getattr(args, "verbose", False) or getattr(args, "verbose_all", False)))
-    import logging
-
-    log = logging.getLogger("ocr_hook")
+    log = setup_logging(bool(getattr(args, "verbose", False)
+                             or getattr(args, "verbose_all", False)))
     on_error_block = env.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower() == "block"
     try:
         code = _dispatch(args, env)
-        from ..report import to_stdout
+        from ..report import to_stdout  # here: `-h` and a skipped hook load no stage package
 
         problem = to_stdout(lambda: None)  # what a command printed is flushed here, not at exit
         if problem and problem != "closed":

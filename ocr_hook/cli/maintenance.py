@@ -4,20 +4,22 @@ stats|clear|prune``, ``session list|show`` and ``rules check PATH``."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from .. import config, git, hooks, pipeline, report
 from ..errors import OcrError
 from ..exitcodes import Exit
+from .review_cmd import rule_layers
 
 
 def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """Run ``install``/``uninstall``/``cache``/``session``; returns the exit code. Raises
     OcrError for a missing action or an unknown session id."""
-    from .. import git
-
     repo = git.find_toplevel(Path.cwd())
     if args.command in ("install", "uninstall"):
         return _install(args, repo)
@@ -28,8 +30,6 @@ def run_maintenance(args: argparse.Namespace, environ: Mapping[str, str]) -> int
 
 def _install(args: argparse.Namespace, repo: Path) -> int:
     """``install``/``uninstall`` the native hooks; prints one line per change."""
-    from .. import hooks
-
     chosen = [h for h, on in (("pre-commit", args.pre_commit),
                               ("pre-merge-commit", args.pre_merge_commit),
                               ("pre-push", args.pre_push)) if on]
@@ -44,14 +44,10 @@ def _install(args: argparse.Namespace, repo: Path) -> int:
 
 def _cache(args: argparse.Namespace, repo: Path, environ: Mapping[str, str]) -> int:
     """``cache stats|clear|prune [--max-mb N]`` on the repository's result cache."""
-    from .. import git
-    from ..config import load_config
-    from ..pipeline import ResultCache
-
     if not getattr(args, "cache_cmd", None):
         raise OcrError("usage: git ocr cache stats|clear|prune")
-    cfg = load_config(repo, vars(args), environ)
-    cache = ResultCache.for_repo(git.git_common_dir(repo), cfg.cache.max_mb)
+    cfg = config.load_config(repo, vars(args), environ)
+    cache = pipeline.ResultCache.for_repo(git.git_common_dir(repo), cfg.cache.max_mb)
     if args.cache_cmd == "stats":
         st = cache.stats()
         print(f"location: {st.path}")
@@ -70,16 +66,10 @@ def _cache(args: argparse.Namespace, repo: Path, environ: Mapping[str, str]) -> 
 
 def _session(args: argparse.Namespace, repo: Path) -> int:
     """``session list [--json]`` or ``session show ID [--json]``."""
-    from .. import git, report
-    from ..report import sessions_dir
-
-    directory = sessions_dir(git.git_common_dir(repo))
+    directory = report.sessions_dir(git.git_common_dir(repo))
     if getattr(args, "session_cmd", None) == "list":
         items = report.list_sessions(directory)
         if args.json:
-            import dataclasses
-            import json
-
             for s in items:
                 print(json.dumps(dataclasses.asdict(s), ensure_ascii=False))
         else:
@@ -101,19 +91,16 @@ def _session(args: argparse.Namespace, repo: Path) -> int:
 def _session_page(path: Path, output: str | None) -> int:
     """``session show ID --html [--output FILE]``: the review page of a recorded session.
     Raises OcrError when the session has no result record (an older or interrupted run)."""
-    from .. import report
-    from ..report import check_output_path, diff_from_record, render_html, write_output
-
-    out_path = check_output_path(output) if output else None
+    out_path = report.check_output_path(output) if output else None
     rec = next((r for r in reversed(report.read_session_records(path))
                 if r.get("type") == "result"), None)
     if rec is None or not isinstance(rec.get("report"), dict):
         raise OcrError(f"session {path.stem} has no recorded result (interrupted, or written by"
                        " an older ocr-hook)")
-    diffs = [diff_from_record(d) for d in rec.get("diffs", []) if isinstance(d, dict)]
-    page = render_html(rec["report"], diffs, str(rec.get("verdict_line", "")))
+    diffs = [report.diff_from_record(d) for d in rec.get("diffs", []) if isinstance(d, dict)]
+    page = report.render_html(rec["report"], diffs, str(rec.get("verdict_line", "")))
     if out_path is not None:
-        write_output(out_path, page)
+        report.write_output(out_path, page)
     else:
         sys.stdout.write(page)
     return Exit.OK
@@ -121,12 +108,8 @@ def _session_page(path: Path, output: str | None) -> int:
 
 def rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``git ocr rules check PATH``: the rule layer, pattern and text that apply to PATH."""
-    from .. import git
-    from ..config import load_config
-    from .review_cmd import rule_layers
-
     repo = git.find_toplevel(Path.cwd())
-    cfg = load_config(repo, vars(args), environ)
+    cfg = config.load_config(repo, vars(args), environ)
     layers = rule_layers(repo, cfg, args, environ)
     rel = os.path.relpath(Path.cwd() / args.path, repo).replace(os.sep, "/")
     if rel.startswith("../"):

@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from .. import __version__
 from ..exitcodes import Exit
 
 # Each command's line in the top-level help, in its order (the full and the top-only parser).
@@ -190,8 +191,6 @@ def build_parser(path: Sequence[str] = ()) -> argparse.ArgumentParser:
         "findings pinned to exact lines and a severity gate.",
         epilog="Use `git ocr -h` (git turns --help into a man-page lookup).",
     )
-    from .. import __version__
-
     p.add_argument("--version", action="version", version=f"ocr-hook {__version__}")
     # before the command, for every command (its own -v would reset a shared dest to False)
     p.add_argument("-v", "--verbose", dest="verbose_all", action="store_true",

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import change, config, git, pipeline, report
 from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
-from ..report import check_output_path, to_stdout, write_output
+from ..vocabulary import Severity
 from .common import hook_words
 
 if TYPE_CHECKING:
@@ -58,9 +59,7 @@ def _hook_input(stage: str, environ: Mapping[str, str]) -> tuple[str, str, str]:
 
 def _with_rule_globs(cfg: Config, layers: RuleLayers) -> Config:
     """``cfg`` with the include/exclude globs of the rule layers added to ``[select]``."""
-    from ..change import selection_globs
-
-    inc, exc = selection_globs(layers)
+    inc, exc = change.selection_globs(layers)
     if not (inc or exc):
         return cfg
     select = dataclasses.replace(cfg.select, include=[*cfg.select.include, *inc],
@@ -75,10 +74,8 @@ def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
     if not cfg.review.background_file:
         return cfg.review.background
     if "review.background_file" in from_repo:
-        from ..config import REPO_SOURCE, read_repo_path
-
-        return read_repo_path(repo, "review.background_file", cfg.review.background_file,
-                              REPO_SOURCE)
+        return config.read_repo_path(repo, "review.background_file",
+                                     cfg.review.background_file, config.REPO_SOURCE)
     try:
         return Path(cfg.review.background_file).read_text(encoding="utf-8")
     except OSError as e:
@@ -92,8 +89,6 @@ def _snapshot_ahead(repo: Path, mode: str, stage: str, environ: Mapping[str, str
     if stage in ("pre-commit", "pre-merge-commit"):
         mode = _hook_input(stage, environ)[0]
     if stage != "pre-push" and mode in ("staged", "merge"):
-        from .. import git
-
         git.snapshot_ahead(repo, environ)
 
 
@@ -101,15 +96,12 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
                    stage: str) -> tuple[ReviewRequest, RuleLayers]:
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
     (UsageError, ConfigError) for bad flags, configuration or refs."""
-    from .. import config, git, pipeline
-    from ..config import HEAD_FILES, load_settings
-
     mode = _review_mode(args)
     from_ref = getattr(args, "from_ref", None) or ""
     to_ref = getattr(args, "to_ref", None) or ""
-    repo = git.find_toplevel(Path.cwd(), head_files=HEAD_FILES)  # read alongside the probe
+    repo = git.find_toplevel(Path.cwd(), head_files=config.HEAD_FILES)  # read alongside the probe
     _snapshot_ahead(repo, mode, stage, environ)
-    cfg, from_repo = load_settings(repo, vars(args), environ, llm_command=True)
+    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
         mode = "push"
@@ -151,21 +143,17 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
                   environ: Mapping[str, str]) -> None:
     """Write ``result`` in format ``fmt`` (a name of ``report.OUTPUT_FORMATS``) to stdout, or
     atomically to ``out_path``."""
-    from ..report import format_writer
-
     stream: Any = io.StringIO() if out_path is not None else sys.stdout
-    format_writer(fmt)(result, stream, environ)
+    report.format_writer(fmt)(result, stream, environ)
     if out_path is not None:
-        write_output(out_path, stream.getvalue())
+        report.write_output(out_path, stream.getvalue())
 
 
 def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
     """``git ocr review`` (stage ``review``) or a hook (``pre-commit``/``pre-push``): review,
     write the result, warn on stderr about incomplete files and blocking findings; returns the
     gate's exit code (``Exit.OK`` for ``--preview``). Raises OcrError for bad input."""
-    from .. import pipeline, report
-
-    out_path = check_output_path(args.output) if args.output else None
+    out_path = report.check_output_path(args.output) if args.output else None
     req, layers = _build_request(args, environ, stage)
     try:
         result = pipeline.run_with_services(req, layers.text_for)
@@ -177,7 +165,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
         if w.type in STDERR_WARNINGS:
             log.warning("%s", report.display_text(w.message))
     # stdout that fails (a reader gone, a full disk) never changes the gate's exit code
-    problem = to_stdout(lambda: _write_result(result, fmt, out_path, environ))
+    problem = report.to_stdout(lambda: _write_result(result, fmt, out_path, environ))
     if problem and problem != "closed":
         log.warning("cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:
@@ -205,8 +193,6 @@ def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, s
     ``PRE_COMMIT_FROM_REF``/``PRE_COMMIT_TO_REF``, absent on the push of a root history.
     Each range is bounded to its newest ``max_commits`` commits (``git.bound_push_range``). Raises
     UsageError when neither applies or a line/ref cannot be resolved."""
-    from .. import git
-
     if args.remote:
         data = sys.stdin.buffer.read() if sys.stdin is not None else b""
         lines = git.parse_push_lines(data.decode("utf-8", "surrogateescape"))
@@ -225,8 +211,6 @@ def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, s
 def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
                 environ: Mapping[str, str]) -> RuleLayers:
     """Rule layers of spec §5 (``--rule`` → repository file at HEAD → user file → built-in)."""
-    from .. import change
-
     return change.load_rule_layers(
         repo,
         cli_rule=getattr(args, "rule", None) or "",
@@ -243,21 +227,17 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     or how to allow a secret (secrets keep their own allow rules); at most
     DISMISS_HINTS_MAX, then a count. Under the pre-commit framework (``PRE_COMMIT=1``), whose
     ``git-ocr`` lives in its own environment, one more line: how to run that one."""
-    import shlex
-
-    from ..comments import IGNORE_MARKER, can_dismiss
-    from ..hooks import hook_command
-    from ..report import finding_location
-    from ..vocabulary import Severity
-
     if result.decision.verdict != "findings":
         return []
+    from .. import comments, hooks  # only a run blocked by findings names their commands
+
     threshold = Severity[result.gate.fail_on.upper()]
     blocking = [f for f in result.findings if f.severity >= threshold]
-    lines = [f"not a problem? dismiss it (or put `{IGNORE_MARKER} <reason>` on its line):"]
+    lines = [f"not a problem? dismiss it (or put `{comments.IGNORE_MARKER} <reason>` on its"
+             " line):"]
     for f in blocking[:DISMISS_HINTS_MAX]:
-        where = f"{finding_location(f)} [{f.severity.label} · {f.category}]"
-        if can_dismiss(f):
+        where = f"{report.finding_location(f)} [{f.severity.label} · {f.category}]"
+        if comments.can_dismiss(f):
             lines.append(f"  git ocr dismiss {f.id} --reason '…'    # {where}")
         else:
             lines.append(f"  {where}: a secret; mark its line `ocr-hook: allow-secret` or list"
@@ -265,8 +245,10 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     if len(blocking) > DISMISS_HINTS_MAX:
         lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`git ocr review`"
                      " lists every id)")
-    if environ.get("PRE_COMMIT") == "1" and any(can_dismiss(f) for f in blocking):
-        cmd = " ".join(shlex.quote(c) for c in hook_command())
+    if environ.get("PRE_COMMIT") == "1" and any(comments.can_dismiss(f) for f in blocking):
+        import shlex  # only a blocked run under the pre-commit framework quotes a command
+
+        cmd = " ".join(shlex.quote(c) for c in hooks.hook_command())
         lines.append(f"  no `git ocr` on PATH? run `{cmd} dismiss ID`, or install git-ocr"
                      " (README: Install for everyday use)")
     return lines

@@ -364,7 +364,7 @@ def plausibly_in_diff(fd: FileDiff, existing_code: str) -> bool:
     for q in quotes:
         if q in diff_lines or any(q in d or d in q for d in diff_lines):
             return True
-    import difflib
+    import difflib  # only for a quote no diff line holds as it is
 
     matcher = difflib.SequenceMatcher(autojunk=False)
     for q in quotes:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from hashlib import sha256
 from typing import NamedTuple
 
 from ..findings import SECRET_SOURCE, Finding, normalized_quote
@@ -65,8 +66,6 @@ class DismissedFinding(NamedTuple):
 
 def dismiss_key(path: str, code: str, category: str) -> str:
     """SHA-256 hex of (path, normalised code text, category); see the module docstring."""
-    from hashlib import sha256  # here, not at module load: a run without findings needs none
-
     raw = "\0".join((path, normalized_quote(code), category))
     return sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -22,7 +22,13 @@ from concurrent.futures import Executor, Future
 from ..diff import FileDiff
 from ..findings import Finding, RawComment, RunWarning
 from ..vocabulary import AnchorMethod
-from .anchor import anchor_comment, anchored_text, plausibly_in_diff, relocated_finding
+from .anchor import (
+    anchor_comment,
+    anchored_text,
+    make_finding,
+    plausibly_in_diff,
+    relocated_finding,
+)
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +224,6 @@ class CommentPool:
             finding, warnings = self._process(c)
         except Exception:  # noqa: BLE001 - an anchoring bug must not lose the comment
             log.debug("anchoring a comment on %s crashed", c.path, exc_info=True)
-            from .anchor import make_finding
-
             finding, warnings = make_finding(c, None, c.path), []
         self._collect(finding, warnings, order)
         return finding

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import util
+from .. import git, util
 from ..errors import ConfigError
 from ..util import user_config_dir
 
@@ -48,9 +48,7 @@ def repository_key(repository: Path) -> str:
     """The key a consent is recorded under: the repository's git common directory, absolute
     and resolved (one key for the main work tree and every linked worktree). Raises OcrError
     when ``repository`` is not a git work tree."""
-    from ..git import git_common_dir
-
-    return str(git_common_dir(repository).resolve())
+    return str(git.git_common_dir(repository).resolve())
 
 
 def consent_fingerprint(servers: Mapping[str, Mapping[str, Any]]) -> str:

@@ -6,14 +6,16 @@ validated ``[llm]`` section → an :class:`~ocr_hook.llm.types.Endpoint`, and ``
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from .. import util
+from .. import git, util
 from ..errors import ConfigError, OcrError
+from ..llm import Endpoint  # re-exported for config's signatures
 
 if TYPE_CHECKING:
-    from ..llm import Endpoint  # re-exported for config's signatures
     from .models import Config, LlmConfig
 
 log = logging.getLogger(__name__)
@@ -28,8 +30,6 @@ def presets() -> dict[str, dict[str, Any]]:
 
 
 def _is_local(url: str) -> bool:
-    from urllib.parse import urlsplit
-
     try:
         host = (urlsplit(url).hostname or "").lower()
     except ValueError:
@@ -103,8 +103,6 @@ def resolve_endpoint(
                     f" {name}")
         return None, (f"no LLM endpoint configured (missing {', '.join(missing)}); {hint}"
                       " (`git ocr config set KEY VALUE`)")
-    from ..llm import Endpoint
-
     return (
         Endpoint(
             url=url,
@@ -135,8 +133,6 @@ def run_api_key_cmd(command: str, environ: Mapping[str, str]) -> str:
     """Run ``llm.api_key_cmd`` and return the first non-blank line it prints (the key).
     Raises ConfigError("llm.api_key_cmd …") when the command fails, times out or prints nothing;
     the message never includes what it printed on stdout (a key)."""
-    from .. import git
-
     try:
         rc, out, err = git.run_command(command, API_KEY_CMD_TIMEOUT_S, env=environ)
     except OcrError as e:
@@ -172,8 +168,6 @@ class ApiKeyCommand:
     once per review, also in a push of several ranges). Thread-safe."""
 
     def __init__(self, command: str, environ: Mapping[str, str]) -> None:
-        import threading
-
         self.command = command
         self._environ = environ
         self._lock = threading.Lock()

@@ -16,6 +16,7 @@ is imported then and builds its validator once.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -55,7 +56,7 @@ __all__ = [
 
 
 # The endpoint part lives in config.endpoint (presets file, llm.types): the three names below
-# import it only when a run needs it, so start-up does not load it
+# import it only when a run needs it, so loading the settings does not load it
 
 
 def provider_presets() -> dict[str, dict[str, Any]]:
@@ -90,7 +91,7 @@ class Layer(NamedTuple):
 
 def parse_toml(text: str, source: str) -> dict[str, Any]:
     """Parse TOML text; raises ConfigError("<source>: invalid TOML: …")."""
-    if sys.version_info >= (3, 11):
+    if sys.version_info >= (3, 11):  # here: only a run with a configuration file parses TOML
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
@@ -144,8 +145,6 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
         if key in LIST_KEYS:
             _set(data, key, [v.strip() for v in value.split(",") if v.strip()])
         elif key in ("llm.extra_headers", "llm.extra_body", "mcp.servers"):
-            import json
-
             try:
                 _set(data, key, json.loads(value))
             except ValueError as e:
@@ -318,8 +317,6 @@ def parse_value(key: str, text: str) -> Any:
         t = text.strip()
         if t.startswith("{"):
             try:
-                import json
-
                 value = json.loads(t)
             except ValueError:
                 value = _toml_value(t, key)

@@ -16,8 +16,10 @@ from typing import Any
 
 from .. import git
 from ..errors import ConfigError, OcrError
+from ..util import user_config_dir
 from . import layering
 from .models import REPO_FILE
+from .repo import check_repo_paths, endpoint_settings, needs_endpoint_consent, repo_path_keys
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +32,6 @@ HEAD_FILES = (REPO_FILE, ".opencodereview/rule.json", ".ocr-hook-dismissed.json"
 
 def user_config_path(environ: Mapping[str, str]) -> Path:
     """``$XDG_CONFIG_HOME/ocr-hook/config.toml``, else ``~/.config/ocr-hook/config.toml``."""
-    from ..util import user_config_dir
-
     return user_config_dir(environ) / "config.toml"
 
 
@@ -51,8 +51,6 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
     variables (``OPENAI_API_KEY``…), ``OCR_HOOK_*``/``OCR_LLM_*``, and ``flags`` (a Layer).
     ``llm_command``: the command calls the LLM (review, hooks, ``llm test``), so ignored
     endpoint settings are worth a warning; other commands drop them silently."""
-    from . import layering
-
     layers: list[Any] = []
     user = user_config_path(environ)
     text = read_user_file(user)
@@ -63,8 +61,6 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
     if repo is not None:
         data = read_repo_file(repo)
         if data is not None:
-            from .repo import check_repo_paths
-
             layer = check_repo_paths(layering.check_repo_layer(layering.Layer(REPO_SOURCE, data)))
             layers.append(guard_repo_endpoint(layer, repo, environ, list(layers), upper,
                                               warn=llm_command))
@@ -76,8 +72,6 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
 def repo_endpoint_settings(layer: Any) -> dict[str, Any]:
     """The repository file's settings that decide where requests go (``llm.provider``,
     ``llm.protocol``, ``llm.base_url``, ``llm.extra_headers``, ``llm.extra_body``)."""
-    from .repo import endpoint_settings
-
     return endpoint_settings(layer.data)
 
 
@@ -92,8 +86,6 @@ def guard_repo_endpoint(layer: Any, repo: Path, environ: Mapping[str, str],
     user's API key to a server of its choosing). Returns the layer, possibly without those
     keys; when ``warn``, a warning says what was ignored. Consent is looked up per repository
     (its git common directory: linked worktrees share it, ``consent.consent_given``)."""
-    from .repo import needs_endpoint_consent
-
     settings = repo_endpoint_settings(layer)
     needed = needs_endpoint_consent(settings, below, above)
     if not needed:
@@ -145,8 +137,6 @@ def load_settings(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, st
     """:func:`load_config`, plus the path keys (``repo.REPO_PATH_KEYS``) whose value came from
     the repository file: their files are read from HEAD (``repo.read_repo_path``), never from
     disk. ``llm_command`` as for :func:`config_layers`. Raises ConfigError."""
-    from .repo import repo_path_keys
-
     layers = config_layers(repo, environ, layering.flag_layer(flags), llm_command=llm_command)
     return layering.build_config(layers), repo_path_keys(layers, REPO_SOURCE)
 

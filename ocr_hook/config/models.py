@@ -8,9 +8,10 @@ everything else (other conversions, and every error message) with pydantic at th
 reads the same annotations: ``util.Bound`` constraints, ``util.Check`` validators and
 ``__pydantic_config__`` (unknown keys refused, no ``inf``/``nan``).
 
-The classes are frozen (immutable) but compare by identity (``eq=False``): generating a value
-``__eq__``/``__hash__`` for each class would slow every run's start-up, and nothing compares
-two configurations; compare ``dataclasses.asdict`` values where it would matter.
+The classes are frozen (immutable) but compare by identity (``eq=False``): nothing compares two
+configurations, so none gets a generated value ``__eq__``/``__hash__`` (ten of them would be a
+measurable part of every run's start-up); compare ``dataclasses.asdict`` values where it would
+matter.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..util import Bound, Check, field_types
@@ -50,8 +52,6 @@ _STRICT = {"extra": "forbid", "allow_inf_nan": False}
 def check_http_url(value: str) -> str:
     """``value`` when it is "" or an ``http://``/``https://`` URL with a host; raises ValueError
     otherwise (``not a url``, ``ftp://…``, ``http://`` alone). Pure."""
-    from urllib.parse import urlsplit
-
     if not value:
         return value
     try:

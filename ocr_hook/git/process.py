@@ -26,8 +26,9 @@ import subprocess
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-from ..errors import GitError
+from ..errors import GitError, OcrError
 
 MAX_GIT_PROCS = 16  # spec §3.1 (OCR --max-git-procs)
 DEFAULT_TIMEOUT_S = 60.0
@@ -203,17 +204,16 @@ def _keep_head_files(scope: _Scope, facts: RepoFacts, key: Hashable,
             scope.head_files[(facts.top, p)] = obj[1] if obj and obj[0] == "blob" else None
 
 
-class RepoFacts:
+class RepoFacts(NamedTuple):
     """What one ``git rev-parse`` (:func:`probe`) says about the repository around a folder:
     ``top`` (work-tree top), ``common_dir`` (absolute, shared by linked worktrees), ``index``
     (absolute ``--git-path index``; ``$GIT_INDEX_FILE`` when set), ``head`` ((commit id, tree
     id), ("", "") for an unborn HEAD, None when not asked or not parsed)."""
 
-    __slots__ = ("common_dir", "head", "index", "top")
-
-    def __init__(self, top: Path, common_dir: Path | None, index: Path | None,
-                 head: tuple[str, str] | None) -> None:
-        self.top, self.common_dir, self.index, self.head = top, common_dir, index, head
+    top: Path
+    common_dir: Path | None
+    index: Path | None
+    head: tuple[str, str] | None
 
 
 _PROBE_ARGS = ("rev-parse", "--show-toplevel", "--git-common-dir", "--git-path", "index",
@@ -477,8 +477,6 @@ def run_command(
     timed out after Ns" / "cannot run: …") — its text never includes the command's output,
     which may be a secret.
     """
-    from ..errors import OcrError
-
     argv = ["/bin/sh", "-c", argv_or_shell] if isinstance(argv_or_shell, str) else list(
         argv_or_shell)
     words = argv_or_shell.split() if isinstance(argv_or_shell, str) else argv

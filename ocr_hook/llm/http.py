@@ -22,11 +22,13 @@ import email.utils
 import json
 import logging
 import random
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -105,8 +107,7 @@ def _plain_text(text: str) -> str:
     """An error body as one short line: for an HTML page (a proxy's or web server's error
     page) its ``<title>``, else its first text with tags, scripts and styles removed, at most
     HTML_MESSAGE_MAX_CHARS; other text cut to 300 characters."""
-    import html
-    import re
+    import html  # only an error page needs its entities decoded
 
     if not re.search(r"<(?:!doctype\s+html|html|head|body|title|h1|p)\b", text[:2000], re.I):
         return shorten(text, 300)
@@ -304,8 +305,6 @@ def post_json(
 
 def _loggable_url(url: str) -> str:
     """``url`` for a debug line: without user info or query string (either may hold a key)."""
-    from urllib.parse import urlsplit, urlunsplit
-
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""

@@ -17,7 +17,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .. import agent
 from ..agent import (
@@ -51,10 +51,11 @@ if TYPE_CHECKING:  # a review without a cache never imports it
 GROUP_TOKENS_CONTEXTS = 10
 
 
-class GroupDeps(NamedTuple):
+@dataclasses.dataclass(frozen=True, eq=False)
+class GroupDeps:
     """What every group review of a run shares, built once by ``pipeline.llm_stage`` (each
-    thread-safe; a NamedTuple: built once per run, it costs ~1 ms less to define than a
-    dataclass).
+    thread-safe). Frozen: the worker threads share it; not a value (services, callables), so
+    it compares by identity.
 
     ``files``: every changed file (the prompts' "other files"); ``by_path``: changed files by
     old and new path; ``rules``: paths → rule text; ``now``: the prompts' date;

@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-from .. import agent
+from .. import agent, llm
 from ..agent import PROMPT_CONTEXT_FRACTION, Group, exceeds_tokens
 from ..diff import FileDiff
 from ..errors import OcrError
@@ -52,9 +52,7 @@ def review_with_llm(state: RunState, redactor: Redactor,
     """After a run-level cache miss: the endpoint's key, groups, their reviews, merge and gate.
     Never raises for LLM/tool failures (they are in the result)."""
     req = state.req
-    from .. import llm  # the LLM will be called: import HTTP meanwhile
-
-    llm.start_prefetch()
+    llm.start_prefetch()  # the LLM will be called: import HTTP meanwhile
     try:  # the first LLM request is next: now the key is needed (llm.api_key_cmd)
         endpoint = req.endpoint_with_key()
     except OcrError as e:
@@ -75,9 +73,9 @@ class _GroupRunner:
     their outcomes; the merge takes them in group order, not in the order they finished."""
 
     def __init__(self, state: RunState, endpoint: Endpoint, redactor: Redactor) -> None:
+        # imported before make_client, which waits for the HTTP prefetch: these load meanwhile
         from ..agent import BudgetedClient, Meter, RedactingClient
         from ..comments import Collector, CommentPool, CommentProcessor
-        from ..llm import make_client
         from ..tools import SnapshotView, build_registry, builtin_handlers, parse_tools_json
 
         self.st = state
@@ -89,7 +87,7 @@ class _GroupRunner:
                            deadline=state.t0 + cfg.review.timeout_s)
         # spec §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
         # included; the remaining run time caps each attempt's timeouts.
-        self.client = RedactingClient(BudgetedClient(make_client(  # spec §14: redacted
+        self.client = RedactingClient(BudgetedClient(llm.make_client(  # spec §14: redacted
             endpoint, before_attempt=self.meter.before_attempt,
             count_tokens=state.count), self.meter), redactor)  # count: when usage is absent
         self.redact: Callable[[str], str] = redactor
@@ -145,8 +143,6 @@ class _GroupRunner:
     def ask_grouping(self, fs: Sequence[FileDiff]) -> list[Group]:
         """The grouping call, answered from the cache when the same file list with the same
         stats was grouped before (spec §10)."""
-        from .. import agent
-
         def ask(files: Sequence[FileDiff]) -> list[Group]:
             return agent.grouping_call(self.client, files, meter=self.meter, record=self.record)
 
@@ -156,6 +152,8 @@ class _GroupRunner:
     def review_groups(self, groups: Sequence[Group]) -> list[GroupOutcome]:
         """Review every group on the group pool and return each one's outcome, in group order;
         then wait (bounded) for the comments of groups cut off by the deadline to be anchored."""
+        # here, not at module level: its imports (agent, tools, comments) would load before
+        # llm.start_prefetch instead of alongside the HTTP stack (see __init__)
         from .group import GroupDeps, review_group
 
         st, cfg = self.st, self.cfg
@@ -187,8 +185,6 @@ class _GroupRunner:
 
     def _relocate(self, fd: FileDiff, c: RawComment) -> str | None:
         """Ask the model where comment ``c`` belongs in ``fd`` (spec §8.1 re-location)."""
-        from .. import agent
-
         return agent.relocate_snippet(
             self.client, fd, c, meter=self.meter, redact=self.redact, record=self.record,
             label=c.group)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import change
+from .. import change, util
 from ..change import changes_only_notice, filter_paths, input_warnings
 from ..findings import RunWarning
 from ..gate import decide
@@ -59,7 +59,7 @@ class RunState:
             input={"mode": req.mode, "base": self.head.base_label, "head": self.head.head_label,
                    "snapshot_tree": self.head.snapshot_tree},
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
-        if req.mode == "push":
+        if req.mode == "push":  # the ranges' machinery: push mode only
             from .ranges import ranges_json, skipped_commits_warnings
 
             self.result.input["ranges"] = ranges_json(targets)
@@ -82,7 +82,6 @@ class RunState:
             return [], changes_only_notice(
                 filter_paths([], req.path_filter)[1] if req.path_filter is not None else [],
                 0, req.environ, req.mode), []
-        from ..change import change_findings
         from .input import load_targets, scan_inputs
 
         cs, notice = load_targets(req, targets, self.count)
@@ -91,18 +90,17 @@ class RunState:
         # loaded (excluded, too large, over a bound) were scanned while loading, or
         # come back parsed (cs.probes) for the detect-secrets pass
         to_scan, listed = scan_inputs(cs)
-        scanned = change_findings(req.repo, to_scan, req.protected_paths,
-                                  self.cfg.security.allow_secrets, scan=not req.preview,
-                                  detect_secrets=self.cfg.security.detect_secrets, listed=listed)
+        scanned = change.change_findings(req.repo, to_scan, req.protected_paths,
+                                         self.cfg.security.allow_secrets, scan=not req.preview,
+                                         detect_secrets=self.cfg.security.detect_secrets,
+                                         listed=listed)
         self.config_findings = [*scanned.findings, *cs.findings]
         self.secret_literals = scanned.literals
         return cs.decisions, notice, scanned.warnings
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` for the configured model (tiktoken is loaded on first use)."""
-        from ..util import count_tokens
-
-        return count_tokens(text, self.cfg.llm.model)
+        return util.count_tokens(text, self.cfg.llm.model)
 
     def rules(self, paths: Sequence[str]) -> str:
         """The rule text for ``paths`` ("" without a rules source)."""
@@ -113,7 +111,7 @@ class RunState:
         review incomplete), stamp the elapsed time on the result and return it."""
         result = self.result
         if self.bounded and not self.req.preview:
-            from .input import bound_text
+            from .input import bound_text  # a run with a change set: loaded already
 
             result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
                             bound_text(self.bounded, self.req.selection_policy))
@@ -149,11 +147,10 @@ class RunState:
         and anchoring all see placeholders; other files' diffs reach the model only through
         file_read_diff, whose output the view redacts); the client redacts every request again.
         Returns the run's redactor."""
-        from .. import secrets
-        from ..agent import Redactor
+        from .. import agent, secrets  # a run with something for the model only
 
         # no allow-list: allowed values are redacted too
-        redactor = Redactor(self.secret_literals)
+        redactor = agent.Redactor(self.secret_literals)
         for f in self.reviewable:
             secrets.redact_file_diff(f, redactor)
         return redactor
@@ -165,8 +162,8 @@ class RunState:
         req, result = self.req, self.result
         if cache is None or req.endpoint is None:
             return None
-        from ..agent import Group
-        from .cache.policy import CachePolicy
+        from .. import agent
+        from .cache.policy import CachePolicy  # only a run with a cache and an endpoint
 
         self.cache_policy = CachePolicy.for_run(
             cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
@@ -175,7 +172,7 @@ class RunState:
         if hit is None:
             return None
         paths = {f.path: f for f in self.reviewable}
-        result.groups = [Group(label, [paths[p] for p in ps if p in paths])
+        result.groups = [agent.Group(label, [paths[p] for p in ps if p in paths])
                          for label, ps in hit.groups]
         for f in self.reviewable:
             self.outcomes[id(f)].settle("")

@@ -12,7 +12,7 @@ from ..change import SelectionPolicy
 from ..errors import ConfigError
 from ..gate import GateOptions
 
-if TYPE_CHECKING:  # annotations only: a run without an endpoint never loads llm.types
+if TYPE_CHECKING:  # annotations only
     from .. import git
     from ..config import Config
     from ..llm import Endpoint
@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # annotations only: a run without an endpoint never loads llm
 HOOK_STAGES = ("pre-commit", "pre-merge-commit", "pre-push")  # spec §2: hook-stage defaults
 
 
-class ReviewRequest(NamedTuple):  # a NamedTuple: cheap to build at start-up
-    """Everything a run needs, read once from flags, env and files by ``cli``."""
+class ReviewRequest(NamedTuple):
+    """Everything a run needs, read once from flags, env and files by ``cli``. Immutable: a
+    run with changed inputs (one pushed range of several) is a ``_replace`` copy."""
 
     repo: Path
     config: Config

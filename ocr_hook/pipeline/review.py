@@ -77,7 +77,7 @@ def run(
         return state.finish_without_llm()
     if req.endpoint is None:
         return state.not_reviewed(StopReason.NO_ENDPOINT, req.endpoint_error)
-    from . import lock
+    from . import lock  # only a run with something for the model takes the lock
 
     redactor = state.redact_reviewed()
     opened = cache() if cache else None

@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import REPO_SOURCE, repo_mcp_servers
+from .. import __version__, config, git, report
+from ..config import REPO_SOURCE, read_repo_path, repo_mcp_servers
 from ..errors import ConfigError
+from ..findings import RunWarning
+from . import review
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -27,27 +30,22 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     """Run ``pipeline.review.run`` with the run's services: the session log (spec §12), the
     result cache (§10, opened only by a run with something for the model, pruned only after a
     run that wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
-    from .. import __version__, git
-    from . import review
-
     if req.preview:
         return review.run(req, rules_for=rules_for)
-    from ..report import Progress, Session, new_session_id, prune_sessions, sessions_dir
-
     common = git.git_common_dir(req.repo)
     opened: list[ResultCache] = []
 
     def open_cache() -> ResultCache | None:
         if not opened:
-            from .cache.store import ResultCache
+            from .cache.store import ResultCache  # only a run with something for the model
 
             opened.append(ResultCache.for_repo(common, req.config.cache.max_mb, __version__))
         return opened[0]
 
-    progress = Progress()
-    sid = new_session_id()
+    progress = report.Progress()
+    sid = report.new_session_id()
     endpoint = req.endpoint
-    session = Session(sid, sessions_dir(common) / f"{sid}.jsonl",
+    session = report.Session(sid, report.sessions_dir(common) / f"{sid}.jsonl",
                       secret_values=[endpoint.api_key] if endpoint else [],
                       observer=progress.event)
     session.record("start", {
@@ -76,7 +74,7 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
             }
         session.record("end", end)
         session.close()
-        prune_sessions(sessions_dir(common))
+        report.prune_sessions(report.sessions_dir(common))
         if opened and opened[0].writes:  # only a write can take it over cache.max_mb
             opened[0].prune()
     return result
@@ -89,10 +87,9 @@ def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult)
     findings has nothing to dismiss: no file is read (no git call, so such a run starts fast)."""
     if not result.findings or result.preview:
         return
-    from ..comments import load_for_review
-    from ..findings import RunWarning
+    from .. import comments  # a run without findings never loads the comment machinery
 
-    dismissals, problems = load_for_review(req.repo, common_dir)
+    dismissals, problems = comments.load_for_review(req.repo, common_dir)
     for p in problems:
         log.warning("%s", p)
         result.warnings.append(RunWarning("dismissals", "", p))
@@ -106,13 +103,13 @@ def record_findings(session: Any, result: ReviewResult) -> None:
     verdict line and the reviewed files' diffs (already redacted), from which ``git ocr
     session show ID --html`` renders the review page."""
     def fields(f: Any) -> dict[str, Any]:
-        from ..comments import finding_key  # only a result with findings needs it
+        from .. import comments  # only a result with findings needs it
 
         return {
             "id": f.id, "path": f.path, "side": f.side, "start_line": f.start_line,
             "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
             "anchor": f.anchor, "content": f.content, "source": f.source, "code": f.code,
-            "key": finding_key(f),
+            "key": comments.finding_key(f),
         }
 
     for f in result.findings:
@@ -120,15 +117,13 @@ def record_findings(session: Any, result: ReviewResult) -> None:
     for d in result.dismissed:
         session.record("dismissed", {**fields(d.finding), "by": d.by, "reason": d.reason})
 
-    from ..report import to_json, utf8_safe, verdict_line
-
     diffs: dict[str, Any] = {}
     for g in result.groups:
         for fd in g.files:
             diffs.setdefault(fd.path, diff_record(fd))
-    session.record("result", utf8_safe({"report": to_json(result),
-                                        "verdict_line": verdict_line(result),
-                                        "diffs": list(diffs.values())}))
+    session.record("result", report.utf8_safe({"report": report.to_json(result),
+                                               "verdict_line": report.verdict_line(result),
+                                               "diffs": list(diffs.values())}))
 
 
 def diff_record(fd: Any) -> dict[str, Any]:
@@ -152,18 +147,16 @@ def tool_defs(cfg: Config, repo: Path | None = None,
     start-up for an unreadable or invalid file."""
     if not cfg.tools.file:
         return None
-    from ..tools import apply_tools_file, parse_tools_json
+    from .. import tools  # the tools package: only for a tools file (else a run with the LLM)
 
     if "tools.file" in from_repo and repo is not None:
-        from ..config import read_repo_path
-
         text = read_repo_path(repo, "tools.file", cfg.tools.file, REPO_SOURCE)
-        return apply_tools_file(parse_tools_json(), text, f"{cfg.tools.file} (HEAD)")
+        return tools.apply_tools_file(tools.parse_tools_json(), text, f"{cfg.tools.file} (HEAD)")
     try:
         text = Path(cfg.tools.file).expanduser().read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read tools file {cfg.tools.file}: {e}") from e
-    return apply_tools_file(parse_tools_json(), text, cfg.tools.file)
+    return tools.apply_tools_file(tools.parse_tools_json(), text, cfg.tools.file)
 
 
 def mcp_bridge(repo: Path, cfg: Config, environ: Mapping[str, str]) -> Any:
@@ -173,12 +166,11 @@ def mcp_bridge(repo: Path, cfg: Config, environ: Mapping[str, str]) -> Any:
     with a warning. Raises ConfigError for an invalid server entry."""
     if not cfg.mcp.servers:
         return None
-    from .. import config
-    from ..tools import McpBridge, parse_servers
+    from .. import tools
 
-    servers = parse_servers(cfg.mcp.servers)
+    servers = tools.parse_servers(cfg.mcp.servers)
     src = REPO_SOURCE
-    repo_servers = parse_servers(repo_mcp_servers(repo), src)
+    repo_servers = tools.parse_servers(repo_mcp_servers(repo), src)
     from_repo = [n for n, s in servers.items() if repo_servers.get(n) == s]
     notes: list[tuple[str, str]] = []
     if from_repo:
@@ -189,4 +181,4 @@ def mcp_bridge(repo: Path, cfg: Config, environ: Mapping[str, str]) -> Any:
             notes.append(("", f"MCP servers of {src} not started: {', '.join(from_repo)}; this"
                               " server list has not been allowed; review it and run"
                               " `git ocr config allow-mcp` to let it run"))
-    return McpBridge(servers, cwd=repo, environ=environ, notes=notes)
+    return tools.McpBridge(servers, cwd=repo, environ=environ, notes=notes)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
-from ..util import one_line
+from ..util import one_line, write_atomic
 
 OUTPUT_FILE_MODE = 0o644  # --output: a report for other tools (CI uploads), not a secret
 
@@ -75,8 +75,6 @@ def write_output(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` from :func:`check_output_path`: into it when it is
     not a regular file, else by an atomic replace (mode 0644). Raises UsageError when the
     write fails."""
-    from ..util import write_atomic
-
     data = text.encode("utf-8", "replace")
     try:
         if _existing_kind(path) == "other":

@@ -27,7 +27,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..change import BOUND_REASONS, reason_words
-from ..diff import FileDiff
+from ..diff import FileDiff, Hunk, Line
 from ..util import shown_text
 from ..vocabulary import Severity, StopReason
 from .display import utf8_safe
@@ -315,8 +315,6 @@ def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
 def diff_from_record(rec: Mapping[str, Any]) -> FileDiff:
     """A FileDiff from a session ``result`` record's diff entry
     (``pipeline.services.diff_record``)."""
-    from ..diff import Hunk, Line
-
     hunks = tuple(
         Hunk(int(h[0]), int(h[1]), int(h[2]), int(h[3]), str(h[4]),
              tuple(Line(str(k), str(t), o, n) for k, t, o, n in h[5]))  # type: ignore[arg-type]

@@ -15,20 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..findings import Finding, RunWarning, merge_same_claims
 from ..gate import GateDecision, GateOptions, decide
+from ..llm import Usage
 from ..vocabulary import StopReason
 
-if TYPE_CHECKING:  # imported lazily: a nothing-to-review run needs none of these
+if TYPE_CHECKING:
     from ..agent import Group
     from ..change import Decision
     from ..comments import Dismissal, DismissedFinding
-    from ..llm import Usage
-
-
-def _no_usage() -> Usage:
-    """A zero ``llm.types.Usage`` (imported here, not at module load: start-up cost)."""
-    from ..llm import Usage
-
-    return Usage()
 
 # The stop reasons (loop stops and group outcomes) that leave a group unreviewed (spec §8.3
 # incomplete with reason). A stop in a later effort round only costs that round. A group
@@ -81,7 +74,7 @@ class FileOutcome:
             self.reviewed = True
 
 
-@dataclass(eq=False)  # never compared: identity equality, less class building
+@dataclass(eq=False)  # filled in as the group runs, never compared: identity equality
 class GroupReport:
     """How one group's review went (session log ``group_done``; spec §6.2 stop reasons).
 
@@ -132,7 +125,7 @@ class GroupOutcome:
         return warning, cause
 
 
-@dataclass(eq=False)  # never compared: identity equality, less class building
+@dataclass(eq=False)  # filled in as the run goes, never compared: identity equality
 class ReviewResult:
     """The outcome of a run, rendered by the formats of ``report.formats``. ``status``:
     complete | partial | failed | skipped; ``findings`` in output order; ``warnings`` in a stable
@@ -147,7 +140,7 @@ class ReviewResult:
     warnings: list[RunWarning]
     input: dict[str, Any]
     llm: dict[str, str]
-    usage: Usage = field(default_factory=_no_usage)
+    usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
     llm_attempts: int = 0  # HTTP attempts started, failed ones and retries included
     cache_hits: int = 0
@@ -169,9 +162,9 @@ class ReviewResult:
         every result, cached ones included, so a dismissal never needs a new review."""
         if self.preview:
             return
-        from ..comments import apply_dismissals
+        from .. import comments  # called for a result with findings only
 
-        kept, gone = apply_dismissals(self.findings, dismissals)
+        kept, gone = comments.apply_dismissals(self.findings, dismissals)
         if not gone:
             return
         self.findings = kept

@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Mapping
 from typing import Any, TextIO
+from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Finding
@@ -35,8 +36,6 @@ SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
 def _sarif_location(f: Finding) -> dict[str, Any]:
     """Physical location: region lines only for anchored new-side findings (the lines exist in
     the reviewed version); old-side and unanchored findings are file-level (spec §11)."""
-    from urllib.parse import quote  # SARIF only
-
     uri = quote(os.fsencode(f.path))  # RFC 3986 percent-encoding of the path's exact bytes
     loc: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.side == "new" and f.start_line > 0:

@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import git, util
 from ..diff import FileDiff
 from ..errors import GitError
-from ..findings import Finding, finding_id
+from ..findings import SECRET_SOURCE, Finding, finding_id
 from ..vocabulary import AnchorMethod, Category, Severity
 
 LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
@@ -185,7 +185,6 @@ def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Findi
     """Secret findings in ``text`` (a blob's decoded prefix), line by line in bounded blocks,
     each with the secret value it is about (for the caller only: never output); one finding
     per (line, value)."""
-    from ..findings import SECRET_SOURCE
     from .diff_scan import SECRET_CONTENT
     from .redaction import find_secrets  # the rules are compiled on import: only when scanning
 

@@ -39,9 +39,7 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class ToolResult(NamedTuple):
-    """What the model sees for one tool call. ``is_error`` marks "Error: …" results. (The
-    registry's records are NamedTuples: defined on every review's path, they cost a fraction
-    of a frozen dataclass to build.)"""
+    """What the model sees for one tool call. ``is_error`` marks "Error: …" results."""
 
     text: str
     is_error: bool = False
@@ -90,7 +88,7 @@ def parse_tools_json(
         data = {"tools": data}
     if text is None:
         return _shipped(data)
-    from .tools_file import parse
+    from .tools_file import parse  # a user's tools file: its shapes load only for one
 
     parsed = parse(data, source)
     out: dict[str, ToolDef] = {}

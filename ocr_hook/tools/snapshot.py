@@ -70,8 +70,7 @@ class SnapshotView:
 
     ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
     every file text a tool returns (the secret redaction choke point of spec §14). Shared by
-    the worker threads; the path list is loaded once, under a lock. (A plain class: one per
-    review, never compared or copied, and a dataclass is slower to build at import.)
+    the worker threads; the path list is loaded once, under a lock.
     """
 
     def __init__(self, repo: Path, head: str, files: Sequence[FileDiff],

@@ -55,7 +55,7 @@ def encoding_name_for_model(model: str) -> str:
 def _cache_dirs() -> list[Path]:
     """Where we may keep the seeded tables: the user's cache, else a per-user temp folder (for
     a read-only home, e.g. some CI containers)."""
-    import tempfile
+    import tempfile  # with the tiktoken tables only
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     uid = os.getuid() if hasattr(os, "getuid") else 0

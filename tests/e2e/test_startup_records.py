@@ -1,11 +1,11 @@
-"""Class building at start-up: the records built on every run's shared path (nothing to review,
-``--preview``, a cache hit) are NamedTuples where nothing relies on dataclass behaviour; a frozen
-dataclass costs ~1 ms to build, a NamedTuple ~0.1 ms. Each check runs in a fresh interpreter and
+"""Class building at start-up: the dataclasses built on every run's shared path (nothing to
+review, ``--preview``, a cache hit) are the listed ones. Building a dataclass costs several
+times a NamedTuple (its methods are generated and compiled at import), and these paths are the
+tightest, so a new one here is a conscious choice. Each check runs in a fresh interpreter and
 lists the dataclasses of the ``ocr_hook`` modules the run imported (``ocr_hook.llm`` excepted:
-tests/llm/test_types.py pins those), so a new one on these paths is a conscious choice. The same
-runs import none of the stdlib modules in UNUSED (``shutil`` with its compression modules,
-``tempfile`` with ``random``, ``datetime``, ``base64``: ~8 ms together), and the help formatter
-wraps at the width ``shutil`` would give.
+tests/llm/test_types.py pins those). The same runs import none of the stdlib modules in UNUSED
+(``shutil`` with its compression modules, ``tempfile`` with ``random``, ``datetime``,
+``base64``: ~8 ms together), and the help formatter wraps at the width ``shutil`` would give.
 
 Real: a subprocess interpreter, ``cli.main``, git, HTTP to the scripted loopback model.
 """

@@ -19,9 +19,9 @@ from ...util import check_shape
 from ...vocabulary import AnchorMethod, Category, Severity
 
 EFFORTS = ("low", "medium", "high")  # review.effort, lowest first (spec §2)
-# The shapes are NamedTuples (``util.check_shape`` reads them like dataclasses): a cache hit
-# builds all six classes, ~0.1 ms each where a frozen dataclass takes ~1 ms. Unknown keys make
-# an entry malformed (``util.check_shape`` refuses them for every NamedTuple).
+# The shapes are NamedTuples, immutable values read from a file (``util.check_shape`` reads
+# them like dataclasses). Unknown keys make an entry malformed (``util.check_shape`` refuses
+# them for every NamedTuple).
 
 
 class FindingEntry(NamedTuple):

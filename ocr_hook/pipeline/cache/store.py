@@ -255,7 +255,7 @@ class ResultCache:
         raw = util.read_if_present(path)
         if raw is None:
             return None
-        from .entries import parse_envelope
+        from .entries import parse_envelope  # the entry shapes: only to read an entry
 
         env = parse_envelope(raw)
         if env is None:
@@ -292,10 +292,9 @@ class ResultCache:
         data = self._get("run", key)
         if data is None:
             return None
-        from ...util import check_shape
         from .entries import RunData, effort_covers
 
-        run = check_shape(RunData, data)
+        run = util.check_shape(RunData, data)
         if run is None:
             return None
         if not effort_covers(run.effort, effort):
@@ -325,10 +324,9 @@ class ResultCache:
         data = self._get("group", key)
         if data is None:
             return None
-        from ...util import check_shape
         from .entries import GroupData, effort_covers
 
-        group = check_shape(GroupData, data)
+        group = util.check_shape(GroupData, data)
         if group is None:
             return None
         if not effort_covers(group.effort, effort):
@@ -350,10 +348,9 @@ class ResultCache:
         data = self._get("grouping", key)
         if data is None:
             return None
-        from ...util import check_shape
         from .entries import GroupingData
 
-        grouping = check_shape(GroupingData, data)
+        grouping = util.check_shape(GroupingData, data)
         if grouping is None:
             return None
         self._hit()

@@ -29,13 +29,16 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import math
+import os
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ... import __version__, git
 from ...llm import ToolSpec
 from ..registry import ExternalTool, ToolResult
 from .servers import (
@@ -365,14 +368,10 @@ class McpBridge:
         started: concurrent.futures.Future[_Live],
         stop: Any,
     ) -> None:
-        from contextlib import AsyncExitStack
-
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
         from mcp_types import Implementation
-
-        from ... import __version__
 
         async with AsyncExitStack() as stack:
             if isinstance(spec, StdioServer):
@@ -419,13 +418,9 @@ class McpBridge:
     ) -> None:
         """Run the set-up command in the repository top with the review's environment minus
         the repo-local GIT_* variables, plus the server's ``env``; output to ``errlog``."""
-        import os
-
         import anyio
 
-        from ...git import foreign_env
-
-        env = foreign_env(self.environ)
+        env = git.foreign_env(self.environ)
         env.update({k: expand_vars(v, self.environ) for k, v in spec.env.items()})
         with open(os.devnull, "rb") as devnull:
             proc = await anyio.run_process(

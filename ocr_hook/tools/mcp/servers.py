@@ -11,6 +11,7 @@ here starts a process or imports ``mcp``/``anyio``; :mod:`.bridge` runs the serv
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -105,8 +106,6 @@ def describe_server(name: str, spec: StdioServer | HttpServer) -> str:
 
 def argv_text(argv: Sequence[str]) -> str:
     """``argv`` as one shell-quoted line, for messages (never executed)."""
-    import shlex
-
     return " ".join(shlex.quote(a) for a in argv)
 
 
