@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ..diff import FileDiff
 from ..findings import RunWarning
 
-log = logging.getLogger("ocr_hook.review")
+log = logging.getLogger(__name__)
 
 
 def input_warnings(files: Sequence[FileDiff], changes_only: str,

@@ -91,7 +91,7 @@ def load_rule_layers(
 ) -> RuleLayers:
     """Read every layer. ``repo_rule_file`` is ``rules.file`` from the configuration: a
     repository path read from HEAD; an absolute or ``~`` path (only the user file, the
-    environment or a flag may set one: ``config.repo.check_repo_paths``) is read from disk as
+    environment or a flag may set one: ``config.repo_file.check_repo_paths``) is read from disk as
     a user-level file. Raises ConfigError for unreadable or invalid rule files."""
     sources: list[rules.RuleSource] = []
     protected = [REPO_CONFIG_FILE, OCR_RULE_FILE, SHARED_DISMISSALS]

@@ -69,7 +69,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         with git.run_scope():  # git's answers remembered for this one run
             return run_review_command(args, env, stage)
     if command == "rules" and getattr(args, "rules_cmd", None) == "check":
-        from .maintenance import rules_check
+        from .rules_cmd import rules_check
 
         return rules_check(args, env)
     if command == "config" and getattr(args, "config_cmd", None) in CONFIG_ACTIONS:
@@ -84,10 +84,18 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .dismiss_cmd import run_dismiss_command
 
         return run_dismiss_command(args, env)
-    if command in ("install", "uninstall", "cache", "session"):
-        from .maintenance import run_maintenance
+    if command in ("install", "uninstall"):
+        from .hooks_cmd import run_hooks_command
 
-        return run_maintenance(args, env)
+        return run_hooks_command(args)
+    if command == "cache":
+        from .cache_cmd import run_cache_command
+
+        return run_cache_command(args, env)
+    if command == "session":
+        from .session_cmd import run_session_command
+
+        return run_session_command(args)
     top_parser().print_help(sys.stderr)
     return Exit.USAGE
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         user_config_path,
         write_private,
     )
-    from .repo import read_repo_path
+    from .repo_file import read_repo_path
     from .toml_edit import edit_toml, toml_literal
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
@@ -65,6 +65,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "user_config_path",
         "write_private",
     ),
-    "repo": ("read_repo_path",),
+    "repo_file": ("read_repo_path",),
     "toml_edit": ("edit_toml", "toml_literal",),
 })

@@ -19,7 +19,7 @@ from ..errors import ConfigError, OcrError
 from ..util import user_config_dir
 from . import layering
 from .models import REPO_FILE
-from .repo import check_repo_paths, endpoint_settings, needs_endpoint_consent, repo_path_keys
+from .repo_file import check_repo_paths, endpoint_settings, needs_endpoint_consent, repo_path_keys
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 TokenCounter = Callable[[str], int]
-"""text → token count; the caller injects tiktoken (``ocr_hook.tokens.count_tokens``)."""
+"""text → token count; the caller injects tiktoken (``ocr_hook.util.count_tokens``)."""
 
 _THINK_OPEN = re.compile(r"^\s*<think>", re.S)
 _THINK_CLOSE = "</think>"

@@ -26,10 +26,12 @@ Adding an output format NAME:
 2. One entry in :data:`OUTPUT_FORMATS`: ``"NAME": "MODULE:write_NAME"``. The order is the
    order of the choices in ``git ocr review -h``.
 
-Nothing else: the parser, ``cli/review_cmd.py``, the package's ``__init__.py`` and the layer
-table (tests/test_layers.py) need no change, and tests/report/test_formats.py renders a sample
-result with every entry. The user documentation (README, spec §11) and a test of the format's
-own content are the format's, as for any feature.
+No other code changes: the parser, ``cli/review_cmd.py``, the package's ``__init__.py`` and
+the layer table (tests/test_layers.py) read the registry, and tests/report/test_formats.py
+renders a sample result with every entry. What changes with any feature changes too: the user
+documentation (README, spec §11), a test of the format's own content, and the pinned help text
+of the parser (``--format``'s choices), regenerated with ``OCR_HOOK_REGEN_GOLDENS=1
+.venv/bin/python -m pytest -q tests/cli/test_parser.py``.
 """
 
 from __future__ import annotations

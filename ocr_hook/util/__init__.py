@@ -2,13 +2,13 @@
 threads, shape checks, text for people; and :func:`lazy_exports`, which every package's
 ``__init__.py`` uses to name its public API.
 
-A package's public names load on first use: each stage package lists them in its
-``__init__.py`` as ``{module: names}`` and hands that table to :func:`lazy_exports`.
-``from ocr_hook.change import select`` then imports ``ocr_hook.change.selection`` at that moment
-and nothing else of the package, so a hook run loads only the modules its path uses (PEP 562
-module ``__getattr__``). The same names are imported under ``if TYPE_CHECKING:`` in each
-``__init__.py`` for type checkers and editors; ``tests/test_layers.py`` checks that the two lists
-agree and that every name exists.
+A package's public names load on first use: each stage package lists them in its ``__init__.py``
+as ``{module: names}`` and hands that table to :func:`lazy_exports`. ``from ocr_hook.change
+import load_change_set`` then imports ``ocr_hook.change.changeset`` at that moment and nothing
+else of the package, so a hook run loads only the modules its path uses (PEP 562 module
+``__getattr__``). The same names are imported under ``if TYPE_CHECKING:`` in each
+``__init__.py`` for type checkers and editors; ``tests/test_layers.py`` checks that the two
+lists agree and that every name exists.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ocr_hook.llm.types import ToolCall, decode_arguments
 from ocr_hook.tools.builtin import builtin_handlers
 from ocr_hook.tools.builtin.code_comment import code_comment_handler
 from ocr_hook.tools.builtin.task_done import parse_task_done
-from ocr_hook.tools.registry import build_registry, parse_tools_json
+from ocr_hook.tools.registry import build_registry, load_tool_specs, parse_tools_json
 from ocr_hook.tools.snapshot import SnapshotView
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
@@ -275,14 +275,10 @@ def registry(repo: GitRepo) -> Any:
     return build_registry(parse_tools_json(), builtin_handlers(view), strict=True)
 
 
-TOOL_KEYS = {
-    "file_read": ["file_path", "start_line", "end_line"],
-    "file_read_diff": ["path_array"],
-    "file_find": ["query_name", "case_sensitive"],
-    "code_search": ["search_text", "file_patterns", "case_sensitive", "use_perl_regexp"],
-    "code_comment": ["comments", "thinking"],
-    "task_done": ["state"],
-}
+# each built-in tool's argument names, from the specs the model sees (config/tools.json), and
+# one no spec declares (models add keys of their own, e.g. "thinking")
+TOOL_KEYS = {name: [*spec.parameters.get("properties", {}), "thinking"]
+             for name, (spec, _plan, _main) in load_tool_specs().items()}
 arg_values = st.one_of(
     json_values,
     st.sampled_from(["app.py", "../etc/passwd", "/etc/passwd", ".env", "src", "", "   ", "-e",

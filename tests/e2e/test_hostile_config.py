@@ -2,7 +2,7 @@
 stay inside the repository and are read from HEAD; its provider, protocol and extra fields
 cannot redirect the user's key without consent; every bad setting is a usage error (exit 2,
 one line), also in hooks. Real: git repositories, ``cli.main``, the scripted loopback model
-(which records every request), ``config.repo``'s pure rules."""
+(which records every request), ``config.repo_file``'s pure rules."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from ocr_hook import cli
 from ocr_hook.config.layering import Layer
-from ocr_hook.config.repo import needs_endpoint_consent, repo_relative
+from ocr_hook.config.repo_file import needs_endpoint_consent, repo_relative
 from ocr_hook.errors import ConfigError
 from ocr_hook.util import resources
 from tests.support.cli import cli_environ, run_cli

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ocr_hook.tools.builtin import TOOLS
 from tests.support.cli import GIT_OCR, run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP_PY, SQL_LINE, sql_comment
@@ -49,8 +50,7 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
         "report_incorrect_comments", "approve_all_comments"}
     first = llm.requests[0]
     assert first["model"] == "scripted-model"
-    assert {t["function"]["name"] for t in first["tools"]} == {
-        "task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"}
+    assert {t["function"]["name"] for t in first["tools"]} == set(TOOLS)
     assert "temperature" not in first
     user = first["messages"][1]["content"]
     assert '<file path="app.py"' in user and "12 +    query = " in user

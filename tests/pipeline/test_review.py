@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ocr_hook.report.result import not_reviewed_cause, not_reviewed_line
+from ocr_hook.tools.builtin import TOOLS
 from tests.support.cli import GIT_OCR, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
@@ -121,8 +122,7 @@ def test_a_bundle_of_100_changed_lines_is_planned_first(
     # every tool the reviewer will have, one line each (file_read included)
     listed = [ln.split(" ", 2)[1] for ln in plan_system.splitlines() if ln.startswith("- ")
               and " {" in ln]
-    assert listed == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find",
-                      "code_search"]
+    assert listed == list(TOOLS)
     assert "- file_read {file_path, start_line?, end_line?}: Read a file" in plan_system
     assert "none is callable in this request" in plan_system
     assert '<file path="a.py"' in plan_req["messages"][1]["content"]

@@ -148,11 +148,11 @@ def test_every_registered_writer_renders_the_sample_result(name: str) -> None:
 
 
 def test_the_shipped_formats_and_the_default() -> None:
-    assert list(OUTPUT_FORMATS) == ["text", "json", "sarif", "html"]  # the help's order
+    assert list(OUTPUT_FORMATS)[:4] == ["text", "json", "sarif", "html"]  # the help's order
     assert DEFAULT_FORMAT in OUTPUT_FORMATS
     assert set(CONTENT_CHECKS) <= set(OUTPUT_FORMATS)
     with pytest.raises(KeyError):
-        format_writer("markdown")
+        format_writer("no-such-format")
 
 
 def _format_actions(parser: argparse.ArgumentParser, path: str = "git ocr"

@@ -16,6 +16,7 @@ import pytest
 
 from ocr_hook.errors import ConfigError
 from ocr_hook.llm.types import ToolCall, ToolSpec
+from ocr_hook.tools.builtin import TOOLS
 from ocr_hook.tools.registry import (
     ExternalTool,
     Registry,
@@ -31,7 +32,8 @@ from tests.support.gitrepo import GitRepo
 from tests.support.paths import ROOT
 from tests.support.scripted_llm import ScriptedLLM
 
-BUILTIN = ["task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"]
+BUILTIN = list(TOOLS)  # the one list of built-in tools, in config/tools.json order
+LISTED = ", ".join(BUILTIN)
 
 
 def shipped_json() -> dict[str, Any]:
@@ -84,7 +86,7 @@ def test_tools_file_drops_a_tool_and_rewrites_descriptions() -> None:
             t["definition"]["description"] = "Read a staged file."
             t["definition"]["parameters"]["properties"]["file_path"]["description"] = "Path."
     out = apply_tools_file(parse_tools_json(), tools_text(data, drop=("code_search",)), "t.json")
-    assert list(out) == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find"]
+    assert list(out) == [n for n in BUILTIN if n != "code_search"]
     assert out["file_read"].spec.description == "Read a staged file."
     assert out["file_read"].spec.parameters["properties"]["file_path"]["description"] == "Path."
     assert out["file_find"] == parse_tools_json()["file_find"]
@@ -126,8 +128,7 @@ def _with(name: str, **changes: Any) -> str:
                     ]
                 }
             ),
-            "tools file t.json: unknown tool 'web_fetch'; built-in tools: task_done, code_comment,"
-            " file_read, file_read_diff, file_find, code_search",
+            f"tools file t.json: unknown tool 'web_fetch'; built-in tools: {LISTED}",
         ),
         (
             tools_text(shipped_json(), drop=("task_done",)),
@@ -197,8 +198,7 @@ def test_dispatch_errors_are_results_for_the_model() -> None:
     unknown = reg.dispatch(call("web_search"))
     assert (unknown.text, unknown.is_error) == (
         "Error: Tool not found. The tool 'web_search' does not exist or is not available. Please"
-        " check the tool name and try again with one of: task_done, code_comment, file_read,"
-        " file_read_diff, file_find, code_search.",
+        f" check the tool name and try again with one of: {LISTED}.",
         True,
     )
     grace = reg.dispatch(
@@ -289,7 +289,7 @@ def test_tools_flag_drops_a_tool_and_rewrites_a_description(
     rc, out, _ = run_cli([*REVIEW, "--tools", str(tools_file)], llm.env(), capsys)
     assert rc == 0
     tools = offered(llm.requests[0])
-    assert list(tools) == ["task_done", "code_comment", "file_read", "file_read_diff", "file_find"]
+    assert list(tools) == [n for n in BUILTIN if n != "code_search"]
     assert tools["file_find"] == "Find a file by name (custom text)."
     result = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert result.startswith("Error: Tool not found. The tool 'code_search' does not exist")
@@ -313,8 +313,7 @@ def test_tools_file_with_unknown_name_fails_at_start_up(
     rc, out, err = run_cli(REVIEW, llm.env(), capsys)
     assert (rc, out, llm.requests) == (2, "", [])
     assert err == (
-        f"ocr-hook: tools file {tools_file}: unknown tool 'file_reader'; built-in tools: task_done,"
-        " code_comment, file_read, file_read_diff, file_find, code_search\n"
+        f"ocr-hook: tools file {tools_file}: unknown tool 'file_reader'; built-in tools: {LISTED}\n"
     )
 
 
@@ -332,8 +331,7 @@ def test_unknown_tool_call_is_answered_with_not_available(
     results = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert results == [
         "Error: Tool not found. The tool 'shell_exec' does not exist or is not available. Please"
-        " check the tool name and try again with one of: task_done, code_comment, file_read,"
-        " file_read_diff, file_find, code_search.",
+        f" check the tool name and try again with one of: {LISTED}.",
         "app.py",
     ]
     assert rc == 0

@@ -25,7 +25,9 @@ Adding a built-in tool ``my_tool``:
    (``plan_task``, ``main_task``).
 
 ``tests/tools/builtin/test_table.py`` checks that TOOLS and ``config/tools.json`` name the same
-tools and that every handler answers a bad-argument call with a result.
+tools and that every handler answers a bad-argument call with a result; the other tests take
+the list of tools from TOOLS, so only the new tool's own tests and its documentation (spec
+§7.1, the README's tool list) are added beside it.
 """
 
 from __future__ import annotations

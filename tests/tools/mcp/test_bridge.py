@@ -21,6 +21,7 @@ import pytest
 
 from ocr_hook import cli
 from ocr_hook.errors import ConfigError
+from ocr_hook.tools.builtin import TOOLS
 from ocr_hook.tools.mcp.bridge import (
     RESULT_MAX_CHARS,
     HttpServer,
@@ -38,7 +39,7 @@ from tests.support.mcp_servers import SCRIPT, STDERR_MARKER, HttpMcpServer
 from tests.support.scripted_llm import ScriptedLLM
 
 PY = sys.executable
-BUILTIN = ["task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"]
+BUILTIN = list(TOOLS)
 
 
 def toml_servers(servers: dict[str, dict[str, Any]]) -> str:

@@ -1,0 +1,26 @@
+"""``git ocr install|uninstall [--pre-commit] [--pre-merge-commit] [--pre-push]``: the native git
+hooks (spec §1.1), one line printed per change."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import git, hooks
+from ..exitcodes import Exit
+
+
+def run_hooks_command(args: argparse.Namespace) -> int:
+    """Install or uninstall the chosen hooks (``pre-commit`` when none is named for install,
+    every hook of ocr-hook for uninstall) in the repository around the working directory."""
+    repo = git.find_toplevel(Path.cwd())
+    chosen = [h for h, on in (("pre-commit", args.pre_commit),
+                              ("pre-merge-commit", args.pre_merge_commit),
+                              ("pre-push", args.pre_push)) if on]
+    if args.command == "install":
+        changes = hooks.install(repo, chosen or ["pre-commit"], force=args.force)
+    else:
+        changes = hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))
+    for c in changes:
+        print(c.describe())
+    return Exit.OK
