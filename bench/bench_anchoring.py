@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ocr_hook.comments import anchor  # noqa: E402
-from ocr_hook.diff.patch import FileDiff  # noqa: E402
+from ocr_hook.diff.model import FileDiff  # noqa: E402
 from ocr_hook.git import target  # noqa: E402
 
 DEFAULT = {

@@ -61,7 +61,7 @@ _import_path()
 
 from bench.benchlib import load_line, table  # noqa: E402
 from ocr_hook.agent.redactor import Redactor  # noqa: E402
-from ocr_hook.diff.patch import FileDiff, Hunk, Line  # noqa: E402
+from ocr_hook.diff.model import FileDiff, Hunk, Line  # noqa: E402
 from ocr_hook.findings import Finding  # noqa: E402
 from ocr_hook.secrets import diff_scan  # noqa: E402
 from tests.support.secret_corpus import CASES, corpus_files  # noqa: E402

@@ -9,30 +9,12 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .patch import (
-        DiffParseError,
-        FileDiff,
-        Hunk,
-        Line,
-        RawEntry,
-        build_file_diffs,
-        parse_raw_numstat_z,
-        render_numbered,
-        split_raw_and_patch,
-    )
+    from .model import DiffParseError, FileDiff, Hunk, Line, RawEntry, render_numbered
+    from .patch import build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
     from .stream import PatchStream, fill_from_sections
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "patch": (
-        "DiffParseError",
-        "FileDiff",
-        "Hunk",
-        "Line",
-        "RawEntry",
-        "build_file_diffs",
-        "parse_raw_numstat_z",
-        "render_numbered",
-        "split_raw_and_patch",
-    ),
+    "model": ("DiffParseError", "FileDiff", "Hunk", "Line", "RawEntry", "render_numbered",),
+    "patch": ("build_file_diffs", "parse_raw_numstat_z", "split_raw_and_patch",),
     "stream": ("PatchStream", "fill_from_sections",),
 })

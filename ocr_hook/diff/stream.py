@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .patch import FileDiff, Hunk, parse_section, split_patch_sections
+from .model import FileDiff, Hunk
+from .patch import parse_section, split_patch_sections
 
 SECTION_MARK = b"\ndiff --git "  # start of every file section after the first
 

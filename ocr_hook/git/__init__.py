@@ -1,5 +1,6 @@
-"""Everything that runs git (the only code that starts processes): the runner, streamed output, the
-reviewed targets (staged snapshot, commits, ranges, pushes), push scope, attributes.
+"""Everything that runs git (the only code that starts processes): the runner, what a run asks
+about the repository, streamed output, the reviewed targets (staged snapshot, commits, ranges,
+pushes), push scope, attributes.
 """
 
 from __future__ import annotations
@@ -10,23 +11,18 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .attributes import text_marked_binary
-    from .process import (
+    from .process import decode_text, foreign_env, run_command, run_git, run_git_full, zsplit
+    from .push_scope import bound_push_range
+    from .repository import (
         BLOB_MEMO_MAX_BLOB,
-        decode_text,
         find_toplevel,
-        foreign_env,
         git_common_dir,
         git_path,
         head_blobs,
         known_blob,
         remember_blob,
-        run_command,
-        run_git,
-        run_git_full,
         run_scope,
-        zsplit,
     )
-    from .push_scope import bound_push_range
     from .stream import stream_git
     from .target import (
         CONTEXT_LINES,
@@ -47,21 +43,16 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "attributes": ("text_marked_binary",),
-    "process": (
+    "process": ("decode_text", "foreign_env", "run_command", "run_git", "run_git_full", "zsplit",),
+    "repository": (
         "BLOB_MEMO_MAX_BLOB",
-        "decode_text",
         "find_toplevel",
-        "foreign_env",
         "git_common_dir",
         "git_path",
         "head_blobs",
         "known_blob",
         "remember_blob",
-        "run_command",
-        "run_git",
-        "run_git_full",
         "run_scope",
-        "zsplit",
     ),
     "push_scope": ("bound_push_range",),
     "stream": ("stream_git",),

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ..diff import FileDiff, build_file_diffs, parse_raw_numstat_z, split_raw_and_patch
 from ..errors import GitError, UsageError
-from . import attributes, process
+from . import attributes, process, repository
 from .indexcopy import private_copy
 
 # spec §3.1 patch flags, plus pins for every user setting measured to change git's output on
@@ -99,7 +99,7 @@ def _effective_index(repo: Path, environ: Mapping[str, str]) -> Path:
     if env_index:
         p = Path(env_index)
         return p if p.is_absolute() else repo / p
-    return process.git_path(repo, "index")
+    return repository.git_path(repo, "index")
 
 
 def _snapshot_key(repo: Path, environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -108,10 +108,10 @@ def _snapshot_key(repo: Path, environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def snapshot_ahead(repo: Path, environ: Mapping[str, str]) -> None:
-    """Start :func:`staged_snapshot` now in a thread (``process.start_ahead``, inside a
-    ``process.run_scope`` only), so ``write-tree`` runs while the settings and rules load; the
+    """Start :func:`staged_snapshot` now in a thread (``repository.start_ahead``, inside a
+    ``repository.run_scope`` only), so ``write-tree`` runs while the settings and rules load; the
     later :func:`staged_snapshot` with the same arguments takes its result or its error."""
-    process.start_ahead(_snapshot_key(repo, environ), lambda: _staged_snapshot(repo, environ))
+    repository.start_ahead(_snapshot_key(repo, environ), lambda: _staged_snapshot(repo, environ))
 
 
 def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
@@ -127,7 +127,7 @@ def staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
     Raises UsageError on unresolved merge conflicts or a ``$GIT_INDEX_FILE`` that names no file,
     GitError when git fails.
     """
-    found, ahead = process.take_ahead(_snapshot_key(repo, environ))
+    found, ahead = repository.take_ahead(_snapshot_key(repo, environ))
     if found:
         assert isinstance(ahead, Target)
         return ahead
@@ -140,7 +140,7 @@ def _staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
         # git names an index that is not there: reviewing "nothing staged" would pass a commit
         # no one reviewed; only the repository's own index may be absent (a fresh repository)
         raise UsageError(f"GIT_INDEX_FILE={environ['GIT_INDEX_FILE']!r}: no such index file")
-    head_commit, base = process.head_ids(repo) or _head_ids(repo)
+    head_commit, base = repository.head_ids(repo) or _head_ids(repo)
     base = base or empty_tree(repo)
     tmp = private_copy(index, environ)
     try:
@@ -161,7 +161,7 @@ def _staged_snapshot(repo: Path, environ: Mapping[str, str]) -> Target:
 
 def _head_ids(repo: Path) -> tuple[str, str]:
     """(HEAD's commit id, its tree id), ("", "") when HEAD is unborn: ``rev-parse`` when
-    ``process.head_ids`` does not know them from this command's probe."""
+    ``repository.head_ids`` does not know them from this command's probe."""
     commit = _rev_parse(repo, "HEAD^{commit}")
     return (commit, _rev_parse(repo, f"{commit}^{{tree}}")) if commit else ("", "")
 
@@ -450,7 +450,7 @@ def read_objects(
     """(type, content) of each object name in ``specs`` via one ``git cat-file --batch``
     (output ``<oid> <type> <size>\\n<content>\\n`` or ``<spec> missing\\n`` per input line);
     None for missing objects. Specs must not contain a newline. Raises GitError."""
-    return process.cat_file_batch(repo, specs, timeout_s)
+    return repository.cat_file_batch(repo, specs, timeout_s)
 
 
 def read_blob(repo: Path, treeish: str, path: str, timeout_s: float = 30.0) -> bytes | None:

@@ -11,7 +11,7 @@ import pytest
 
 from ocr_hook.agent.filtering import APPROVE_TOOL, REPORT_TOOL, review_filter
 from ocr_hook.agent.meter import Meter
-from ocr_hook.diff.patch import FileDiff
+from ocr_hook.diff.model import FileDiff
 from ocr_hook.findings import Finding, finding_id
 from ocr_hook.llm import make_client
 from ocr_hook.llm.types import Endpoint

@@ -18,7 +18,7 @@ from ocr_hook.agent.grouping import (
     split_over_budget,
     strategy,
 )
-from ocr_hook.diff.patch import FileDiff
+from ocr_hook.diff.model import FileDiff
 
 
 def fd(path: str, ins: int = 1, dels: int = 0, status: str = "modified", old: str = "") -> FileDiff:

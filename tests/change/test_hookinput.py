@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ocr_hook.change.hookinput import CI_HINT, changes_only_notice, filter_paths
-from ocr_hook.diff.patch import FileDiff
+from ocr_hook.diff.model import FileDiff
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ocr_hook.change import selection
 from ocr_hook.change.selection import SelectionPolicy
-from ocr_hook.diff.patch import FileDiff, Hunk, Line
+from ocr_hook.diff.model import FileDiff, Hunk, Line
 
 
 def fd(

@@ -25,7 +25,8 @@ from ocr_hook.comments.anchor import (
     quote_lines,
     split_change_quote,
 )
-from ocr_hook.diff.patch import FileDiff, parse_hunks, split_patch_sections
+from ocr_hook.diff.model import FileDiff
+from ocr_hook.diff.patch import parse_hunks, split_patch_sections
 from ocr_hook.findings import RawComment
 from ocr_hook.vocabulary import Severity
 from tests.support.gitrepo import GitRepo

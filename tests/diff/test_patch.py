@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from ocr_hook.diff.model import DiffParseError, Line, render_numbered
 from ocr_hook.diff.patch import (
-    DiffParseError,
-    Line,
     build_file_diffs,
     parse_hunks,
     parse_raw_numstat_z,
-    render_numbered,
     split_patch_sections,
 )
 from ocr_hook.git import target

@@ -23,7 +23,7 @@ from ocr_hook.change.rule_sources import OCR_RULE_FILE, REPO_CONFIG_FILE, SHARED
 from ocr_hook.comments.dismissals import SHARED_FILE
 from ocr_hook.config.load import HEAD_FILES
 from ocr_hook.config.models import REPO_FILE
-from ocr_hook.git import indexcopy, process, target
+from ocr_hook.git import indexcopy, repository, target
 from tests.support.cli import run_cli, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -151,16 +151,16 @@ def test_linked_worktree_probe_matches_gits_separate_answers(
     wt = tmp_path / "wt"
     repo.linked_worktree(wt)
     (wt / "sub").mkdir()
-    facts = process.probe(wt / "sub")
+    facts = repository.probe(wt / "sub")
     assert facts.top == wt
     assert facts.common_dir == (repo.path / ".git").resolve()
     assert facts.index == (repo.path / ".git" / "worktrees" / "wt" / "index").resolve()
     assert facts.head == (repo.git("rev-parse", "HEAD").strip(),
                           repo.git("rev-parse", "HEAD^{tree}").strip())
-    with process.run_scope():
-        assert process.find_toplevel(wt / "sub") == wt
+    with repository.run_scope():
+        assert repository.find_toplevel(wt / "sub") == wt
         gitlog.clear()
-        assert (process.git_common_dir(wt), process.git_path(wt, "index"), process.head_ids(wt)) == (
+        assert (repository.git_common_dir(wt), repository.git_path(wt, "index"), repository.head_ids(wt)) == (
             facts.common_dir, facts.index, facts.head)
         assert gitlog.commands() == []  # remembered from the probe
     (wt / "app.py").write_text(BODY.replace("return x + 3", "return x - 3"))
@@ -186,7 +186,7 @@ def test_hook_index_file_is_the_snapshot_and_subdirectory_paths_resolve(
     (repo.path / "pkg" / "mod.py").write_text("y = 3\n")
     repo.git("add", "pkg/mod.py", env={**repo.env, "GIT_INDEX_FILE": str(alt)})
     sub = repo.path / "pkg"
-    facts = process.probe(sub)
+    facts = repository.probe(sub)
     assert (facts.top, facts.common_dir, facts.index) == (
         repo.path, (repo.path / ".git").resolve(), (repo.path / ".git" / "index").resolve())
     monkeypatch.chdir(sub)
@@ -209,7 +209,7 @@ def test_nothing_is_remembered_between_runs_or_outside_a_run(
     first = repo.commit({"app.py": BODY}, "init")
     monkeypatch.chdir(repo.path)
     assert run_json(["review", "--format", "json"], llm.env(), capsys)[1]["files"] == []
-    assert process.head_ids(repo.path) is None  # the run's scope is over
+    assert repository.head_ids(repo.path) is None  # the run's scope is over
     second = repo.commit({"app.py": BODY + "z = 1\n", ".ocr-hook.toml": "[gate]\nmode = "
                           "\"advisory\"\n"}, "two")
     assert first != second
@@ -217,7 +217,7 @@ def test_nothing_is_remembered_between_runs_or_outside_a_run(
     rc, data, err = run_json(["review", "--preview", "--format", "json"], llm.env(), capsys)
     assert (rc, data["gate"]["mode"]) == (0, "advisory"), err  # the new HEAD's settings
     assert target.staged_snapshot(repo.path, os.environ).base_label == second
-    process.find_toplevel(repo.path)  # outside a scope: remembers nothing
+    repository.find_toplevel(repo.path)  # outside a scope: remembers nothing
     third = repo.commit({"app.py": BODY + "z = 2\n"}, "three")
     snap = target.staged_snapshot(repo.path, os.environ)
     assert (snap.base_label, snap.base == snap.head) == (third, True)
@@ -236,14 +236,14 @@ def test_head_blobs_reads_every_kind_of_path_in_one_process(
     repo.git("commit", "-q", "-m", "files")
     gitlog.clear()
     paths = [odd, "dir", "missing.txt", "link", "dir/a.txt"]
-    assert process.head_blobs(repo.path, paths) == [b"latin\n", None, None, b"dir/a.txt", b"a\n"]
+    assert repository.head_blobs(repo.path, paths) == [b"latin\n", None, None, b"dir/a.txt", b"a\n"]
     assert gitlog.commands() == ["cat-file --batch"]
-    assert process.head_blobs(repo.path, ["line\nbreak.txt"]) == [b"nl\n"]
-    with process.run_scope():
-        process.find_toplevel(repo.path)
+    assert repository.head_blobs(repo.path, ["line\nbreak.txt"]) == [b"nl\n"]
+    with repository.run_scope():
+        repository.find_toplevel(repo.path)
         gitlog.clear()
-        assert process.head_blobs(repo.path, ["dir/a.txt"], prefetch=["link"]) == [b"a\n"]
-        assert process.head_blobs(repo.path, ["link", "dir/a.txt"]) == [b"dir/a.txt", b"a\n"]
+        assert repository.head_blobs(repo.path, ["dir/a.txt"], prefetch=["link"]) == [b"a\n"]
+        assert repository.head_blobs(repo.path, ["link", "dir/a.txt"]) == [b"dir/a.txt", b"a\n"]
         assert gitlog.commands() == ["cat-file --batch"]  # the second call asked nothing
 
 
@@ -303,17 +303,17 @@ def test_work_started_ahead_gives_its_value_or_error_once_and_ends_with_the_run(
     def broken() -> str:
         raise ValueError("no index")
 
-    process.start_ahead("a", lambda: slow("outside"))  # outside a run: nothing starts
-    assert (process.take_ahead("a"), calls) == ((False, None), [])
-    with process.run_scope():
-        process.start_ahead("a", lambda: slow("one"))
-        process.start_ahead("a", lambda: slow("two"))  # the same key again: not started
-        process.start_ahead("b", broken)
-        process.start_ahead("c", lambda: slow("never taken"))
-        assert process.take_ahead("a") == (True, "one")
-        assert process.take_ahead("a") == (False, None)  # once
+    repository.start_ahead("a", lambda: slow("outside"))  # outside a run: nothing starts
+    assert (repository.take_ahead("a"), calls) == ((False, None), [])
+    with repository.run_scope():
+        repository.start_ahead("a", lambda: slow("one"))
+        repository.start_ahead("a", lambda: slow("two"))  # the same key again: not started
+        repository.start_ahead("b", broken)
+        repository.start_ahead("c", lambda: slow("never taken"))
+        assert repository.take_ahead("a") == (True, "one")
+        assert repository.take_ahead("a") == (False, None)  # once
         with pytest.raises(ValueError, match="no index"):
-            process.take_ahead("b")
+            repository.take_ahead("b")
     assert sorted(calls) == ["never taken", "one"]  # the scope waited for "c"
 
 
@@ -339,18 +339,18 @@ def test_files_read_alongside_the_probe_serve_the_settings_without_another_proce
     repo: GitRepo, gitlog: GitLog, tmp_path: Path,
 ) -> None:
     repo.commit({".ocr-hook.toml": "[gate]\nmode = \"advisory\"\n", "sub/x.txt": "x\n"}, "init")
-    with process.run_scope():
-        assert process.find_toplevel(repo.path / "sub", head_files=[".ocr-hook.toml", "nope"]) \
+    with repository.run_scope():
+        assert repository.find_toplevel(repo.path / "sub", head_files=[".ocr-hook.toml", "nope"]) \
             == repo.path
         assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch"])
-        assert process.head_blobs(repo.path, [".ocr-hook.toml", "nope"]) == [
+        assert repository.head_blobs(repo.path, [".ocr-hook.toml", "nope"]) == [
             b"[gate]\nmode = \"advisory\"\n", None]
         assert len(gitlog.commands()) == 2  # no process for the second read
     unborn = GitRepo(tmp_path / "unborn", repo.env)
     gitlog.clear()
-    with process.run_scope():
-        process.find_toplevel(unborn.path, head_files=[".ocr-hook.toml"])
-        assert process.head_blobs(unborn.path, [".ocr-hook.toml"]) == [None]
+    with repository.run_scope():
+        repository.find_toplevel(unborn.path, head_files=[".ocr-hook.toml"])
+        assert repository.head_blobs(unborn.path, [".ocr-hook.toml"]) == [None]
     assert Counter(gitlog.commands()) == Counter([PROBE, "cat-file --batch"])
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ocr_hook.diff.patch import FileDiff, Hunk, Line, render_numbered
+from ocr_hook.diff.model import FileDiff, Hunk, Line, render_numbered
 from ocr_hook.report.session import sessions_dir
 from ocr_hook.secrets import diff_scan
 from ocr_hook.secrets.redaction import redact

@@ -45,7 +45,7 @@ CONFIG = {f"ocr_hook.config.models.{c}" for c in (
     "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")}
 RESULTS = {f"ocr_hook.report.result.{c}" for c in (
     "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")}
-SHARED = CONFIG | RESULTS | {"ocr_hook.diff.patch.FileDiff"}
+SHARED = CONFIG | RESULTS | {"ocr_hook.diff.model.FileDiff"}
 
 
 def dataclasses_of(argv: list[str], cwd: Path, env: dict[str, str],

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ocr_hook.errors import GitError
-from ocr_hook.git import process
+from ocr_hook.git import process, repository
 from tests.support.gitrepo import GitRepo
 
 
@@ -112,11 +112,11 @@ def test_toplevel_from_a_subdirectory_and_outside_a_repository(
 ) -> None:
     sub = repo.path / "pkg" / "inner"
     sub.mkdir(parents=True)
-    assert process.find_toplevel(sub) == repo.path
+    assert repository.find_toplevel(sub) == repo.path
     outside = tmp_path / "plain"
     outside.mkdir()
     with pytest.raises(GitError, match=r"^git rev-parse: fatal: not a git repository"):
-        process.find_toplevel(outside)
+        repository.find_toplevel(outside)
 
 
 def test_decode_text_is_utf8_with_replacement_never_the_locale() -> None:

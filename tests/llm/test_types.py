@@ -90,7 +90,7 @@ def test_a_review_with_a_finding_builds_two_dataclasses_of_the_llm_part(
         "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")} | {
         f"ocr_hook.report.result.{c}" for c in (
             "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")} | {
-        "ocr_hook.diff.patch.FileDiff", "ocr_hook.change.changeset.ChangeSet", "ocr_hook.secrets.blobs.BlobScan",
+        "ocr_hook.diff.model.FileDiff", "ocr_hook.change.changeset.ChangeSet", "ocr_hook.secrets.blobs.BlobScan",
         "ocr_hook.change.scan.ChangeScan"}
     llm_part = {"ocr_hook.pipeline.group.GroupDeps", "ocr_hook.agent.loop._State"}
     assert set(json.loads(line[12:])) == shared | llm_part

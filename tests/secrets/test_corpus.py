@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ocr_hook.diff.patch import FileDiff, Hunk, Line
+from ocr_hook.diff.model import FileDiff, Hunk, Line
 from ocr_hook.report.session import sessions_dir
 from ocr_hook.secrets import diff_scan
 from ocr_hook.secrets.redaction import find_secrets, redact

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ocr_hook.diff.patch import FileDiff
+from ocr_hook.diff.model import FileDiff
 from ocr_hook.git import process, target
 from tests.support.gitrepo import GitRepo
 
