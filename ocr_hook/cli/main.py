@@ -12,9 +12,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from .. import util
 from ..errors import OcrError
 from ..exitcodes import Exit
-from ..util import TYPE_CHECKING, one_line
+from ..util import TYPE_CHECKING
 from .common import hook_words
 from .parser import parse, top_parser
 
@@ -154,7 +155,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
             return max(int(code), int(Exit.USAGE))
         return code
     except OcrError as e:
-        log.error("%s", one_line(str(e)))
+        log.error("%s", util.one_line(str(e)))
         if args.command == "hook":  # a bad committed setting must not trap every commit
             log.error("%s", _hook_error_hint(args.hook))
         return Exit.USAGE
@@ -168,6 +169,6 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
         return Exit.OK
     except Exception as e:  # noqa: BLE001 - a bug means an incomplete review, not a traceback
         log.error("NOT REVIEWED: internal error %s: %s (%s)", type(e).__name__,
-                  one_line(str(e)), _details_hint(args))
+                  util.one_line(str(e)), _details_hint(args))
         log.debug("traceback", exc_info=True)
         return Exit.INCOMPLETE if on_error_block else Exit.OK

@@ -139,8 +139,7 @@ CACHE_HIT = {"ocr_hook.agent", "ocr_hook.agent.redactor", "ocr_hook.pipeline.loc
              "ocr_hook.pipeline.cache.policy", "ocr_hook.agent.grouping"}
 # The command layer only: what `-h` and a skipped hook import.
 COMMAND_LAYER = {"ocr_hook", "ocr_hook.cli", "ocr_hook.cli.main", "ocr_hook.cli.parser",
-                 "ocr_hook.cli.common", "ocr_hook.errors", "ocr_hook.exitcodes", "ocr_hook.util",
-                 "ocr_hook.util.text"}
+                 "ocr_hook.cli.common", "ocr_hook.errors", "ocr_hook.exitcodes", "ocr_hook.util"}
 # ... and, for a parser with review flags (a hook's), the --format names: the registry alone
 FORMAT_NAMES = {"ocr_hook.report", "ocr_hook.report.formats"}
 
