@@ -96,8 +96,6 @@ class ChangeSet:
     probes: list[selection.Decision] = field(default_factory=list)
 
 
-
-
 def _file_from_entry(e: RawEntry) -> FileDiff:
     return FileDiff(
         status=e.status, old_path=e.old_path, new_path=e.new_path, old_mode=e.old_mode,

@@ -128,7 +128,6 @@ def resolve_endpoint(
     )
 
 
-
 def run_api_key_cmd(command: str, environ: Mapping[str, str]) -> str:
     """Run ``llm.api_key_cmd`` and return the first non-blank line it prints (the key).
     Raises ConfigError("llm.api_key_cmd …") when the command fails, times out or prints nothing;

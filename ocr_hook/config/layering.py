@@ -246,7 +246,6 @@ def build_config(layers: Sequence[Layer]) -> Config:
         ) from None
 
 
-
 def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Layer:
     """The standard variables of the selected preset (spec §2: ``OPENAI_API_KEY`` /
     ``OPENAI_BASE_URL`` for ``openai``, ``ANTHROPIC_*`` for ``anthropic``, ``DEEPSEEK_API_KEY``…,
@@ -283,7 +282,6 @@ def check_repo_layer(layer: Layer) -> Layer:
                 " file (`git ocr config set`) or the environment"
             )
     return layer
-
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -332,7 +330,6 @@ def _toml_value(text: str, key: str) -> Any:
         return parse_toml(f"v = {text}", "value")["v"]
     except ConfigError as e:
         raise ConfigError(f"invalid {key} = {text!r}: not a TOML value ({e})") from None
-
 
 
 # command-line flag (argparse dest) → config key; boolean switches are handled below

@@ -296,7 +296,6 @@ FLAG_KEYS: dict[str, str] = {
 LIST_KEYS = {"select.include", "select.exclude", "security.allow_secrets"}
 
 
-
 def field_of(key: str) -> tuple[str, str, Any]:
     """(section, name, annotation) of a dotted ``section.name`` key (the annotation as written,
     e.g. ``Annotated[int, Bound(ge=0)] | None``). Raises ConfigError listing the allowed keys

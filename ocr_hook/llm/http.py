@@ -65,7 +65,6 @@ _QUOTA_MARKERS = (
 )
 
 
-
 class SessionPerThread:
     """One ``requests.Session`` per calling thread, created on first use: requests promises no
     thread safety for a shared Session, and a per-thread one keeps connections alive across a

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: hook runs read this
+from ..util import TYPE_CHECKING  # without importing typing: the parser of every hook reads this
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import TextIO

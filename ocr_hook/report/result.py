@@ -40,8 +40,6 @@ INCOMPLETE_STOPS = frozenset({
 CACHEABLE_STOPS = (StopReason.TASK_DONE,)
 
 
-
-
 @dataclass
 class FileOutcome:
     """Coverage entry of one changed path (spec §8.3)."""

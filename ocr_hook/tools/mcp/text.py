@@ -61,7 +61,6 @@ def describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-
 def bad_line(e: Exception) -> str:
     """The start of the line a JSON-RPC parse error (pydantic ValidationError) rejected."""
     errors = getattr(e, "errors", None)
