@@ -11,7 +11,7 @@ from ..util import lazy_exports
 if TYPE_CHECKING:
     from .budget import BudgetedClient
     from .filtering import relocate_snippet, review_filter
-    from .grouping import Group, build_groups, plan_required
+    from .grouping import Group, build_groups
     from .loop import ContextPolicy, run_loop, stop_reason_for, text_tool_calls
     from .meter import Meter
     from .prompts import (
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
         group_messages,
     )
     from .redactor import RedactingClient, Redactor
-    from .tasks import grouping_call, plan_call, summary_call
+    from .tasks import grouping_call, summary_call
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "budget": ("BudgetedClient",),
     "filtering": ("relocate_snippet", "review_filter",),
-    "grouping": ("Group", "build_groups", "plan_required",),
+    "grouping": ("Group", "build_groups",),
     "loop": ("ContextPolicy", "run_loop", "stop_reason_for", "text_tool_calls",),
     "meter": ("Meter",),
     "prompts": (
@@ -40,5 +40,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "group_messages",
     ),
     "redactor": ("RedactingClient", "Redactor",),
-    "tasks": ("grouping_call", "plan_call", "summary_call",),
+    "tasks": ("grouping_call", "summary_call",),
 })

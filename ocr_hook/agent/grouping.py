@@ -1,4 +1,4 @@
-"""Reviewable files → review groups (spec §6.1 step 2) and the plan-phase threshold (step 4).
+"""Reviewable files → review groups (spec §6.1 step 2).
 
 Pure: no LLM call, no git, no clock. :func:`build_groups` decides between the deterministic
 strategies here and one grouping LLM call it is given (``agent.tasks.grouping_call``), whose
@@ -26,8 +26,6 @@ GROUPING_MIN_FILES = 4  # spec §6.1 (OCR GROUPING_MIN_FILES): below → no grou
 GROUPING_BUNDLE_LINE_THRESHOLD = 200  # spec §6.1 (OCR): fewer changed lines → one bundle
 MAX_FILES_PER_GROUP = 10  # spec §6.1 (OCR maxFilesPerGroup)
 GROUP_CONTEXT_FRACTION = 0.8  # spec §6.1: a group's diffs above 80 % of the context split
-PLAN_MODE_LINE_THRESHOLD = 50  # spec §6.1 step 4 (OCR): largest file churn ≥ 50 → plan
-PLAN_MODE_GROUP_LINE_THRESHOLD = 100  # spec §6.1 step 4 (OCR): ≥ 2 files and ≥ 100 → plan
 BUNDLE_LABEL = "small change set"
 
 # compiled on first use (re's cache): only a grouping answer is parsed with them
@@ -188,16 +186,6 @@ def split_over_budget(
         else:
             out.append(g)
     return out
-
-
-def plan_required(files: Sequence[FileDiff]) -> bool:
-    """Whether the group gets a plan (spec §6.1 step 4): when the largest file changed ≥ 50
-    lines, or the group has ≥ 2 files and ≥ 100 changed lines in total."""
-    if not files:
-        return False
-    if max(f.changed_lines for f in files) >= PLAN_MODE_LINE_THRESHOLD:
-        return True
-    return len(files) >= 2 and total_changed(files) >= PLAN_MODE_GROUP_LINE_THRESHOLD
 
 
 def build_groups(

@@ -1,6 +1,6 @@
 """The main-task prompt of one group (spec §6.2), assembled from explicit fields with
 ``util.render_template``: the other changed files, the group's numbered diffs, rules,
-background, the plan (round 1) and the findings of earlier rounds (rounds ≥ 2); plus the prompt
+background and the findings of earlier rounds (rounds ≥ 2); plus the prompt
 size check (spec §6.3). Pure: the date, rules and redaction are passed in.
 """
 
@@ -76,7 +76,7 @@ def group_fields(
     group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str,
     line_count: Callable[[str], int | None] = lambda _path: None,
 ) -> dict[str, str]:
-    """Template fields shared by the plan and main prompts of ``group``: date, other changed
+    """Template fields of the main prompt of ``group``: date, other changed
     files (status + path, spec §6.2), the group's numbered diffs in ``<file>`` elements (with
     the new file's line count from ``line_count``), rules and background."""
     return {
@@ -89,8 +89,8 @@ def group_fields(
 
 
 def contract_fields(language: str) -> dict[str, str]:
-    """The system-prompt fields every reviewing phase shares (plan and main): the one
-    severity scale (``config/templates/severity.md``) and the answer language."""
+    """The main system prompt's shared fields: the one severity scale
+    (``config/templates/severity.md``) and the answer language."""
     return {"severity": util.render_template("severity", {}), "language": language or "English"}
 
 
@@ -99,13 +99,12 @@ def group_messages(
     language: str,
     redact: Callable[[str], str],
     *,
-    plan: str = "",
     confirmed: str = "",
 ) -> list[Message]:
     """System + user messages of one group's main task (spec §6.2) from its ``group_fields``;
-    ``plan`` only in round 1, ``confirmed`` (earlier findings) only in rounds ≥ 2."""
+    ``confirmed`` (earlier findings) only in rounds ≥ 2."""
     system = util.render_template("main_system", contract_fields(language))
-    user = util.render_template("main_user", {**fields, "plan": plan, "confirmed": confirmed})
+    user = util.render_template("main_user", {**fields, "confirmed": confirmed})
     return [Message("system", system), Message("user", redact(user))]
 
 

@@ -1,5 +1,5 @@
-"""Single-shot LLM calls of the review pipeline (spec §6.1, §6.3): grouping, plan and the
-compression summary. Each is one request with no ``tools`` field; the answer is text.
+"""Single-shot LLM calls of the review pipeline (spec §6.1, §6.3): grouping and the compression
+summary. Each is one request with no ``tools`` field; the answer is text.
 
 Every call goes through :func:`ask`: the run's Meter is checked first (the client's
 ``before_attempt`` hook checks it again before each HTTP attempt), usage is added to the Meter,
@@ -16,16 +16,13 @@ from typing import Any
 from .. import util
 from ..diff import FileDiff
 from ..errors import LlmError
-from ..llm import ChatClient, Message, ToolSpec, Turn
+from ..llm import ChatClient, Message, Turn
 from . import grouping
 from .meter import Meter
-from .stops import cut_by_output_limit
 
 Record = Callable[[str, dict[str, Any]], None]
 
 GROUPING_LABEL = "__grouping__"  # session pseudo-path of the grouping call (as OCR records it)
-PLAN_CUT_NOTE = ("(The plan stopped at the output limit: hypotheses after this point are missing;"
-                 " review every file yourself.)")
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
 _FENCED = r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$"  # re.S; compiled on first use
 
@@ -96,54 +93,6 @@ def grouping_call(
         return grouping.parse_grouping_answer(answer, files)
     except grouping.GroupingError as e:
         raise LlmError(str(e), kind="protocol") from e
-
-
-def _signature(parameters: dict[str, object]) -> str:
-    """``{a, b?}`` from a JSON Schema object: property names, optional ones marked ``?``."""
-    props = parameters.get("properties")
-    required = parameters.get("required")
-    names = list(props) if isinstance(props, dict) else []
-    need = set(required) if isinstance(required, list) else set()
-    return "{" + ", ".join(n if n in need else f"{n}?" for n in names) + "}"
-
-
-def plan_tools_text(specs: Sequence[ToolSpec]) -> str:
-    """The reviewer's tools as one line each for the plan prompt (the plan request has no
-    ``tools`` field): ``- name {arg, optional?}: description``."""
-    out = [f"- {s.name} {_signature(s.parameters)}: {' '.join(s.description.split())}"
-           for s in specs]
-    return "\n".join(out) if out else "(none)"
-
-
-def plan_call(
-    client: ChatClient,
-    *,
-    plan_tools: Sequence[ToolSpec],
-    user_fields: dict[str, str],
-    language: str,
-    redact: Callable[[str], str],
-    meter: Meter,
-    record: Record,
-    label: str,
-) -> str:
-    """The plan of spec §6.1 step 4: a short prioritised checklist of hypotheses for round 1.
-    ``plan_tools``: every tool the reviewer will have (listed as text, none callable now);
-    ``user_fields`` are the main task's fields (date, other_files, diffs, rules, background).
-    A plan cut at the output limit ends with PLAN_CUT_NOTE, so the reviewer knows the rest
-    is missing. Raises LlmError (also for an empty answer), BudgetExhausted or
-    DeadlineExceeded."""
-    system = util.render_template("plan_system", {"plan_tools": plan_tools_text(plan_tools),
-                                            "severity": util.render_template("severity", {}),
-                                            "language": language or "English"})
-    user = redact(util.render_template("plan_user", user_fields))
-    turn = ask_turn(client, [Message("system", system), Message("user", user)], meter=meter,
-                    record=record, task="plan", label=label)
-    answer = clean_answer(turn.message.content)
-    if not answer:
-        raise LlmError("the plan answer was empty", kind="protocol")
-    if cut_by_output_limit(turn):
-        answer += "\n" + PLAN_CUT_NOTE
-    return answer
 
 
 def summary_call(

@@ -163,8 +163,10 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
     g.add_argument("--tools", metavar="FILE",
                    help="tools.json-format file that drops tools or rewrites descriptions")
     g.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    g.add_argument("--filter", action="store_true",
+                   help="run the LLM review filter that drops comments the diff proves wrong")
     g.add_argument("--no-filter", action="store_true",
-                   help="skip the LLM review filter that drops comments the diff proves wrong")
+                   help="skip the review filter even when review.filter is on")
     g.add_argument("--exclude", action="append", metavar="GLOBS",
                    help="gitignore-style globs to exclude (comma-separated, repeatable)")
     g.add_argument("--rule", metavar="FILE",

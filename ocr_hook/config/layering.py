@@ -352,7 +352,8 @@ _FLAG_LAYER_KEYS = {
 def flag_layer(flags: Mapping[str, Any]) -> Layer:
     """The command-line layer from parsed flag values (argparse dest → value; None means not
     given): ``--exclude`` items are split on commas, ``--no-cache``/``--no-filter`` turn
-    ``cache.enabled``/``review.filter`` off. Pure."""
+    ``cache.enabled``/``review.filter`` off, ``--filter`` turns ``review.filter`` on
+    (``--no-filter`` wins when both are given). Pure."""
     data: dict[str, dict[str, object]] = {}
 
     def put(key: str, value: object) -> None:
@@ -368,6 +369,8 @@ def flag_layer(flags: Mapping[str, Any]) -> Layer:
             [g.strip() for item in flags["exclude"] for g in item.split(",") if g.strip()])
     if flags.get("no_cache"):
         put("cache.enabled", False)
+    if flags.get("filter"):
+        put("review.filter", True)
     if flags.get("no_filter"):
         put("review.filter", False)
     return Layer("command line", data)

@@ -149,7 +149,7 @@ class ReviewConfig:
     # reviewed)
     max_push_commits: Annotated[int, Bound(ge=1)] = 20
     language: str = "English"
-    filter: bool = True
+    filter: bool = False  # the review filter is opt-in (spec §8.4: it removed nothing on real PRs)
     background: str = ""
     background_file: str = ""
 

@@ -1,8 +1,8 @@
 """One group's review (spec §6.1 steps 4–6, §10 group level), run on a group-pool thread:
-the cache lookup, the prompt size check, the optional plan, the effort rounds of the tool loop,
-the review filter once over all the group's comments (only when there is something to filter,
-at most one call per group, on the group's own thread so groups filter in parallel), and the
-group's comments drained before it returns.
+the cache lookup, the prompt size check, the effort rounds of the tool loop, the review
+filter (opt-in: ``review.filter``) once over all the group's comments (only when there is
+something to filter, at most one call per group, on the group's own thread so groups filter
+in parallel), and the group's comments drained before it returns.
 
 ``review_group`` returns a ``GroupOutcome`` (stop reason, report, the group's own warnings)
 and writes no shared state besides the run's thread-safe services: comments go through the
@@ -30,12 +30,10 @@ from ..agent import (
     group_fields,
     group_messages,
     run_loop,
-    stop_reason_for,
 )
 from ..comments import Collector, CommentPool
 from ..config import Config
 from ..diff import FileDiff
-from ..errors import BudgetExhausted, DeadlineExceeded, LlmError
 from ..findings import Finding, RawComment, RunWarning
 from ..llm import ChatClient
 from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
@@ -156,30 +154,9 @@ class _GroupRun:
         self.report.reason = stop if stop in INCOMPLETE_STOPS else ""
         return GroupOutcome(stop, err, self.report, tuple(self.warnings))
 
-    def plan(self, fields: dict[str, str]) -> tuple[str, StopReason | None, str]:
-        """spec §6.1 step 4: the plan when the group needs one. Returns (plan, stop, error):
-        a stop when budget or deadline ended the call; a failed call is a warning only."""
-        d = self.deps
-        if not agent.plan_required(self.group.files):
-            return "", None, ""
-        try:
-            plan = agent.plan_call(
-                d.client, plan_tools=d.registry.specs("main"), user_fields=fields,
-                language=d.language, redact=d.redact, meter=d.meter, record=d.record,
-                label=self.group.label)
-        except (BudgetExhausted, DeadlineExceeded) as e:
-            stop = stop_reason_for(e)
-            self.report.stop_reasons.append(stop)
-            return "", stop, str(e)
-        except LlmError as e:
-            self.warn("plan_failed", f"{e} (continuing without a plan)")
-            return "", None, ""
-        self.report.planned = True
-        return plan, None, ""
-
     def rounds(self, local: Mapping[str, Handler]) -> tuple[StopReason, str]:
-        """The prompt size check, the plan and the effort rounds (spec §6.1 step 5: round 1
-        with the plan, later rounds with the findings so far, before the filter; stop early
+        """The prompt size check and the effort rounds (spec §6.1 step 5: later rounds see
+        the findings so far, before the filter; stop early
         when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
         d, group = self.deps, self.group
         rules_text = d.rules([f.path for f in group.files])
@@ -191,16 +168,12 @@ class _GroupRun:
             self.warn(StopReason.TOKEN_THRESHOLD_EXCEEDED, msg)  # the warning's type: the stop
             self.report.stop_reasons.append(StopReason.TOKEN_THRESHOLD_EXCEEDED)
             return StopReason.TOKEN_THRESHOLD_EXCEEDED, msg
-        plan, plan_stop, err = self.plan(fields)
-        if plan_stop is not None:
-            return plan_stop, err
         cap, used = d.group_tokens_cap, 0
         for rnd in range(1, d.rounds_total + 1):
             with self.raw_lock:
                 before = len(self.raw)
                 confirmed = confirmed_block(self.raw) if rnd > 1 else ""
-            msgs = group_messages(fields, d.language, d.redact,
-                                  plan=plan if rnd == 1 else "", confirmed=confirmed)
+            msgs = group_messages(fields, d.language, d.redact, confirmed=confirmed)
             res = run_loop(d.client, d.registry, msgs, local=local, meter=d.meter,
                            max_rounds=d.cfg.review.max_tool_rounds, redact=d.redact,
                            record=d.record, label=group.label, context=self.context_policy(),

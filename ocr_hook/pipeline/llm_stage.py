@@ -211,7 +211,7 @@ class _GroupRunner:
             result.group_reports.append(report)
             self.record("group_done", {
                 "group": g.label, "stop_reason": o.stop, "round_stop_reasons": report.stop_reasons,
-                "reason": reason, "planned": report.planned, "compressions": report.compressions})
+                "reason": reason, "compressions": report.compressions})
         result.warnings.extend(self.collector.warnings)
         result.findings = merged_findings([*self.st.config_findings, *self.collector.snapshot()])
 

@@ -79,13 +79,12 @@ class GroupReport:
     ``stop_reasons``: the loop's stop reason per effort round run, or the single reason the
     group never reached a loop (``TOKEN_THRESHOLD_EXCEEDED``, ``TIMEOUT`` before it started,
     ``ERROR``, ``CACHE_HIT``). ``reason``: the incomplete reason ("" when the group counts as
-    reviewed). ``planned``: a plan was used in round 1."""
+    reviewed)."""
 
     label: str
     files: list[str]
     stop_reasons: list[StopReason] = field(default_factory=list)
     reason: str = ""
-    planned: bool = False
     compressions: int = 0
 
 

@@ -174,6 +174,13 @@ def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     return run_json(["review", "--format", "json", "--no-cache", *args], llm.env(**env), capsys)
 
 
+def filtered(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str], *args: str, **env: str
+             ) -> tuple[int, dict[str, Any], str]:
+    """A review with the opt-in review filter on (``--filter``)."""
+    return review(repo, llm, monkeypatch, capsys, "--filter", *args, **env)
+
+
 A = (QUOTES["guard"], "Zero prices are accepted; use <= 0.")
 B = (QUOTES["raise"], "ValueError is never caught by the caller and crashes the request.")
 
@@ -186,7 +193,7 @@ def test_review_drops_exactly_the_reported_comment(
     llm.tool_calls(("code_comment", {"comments": [comment(*A), comment(*B)]}),
                    ("task_done", {"state": "DONE"}))
     llm.tool_calls((REPORT_TOOL, {"comment_ids": [drop]}), match=REPORT_TOOL)
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low")
+    rc, data, _ = filtered(repo, llm, monkeypatch, capsys, "--effort", "low")
     assert rc == 1
     assert [(c["id"], c["start_line"], c["anchor"]) for c in data["comments"]] == [
         (finding_id("app.py", "new", *B), 14, "hunk_new")]
@@ -208,7 +215,7 @@ def test_one_filter_call_per_group_sees_the_comments_of_every_round(
     llm.tool_calls(("code_comment", {"comments": [comment(*B), comment(*C)]}),
                    ("task_done", {"state": "DONE"}))
     llm.tool_calls((REPORT_TOOL, {"comment_ids": [b_id]}), match=REPORT_TOOL)
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
+    rc, data, _ = filtered(repo, llm, monkeypatch, capsys, "--effort", "high")
     assert rc == 1
     assert sorted(c["id"] for c in data["comments"]) == sorted([a_id, c_id])
     # round 1, round 2, round 3 (default reply: task_done, no comment), then one filter call
@@ -229,7 +236,7 @@ def test_a_group_whose_comments_are_all_removed_passes(
     b_id = finding_id("app.py", "new", *B)
     llm.tool_calls(("code_comment", {"comments": [comment(*B)]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls((REPORT_TOOL, {"comment_ids": [b_id]}), match=REPORT_TOOL)
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
+    rc, data, _ = filtered(repo, llm, monkeypatch, capsys, "--effort", "high")
     assert (rc, data["comments"], data["verdict"]) == (0, [], "pass")
     assert len(llm.requests) == 3  # rounds 1 and 2 (adds nothing: early stop), the filter
 
@@ -239,27 +246,34 @@ def test_group_without_comments_makes_no_filter_call(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "high")
+    rc, data, _ = filtered(repo, llm, monkeypatch, capsys, "--effort", "high")
     assert (rc, data["status"], len(llm.requests)) == (0, "complete", 1)
 
 
-def test_no_filter_flag_and_config_skip_the_call(
+def test_the_filter_is_off_by_default_and_no_filter_beats_the_config_key(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--no-filter")
-    assert len(data["comments"]) == 1 and len(llm.requests) == 1
+    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low")
+    assert (len(data["comments"]), len(llm.requests)) == (1, 1)
+    llm.requests.clear()
+    llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
+    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--no-filter",
+                         OCR_HOOK_REVIEW_FILTER="true")
+    assert (len(data["comments"]), len(llm.requests)) == (1, 1)
 
 
-def test_review_filter_config_key_off_skips_the_call(
+def test_review_filter_config_key_on_runs_the_call(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
+    llm.tool_calls((APPROVE_TOOL, {}), match=REPORT_TOOL)
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low",
-                         OCR_HOOK_REVIEW_FILTER="false")
-    assert len(data["comments"]) == 1 and len(llm.requests) == 1
+                         OCR_HOOK_REVIEW_FILTER="true")
+    kinds = ["filter" if len(r["tools"]) == 2 else "main" for r in llm.requests]
+    assert (len(data["comments"]), kinds) == (1, ["main", "filter"])
 
 
 def test_failing_filter_keeps_every_comment(
@@ -271,7 +285,7 @@ def test_failing_filter_keeps_every_comment(
     llm.reply(openai_tool_calls(("task_done", {"state": "DONE"})), match=REPORT_TOOL)
     llm.reply({"error": {"message": "boom", "type": "server_error"}}, status=400,
               match=REPORT_TOOL)
-    rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low")
+    rc, data, err = filtered(repo, llm, monkeypatch, capsys, "--effort", "low")
     assert rc == 1
     assert len(data["comments"]) == 2
     assert len(llm.requests) == 3  # main, malformed filter answer, its one retry
@@ -280,20 +294,20 @@ def test_failing_filter_keeps_every_comment(
     assert "review filter failed" in err
 
 
-def test_hook_review_of_one_file_with_one_finding_makes_two_sequential_requests(
+def test_hook_review_of_one_file_whose_model_files_and_finishes_in_one_reply_is_one_request(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The best case on the hook path (effort low): the model files its comment and
-    finishes in one reply, so one main request, then one filter call; no plan, no grouping."""
+    finishes in one reply, so the whole review is that one request: no grouping, no plan, no
+    filter (opt-in), no second round."""
     a_id = finding_id("app.py", "new", *A)
     repo.commit({"app.py": APP}, "init")
     repo.stage({"app.py": GUARD})
     llm.tool_calls(("code_comment", {"comments": [comment(*A)]}), ("task_done", {"state": "DONE"}))
-    llm.tool_calls((APPROVE_TOOL, {}), match=REPORT_TOOL)
     monkeypatch.chdir(repo.path)
     rc, data, _ = run_json(["hook", "pre-commit", "--format", "json", "--no-cache"], llm.env(),
                            capsys)
     assert (rc, [c["id"] for c in data["comments"]]) == (1, [a_id])
-    kinds = ["filter" if len(r["tools"]) == 2 else "main" for r in llm.requests]
-    assert kinds == ["main", "filter"] and data["summary"]["llm_calls"] == 2
+    assert (len(llm.requests), data["summary"]["llm_calls"]) == (1, 1)
+    assert len(llm.requests[0]["tools"]) > 2  # the main task's tools, not the filter's

@@ -1,5 +1,5 @@
-"""Pure grouping rules of spec §6.1 steps 2 and 4: thresholds, the grouping answer's validation,
-the 10-file cap, the token-budget split and the plan threshold. Nothing is faked: the inputs
+"""Pure grouping rules of spec §6.1 step 2: thresholds, the grouping answer's validation,
+the 10-file cap and the token-budget split. Nothing is faked: the inputs
 are FileDiff values as the diff parser produces them (metadata only is needed here)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from ocr_hook.agent.grouping import (
     deterministic_groups,
     file_list,
     parse_grouping_answer,
-    plan_required,
     split_over_budget,
     strategy,
 )
@@ -143,22 +142,6 @@ def test_groups_over_the_token_budget_split_into_single_files() -> None:
         ("small", ["c.py", "d.py"]),
         ("huge", ["e.py"]),  # a single file is never split further
     ]
-
-
-@pytest.mark.parametrize(
-    ("changes", "expected"),
-    [
-        ([(49, 0)], False),
-        ([(30, 20)], True),  # largest file changed 50 lines
-        ([(40, 0), (40, 0), (19, 0)], False),  # 99 lines over 3 files
-        ([(40, 0), (40, 0), (20, 0)], True),  # ≥ 2 files and 100 lines
-        ([(99, 0)], True),
-        ([], False),
-    ],
-)
-def test_plan_threshold(changes: list[tuple[int, int]], expected: bool) -> None:
-    files = [fd(f"f{i}.py", a, d) for i, (a, d) in enumerate(changes)]
-    assert plan_required(files) is expected
 
 
 def test_group_key_is_stable_under_file_order() -> None:

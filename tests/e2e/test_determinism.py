@@ -33,7 +33,7 @@ def name(i: int) -> str:
 
 
 def content(i: int) -> str:
-    lines = 60 if i % 4 == 1 else 12  # ≥ 50 changed lines: the group is planned first
+    lines = 60 if i % 4 == 1 else 12  # a larger file among small ones
     return "".join(f"value_f{i:02d}_{n} = {n}\n" for n in range(lines))
 
 
@@ -44,7 +44,7 @@ def comment(path: str, quote: str, text: str) -> dict[str, Any]:
 
 def script(llm: ScriptedLLM, delay_of: dict[int, float]) -> None:
     """One run's replies. Group i (one file each) by i % 4: 0 the main request fails (HTTP
-    400: subtask_error); 1 the plan fails (plan_failed), then one comment; 2 a comment whose
+    400: subtask_error); 1 one comment on a 60-line file; 2 a comment whose
     quote is in the next file (comment_refiled) and one on its own line 3; 3 two comments on
     line 3 with the same severity (a tie the output order must still break the same way)."""
     names = [name(i) for i in range(N_FILES)]
@@ -58,8 +58,6 @@ def script(llm: ScriptedLLM, delay_of: dict[int, float]) -> None:
                       match=tag)
             continue
         if i % 4 == 1:
-            llm.reply({"error": {"message": f"no plan {i}"}}, status=400, delay_s=delay,
-                      match=tag)
             calls = [comment(name(i), own, f"Constant {i} is unused.")]
         elif i % 4 == 2:
             nxt = f"value_f{i + 1:02d}_5 = 5"
@@ -108,10 +106,9 @@ def test_concurrent_groups_give_byte_identical_output_whatever_finishes_first(
     assert first == second
     data = outputs[0]
     assert [g["label"] for g in data["groups"]] == [name(i) for i in range(N_FILES)]
-    # warnings: each group's own (plan_failed, subtask_error) in group order, then the comments'
+    # warnings: each group's own (subtask_error) in group order, then the comments'
     assert [(w["type"], w["file"]) for w in data["warnings"]] == [
-        *[(kind, name(i)) for i in range(N_FILES) if i % 4 in (0, 1)
-          for kind in (("subtask_error",) if i % 4 == 0 else ("plan_failed",))],
+        *[("subtask_error", name(i)) for i in range(N_FILES) if i % 4 == 0],
         *[("comment_refiled", name(i)) for i in range(N_FILES) if i % 4 == 2],
     ]
     assert [(c["path"], c["start_line"], c["content"]) for c in data["comments"]] == sorted(

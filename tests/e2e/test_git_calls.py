@@ -93,14 +93,14 @@ def test_nothing_to_review_runs_three_git_processes(
 def one_file_change(repo: GitRepo, llm: ScriptedLLM, **also: str) -> None:
     """app.py (and ``also``) committed, then line 30 edited and staged (the first hunk starts
     below line 1, so the change set reads the blob's head for generated-file markers); the
-    model files one comment on it and finishes in one reply, the review filter approves."""
+    model files one comment on it and finishes in one reply (one request: the review filter is
+    opt-in)."""
     repo.commit({"app.py": BODY, **also}, "init")
     repo.stage({"app.py": BODY.replace("return x + 7", "return x - 7")})
     llm.tool_calls(("code_comment", {"comments": [{
         "path": "app.py", "existing_code": "return x - 7", "severity": "low",
         "category": "other", "content": "Subtracts instead of adding."}]}),
         ("task_done", {"state": "DONE"}))
-    llm.tool_calls(("approve_all_comments", {}), match="approve_all_comments")
 
 
 def test_one_file_review_runs_six_git_processes_and_a_cache_hit_the_same(
@@ -113,7 +113,7 @@ def test_one_file_review_runs_six_git_processes_and_a_cache_hit_the_same(
     args = ["review", "--format", "json", "--effort", "low"]
     rc, data, err = run_json(args, llm.env(), capsys)
     [c] = data["comments"]
-    assert (rc, c["path"], c["start_line"], data["summary"]["llm_calls"]) == (0, "app.py", 30, 2)
+    assert (rc, c["path"], c["start_line"], data["summary"]["llm_calls"]) == (0, "app.py", 30, 1)
     # the shared dismissal file was read at HEAD (its error is the proof) without a process
     assert [w["type"] for w in data["warnings"]] == ["dismissals"], data["warnings"]
     expected = Counter({PROBE: 1, "cat-file --batch": 2, "write-tree": 1, "diff": 2})
@@ -121,7 +121,7 @@ def test_one_file_review_runs_six_git_processes_and_a_cache_hit_the_same(
     assert Counter(gitlog.commands()) == expected, gitlog.commands()
     gitlog.clear()
     rc, data, err = run_json(args, llm.env(), capsys)
-    assert (rc, data["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 2), err
+    assert (rc, data["summary"]["cache_hits"], len(llm.requests)) == (0, 1, 1), err
     assert Counter(gitlog.commands()) == expected
 
 

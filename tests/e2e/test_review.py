@@ -26,7 +26,6 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert APP_PY.splitlines()[11].strip() == SQL_LINE
     llm.tool_calls(("code_comment", sql_comment()))
     llm.tool_calls(("task_done", {"state": "DONE"}))
-    llm.tool_calls(("approve_all_comments", {}), match="approve_all_comments")  # review filter
     monkeypatch.chdir(repo.path)
     rc, out, err = run_cli(["review", "--format", "json"], llm.env(), capsys)
     data = json.loads(out)
@@ -43,11 +42,9 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert files["app.py"] == {"path": "app.py", "status": "added", "reviewed": True, "reason": ""}
     assert data["summary"]["files_reviewed"] == 1
     assert data["summary"]["by_severity"]["critical"] == 1
-    # round 1: comment, task_done; round 2 (effort medium) adds nothing and stops early; then
-    # the review filter approves (once per group)
-    assert data["summary"]["llm_calls"] == 4 == len(llm.requests)
-    assert {t["function"]["name"] for t in llm.requests[3]["tools"]} == {
-        "report_incorrect_comments", "approve_all_comments"}
+    # round 1: comment, task_done; round 2 (effort medium) adds nothing and stops early; no
+    # review filter (opt-in)
+    assert data["summary"]["llm_calls"] == 3 == len(llm.requests)
     first = llm.requests[0]
     assert first["model"] == "scripted-model"
     assert {t["function"]["name"] for t in first["tools"]} == set(TOOLS)

@@ -1,7 +1,6 @@
 """The review contract: ``code_comment`` answers where each comment landed, a path
-copied as the prompt shows it reaches its file, one severity scale in every phase, the full
-tool list in the plan, and a comment filed again with a better quote replaces its unplaced
-copy.
+copied as the prompt shows it reaches its file, one severity scale stated once, and a
+comment filed again with a better quote replaces its unplaced copy.
 
 Real: git repositories and diffs, the comment pool's threads, ``cli.main`` with HTTP to the
 loopback model server, the shipped templates and tools.json. Fake: the model's replies.
@@ -141,8 +140,7 @@ def test_one_severity_scale_stated_once_and_nowhere_else() -> None:
     for name in resources.list_builtin_dir("rules"):
         if name.endswith(".md"):
             assert "**critical** =" not in resources.read_builtin_text(f"rules/{name}"), name
-    for phase in ("main_system", "plan_system"):
-        assert resources.template(phase).count("{{severity}}") == 1
+    assert resources.template("main_system").count("{{severity}}") == 1
 
 
 def review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
@@ -177,23 +175,3 @@ def test_the_model_learns_where_its_comments_landed_and_escaped_paths_work(
                       f"2. a&amp;b.py: {NOT_PLACED}")
     assert [(c["path"], c["start_line"]) for c in data["comments"]] == [
         ("a&b.py", 13), ("a&b.py", 0)]
-
-
-def test_a_plan_cut_at_the_output_limit_says_so_in_the_main_prompt(
-    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from ocr_hook.agent.tasks import PLAN_CUT_NOTE
-    from tests.support.scripted_llm import openai_text
-
-    body = "".join(f"value_{i} = {i}\n" for i in range(60))
-    repo.stage({"a.py": body})
-    cut = openai_text("Summary: constants.\n1. [low] a.py value_0 may")
-    cut["choices"][0]["finish_reason"] = "length"
-    llm.reply(cut, match="You prepare the review")
-    rc, data = review(repo, llm, monkeypatch, capsys)
-    assert rc == 0 and data["status"] == "complete"
-    plan_req, main_req = llm.requests
-    assert "- file_read {file_path, start_line?, end_line?}" in plan_req["messages"][0]["content"]
-    main_user = main_req["messages"][1]["content"]
-    assert f"1. [low] a.py value_0 may\n{PLAN_CUT_NOTE}\n</review_plan>" in main_user

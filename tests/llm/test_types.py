@@ -70,7 +70,8 @@ sys.stderr.write("\\nDATACLASSES=" + json.dumps(found) + "\\nRC=" + str(rc) + "\
 def test_a_review_with_a_finding_builds_two_dataclasses_of_the_llm_part(
     repo: GitRepo, llm: ScriptedLLM,
 ) -> None:
-    """A 1-file review whose model files a comment and approves it in the review filter: the
+    """A 1-file review whose model files a comment and approves it in the (opt-in) review
+    filter: the
     dataclasses built are those of the shared path (settings, results, the change set) and,
     of the LLM part, only the services the groups share and the loop's state (none in the
     clients, tools, comments or grouping)."""
@@ -80,8 +81,8 @@ def test_a_review_with_a_finding_builds_two_dataclasses_of_the_llm_part(
         "path": "app.py", "existing_code": "return x - 1", "severity": "low",
         "category": "other", "content": "Subtracts."}]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls(("approve_all_comments", {}))
-    p = run_python(["-c", PROBE, "review", "--format", "json", "--no-cache", "--effort", "low"],
-                   cwd=repo.path, env=llm.env())
+    p = run_python(["-c", PROBE, "review", "--format", "json", "--no-cache", "--effort", "low",
+                    "--filter"], cwd=repo.path, env=llm.env())
     line = next(ln for ln in p.stderr.splitlines() if ln.startswith("DATACLASSES="))
     data = json.loads(p.stdout)
     assert ([c["start_line"] for c in data["comments"]], len(llm.requests)) == ([2], 2)

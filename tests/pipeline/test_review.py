@@ -1,4 +1,4 @@
-"""The review pipeline of spec §6 end to end through ``cli.main``: grouping, plan, effort rounds,
+"""The review pipeline of spec §6 end to end through ``cli.main``: grouping, effort rounds,
 the main loop's limits, compression, budget, deadline and failure isolation.
 
 Real: git repositories, HTTP to the loopback model server, JSON output, session logs. Fake: the
@@ -27,7 +27,6 @@ from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
 
 GROUPING = "sort the changed files"  # in the grouping system prompt
-PLAN = "You prepare the review"  # in the plan system prompt
 SUMMARY = "Condense this part"  # in the compression user prompt
 DONE = ("task_done", {"state": "DONE"})
 
@@ -54,15 +53,13 @@ def reasons(data: dict[str, Any]) -> dict[str, tuple[bool, str]]:
 
 
 def kinds(llm: ScriptedLLM) -> list[str]:
-    """What each recorded request was: grouping | plan | summary | main."""
+    """What each recorded request was: grouping | summary | main."""
     out = []
     for body in llm.requests:
         system = body["messages"][0]["content"]
         last = body["messages"][-1]["content"] or ""
         if GROUPING in system:
             out.append("grouping")
-        elif PLAN in system:
-            out.append("plan")
         elif SUMMARY in last:
             out.append("summary")
         else:
@@ -79,7 +76,7 @@ def session_records(repo: GitRepo, kind: str) -> list[dict[str, Any]]:
 # --- grouping (spec §6.1 step 2) ------------------------------------------------------------
 
 
-def test_one_file_is_one_group_with_no_grouping_or_plan_call(
+def test_one_file_is_one_group_with_no_grouping_call(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -89,11 +86,10 @@ def test_one_file_is_one_group_with_no_grouping_or_plan_call(
     assert groups_of(data) == [("app.py", ["app.py"])]
     assert kinds(llm) == ["main"]
     [done] = session_records(repo, "group_done")
-    assert (done["stop_reason"], done["round_stop_reasons"], done["planned"]) == (
-        "task_done", ["task_done"], False)
+    assert (done["stop_reason"], done["round_stop_reasons"]) == ("task_done", ["task_done"])
 
 
-def test_three_small_files_are_one_bundle_without_grouping_or_plan(
+def test_three_small_files_are_one_bundle_without_grouping(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -101,50 +97,23 @@ def test_three_small_files_are_one_bundle_without_grouping_or_plan(
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low")
     assert rc == 0
     assert groups_of(data) == [("small change set", ["a.py", "b.py", "c.py"])]
-    assert kinds(llm) == ["main"]  # 90 changed lines: under both plan thresholds
+    assert kinds(llm) == ["main"]
     user = llm.requests[0]["messages"][1]["content"]
     assert all(f'<file path="{p}" lines="30">' in user for p in ("a.py", "b.py", "c.py"))
 
 
-def test_a_bundle_of_100_changed_lines_is_planned_first(
+def test_a_large_change_gets_no_plan_and_round_two_sees_the_confirmed_findings(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repo.stage({"a.py": pyfile("a", 40), "b.py": pyfile("b", 40), "c.py": pyfile("c", 20)})
-    plan_text = "Summary: three constants modules.\n1. [low] a.py value_a_0 may shadow b.py"
-    llm.reply(openai_text(plan_text), match=PLAN)
-    rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "medium")
-    assert rc == 0
-    assert kinds(llm) == ["plan", "main"]  # round 1 adds nothing: no round 2
-    plan_req, main_req = llm.requests
-    assert "tools" not in plan_req  # the reviewer's tools are described as text instead
-    plan_system = plan_req["messages"][0]["content"]
-    # every tool the reviewer will have, one line each (file_read included)
-    listed = [ln.split(" ", 2)[1] for ln in plan_system.splitlines() if ln.startswith("- ")
-              and " {" in ln]
-    assert listed == list(TOOLS)
-    assert "- file_read {file_path, start_line?, end_line?}: Read a file" in plan_system
-    assert "none is callable in this request" in plan_system
-    assert '<file path="a.py"' in plan_req["messages"][1]["content"]
-    main_user = main_req["messages"][1]["content"]
-    assert "<review_plan>" in main_user and plan_text in main_user
-    assert session_records(repo, "group_done")[0]["planned"] is True
-
-
-def test_round_two_drops_the_plan_and_sees_the_confirmed_findings(
-    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    repo.stage({"app.py": pyfile("a", 60)})  # 60 changed lines in one file: plan
-    llm.reply(openai_text("Summary: constants.\n1. [high] value_a_5 looks off"), match=PLAN)
+    repo.stage({"app.py": pyfile("a", 60)})  # 60 changed lines: no plan request either
     llm.tool_calls(comment("5"), DONE)
     llm.tool_calls(DONE)
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "medium")
     assert rc == 1 and [c["start_line"] for c in data["comments"]] == [6]
-    assert kinds(llm) == ["plan", "main", "main"]
-    r1, r2 = (r["messages"][1]["content"] for r in llm.requests[1:])
-    assert "value_a_5 looks off" in r1 and "<confirmed_findings>" not in r1
-    assert "<review_plan>" not in r2 and "value_a_5 looks off" not in r2
+    assert kinds(llm) == ["main", "main"]
+    r1, r2 = (r["messages"][1]["content"] for r in llm.requests)
+    assert "<confirmed_findings>" not in r1 and "<review_plan>" not in r1
     assert "<confirmed_findings>" in r2 and "issue: Problem 5" in r2
 
 
@@ -152,14 +121,13 @@ def test_placeholders_inside_the_diff_are_never_substituted(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    text = "# {{plan}} {{diffs}} {{rules}} {{language}} {{plan_tools}}\n" + pyfile("a", 60)
+    text = "# {{confirmed}} {{diffs}} {{rules}} {{language}} {{severity}}\n" + pyfile("a", 60)
     repo.stage({"app.py": text})
-    llm.reply(openai_text("Summary: x.\nNo risky spots."), match=PLAN)
     rc, _, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low")
     assert rc == 0
     for body in llm.requests:
         user = body["messages"][1]["content"]
-        assert "+# {{plan}} {{diffs}} {{rules}} {{language}} {{plan_tools}}" in user
+        assert "+# {{confirmed}} {{diffs}} {{rules}} {{language}} {{severity}}" in user
         assert user.count("<review_files>") == 1
 
 
@@ -168,14 +136,10 @@ def test_three_large_files_are_reviewed_one_group_each(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo.stage({"a.py": pyfile("a", 70), "b.py": pyfile("b", 70), "c.py": pyfile("c", 70)})
-    for _ in range(3):
-        llm.reply(openai_text("Summary: constants.\nNo risky spots."), match=PLAN)
     rc, data, _ = review(repo, llm, monkeypatch, capsys, "--effort", "low")
     assert rc == 0 and data["status"] == "complete"
     assert groups_of(data) == [("a.py", ["a.py"]), ("b.py", ["b.py"]), ("c.py", ["c.py"])]
-    assert sorted(kinds(llm)) == ["main", "main", "main", "plan", "plan", "plan"]
-    mains = [r for r, k in zip(llm.requests, kinds(llm), strict=True) if k == "main"]
-    assert all("No risky spots." in r["messages"][1]["content"] for r in mains)
+    assert kinds(llm) == ["main", "main", "main"]
 
 
 def twelve_files(repo: GitRepo, n: int = 12) -> list[str]:
@@ -384,14 +348,13 @@ def test_budget_exhausted_mid_run_starts_no_further_call(
 ) -> None:
     repo.stage({"a.py": pyfile("a", 70), "b.py": pyfile("b", 70), "c.py": pyfile("c", 70)})
     llm.default = None
-    llm.reply(costly(openai_text("Summary: x.\nNo risky spots.")), match=PLAN)
     for _ in range(5):
         llm.reply(costly(openai_tool_calls(("file_find", {"query_name": "a"}))))
     rc, data, err = review(repo, llm, monkeypatch, capsys, "--effort", "low", "--concurrency", "1",
                            "--max-tokens-budget", "250000", OCR_HOOK_GATE_ON_ERROR="block")
-    # 100,000 tokens per answer (far more than a request's own reservation): plan a (100k),
+    # 100,000 tokens per answer (far more than a request's own reservation): main a (100k),
     # main a (200k), main a (300k ≥ 250k) — then nothing
-    assert kinds(llm) == ["plan", "main", "main"]
+    assert kinds(llm) == ["main", "main", "main"]
     assert data["summary"]["llm_calls"] == 3 and data["summary"]["input_tokens"] == 299_940
     assert reasons(data) == {p: (False, "budget") for p in ("a.py", "b.py", "c.py")}
     assert (rc, data["status"], data["verdict"]) == (3, "failed", "incomplete")

@@ -27,7 +27,6 @@ from tests.support.scripted_llm import ScriptedLLM, openai_text
 from tests.support.secret_corpus import CASES, all_leaks, case_lines, corpus_files
 
 GROUPING = "sort the changed files"  # in the grouping system prompt
-PLAN = "You prepare the review"  # in the plan system prompt
 SECRET_CONTENT_START = "Hard-coded secret ("
 
 
@@ -95,7 +94,6 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
     repo.stage(dict(files))
     before = repo.state()
     llm.reply(openai_text(json.dumps([{"label": "all", "files": paths}])), match=GROUPING)
-    llm.reply(openai_text("1. look for hard-coded credentials"), match=PLAN)
     llm.tool_calls(*[("file_read", {"file_path": p}) for p in paths],
                    ("code_search", {"search_text": "password"}),
                    ("code_search", {"search_text": "KEY"}),
@@ -111,16 +109,16 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
         "category": "security"}]}), ("task_done", {"state": "DONE"}))
     llm.tool_calls(("approve_all_comments", {}), match="approve_all_comments")
     monkeypatch.chdir(repo.path)
-    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache"],
-                           llm.env(), capsys)
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache",
+                            "--filter"], llm.env(), capsys)
     data = json.loads(out)
     assert rc == 1, err
     assert data["status"] == "complete"
     assert [(g["label"], g["files"]) for g in data["groups"]] == [("all", paths)]
-    assert len(llm.requests) == 5  # grouping, plan, main x2, review filter
+    assert len(llm.requests) == 4  # grouping, main x2, review filter
     assert where_leaked(llm.requests) == []
     # every file was sent (in the prompt and through the tools), redacted
-    tool_results = [m["content"] for m in llm.requests[3]["messages"] if m["role"] == "tool"]
+    tool_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
     assert len(tool_results) == len(paths) + 6
     assert sum("[REDACTED:" in r for r in tool_results) == len(paths) + 6
     lines = case_lines()
