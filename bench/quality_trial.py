@@ -247,7 +247,7 @@ def score_run(name: str, run_dirs: list[Path], judged: Path, dataset: Path,
         ids = [back.get((str(run_dir), case["name"], i)) for i in range(len(fs))]
         verdict = json.loads((judged / f"{case['name']}.verdict.json").read_text("utf-8"))
         pairs = [(m["finding"], m["label"]) for m in verdict.get("matches", [])]
-        mine = {fid: f for fid, f in zip(ids, fs)}
+        mine = dict(zip(ids, fs, strict=True))
         found = {lab for fid, lab in pairs if fid in mine}
         line = {lab for fid, lab in pairs if fid in mine and _overlap(mine[fid], labels[lab])}
         matching = {fid for fid, _ in pairs if fid in mine}

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from ocr_hook.report.result import not_reviewed_cause, not_reviewed_line
-from ocr_hook.tools.builtin import TOOLS
 from tests.support.cli import GIT_OCR, run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM, openai_text, openai_tool_calls
