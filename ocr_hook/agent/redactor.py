@@ -1,7 +1,7 @@
 """The redaction choke point (spec §14): every text the review sends to an LLM passes here.
 
 :class:`RedactingClient` wraps the run's ChatClient; the run (``pipeline.llm_stage``) hands
-only the wrapper to the agent code (tool loop, grouping, plan, review filter, re-location,
+only the wrapper to the agent code (tool loop, grouping, review filter, re-location,
 compression summary), so no request can leave without its messages redacted: system and user
 prompts (the diffs), tool results (built-in and MCP), earlier assistant turns and their
 tool-call arguments, and tool descriptions. Text is also made encodable: a path byte that is not
