@@ -246,7 +246,8 @@ def test_unstaged_edit_and_untracked_file_are_invisible_to_all_tools(view: Snaps
     assert code_search(view, {"search_text": "999"}).text == "No matches found"
     assert code_search(view, {"search_text": "UNSTAGED_LINE"}).text == "No matches found"
     assert code_search(view, {"search_text": "untracked"}).text == "No matches found"
-    assert file_find(view, {"query_name": "notes"}).text == "// The file was not found"
+    assert file_find(view, {"query_name": "notes"}).text == (
+        "No file name or path contains 'notes'.")
     assert file_read(view, {"file_path": "notes.txt"}).text == NOT_FOUND.format("notes.txt")
     assert (
         file_read_diff(view, {"path_array": ["app.py"]}).text
@@ -311,12 +312,13 @@ def test_file_find_basename_then_full_path(view: SnapshotView) -> None:
 
 
 def test_file_find_case_sensitive_and_not_found(view: SnapshotView) -> None:
-    assert file_find(view, {"query_name": "UTIL", "case_sensitive": True}).text == (
-        "// The file was not found"
-    )
-    for q in ("", "   ", None, "zzz"):
+    r = file_find(view, {"query_name": "UTIL", "case_sensitive": True})
+    assert (r.text, r.is_error) == ("No file name or path contains 'UTIL' (case-sensitive).", False)
+    r = file_find(view, {"query_name": " src\\zzz "})
+    assert (r.text, r.is_error) == ("No file name or path contains 'src/zzz'.", False)
+    for q in ("", "   ", None):
         r = file_find(view, {"query_name": q})
-        assert (r.text, r.is_error) == ("// The file was not found", False)
+        assert (r.text, r.is_error) == ("Error: query_name is blank", True)
 
 
 def test_file_find_caps_at_100_paths(repo: GitRepo) -> None:
