@@ -1,6 +1,6 @@
 """Everything that runs git (the only code that starts processes): the runner, what a run asks
 about the repository, streamed output, the reviewed targets (staged snapshot, commits, ranges,
-pushes), push scope, attributes.
+pushes), push scope, attributes, and one changed file's diff read on demand.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .attributes import text_marked_binary
+    from .file_patch import read_file_patch
     from .process import decode_text, foreign_env, run_command, run_git, run_git_full, zsplit
     from .push_scope import bound_push_range
     from .repository import (
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "attributes": ("text_marked_binary",),
+    "file_patch": ("read_file_patch",),
     "process": ("decode_text", "foreign_env", "run_command", "run_git", "run_git_full", "zsplit",),
     "repository": (
         "BLOB_MEMO_MAX_BLOB",

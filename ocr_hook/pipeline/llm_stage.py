@@ -91,7 +91,8 @@ class _GroupRunner:
             endpoint, before_attempt=self.meter.before_attempt,
             count_tokens=state.count), self.meter), redactor)  # count: when usage is absent
         self.redact: Callable[[str], str] = redactor
-        self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact)
+        self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact,
+                                 base=state.head.base)
         external: list[Any] = []
         self.mcp_warnings_seen = 0
         if req.mcp is not None:  # spec §7.3: servers start once per run; failures are warnings

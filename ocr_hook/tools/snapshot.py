@@ -68,15 +68,18 @@ def _same(text: str) -> str:
 class SnapshotView:
     """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
 
-    ``head`` is a tree or commit id (the snapshot tree in staged mode). ``redact`` is applied to
-    every file text a tool returns (the secret redaction choke point of spec §14). Shared by
-    the worker threads; the path list is loaded once, under a lock.
+    ``head`` is a tree or commit id (the snapshot tree in staged mode); ``base`` the tree-ish
+    the change is diffed against ("" when unknown: then a diff the change set did not load
+    cannot be read). ``redact`` is applied to every file text a tool returns (the secret
+    redaction choke point of spec §14). Shared by the worker threads; the path list is loaded
+    once, under a lock.
     """
 
     def __init__(self, repo: Path, head: str, files: Sequence[FileDiff],
-                 redact: Callable[[str], str] = _same) -> None:
+                 redact: Callable[[str], str] = _same, *, base: str = "") -> None:
         self.repo = repo
         self.head = head
+        self.base = base
         self.files = files
         self.redact = redact
         self._tree: list[str] | None = None
@@ -123,6 +126,20 @@ class SnapshotView:
         with self._lock:
             self._lines[path] = lines
         return lines
+
+    def read_patch(self, fd: FileDiff, max_bytes: int) -> tuple[str | None, int]:
+        """(the patch of changed file ``fd``, unredacted; its size in bytes): ``fd.patch`` when
+        the change set loaded it, else read now (``git.read_file_patch``, ``base..head``
+        limited to the file's paths; nothing kept). (None, size) when an unloaded patch is
+        larger than ``max_bytes``, (None, 0) when the view has no ``base`` or git lists no
+        section. Raises GitError / DiffParseError (a timeout after 30 s)."""
+        if fd.loaded:
+            return fd.patch, len(fd.patch.encode("utf-8", "replace"))
+        if not self.base:
+            return None, 0
+        got, size = git.read_file_patch(self.repo, self.base, self.head, fd, max_bytes,
+                                        timeout_s=READ_TIMEOUT_S)
+        return (got.patch if got is not None else None), size
 
     def read(self, path: str) -> bytes | None:
         """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a

@@ -344,17 +344,71 @@ def test_scan_budget_used_up_is_stated_for_the_files_left_unscanned(
         "secret scan: not scanned, security.max_scan_bytes (500 B) was used up")
 
 
-def test_diff_tool_says_when_a_file_diff_was_not_loaded(repo: GitRepo) -> None:
+def test_diff_tool_reads_the_diff_of_a_file_not_loaded_on_demand(repo: GitRepo) -> None:
+    lib = "".join(f"v{i} = {i}\n" for i in range(8))
+    repo.commit({"README.md": "x\n", "vendor/lib.py": lib, "old_test.py": "t = 1\n" * 6,
+                 "gone.md": "bye\n"}, "init")
+    (repo.path / "tests").mkdir()
+    repo.git("mv", "old_test.py", "tests/test_new.py")
+    repo.git("rm", "-q", "gone.md")
+    repo.stage({"app.py": "x = 1\n", "vendor/lib.py": lib.replace("v3 = 3", "v3 = 33"),
+                "tests/test_new.py": "t = 1\n" * 6 + "t = 2\n", "big.json": data_lines(100)})
+    tgt = target.staged_snapshot(repo.path, os.environ)
+    cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy(
+        max_file_bytes=1000))
+    assert {d.file.path: (d.reason, d.file.loaded) for d in cs.decisions} == {
+        "app.py": ("", True), "big.json": ("too_large", False), "gone.md": ("unsupported_ext", False),
+        "tests/test_new.py": ("default_path", False), "vendor/lib.py": ("provider_directory",
+                                                                       False)}
+    view = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s, base=tgt.base)
+    res = file_read_diff(view, {"path_array": ["vendor/lib.py", "old_test.py", "gone.md",
+                                               "big.json", "app.py"]})
+    assert (res.is_error, res.text.split("\n")) == (False, [
+        "==== FILE: vendor/lib.py ====",
+        "diff --git a/vendor/lib.py b/vendor/lib.py", "--- a/vendor/lib.py",
+        "+++ b/vendor/lib.py", "@@ -1,7 +1,7 @@", " v0 = 0", " v1 = 1", " v2 = 2", "-v3 = 3",
+        "+v3 = 33", " v4 = 4", " v5 = 5", " v6 = 6",
+        "==== FILE: tests/test_new.py ====",  # asked by its old name: the rename
+        "diff --git a/old_test.py b/tests/test_new.py", "similarity index 85%",
+        "rename from old_test.py", "rename to tests/test_new.py", "--- a/old_test.py",
+        "+++ b/tests/test_new.py", "@@ -4,3 +4,4 @@ t = 1", " t = 1", " t = 1", " t = 1", "+t = 2",
+        "==== FILE: gone.md ====",
+        "diff --git a/gone.md b/gone.md", "deleted file mode 100644", "--- a/gone.md",
+        "+++ /dev/null", "@@ -1 +0,0 @@", "-bye",
+        "==== FILE: big.json ====",
+        "(diff not shown: the file is 3200 bytes, above select.max_file_bytes)",
+        "==== FILE: app.py ====",
+        "diff --git a/app.py b/app.py", "new file mode 100644", "--- /dev/null",
+        "+++ b/app.py", "@@ -0,0 +1 @@", "+x = 1"])
+    assert [f.loaded for f in cs.files] == [True, False, False, False, False]  # nothing kept
+    whole = {f.path: f.patch for f in target.load_diff(repo.path, tgt)}
+    for f in cs.files:  # read on demand as the whole diff reads it
+        assert view.read_patch(f, 1 << 20)[0] == whole[f.path], f.path
+    no_base = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s)
+    assert file_read_diff(no_base, {"path_array": ["gone.md"]}).text == (
+        "==== FILE: gone.md ====\n(diff not available)")
+
+
+def test_diff_tool_bounds_a_diff_read_on_demand(repo: GitRepo,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocr_hook.tools.builtin import file_read_diff as tool
+
     repo.commit({"README.md": "x\n"}, "init")
-    repo.stage({"app.py": "x = 1\n", "vendor/lib.py": "y = 2\n"})
+    repo.stage({"app.py": "x = 1\n", "tests/test_data.py": data_lines(900)})
     tgt = target.staged_snapshot(repo.path, os.environ)
     cs = changeset.load_change_set(repo.path, tgt, selection.SelectionPolicy())
-    view = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s)
-    res = file_read_diff(view, {"path_array": ["vendor/lib.py", "app.py"]})
-    assert res.text.split("\n")[:2] == [
-        "==== FILE: vendor/lib.py ====",
-        "(diff not loaded: the file is not part of this review)"]
-    assert "+x = 1" in res.text
+    view = SnapshotView(repo.path, tgt.head, cs.files, lambda s: s, base=tgt.base)
+    lines = file_read_diff(view, {"path_array": ["tests/test_data.py"]}).text.split("\n")
+    # a FILE line, 5 patch header lines and 900 added lines = 906
+    assert lines[:3] == ["IS_TRUNCATED: true", "==== FILE: tests/test_data.py ====",
+                         "diff --git a/tests/test_data.py b/tests/test_data.py"]
+    assert lines[500] == '+  {"id": 00000493, "v": "abc"},'
+    assert lines[501:] == ["", "Note: Results truncated to 500 of 906 diff lines. Request fewer"
+                           " paths per call, or use file_read for the rest of a file."]
+    monkeypatch.setattr(tool, "READ_DIFF_LOAD_MAX_BYTES", 4096)
+    assert file_read_diff(view, {"path_array": ["tests/test_data.py"]}).text == (
+        "==== FILE: tests/test_data.py ====\n(diff not shown: 29.2 KiB, more than"
+        " file_read_diff reads (4.0 KiB))")
 
 
 def test_file_read_refuses_a_changed_file_too_large_to_load(repo: GitRepo) -> None:

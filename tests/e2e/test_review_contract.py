@@ -175,3 +175,53 @@ def test_the_model_learns_where_its_comments_landed_and_escaped_paths_work(
                       f"2. a&amp;b.py: {NOT_PLACED}")
     assert [(c["path"], c["start_line"]) for c in data["comments"]] == [
         ("a&b.py", 13), ("a&b.py", 0)]
+
+
+# --- file_read_diff: every changed file, read on demand ----------------------------------------
+
+TEST_APP = "from app import total\n\n\ndef test_total():\n    assert total([]) == 0\n"
+TEST_APP_NEW = TEST_APP + "\n\ndef test_negative():\n    assert total([-1]) == -1\n"
+TEST_APP_DIFF = (
+    "==== FILE: tests/test_app.py ====\n"
+    "diff --git a/tests/test_app.py b/tests/test_app.py\n"
+    "--- a/tests/test_app.py\n+++ b/tests/test_app.py\n"
+    "@@ -3,3 +3,7 @@ from app import total\n"
+    " \n def test_total():\n     assert total([]) == 0\n"
+    "+\n+\n+def test_negative():\n+    assert total([-1]) == -1"
+)
+
+
+def diff_tool_review(repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+                     capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    """A review whose model asks file_read_diff for the excluded test file: the tool result the
+    next request carries (the prompt lists the file by name only)."""
+    llm.tool_calls(("file_read_diff", {"path_array": ["tests/test_app.py"]}))
+    llm.tool_calls(DONE)
+    rc, data = review(repo, llm, monkeypatch, capsys, *args)
+    assert rc == 0 and data["status"] == "complete"
+    assert {f["path"]: f["reason"] for f in data["files"]} == {
+        "app.py": "", "tests/test_app.py": "default_path"}
+    first, second = llm.requests
+    prompt = first["messages"][1]["content"]
+    assert "tests/test_app.py (+4/-0)" in prompt and "def test_negative" not in prompt
+    return [m["content"] for m in second["messages"] if m["role"] == "tool"]
+
+
+def test_file_read_diff_reads_a_changed_file_excluded_from_review(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"app.py": APP, "tests/test_app.py": TEST_APP}, "base")
+    repo.stage({"app.py": GUARD, "tests/test_app.py": TEST_APP_NEW})
+    assert diff_tool_review(repo, llm, monkeypatch, capsys) == [TEST_APP_DIFF]
+
+
+def test_file_read_diff_reads_an_excluded_file_of_a_range(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = repo.commit({"app.py": APP, "tests/test_app.py": TEST_APP}, "base")
+    tip = repo.commit({"app.py": GUARD, "tests/test_app.py": TEST_APP_NEW}, "guard")
+    repo.stage({"tests/test_app.py": "staged, not in the range\n"})
+    assert diff_tool_review(repo, llm, monkeypatch, capsys, "--from", base, "--to", tip) == [
+        TEST_APP_DIFF]

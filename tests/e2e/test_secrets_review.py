@@ -336,3 +336,26 @@ def test_redacting_a_diff_keeps_every_line_number_and_marker() -> None:
     ]
     shown = render_numbered(fd)
     assert not [s for s in SECRETS if s in shown + fd.patch]
+
+
+def test_file_read_diff_of_a_file_not_reviewed_is_redacted(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    repo.stage({"app.py": "x = 1\n",
+                "tests/test_keys.py": f'KEY = "{AWS_KEY}"\nPRIVATE = """{PEM}"""\n'})
+    llm.tool_calls(("file_read_diff", {"path_array": ["tests/test_keys.py"]}))
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
+    assert rc == 1, err
+    assert reasons(data) == {"app.py": "", "tests/test_keys.py": "default_path"}
+    assert [s for s in SECRETS if s in json.dumps(llm.requests)] == []
+    [result] = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert result == "\n".join([
+        "==== FILE: tests/test_keys.py ====",
+        "diff --git a/tests/test_keys.py b/tests/test_keys.py", "new file mode 100644",
+        "--- /dev/null", "+++ b/tests/test_keys.py", "@@ -0,0 +1,6 @@",
+        '+KEY = "[REDACTED:aws-access-key]"', '+PRIVATE = """-----BEGIN RSA PRIVATE KEY-----',
+        *["+[REDACTED:private-key]"] * 3, '+-----END RSA PRIVATE KEY-----"""'])

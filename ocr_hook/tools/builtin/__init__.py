@@ -3,7 +3,8 @@ code (tool name → handler factory), which :func:`builtin_handlers` reads for t
 
 The context tools (``file_read``, ``file_read_diff``, ``file_find``, ``code_search``) read
 ``<head>:<path>`` through the snapshot (``tools.snapshot.SnapshotView``; ``head`` is the staged
-snapshot tree, or the reviewed commit), never the work tree, and are confined to the
+snapshot tree, or the reviewed commit; ``file_read_diff`` reads a diff the change set did not
+load from ``base..head``), never the work tree, and are confined to the
 repository: paths with ``..``, absolute paths and drive letters are refused before git runs,
 and git's own ``<tree>:<path>`` lookup never follows a symlink, so a symlink reads as its link
 text and nothing behind it (a path through a symlinked directory is "not found"). Files on the

@@ -36,17 +36,52 @@ _MULTI_LINE_PART = (  # compiled on first use (re's cache): most reviews run no 
 NO_MATCHES = "No matches found"  # spec §7.1
 
 
-def _pathspec_body(spec: str) -> str:
-    """The path part of a git pathspec: ``:(magic)path``, ``:!path``, ``:^path``, ``:/path``."""
+PATTERN_HELP = ("file_patterns are globs matched like .gitignore lines ('src/**/*.py',"
+                " '*.py', ':(exclude)tests/**')")
+_OWN_MAGIC = frozenset({"glob", "literal"})  # a pattern with these is passed to git as written
+_KEPT_MAGIC = frozenset({"exclude", "icase"})  # these are kept on our glob translation
+
+
+def _split_magic(spec: str) -> tuple[frozenset[str], str] | None:
+    """(magic words, the path part) of a git pathspec: ``:(w1,w2)path``, the short forms
+    ``:!path`` / ``:^path`` (exclude) and ``:/path`` (top); None for an unclosed ``:(``."""
     if spec.startswith(":("):
-        return spec.split(")", 1)[1] if ")" in spec else ""
+        if ")" not in spec:
+            return None
+        words, body = spec[2:].split(")", 1)
+        return frozenset(w.strip() for w in words.split(",") if w.strip()), body
     if spec.startswith(":"):
-        return spec[1:].lstrip("!^/")
-    return spec
+        words = set()
+        body = spec[1:]
+        while body[:1] in ("!", "^", "/"):
+            words.add("top" if body[0] == "/" else "exclude")
+            body = body[1:]
+        return frozenset(words), body.removeprefix(":")
+    return frozenset(), spec
+
+
+def _glob_pathspecs(words: frozenset[str], body: str) -> list[str]:
+    """git ``:(glob)`` pathspecs that match ``body`` as a .gitignore line matches (without its
+    ``!`` and leading ``/``): a pattern without ``/`` (but a trailing one) matches at any
+    depth (``*.py`` → ``**/*.py``), one ending in ``/`` only directories, and a pattern that
+    matches a directory matches everything under it (``src/*`` → also ``src/*/**``). git's
+    ``:(glob)`` ``**`` is gitignore's: ``a/**/b`` matches ``a/b`` too."""
+    pattern = body.removeprefix("./")
+    dir_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    if "/" not in pattern:
+        pattern = f"**/{pattern}"
+    magic = ",".join(["glob", *sorted(words)])
+    forms = [f"{pattern}/**"] if dir_only else [pattern, f"{pattern}/**"]
+    return [f":({magic}){p}" for p in forms]
 
 
 def _search_args(args: dict[str, Any]) -> tuple[str, list[str]] | ToolResult:
-    """``code_search``'s (search text, pathspecs), or the error result for bad arguments."""
+    """``code_search``'s (search text, git pathspecs), or the error result for bad
+    arguments. Patterns are globs matched like .gitignore lines (:func:`_glob_pathspecs`),
+    ``:(exclude)``/``:!``/``:^`` and ``:(icase)`` kept on them; a pattern with its own
+    ``:(glob)`` or ``:(literal)`` goes to git as written; other magic (``:(top)``, ``:/``,
+    ``:(attr:…)``), ``..`` and absolute paths are refused."""
     text = args.get("search_text")
     if not isinstance(text, str) or not text.strip():
         return ToolResult.error("Error: search_text is blank")
@@ -57,21 +92,31 @@ def _search_args(args: dict[str, Any]) -> tuple[str, list[str]] | ToolResult:
         patterns = [patterns]
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         return ToolResult.error("Error: file_patterns must be an array of strings")
-    patterns = [p.strip() for p in patterns if p.strip()]
-    for p in patterns:
-        body = _pathspec_body(p).replace("\\", "/")
-        if ".." in body.split("/"):
+    specs: list[str] = []
+    for p in (p.strip() for p in patterns):
+        if not p:
+            continue
+        split = _split_magic(p)
+        if split is None or not split[0] <= _OWN_MAGIC | _KEPT_MAGIC:
+            return ToolResult.error(f"Error: unsupported pathspec magic in {p!r}; {PATTERN_HELP}")
+        words, body = split
+        norm = body.replace("\\", "/")
+        if ".." in norm.split("/"):
             return ToolResult.error("Error: file_patterns must not contain ..")
-        if body.startswith("/") or (len(body) > 1 and body[1] == ":" and not p.startswith(":")):
+        if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":"):
             return ToolResult.error("Error: file_patterns must be repository-relative")
-    return text, patterns
+        if not body.strip("/"):
+            continue
+        specs += [p] if words & _OWN_MAGIC else _glob_pathspecs(words, body)
+    return text, specs
 
 
 def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``
     (spec §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
-    (``-P``), case-insensitive unless asked; the text goes after ``-e`` and pathspecs after
-    ``--``, so neither can be read as an option. At most 100 matches per file (a note says
+    (``-P``), case-insensitive unless asked (``SnapshotView.grep``: neither the text nor a
+    pattern can be read as an option); ``file_patterns`` are globs matched like .gitignore
+    lines (:func:`_search_args`). At most 100 matches per file (a note says
     when a file has more), 1000 characters per line, 128 KiB in all (a first-line note says
     how many matching files were left out). Matches in secret paths are dropped. With at
     most SEARCH_CONTEXT_MAX_MATCHES matches, each comes with one line of context on each side
@@ -80,16 +125,11 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     parsed = _search_args(args)
     if isinstance(parsed, ToolResult):
         return parsed
-    text, patterns = parsed
-    cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
-           "--max-count", str(SEARCH_MAX_PER_FILE + 1)]
-    if not as_bool(args.get("case_sensitive")):
-        cmd.append("-i")
-    cmd.append("-P" if as_bool(args.get("use_perl_regexp")) else "-F")
-    cmd += ["-e", text, view.head, "--", *patterns]  # head is our object id, never user text
+    text, pathspecs = parsed
     try:
-        rc, out, err = git.run_git_full(view.repo, *cmd, timeout_s=GREP_TIMEOUT_S,
-                                          ok_codes=(0, 1, 128))
+        rc, out, err = view.grep(text, pathspecs, perl=as_bool(args.get("use_perl_regexp")),
+                                 ignore_case=not as_bool(args.get("case_sensitive")),
+                                 max_per_file=SEARCH_MAX_PER_FILE + 1)
     except GitError as e:
         if "timed out" in str(e):
             return ToolResult.error(

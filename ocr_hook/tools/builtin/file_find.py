@@ -1,7 +1,7 @@
 """``file_find`` (spec §7.1): paths of the reviewed snapshot by name.
 
-Output (spec §7.1, the reference tool's (OCR) format): newline-joined paths;
-``// The file was not found`` when none matches.
+Output (spec §7.1, the reference tool's (OCR) format): newline-joined paths; when none
+matches, the plain statement ``No file name or path contains '<query>'.``
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ from ..snapshot import SnapshotView
 from .common import ToolEnv, as_bool
 
 FILE_FIND_MAX = 100  # spec §7.1 (OCR file_find)
-NOT_FOUND_FILE = "// The file was not found"  # spec §7.1
+NOT_FOUND_FILE = "No file name or path contains '{}'."  # spec §7.1
 
 
 def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     """``file_find {query_name, case_sensitive?}`` (spec §7.1): paths of the snapshot whose
     basename contains the query; when none does, paths that contain it. At most 100 paths;
-    more add a last ``Note:`` line; none (or a blank query) → ``// The file was not found``."""
+    more add a last ``Note:`` line; none → NOT_FOUND_FILE (a statement, not an error;
+    ``(case-sensitive)`` added when asked); a blank query → ``Error: query_name is blank``."""
     q = args.get("query_name")
     if not isinstance(q, str) or not q.strip():
-        return ToolResult(NOT_FOUND_FILE)
+        return ToolResult.error("Error: query_name is blank")
     q = real_path(q.strip()).replace("\\", "/")
     case_sensitive = as_bool(args.get("case_sensitive"))
     norm: Callable[[str], str] = (lambda s: s) if case_sensitive else str.lower
@@ -39,7 +40,8 @@ def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     if not hits:
         hits = [p for p in paths if needle in norm(p)]
     if not hits:
-        return ToolResult(NOT_FOUND_FILE)
+        found = NOT_FOUND_FILE.format(q)
+        return ToolResult(found[:-1] + " (case-sensitive)." if case_sensitive else found)
     out = "\n".join(hits[:FILE_FIND_MAX])
     if len(hits) > FILE_FIND_MAX:
         out += (

@@ -246,7 +246,8 @@ def test_unstaged_edit_and_untracked_file_are_invisible_to_all_tools(view: Snaps
     assert code_search(view, {"search_text": "999"}).text == "No matches found"
     assert code_search(view, {"search_text": "UNSTAGED_LINE"}).text == "No matches found"
     assert code_search(view, {"search_text": "untracked"}).text == "No matches found"
-    assert file_find(view, {"query_name": "notes"}).text == "// The file was not found"
+    assert file_find(view, {"query_name": "notes"}).text == (
+        "No file name or path contains 'notes'.")
     assert file_read(view, {"file_path": "notes.txt"}).text == NOT_FOUND.format("notes.txt")
     assert (
         file_read_diff(view, {"path_array": ["app.py"]}).text
@@ -311,12 +312,13 @@ def test_file_find_basename_then_full_path(view: SnapshotView) -> None:
 
 
 def test_file_find_case_sensitive_and_not_found(view: SnapshotView) -> None:
-    assert file_find(view, {"query_name": "UTIL", "case_sensitive": True}).text == (
-        "// The file was not found"
-    )
-    for q in ("", "   ", None, "zzz"):
+    r = file_find(view, {"query_name": "UTIL", "case_sensitive": True})
+    assert (r.text, r.is_error) == ("No file name or path contains 'UTIL' (case-sensitive).", False)
+    r = file_find(view, {"query_name": " src\\zzz "})
+    assert (r.text, r.is_error) == ("No file name or path contains 'src/zzz'.", False)
+    for q in ("", "   ", None):
         r = file_find(view, {"query_name": q})
-        assert (r.text, r.is_error) == ("// The file was not found", False)
+        assert (r.text, r.is_error) == ("Error: query_name is blank", True)
 
 
 def test_file_find_caps_at_100_paths(repo: GitRepo) -> None:
@@ -352,6 +354,46 @@ def test_code_search_pathspecs_and_exclude(view: SnapshotView) -> None:
     assert code_search(view, {"search_text": "1", "file_patterns": [":!app.py"]}).text == (
         "File: src/util.py\nMatch lines: 1\n1-def helper():\n2|    return 1"
     )
+
+
+@pytest.fixture
+def tree(repo: GitRepo) -> SnapshotView:
+    """``hit`` at the top, one and two directories down, and in tests/ and docs."""
+    repo.stage({"a.py": "hit\n", "pkg/helpers.py": "hit\n", "pkg/sub/deep.py": "hit\n",
+                "pkg/README.md": "hit\n", "tests/test_a.py": "hit\n"})
+    return staged_view(repo)
+
+
+def found(view: SnapshotView, *patterns: str) -> list[str] | str:
+    r = code_search(view, {"search_text": "hit", "file_patterns": list(patterns)})
+    return [ln[6:] for ln in r.text.split("\n") if ln.startswith("File: ")] or r.text
+
+
+def test_code_search_patterns_match_like_gitignore_lines(tree: SnapshotView) -> None:
+    everything = ["a.py", "pkg/README.md", "pkg/helpers.py", "pkg/sub/deep.py", "tests/test_a.py"]
+    assert found(tree) == everything
+    # ** spans zero or more directories: pkg/helpers.py is one level down (the false "no
+    # matches" of plain pathspecs, where pkg/**/*.py needs a directory under pkg)
+    assert found(tree, "pkg/**/*.py") == ["pkg/helpers.py", "pkg/sub/deep.py"]
+    assert found(tree, "*.py") == ["a.py", "pkg/helpers.py", "pkg/sub/deep.py", "tests/test_a.py"]
+    assert found(tree, "deep.py") == ["pkg/sub/deep.py"]
+    assert found(tree, "pkg/**") == found(tree, "pkg") == found(tree, "pkg/") == [
+        "pkg/README.md", "pkg/helpers.py", "pkg/sub/deep.py"]
+    assert found(tree, "pkg/*") == ["pkg/README.md", "pkg/helpers.py", "pkg/sub/deep.py"]
+    assert found(tree, "pkg/*.py") == ["pkg/helpers.py"]
+    assert found(tree, "sub/") == ["pkg/sub/deep.py"]
+    assert found(tree, "./pkg/*.md") == ["pkg/README.md"]
+    assert found(tree, ":(icase)PKG/*.PY") == ["pkg/helpers.py"]
+    assert found(tree, ":(glob)*.py") == ["a.py"]  # its own glob magic: as git reads it
+    assert found(tree, "src/**") == "No matches found"
+
+
+def test_code_search_exclude_patterns(tree: SnapshotView) -> None:
+    kept = ["a.py", "pkg/README.md", "pkg/helpers.py", "pkg/sub/deep.py"]
+    for ex in (":(exclude)tests/*", ":!tests/**", ":^tests/", ":(exclude)test_*.py"):
+        assert found(tree, ex) == kept, ex
+    assert found(tree, "*.py", ":(exclude)pkg/**") == ["a.py", "tests/test_a.py"]
+    assert found(tree, "pkg", ":!*.md") == ["pkg/helpers.py", "pkg/sub/deep.py"]
 
 
 def test_code_search_case_and_regexp(view: SnapshotView) -> None:
@@ -433,6 +475,14 @@ def test_code_search_caps_total_output_and_long_lines(repo: GitRepo) -> None:
         ),
         (
             {"search_text": "x", "file_patterns": ["/etc"]},
+            "Error: file_patterns must be repository-relative",
+        ),
+        *[({"search_text": "x", "file_patterns": [p]},
+            f"Error: unsupported pathspec magic in {p!r}; file_patterns are globs matched like"
+            " .gitignore lines ('src/**/*.py', '*.py', ':(exclude)tests/**')")
+          for p in (":(top)x", ":/x", ":(attr:x)*", ":(prefix:0)x", ":(exclude")],
+        (
+            {"search_text": "x", "file_patterns": [":(exclude)/etc"]},
             "Error: file_patterns must be repository-relative",
         ),
         (

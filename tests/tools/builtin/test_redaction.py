@@ -70,3 +70,16 @@ def test_windows_bound_the_context_a_line_is_redacted_in(repo: GitRepo) -> None:
         body_line: corpus.RSA_BODY[2]}  # BEGIN is outside the window: the documented limit
     assert view.redacted_rows(lines, [body_line, 1, 0, 9999]) == {
         1: "x0 = 0", body_line: "[REDACTED:private-key]"}
+
+
+def test_file_read_diff_redacts_a_secret_the_500_line_cut_goes_through(repo: GitRepo) -> None:
+    from ocr_hook.tools.builtin.file_read_diff import file_read_diff
+
+    filler = "".join(f"x{n} = {n}\n" for n in range(493))
+    repo.stage({"keys.py": filler + SPLIT + f'PEM = """{corpus.RSA_PEM}"""\n'})
+    lines = file_read_diff(redacting_view(repo), {"path_array": ["keys.py"]}).text.split("\n")
+    # IS_TRUNCATED, the FILE line and 5 patch header lines, then the added lines: the cut is
+    # after the split key's first piece, redacted as part of the whole value
+    assert lines[499:503] == ["+x492 = 492", '+KEY_ID = ("[REDACTED:aws-access-key]"', "", (
+        f"Note: Results truncated to 500 of {6 + 493 + 2 + len(corpus.RSA_PEM.splitlines())}"
+        " diff lines. Request fewer paths per call, or use file_read for the rest of a file.")]
