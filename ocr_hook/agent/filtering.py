@@ -80,10 +80,12 @@ def _no_record(kind: str, data: dict[str, Any]) -> None:
     return None
 
 
-def diffs_block(files: Sequence[FileDiff]) -> str:
-    """The group's diffs as the main prompt shows them (``<file path>`` with new-side numbers)."""
+def diffs_block(files: Sequence[FileDiff], as_git: bool = False) -> str:
+    """The group's diffs as the main prompt shows them (``<file path>`` with new-side numbers;
+    ``as_git``: git's own hunks, as for a group shown without the scope context)."""
     return "\n".join(
-        f'<file path="{util.xml_attr(f.path)}">\n{render_numbered(f)}\n</file>' for f in files
+        f'<file path="{util.xml_attr(f.path)}">\n{render_numbered(f, as_git=as_git)}\n</file>'
+        for f in files
     )
 
 
@@ -193,15 +195,17 @@ def review_filter(
     record: Record = _no_record,
     label: str = "",
     language: str = "English",
+    as_git: bool = False,
 ) -> FilterOutcome:
     """Run the review filter of spec §8.4 on ``findings`` (the run passes every comment of
-    the group, once its rounds are over) of a group whose diffs are ``files``. Never raises
-    for LLM failures: they keep every comment."""
+    the group, once its rounds are over) of a group whose diffs are ``files`` (``as_git``: as
+    git printed them, when the group's prompt showed them so). Never raises for LLM
+    failures: they keep every comment."""
     if not findings:
         return FilterOutcome(frozenset(), True, 0)
     offered = {f.id for f in findings}
     system = util.render_template("review_filter_system", {"language": language or "English"})
-    user = util.render_template("review_filter_user", {"diffs": diffs_block(files),
+    user = util.render_template("review_filter_user", {"diffs": diffs_block(files, as_git),
                                                  "comments": comments_json(findings)})
     base = [Message("system", system), Message("user", redact(user))]
     msgs = list(base)

@@ -52,14 +52,16 @@ def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
     return "\n".join(lines) if lines else "(none)"
 
 
-def _file_element(f: FileDiff, line_count: Callable[[str], int | None]) -> str:
+def _file_element(f: FileDiff, line_count: Callable[[str], int | None],
+                  as_git: bool = False) -> str:
     """One file of ``<review_files>``: ``<file path="…" lines="N">`` (N, the file's line count
     after the change, lets the model size a ``file_read``; left out when unknown), the note on
-    a deleted file the snapshot still uses, and its numbered diff."""
+    a deleted file the snapshot still uses, and its numbered diff (``as_git``: git's own hunks,
+    without the scope context of ``diff.context``)."""
     n = line_count(f.path)
     lines = f' lines="{n}"' if n is not None else ""
     return (f'<file path="{prompt_path(f.path)}"{lines}>\n{_deleted_note(f)}'
-            f'{render_numbered(f)}\n</file>')
+            f'{render_numbered(f, as_git=as_git)}\n</file>')
 
 
 def _deleted_note(f: FileDiff) -> str:
@@ -74,15 +76,16 @@ def _deleted_note(f: FileDiff) -> str:
 
 def group_fields(
     group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str,
-    line_count: Callable[[str], int | None] = lambda _path: None,
+    line_count: Callable[[str], int | None] = lambda _path: None, *, as_git: bool = False,
 ) -> dict[str, str]:
     """Template fields of the main prompt of ``group``: date, other changed
     files (status + path, spec §6.2), the group's numbered diffs in ``<file>`` elements (with
-    the new file's line count from ``line_count``), rules and background."""
+    the new file's line count from ``line_count``; ``as_git``: git's hunks, for a group whose
+    prompt with the scope context does not fit, spec §6.3), rules and background."""
     return {
         "date": now,
         "other_files": _other_files(all_files, group),
-        "diffs": "\n".join(_file_element(f, line_count) for f in group.files),
+        "diffs": "\n".join(_file_element(f, line_count, as_git) for f in group.files),
         "rules": rules_text,
         "background": background,
     }

@@ -91,6 +91,9 @@ class FileDiff:
     (``<path>:<line>: <text>``, set by ``change.deleted_refs``); such a file is reviewed.
     ``size_bytes`` is the size of the larger of the two blobs of a file git would not diff
     because of it (above ``select.max_file_bytes``, ``change.changeset``), else None.
+    ``git_hunks`` holds git's own hunks once ``diff.context.widen_file`` replaced ``hunks`` by
+    hunks with the enclosing scope's lines added as context (prompts, anchoring and the review
+    page use ``hunks``; ``patch`` stays git's), else None.
     ``loaded`` is False when the file's patch was not kept (excluded, too large, over a bound:
     ``change.changeset``):
     then ``hunks`` is empty and ``patch`` is "" although the file did change, and
@@ -118,6 +121,7 @@ class FileDiff:
     referenced_by: tuple[str, ...] = ()
     size_bytes: int | None = None
     loaded: bool = True
+    git_hunks: tuple[Hunk, ...] | None = None
 
     @property
     def path(self) -> str:
@@ -163,12 +167,14 @@ class FileDiff:
         return self.insertions + self.deletions
 
 
-def render_numbered(fd: FileDiff) -> str:
+def render_numbered(fd: FileDiff, *, as_git: bool = False) -> str:
     """The file's hunks for the model: each line prefixed with its new-side line number
-    (blank for deleted lines) and its marker, e.g. ``  12 +    return x``."""
+    (blank for deleted lines) and its marker, e.g. ``  12 +    return x``. ``as_git``: git's
+    own hunks (``git_hunks``) when the file's hunks were widened."""
     out: list[str] = []
-    width = max((len(str(h.new_start + h.new_count)) for h in fd.hunks), default=1)
-    for h in fd.hunks:
+    hunks = fd.git_hunks if as_git and fd.git_hunks is not None else fd.hunks
+    width = max((len(str(h.new_start + h.new_count)) for h in hunks), default=1)
+    for h in hunks:
         out.append(h.header)
         for ln in h.lines:
             num = str(ln.new_line) if ln.new_line is not None else ""

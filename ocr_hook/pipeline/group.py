@@ -130,6 +130,7 @@ class _GroupRun:
         self.warnings: list[RunWarning] = []
         self.raw: list[RawComment] = []
         self.raw_lock = threading.Lock()
+        self.as_git = False  # the prompt shows git's hunks, without the scope context
 
     def warn(self, type_: str, message: str) -> None:
         self.warnings.append(RunWarning(type_, self.group.label, message))
@@ -155,13 +156,20 @@ class _GroupRun:
         return GroupOutcome(stop, err, self.report, tuple(self.warnings))
 
     def rounds(self, local: Mapping[str, Handler]) -> tuple[StopReason, str]:
-        """The prompt size check and the effort rounds (spec §6.1 step 5: later rounds see
-        the findings so far, before the filter; stop early
+        """The prompt size check (a group whose prompt with the scope context of spec §3.5
+        does not fit is shown git's hunks; then it is checked again) and the effort rounds
+        (spec §6.1 step 5: later rounds see the findings so far, before the filter; stop early
         when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
         d, group = self.deps, self.group
         rules_text = d.rules([f.path for f in group.files])
         fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count)
         first = group_messages(fields, d.language, d.redact)
+        if (any(f.git_hunks is not None for f in group.files)
+                and exceeds_tokens([m.content for m in first], d.context_limit, d.count)):
+            self.as_git = True  # the scope context (diff.context) does not fit: git's hunks
+            fields = group_fields(group, d.files, rules_text, d.background, d.now,
+                                  d.line_count, as_git=True)
+            first = group_messages(fields, d.language, d.redact)
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
                    f"({d.cfg.llm.context_tokens}); group skipped")
@@ -220,7 +228,7 @@ class _GroupRun:
                 shown.append(fd)
         outcome = agent.review_filter(
             d.client, shown, new, meter=d.meter, redact=d.redact, record=d.record,
-            label=self.group.label, language=d.language)
+            label=self.group.label, language=d.language, as_git=self.as_git)
         if not outcome.ok:
             self.warn("review_filter_failed", f"{outcome.error}; all comments kept")
         d.collector.remove(outcome.removed_ids)

@@ -60,6 +60,7 @@ def review_with_llm(state: RunState, redactor: Redactor,
     if req.api_key_cmd is not None and session is not None:
         session.add_secret(endpoint.api_key)
     runner = _GroupRunner(state, endpoint, redactor)
+    runner.widen_context()
     groups = runner.build_groups()
     outcomes = runner.review_groups(groups)
     runner.merge(groups, outcomes)
@@ -123,6 +124,30 @@ class _GroupRunner:
         """A tool registry problem (MCP tool rejected or renamed): logged and a warning."""
         log.warning("%s", msg)
         self.result.warnings.append(RunWarning("mcp", "", msg))
+
+    def widen_context(self) -> None:
+        """spec §3.5: each reviewed file's hunks get the lines of their enclosing scope as
+        context (``diff.widen_file``, bounded), from the snapshot's redacted lines (one git
+        process for the files no reader kept). Before grouping, so every group, the
+        anchoring and the review page see the same hunks; a file that cannot be read keeps
+        git's hunks."""
+        from ..diff import widen_file
+
+        # secret paths are never reviewable (spec §4 gate 3), also when renamed from one
+        files = [f for f in self.st.reviewable if f.hunks and f.status != "deleted"]
+        try:
+            self.view.preload([f.path for f in files])
+        except OcrError as e:  # each file is read on its own below
+            log.debug("reading the reviewed files at once failed: %s", e)
+        added = 0
+        for f in files:
+            try:
+                lines = self.view.new_file_lines(f.path)
+            except OcrError:
+                continue
+            if lines is not None:
+                added += widen_file(f, lines)
+        log.debug("scope context: %d lines added to %d files", added, len(files))
 
     def build_groups(self) -> list[Group]:
         """Split the reviewable files into groups (deterministic, or one grouping call)."""

@@ -141,6 +141,29 @@ class SnapshotView:
                                         timeout_s=READ_TIMEOUT_S)
         return (got.patch if got is not None else None), size
 
+    def preload(self, paths: Sequence[str]) -> None:
+        """Read the new blobs of the changed ``paths`` that :meth:`new_file_lines` would have
+        to ask git for (not read yet, not kept by this command's readers) with one ``git
+        cat-file --batch`` by blob id (``git.read_objects``), so a run that needs every
+        reviewed file's lines (``diff.context``) starts one git process, not one per file.
+        Raises GitError."""
+        with self._lock:
+            todo = [p for p in dict.fromkeys(paths) if p not in self._lines]
+        want: dict[str, str] = {}
+        for p in todo:
+            fd = self._by_path.get(p)
+            if (fd is not None and fd.status != "deleted" and fd.new_oid and not fd.submodule
+                    and git.known_blob(fd.new_oid) is None):
+                want[p] = fd.new_oid
+        if not want:
+            return
+        for p, obj in zip(want, git.read_objects(self.repo, list(want.values()), READ_TIMEOUT_S),
+                          strict=True):
+            if obj is not None and obj[0] == "blob":
+                lines = self.redact(git.decode_text(obj[1])).split("\n")
+                with self._lock:
+                    self._lines.setdefault(p, lines)
+
     def read(self, path: str) -> bytes | None:
         """Blob bytes of ``<head>:<path>``; None when there is no blob there (absent, a
         directory, a submodule). Raises GitError on a timeout (30 s) or when git cannot run."""
