@@ -3,7 +3,7 @@
 reference CLI (OCR, npm ``@alibaba-group/open-code-review``), every model request answered
 through ``relay_model.py``, findings matched to the expert labels by a blind judge.
 
-The cases are ``bench/quality_cases.json``: PRs of ``dataset/positive_samples.json`` of
+The cases are ``bench/quality/cases.json``: PRs of ``dataset/positive_samples.json`` of
 ``alibaba/aacr-bench`` (fields ``githubPrUrl``, ``source_commit``, ``target_commit``,
 ``comments[]`` with ``path``, ``from_line``, ``to_line``, ``category``, ``note``). Never add a PR
 of ``gofr-dev/gofr`` or ``bluewave-labs/Checkmate``: they are kept back for an independent
@@ -50,7 +50,7 @@ import relay_model  # noqa: E402
 from benchlib import OCR_CMD, clean_env, run_child  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-CASES = HERE / "quality_cases.json"
+CASES = HERE / "quality" / "cases.json"
 RESULTS = HERE / "results"
 KEPT_BACK = ("gofr-dev/gofr", "bluewave-labs/checkmate")
 DEFECT_CATEGORIES = ("Code Defect", "Security Vulnerability", "Performance")
