@@ -225,3 +225,25 @@ def test_file_read_diff_reads_an_excluded_file_of_a_range(
     repo.stage({"tests/test_app.py": "staged, not in the range\n"})
     assert diff_tool_review(repo, llm, monkeypatch, capsys, "--from", base, "--to", tip) == [
         TEST_APP_DIFF]
+
+
+# --- code_search: file patterns match like .gitignore lines ------------------------------------
+
+def test_code_search_pattern_with_double_star_finds_a_file_directly_under_the_folder(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``pkg/**/*.py`` matches ``pkg/helpers.py`` (``**/`` spans zero folders), as every user
+    of globs expects; git's plain pathspec answered "No matches found" for it."""
+    repo.commit({"app.py": APP, "pkg/helpers.py": "def price_of(item):\n    return item.price\n",
+                 "pkg/sub/deep.py": "from pkg.helpers import price_of\n"}, "base")
+    repo.stage({"app.py": GUARD})
+    llm.tool_calls(("code_search", {"search_text": "price_of",
+                                    "file_patterns": ["pkg/**/*.py"]}))
+    llm.tool_calls(DONE)
+    rc, data = review(repo, llm, monkeypatch, capsys)
+    assert (rc, data["status"]) == (0, "complete")
+    [result] = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    assert "No matches" not in result
+    files = [ln.split(":", 1)[1].strip() for ln in result.splitlines() if ln.startswith("File:")]
+    assert files == ["pkg/helpers.py", "pkg/sub/deep.py"], result
