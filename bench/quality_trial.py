@@ -28,8 +28,9 @@ Commands (``-h`` for flags):
   findings that are real problems nonetheless.
 - ``score --judged J --run NAME=D ... --label L``: recall, defect recall (Code Defect,
   Security Vulnerability and Performance labels), precision, line-level recall (a matched
-  finding that also overlaps the label's lines), requests and input tokens per PR and tool;
-  writes ``results/quality-trial.md`` and ``results/quality-trial.json``.
+  finding that also overlaps the label's lines), requests and input tokens per PR and tool,
+  the answering models' ``unclear.md`` notes; writes ``results/quality-trial.md`` (after the
+  ``--preamble`` text) and ``results/quality-trial.json``.
 """
 
 from __future__ import annotations
@@ -259,6 +260,7 @@ def score_run(name: str, run_dirs: list[Path], judged: Path, dataset: Path,
                                                      "Performance")]
         u = usage(run_dir, case["name"])
         row = {"case": case["name"], "url": case["url"], "language": case["language"],
+               "run_dir": str(run_dir),
                "labels": len(labels), "found": len(found), "line": len(line),
                "defect_labels": len(dl), "defect_found": len(found & set(dl)),
                "findings": len(fs), "matching": len(matching), "plausible": len(plausible),
@@ -297,7 +299,8 @@ def cmd_score(args: argparse.Namespace) -> int:
            "prs": [{"url": c["url"], "language": c["language"], "labels": c["labels"]}
                    for c in cases],
            **{r["name"]: summary(r["total"]) for r in runs},
-           "per_pr": {r["name"]: r["rows"] for r in runs}}
+           "per_pr": {r["name"]: [{k: v for k, v in row.items() if k != "run_dir"}
+                                  for row in r["rows"]] for r in runs}}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "quality-trial.json").write_text(json.dumps(doc, indent=1) + "\n")
     md = ["| run | recall | defect recall | precision | line recall | findings | requests |"
@@ -320,10 +323,27 @@ def cmd_score(args: argparse.Namespace) -> int:
                          f"{x['input_tokens']:,}")
         md.append(f"| [{c['name']}]({c['url']}) | {c['language']} | {c['labels']} | "
                   + " | ".join(cells) + " |")
-    text = "\n".join(md)
-    (RESULTS / "quality-trial.table.md").write_text(text + "\n")
+    md += ["", "Code-defect findings (category bug, security or performance) at or above the"
+           " default blocking level (high):", ""]
+    md += [f"- {r['name']}: {summary(r['total'])['defect_findings_blocking']}" for r in runs]
+    md += friction(runs)
+    preamble = args.preamble.read_text("utf-8").rstrip() + "\n\n" if args.preamble else ""
+    text = preamble + "\n".join(md) + "\n"
+    (RESULTS / "quality-trial.md").write_text(text, "utf-8")
     print(text)
     return 0
+
+
+def friction(runs: list[dict[str, Any]]) -> list[str]:
+    """The answering models' notes (``<case>/unclear.md`` of each run), per run and PR."""
+    out = ["", "## What the answering models found unclear", ""]
+    for r in runs:
+        out += [f"### {r['name']}", ""]
+        for row in r["rows"]:
+            note = Path(row["run_dir"]) / row["case"] / "unclear.md"
+            if note.exists():
+                out += [f"**{row['case']}**", "", note.read_text("utf-8").strip(), ""]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -351,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--run", action="append", required=True, help="NAME=RELAY_DIR[,RELAY_DIR...]")
     s.add_argument("--dataset", type=Path, default=DATASET_DEFAULT)
     s.add_argument("--label", default="")
+    s.add_argument("--preamble", type=Path, help="Markdown put before the tables")
     args = p.parse_args(argv)
     return {"build": cmd_build, "run": cmd_run, "pack": cmd_pack, "score": cmd_score}[args.cmd](
         args)
