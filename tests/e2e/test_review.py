@@ -42,9 +42,9 @@ def test_sql_injection_comment_lands_on_line_12_and_blocks(
     assert files["app.py"] == {"path": "app.py", "status": "added", "reviewed": True, "reason": ""}
     assert data["summary"]["files_reviewed"] == 1
     assert data["summary"]["by_severity"]["critical"] == 1
-    # round 1: comment, task_done; round 2 (effort medium) adds nothing and stops early; no
-    # review filter (opt-in)
-    assert data["summary"]["llm_calls"] == 3 == len(llm.requests)
+    # round 1: comment, then task_done; one round (effort low, the default); no review filter
+    # (opt-in)
+    assert data["summary"]["llm_calls"] == 2 == len(llm.requests)
     first = llm.requests[0]
     assert first["model"] == "scripted-model"
     assert {t["function"]["name"] for t in first["tools"]} == set(TOOLS)

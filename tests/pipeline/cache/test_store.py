@@ -286,14 +286,15 @@ def test_a_higher_effort_result_answers_the_hook_and_a_lower_one_does_not_answer
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`git ocr review` (medium) before `git commit` must not pay twice; a hook
-    result (low) must not answer a later `git ocr review` (medium)."""
+    """`git ocr review --effort medium` before `git commit` must not pay twice; a hook
+    result (low) must not answer a later `git ocr review --effort medium`; both default to
+    low, so a hook result answers a plain `git ocr review`."""
+    medium = ["review", "--format", "json", "--effort", "medium"]
     repo.commit({"README.md": "hi\n"}, "init")
     repo.stage({"calc.py": BUGGY})
     llm.tool_calls(("code_comment", div_comment("calc.py")), ("task_done", {"state": "DONE"}))
     monkeypatch.chdir(repo.path)
-    _, review, _ = run_json(["review", "--format", "json"], llm.env(), capsys,
-                            review_filter=False)  # medium
+    _, review, _ = run_json(medium, llm.env(), capsys, review_filter=False)
     assert len(main_requests(llm)) == 2  # round 2 finds nothing new
     _, hook, _ = run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys,
                           review_filter=False)  # low
@@ -304,10 +305,12 @@ def test_a_higher_effort_result_answers_the_hook_and_a_lower_one_does_not_answer
     repo.stage({"calc.py": BUGGY + "\n\ndef mul(a, b):\n    return a * b\n"})
     run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 3
-    _, again, _ = run_json(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
+    _, plain, _ = run_json(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
+    assert (len(llm.requests), plain["summary"]["cache_hits"]) == (3, 1)  # low answers low
+    _, again, _ = run_json(medium, llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 4  # round 1 finds nothing: no round 2
     assert (again["summary"]["cache_hits"], again["summary"]["llm_calls"]) == (0, 1)
     # ... and now the medium result answers both
-    run_json(["review", "--format", "json"], llm.env(), capsys, review_filter=False)
+    run_json(medium, llm.env(), capsys, review_filter=False)
     run_json(["hook", "pre-commit", "--format", "json"], llm.env(), capsys, review_filter=False)
     assert len(llm.requests) == 4
