@@ -238,7 +238,8 @@ def score_run(name: str, run_dirs: list[Path], judged: Path, dataset: Path,
               key: dict[str, Any]) -> dict[str, Any]:
     rows, tot = [], {"labels": 0, "found": 0, "defect_labels": 0, "defect_found": 0,
                      "line": 0, "findings": 0, "matching": 0, "plausible": 0, "requests": 0,
-                     "input_tokens": 0, "defect_findings": 0, "defect_blocking": 0}
+                     "input_tokens": 0, "defect_findings": 0, "defect_blocking": 0,
+                     "matched_defect": 0, "matched_defect_blocking": 0}
     back = {(v["run"], v["case"], v["index"]): k for k, v in key.items()}
     for case in load_cases():
         run_dir = next((d for d in run_dirs if (d / case["name"] / "done").exists()),
@@ -255,6 +256,7 @@ def score_run(name: str, run_dirs: list[Path], judged: Path, dataset: Path,
         plausible = [fid for fid in verdict.get("plausible", []) if fid in mine
                      and fid not in matching]
         dl = [i for i, lab in labels.items() if lab["category"] in DEFECT_CATEGORIES]
+        hit_defect = {fid for fid, lab in pairs if fid in mine and lab in dl}
         dfind = [f for f in fs if f["category"] in ("bug", "security", "performance",
                                                      "Code Defect", "Security Vulnerability",
                                                      "Performance")]
@@ -266,7 +268,10 @@ def score_run(name: str, run_dirs: list[Path], judged: Path, dataset: Path,
                "findings": len(fs), "matching": len(matching), "plausible": len(plausible),
                "defect_findings": len(dfind),
                "defect_blocking": sum(f["severity"].lower() in ("high", "critical")
-                                      for f in dfind), **u}
+                                      for f in dfind),
+               "matched_defect": len(hit_defect),
+               "matched_defect_blocking": sum(mine[fid]["severity"].lower() in ("high", "critical")
+                                              for fid in hit_defect), **u}
         rows.append(row)
         for k in tot:
             tot[k] += row[k]
@@ -284,7 +289,9 @@ def summary(t: dict[str, int]) -> dict[str, Any]:
             "line_recall": _ratio(t["line"], t["labels"]),
             "requests": t["requests"], "input_tokens": t["input_tokens"],
             "findings": t["findings"], "plausible_unlabelled": t["plausible"],
-            "defect_findings_blocking": f"{t['defect_blocking']}/{t['defect_findings']}"}
+            "defect_findings_blocking": f"{t['defect_blocking']}/{t['defect_findings']}",
+            "defect_label_findings_blocking":
+                f"{t['matched_defect_blocking']}/{t['matched_defect']}"}
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -323,9 +330,11 @@ def cmd_score(args: argparse.Namespace) -> int:
                          f"{x['input_tokens']:,}")
         md.append(f"| [{c['name']}]({c['url']}) | {c['language']} | {c['labels']} | "
                   + " | ".join(cells) + " |")
-    md += ["", "Code-defect findings (category bug, security or performance) at or above the"
-           " default blocking level (high):", ""]
-    md += [f"- {r['name']}: {summary(r['total'])['defect_findings_blocking']}" for r in runs]
+    md += ["", "Findings at or above the default blocking level (high):", ""]
+    md += [f"- {r['name']}: {summary(r['total'])['defect_findings_blocking']} of its bug, security"
+           f" and performance findings; {summary(r['total'])['defect_label_findings_blocking']}"
+           " of its findings that match a Code Defect, Security or Performance label"
+           for r in runs]
     md += friction(runs)
     preamble = args.preamble.read_text("utf-8").rstrip() + "\n\n" if args.preamble else ""
     text = preamble + "\n".join(md) + "\n"
