@@ -154,7 +154,7 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
                    " html: a self-contained review page")
     g.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
     g.add_argument("--effort", choices=("low", "medium", "high"),
-                   help="review rounds: low 1, medium 2, high 3")
+                   help="review rounds: low 1 (default), medium 2, high 3")
     g.add_argument("--concurrency", type=int, metavar="N", help="groups reviewed in parallel")
     g.add_argument("--timeout", type=float, metavar="S", help="whole-run time limit in seconds")
     g.add_argument("--max-tokens-budget", type=int, metavar="N",
@@ -164,7 +164,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
                    help="tools.json-format file that drops tools or rewrites descriptions")
     g.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     g.add_argument("--filter", action="store_true",
-                   help="run the LLM review filter that drops comments the diff proves wrong")
+                   help="run the LLM review filter that drops comments the diff proves wrong"
+                        " (off by default)")
     g.add_argument("--no-filter", action="store_true",
                    help="skip the review filter even when review.filter is on")
     g.add_argument("--exclude", action="append", metavar="GLOBS",

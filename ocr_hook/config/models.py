@@ -139,7 +139,7 @@ class LlmConfig:
 class ReviewConfig:
     __pydantic_config__ = _STRICT
 
-    effort: Literal["low", "medium", "high", ""] = ""
+    effort: Literal["low", "medium", "high", ""] = "low"  # "" (older files): low
     concurrency: Annotated[int, Bound(ge=1, le=64)] = 8
     max_tool_rounds: Annotated[int, Bound(ge=1)] = 100
     timeout_s: Annotated[float, Bound(gt=0, le=REVIEW_TIMEOUT_MAX_S)] = 300.0

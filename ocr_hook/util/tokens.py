@@ -104,7 +104,10 @@ def _encoding(name: str) -> Any:
         cache = _seed(name)
         if cache is None:
             return None
-        import tiktoken
+        try:
+            import tiktoken
+        except ImportError:  # a caller outside the package's environment: estimates
+            return None
 
         old = os.environ.get("TIKTOKEN_CACHE_DIR")
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
