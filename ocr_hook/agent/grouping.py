@@ -24,11 +24,7 @@ log = logging.getLogger(__name__)
 
 GROUPING_MIN_FILES = 4  # spec §6.1 (OCR GROUPING_MIN_FILES): below → no grouping LLM call
 GROUPING_BUNDLE_LINE_THRESHOLD = 200  # spec §6.1 (OCR): fewer changed lines → one bundle
-MAX_FILES_PER_GROUP = 10  # spec §6.1 (OCR maxFilesPerGroup): the cap on a model-made group
-# spec §6.1: a small change set (< 200 changed lines) of up to this many files is one group and
-# needs no grouping call (OCR asks the model from 4 files on, from paths alone): one
-# conversation sees a change repeated across files
-BUNDLE_MAX_FILES = 20
+MAX_FILES_PER_GROUP = 10  # spec §6.1 (OCR maxFilesPerGroup)
 GROUP_CONTEXT_FRACTION = 0.8  # spec §6.1: a group's diffs above 80 % of the context split
 BUNDLE_LABEL = "small change set"
 
@@ -61,14 +57,12 @@ def total_changed(files: Sequence[FileDiff]) -> int:
 
 def strategy(n_files: int, changed_lines: int) -> str:
     """How ``n_files`` reviewable files with ``changed_lines`` in total are grouped:
-    ``single`` (≤ 1 file), ``bundle`` (< 200 lines in at most BUNDLE_MAX_FILES files),
-    ``per_file`` (< 4 files, ≥ 200 lines) or ``llm`` (otherwise: one grouping call)."""
+    ``single`` (≤ 1 file), ``bundle`` (< 4 files and < 200 lines), ``per_file`` (< 4 files,
+    ≥ 200 lines) or ``llm`` (≥ 4 files: one grouping call)."""
     if n_files <= 1:
         return "single"
-    if changed_lines < GROUPING_BUNDLE_LINE_THRESHOLD and n_files <= BUNDLE_MAX_FILES:
-        return "bundle"
     if n_files < GROUPING_MIN_FILES:
-        return "per_file"
+        return "bundle" if changed_lines < GROUPING_BUNDLE_LINE_THRESHOLD else "per_file"
     return "llm"
 
 
@@ -201,12 +195,12 @@ def build_groups(
     group_too_large: Callable[[Sequence[FileDiff]], bool],
     on_failure: Callable[[str], None],
 ) -> list[Group]:
-    """Group ``files`` (spec §6.1 step 2). Deterministic, no LLM call: ≤ 1 file, a bundle of
-    under 200 changed lines in at most BUNDLE_MAX_FILES files, or < 4 larger files one per
-    file. Otherwise ``ask_model`` (the grouping call on metadata only; None = no endpoint) — any
-    failure (OcrError) falls back to one group per file and passes its one-line message to
-    ``on_failure`` (the run's ``grouping_failed`` warning); its groups above 10 files are split
-    in order. Then groups whose diffs are ``group_too_large`` split into single files."""
+    """Group ``files`` (spec §6.1 step 2). ≤ 1 file, or < 4 files: deterministic (bundle
+    under 200 changed lines, else per file), no LLM call. Otherwise ``ask_model`` (the grouping
+    call on metadata only; None = no endpoint) — any failure (OcrError) falls back to one group
+    per file and passes its one-line message to ``on_failure`` (the run's ``grouping_failed``
+    warning). Then groups above 10 files are split in order and groups whose diffs are
+    ``group_too_large`` split into single files."""
     groups = deterministic_groups(files)
     if groups is None:
         if ask_model is None:
@@ -218,5 +212,5 @@ def build_groups(
                 log.info("LLM grouping failed (%s); reviewing one group per file", e)
                 on_failure(f"{e}; reviewing one group per file")
                 groups = per_file(files)
-        groups = cap_group_size(groups)
+    groups = cap_group_size(groups)
     return split_over_budget(groups, group_too_large)

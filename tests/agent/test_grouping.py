@@ -38,10 +38,7 @@ def labels(groups: list[Group]) -> list[tuple[str, list[str]]]:
         (3, 199, "bundle"),
         (2, 200, "per_file"),
         (3, 450, "per_file"),
-        (4, 4, "bundle"),  # a small change set stays one group (BUNDLE_MAX_FILES)
-        (20, 199, "bundle"),
-        (21, 199, "llm"),
-        (4, 200, "llm"),
+        (4, 4, "llm"),
         (40, 10_000, "llm"),
     ],
 )
@@ -57,10 +54,7 @@ def test_three_small_files_are_one_bundle_and_three_large_ones_one_group_each() 
     assert labels(deterministic_groups(large) or []) == [
         ("a.py", ["a.py"]), ("b.py", ["b.py"]), ("c.py", ["c.py"])]
     assert labels(deterministic_groups([fd("only.py", 900)]) or []) == [("only.py", ["only.py"])]
-    # four or more files: a bundle while small, else the grouping call
-    assert labels(deterministic_groups([fd(f"f{i}.py") for i in range(4)]) or []) == [
-        (BUNDLE_LABEL, ["f0.py", "f1.py", "f2.py", "f3.py"])]
-    assert deterministic_groups([fd(f"f{i}.py", 50) for i in range(4)]) is None
+    assert deterministic_groups([fd(f"f{i}.py") for i in range(4)]) is None
 
 
 def test_file_list_is_metadata_only() -> None:

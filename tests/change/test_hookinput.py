@@ -9,6 +9,7 @@ HTTP to the scripted loopback model. Fake: the model's replies.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from ocr_hook.change.hookinput import CI_HINT, changes_only_notice, filter_paths
 from ocr_hook.diff.model import FileDiff
 from tests.support.gitrepo import GitRepo
-from tests.support.scripted_llm import ScriptedLLM
+from tests.support.scripted_llm import ScriptedLLM, openai_text
 
 GROUPING = "sort the changed files"  # in the grouping request's system prompt
 
@@ -71,7 +72,8 @@ def test_framework_default_slices_each_review_their_files_and_the_commit_goes_th
     p = pre_commit(repo, env, "install")
     assert p.returncode == 0, p.stdout + p.stderr
     names = [f"f{i}.py" for i in range(8)]
-    # small files: each run reviews its files as one bundle, no grouping call (spec §6.1)
+    for _ in range(3):  # each run with 4 or more files asks for groups: one group of all
+        llm.reply(openai_text(json.dumps([{"label": "all", "files": names}])), match=GROUPING)
     repo.stage({n: f"VALUE_{i} = {i}\n" for i, n in enumerate(names)})
     p = subprocess.run(["git", "commit", "-m", "eight files"], cwd=repo.path, env=env,
                        capture_output=True, text=True, timeout=300)
@@ -83,7 +85,7 @@ def test_framework_default_slices_each_review_their_files_and_the_commit_goes_th
     # turns (the lock) and neither reviews the other's files
     reviews = [s for s, r in zip(prompt_files(llm), llm.requests, strict=True)
                if GROUPING not in r["messages"][0]["content"]]
-    assert len(llm.requests) == 3 and sorted(len(s) for s in reviews) == [4, 4, 8]
+    assert len(llm.requests) == 6 and sorted(len(s) for s in reviews) == [4, 4, 8]
     slices = [s for s in reviews if len(s) == 4]
     assert sorted(slices[0] + slices[1]) == names
     assert [s for s in reviews if len(s) == 8] == [names]

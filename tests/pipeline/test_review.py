@@ -143,7 +143,7 @@ def test_three_large_files_are_reviewed_one_group_each(
 
 def twelve_files(repo: GitRepo, n: int = 12) -> list[str]:
     names = [f"pkg/m{i:02}.py" for i in range(n)]
-    repo.stage({name: pyfile(f"m{i}", 60) for i, name in enumerate(names)})
+    repo.stage({name: pyfile(f"m{i}", 3) for i, name in enumerate(names)})
     return names
 
 
@@ -172,7 +172,7 @@ def test_twelve_files_are_grouped_by_one_call_on_metadata_only(
     grouping_req = llm.requests[0]
     assert "tools" not in grouping_req
     listing = grouping_req["messages"][1]["content"]
-    assert "[0] ADDED pkg/m00.py (+60/-0)" in listing and "[11] ADDED pkg/m11.py (+60/-0)" in listing
+    assert "[0] ADDED pkg/m00.py (+3/-0)" in listing and "[11] ADDED pkg/m11.py (+3/-0)" in listing
     assert "value_m0_" not in json.dumps(grouping_req)  # no diff text
 
 

@@ -23,9 +23,10 @@ from ocr_hook.secrets.redaction import find_secrets, redact
 from tests.support import secret_corpus as corpus
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
-from tests.support.scripted_llm import ScriptedLLM
+from tests.support.scripted_llm import ScriptedLLM, openai_text
 from tests.support.secret_corpus import CASES, all_leaks, case_lines, corpus_files
 
+GROUPING = "sort the changed files"  # in the grouping system prompt
 SECRET_CONTENT_START = "Hard-coded secret ("
 
 
@@ -92,6 +93,7 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
     repo.commit({"README.md": "hi\n"}, "init")
     repo.stage(dict(files))
     before = repo.state()
+    llm.reply(openai_text(json.dumps([{"label": "all", "files": paths}])), match=GROUPING)
     llm.tool_calls(*[("file_read", {"file_path": p}) for p in paths],
                    ("code_search", {"search_text": "password"}),
                    ("code_search", {"search_text": "KEY"}),
@@ -112,13 +114,11 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
     data = json.loads(out)
     assert rc == 1, err
     assert data["status"] == "complete"
-    # a small change set: one bundle, no grouping call (spec §6.1)
-    assert [(g["label"], g["files"]) for g in data["groups"]] == [
-        ("small change set", sorted(paths))]
-    assert len(llm.requests) == 3  # main x2, review filter
+    assert [(g["label"], g["files"]) for g in data["groups"]] == [("all", paths)]
+    assert len(llm.requests) == 4  # grouping, main x2, review filter
     assert where_leaked(llm.requests) == []
     # every file was sent (in the prompt and through the tools), redacted
-    tool_results = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    tool_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
     assert len(tool_results) == len(paths) + 6
     assert sum("[REDACTED:" in r for r in tool_results) == len(paths) + 6
     lines = case_lines()
