@@ -55,7 +55,7 @@ class ReviewRequest(NamedTuple):
     @property
     def effort(self) -> str:
         """review.effort, else ``low`` (one round) for every stage: with the thorough main
-        prompt a second round filed 3 of 63 comments on eight real pull requests, none of
+        prompt a second round filed 3 of 60 comments on eight real pull requests, none of
         them an expert's, at a quarter of the input tokens (bench/results/quality-trial.md)."""
         return self.config.review.effort or "low"
 
