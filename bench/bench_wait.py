@@ -5,12 +5,14 @@ small change costs, and how long they take under a hosted-model latency model.
 Latency model of the loopback server (tests' ScriptedLLM, Nagle off): every request waits
 ``--fixed-s`` (default 0.8 s: network, queueing, time to first token) plus ``--per-kib-s``
 (default 0.03 s) per KiB of request body (prompt processing), then answers. The model files
-one ``code_comment`` on the changed line and calls ``task_done`` in the same reply; the review
-filter approves. A 1-file change (one edited line of a 40-line Python module) runs as:
+one ``code_comment`` on the changed line and calls ``task_done`` in the same reply (the review
+filter, opt-in, would approve). A 1-file change (one edited line of a 40-line Python module)
+runs as:
 
 - ``hook pre-commit``: ``git ocr hook pre-commit --format json`` (effort low), cache off;
 - ``hook, no finding``: the same with a model that finishes without a comment;
-- ``review (medium)``: ``git ocr review --format json`` (effort medium), cache off;
+- ``review``: ``git ocr review --format json`` (effort low, the default), cache off;
+- ``review (medium)``: the same with ``--effort medium``;
 - ``review, then hook``: ``git ocr review`` with the cache on, then the pre-commit hook on the
   same snapshot (spec §10: the hook must make 0 requests).
 
@@ -135,7 +137,8 @@ def main() -> int:
         review = [*OCR_CMD, "review", "--format", "json"]
         cases = (("hook pre-commit", True, [(hook + ["--no-cache"])]),
                  ("hook, no finding", False, [(hook + ["--no-cache"])]),
-                 ("review (medium)", True, [(review + ["--no-cache"])]),
+                 ("review", True, [(review + ["--no-cache"])]),
+                 ("review (medium)", True, [(review + ["--no-cache", "--effort", "medium"])]),
                  ("review, then hook", True, [review, hook]))
         rows: dict[str, list[dict[str, Any]]] = {}
         for label, comment, cmds in cases:
