@@ -62,14 +62,13 @@ def file_read_diff(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
         if size > READ_DIFF_MAX_BYTES and kept:
             break
         kept.append(ln)
-    if len(kept) == total:
-        return ToolResult(view.redact("\n".join(kept)))
-    text = (
+    if len(kept) == total:  # every patch was redacted above, before any cut
+        return ToolResult("\n".join(kept))
+    return ToolResult(
         "IS_TRUNCATED: true\n" + "\n".join(kept) + f"\n\nNote: Results truncated to {len(kept)}"
         f" of {total} diff lines. Request fewer paths per call, or use file_read for the"
         " rest of a file."
     )
-    return ToolResult(view.redact(text))
 
 
 def _body(view: SnapshotView, fd: FileDiff) -> str:
