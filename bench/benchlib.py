@@ -10,7 +10,7 @@
 - :class:`EchoModel`: a scripted model whose answers depend on the request: it groups files,
   quotes real added lines of the diff it was sent (plus one invented quote per group that must
   end unanchored), calls a context tool, approves comments in the review filter, answers NONE
-  to re-location and plain text to plan/compression calls. Nothing about the answers is
+  to re-location and plain text to compression calls. Nothing about the answers is
   "intelligent": it exists so a review of a real diff goes through every stage;
 - :func:`table`: fixed-width tables.
 """
@@ -206,8 +206,7 @@ def task_of(body: Mapping[str, Any]) -> str:
     for prefix, task in (("You are ocr-hook, a senior engineer", "main"),
                          ("You sort the changed files", "grouping"),
                          ("You are the second reader", "review_filter"),
-                         ("You locate code", "relocation"),
-                         ("You prepare the review", "plan")):
+                         ("You locate code", "relocation")):
         if system.startswith(prefix):
             return task
     return "other"
@@ -262,8 +261,8 @@ class EchoModel:
             reply = openai_tool_calls(("approve_all_comments", {}))
         elif task == "relocation":
             reply = openai_text("NONE")
-        elif task in ("plan", "other"):
-            reply = openai_text("Summary: check the changed lines.\n1. Look for errors.")
+        elif task == "other":  # the compression summary
+            reply = openai_text("Summary: the changed lines were read; nothing found yet.")
         else:
             reply = self.main_turn(user, msgs)
         reply.pop("usage", None)
