@@ -169,8 +169,8 @@ def findings(run_dir: Path, case: str) -> list[dict[str, Any]]:
     "category", "text"}``. ocr-hook's JSON has ``start_line``/``end_line``/``side``/``content``
     (+ ``suggestion``); OCR's has ``path``, ``start_line``/``end_line`` (or ``line``) and
     ``content``."""
-    raw = (run_dir / case / "review.json").read_text("utf-8") if (run_dir / case /
-                                                                  "review.json").exists() else ""
+    path = run_dir / case / "review.json"
+    raw = path.read_text("utf-8") if path.exists() else ""
     try:
         doc = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError:
@@ -230,8 +230,11 @@ def cmd_pack(args: argparse.Namespace) -> int:
 # --- score --------------------------------------------------------------------------------
 
 def _overlap(f: dict[str, Any], lab: dict[str, Any]) -> bool:
+    """Whether finding ``f`` lies on label ``lab``'s lines: same path, new-side lines that
+    overlap (AACR labels are on the right side; a finding on deleted lines never counts)."""
     a, b = f["lines"]
-    return f["path"] == lab["path"] and a > 0 and a <= lab["lines"][1] + 0 and lab["lines"][0] <= b
+    return (f["path"] == lab["path"] and f["side"] != "old" and a > 0
+            and a <= lab["lines"][1] and lab["lines"][0] <= b)
 
 
 def score_run(name: str, run_dirs: list[Path], judged: Path, dataset: Path,
