@@ -4,8 +4,12 @@ secret, or a placeholder, a reference to code or plain data. Pure: no I/O.
 - Placeholders (every rule): `changeme`, `xxxxxx`, `<your-token>`, `${VAR}`, `{{ x }}`,
   `AKIA...EXAMPLE`, a lone common word such as `password` or `admin`.
 - Code and data (heuristic rules, those with a `min_entropy`): calls and subscripts
-  (`get_password()`, `os.environ[`), dotted names (`process.env.API_KEY`), `$VAR`, numbers, URLs
-  and ARNs without credentials, names and paths made of words (`MY_APP_SECRET_V2`).
+  (`get_password()`, `os.environ[`, `$jwt->encode([`, `Config::get(`), member access whose
+  parts are names (`process.env.API_KEY`, `$this->config->key`, `props?.token`), `$VAR`,
+  numbers, URLs and ARNs without credentials, names and paths made of words
+  (`MY_APP_SECRET_V2`), also with the closing brackets of the call they end
+  (`max_tokens=max_tokens)`). A dotted value with a random part is no name: Vault's
+  `hvs.CAES…` and Mapbox's `sk.eyJ…` are values.
 - Entropy (heuristic rules): the value's Shannon entropy in bits per character must reach the
   rule's `min_entropy`, 0.5 less for hex-only values (whose alphabet has 16 characters).
 """
@@ -46,8 +50,15 @@ _CAMEL_CASE = re.compile(  # getTokenFromVault, PKCS7PrivateKeyTypes, apiKey
 _PART_SEPARATORS = re.compile(r"[_\-/.:]")
 _SIGIL_NAME = re.compile(r"[$%@!&*][A-Za-z_][\w.\-]*%?")  # $TOKEN, %APPDATA%, *yaml_alias
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://|[au]rn:")  # plain URLs, ARNs and URNs
-_DOTTED_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")  # rust_openssl.hpke.X25519
-_CALL_OR_INDEX = re.compile(r"[A-Za-z_$][\w.$]*[(\[]")  # get_password(), os.environ[
+# Member access: a.b, $a->b, A::b, a?.b (JS optional chaining), each part a name.
+_MEMBER = r"(?:\.|->|::|\?\.)"
+_MEMBER_CHAIN = re.compile(rf"[@$]?[A-Za-z_$][\w$]*(?:{_MEMBER}[A-Za-z_$][\w$]*)+")
+# A call or subscript of a name or member chain, with generic arguments before the call:
+# get_password(), os.environ[, $jwt->encode([, Config::get(, configService.get<string>(
+_CALL_OR_INDEX = re.compile(
+    rf"[@$]?[A-Za-z_$][\w$]*(?:{_MEMBER}[A-Za-z_$][\w$]*)*(?:<[\w.,\[\] ]*>)?[(\[]")
+_MEMBER_SPLIT = re.compile(_MEMBER)
+_CLOSERS = ")]};,"  # what ends the call a name is an argument of: f(x=a.b), g(max_tokens)
 _CODE_CHARS = frozenset("{}")
 # Hex has at most 4 bits per character, and a random 16-digit hex value averages about 3.2, so
 # hex-only values get this much off a rule's min_entropy.
@@ -82,19 +93,30 @@ def is_placeholder(value: str) -> bool:
 
 def looks_like_code(value: str) -> bool:
     """Whether a value names something instead of being a secret: a call or subscript
-    (`get_password()`, `os.environ[`), a variable (`$TOKEN`), a number, a URL or ARN without
-    credentials, a dotted name (`process.env.API_KEY`), or a name or path made of words
-    (`MY_APP_SECRET_V2`, `getTokenFromVault`, `/run/secrets/db_password`)."""
+    (`get_password()`, `os.environ[`, `$jwt->encode([`), a variable (`$TOKEN`), a number, a
+    URL or ARN without credentials, member access made of names (`process.env.API_KEY`,
+    `$this->apiKey`; not `hvs.CAESIJ9x…`), or a name or path made of words
+    (`MY_APP_SECRET_V2`, `getTokenFromVault`, `/run/secrets/db_password`). Closing brackets
+    and commas at the end (`max_tokens=max_tokens)`) are ignored."""
     if _CALL_OR_INDEX.match(value) or any(ch in _CODE_CHARS for ch in value):
         return True
+    value = value.rstrip(_CLOSERS) or value
     if value.isdigit() or _SIGIL_NAME.fullmatch(value) or _URL.match(value):
         return True
-    if _DOTTED_NAME.fullmatch(value.rstrip(")]")):  # also at the end of a call: f(x=a.b))
-        return True
+    if _MEMBER_CHAIN.fullmatch(value):
+        return all(_is_name(part.lstrip("@$")) for part in _MEMBER_SPLIT.split(value))
     parts = _PART_SEPARATORS.split(value)
     if len(parts) == 1:
         return _CAMEL_CASE.fullmatch(value) is not None
     return all(part == "" or _is_word(part) for part in parts)
+
+
+def _is_name(part: str) -> bool:
+    """A part of a member chain that is a name: `env`, `API_KEY`, `configService`, `X25519`,
+    `k8s`; not a random run such as `CAESIJx9KqLm3Np5Rt7Vw9Yb2` (a token with dots)."""
+    if len(part) <= 12:
+        return True
+    return all(piece == "" or _is_word(piece) for piece in part.split("_"))
 
 
 def _is_word(part: str) -> bool:
