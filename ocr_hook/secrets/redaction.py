@@ -12,9 +12,10 @@ A heuristic rule with keywords only matches from a line holding one of them to t
 next line (a name, an operator, a value: `"password":` with its value on the next line), so it is
 run on those lines only.
 
-A value written as adjacent string literals over several lines (`("AKIA0123"\\n "4567...")`,
-`"abc" +\\n "def"`) is also checked joined: when a rule matches the joined value across two or
-more pieces, each piece is part of the secret.
+A value written as string literals that the code joins (`"ghp_ab" + "cd…"`, adjacent literals
+over several lines, `"".join(["AKIA", "…"])`, a JS template of literals; `joins`) is also checked
+joined: when a rule matches the joined value across two or more pieces, each piece is part of
+the secret.
 
 `chunks.find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold)
 with the hits of one scan of the whole text.
@@ -40,6 +41,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+from .joins import literal_chains
 from .patterns import Rule, rules
 
 ALLOW_MARKER = "ocr-hook: allow-secret"  # inline opt-out for one line (still redacted)
@@ -188,7 +190,7 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
                                       or _has_allow_marker(text, match.start(), match.end())):
                 continue
             spans.append(_Span(start, end, rank, rule.type))
-    spans.extend(_joined_literal_spans(text, allow, allowed))
+    spans.extend(_joined_literal_spans(text, lowered, allow, allowed))
     return _merge(spans)
 
 
@@ -230,42 +232,28 @@ def _occurrences(text: str, word: str) -> Iterator[int]:
         at = text.find(word, at + 1)
 
 
-# String literals joined over line breaks: `"a"\n "b"` (Python, C), `"a" +\n "b"` (Java, JS),
-# `"a" .\n "b"` (PHP), `"a" &\n "b"` (VB), `"a" \\\n "b"` (shell); each line may carry a diff
-# marker. A piece holds no quote, backslash or line break.
-_LITERAL = re.compile(r"([\"'`])([^\"'`\\\r\n]*)\1")
-_LITERAL_JOIN = re.compile(
-    r"[ \t]*(?:[+.&]|\|\|)?[ \t]*\\?\r?\n[+\- ]?[ \t]*(?:[+.&]|\|\|)?[ \t]*")
-_JOIN_PREFIX_TRIM = " \t([{,"
-
-
 def _joined_literal_spans(
-    text: str, allow: tuple[str, ...] | None,
+    text: str, lowered: str, allow: tuple[str, ...] | None,
     allowed: Sequence[tuple[str, re.Pattern[str] | None]],
 ) -> list[_Span]:
-    """Secrets whose value is written as two or more string literals joined over line breaks:
-    each chain of literals is joined (after the text before its first piece on that line, so
-    `aws_secret_access_key = ("..."` keeps its name) and the rules are run on the joined text;
-    a match that takes characters from at least two pieces becomes one span over the pieces,
-    with the pieces it touches as `parts`."""
-    if "\n" not in text:
-        return []
+    """Secrets whose value is written as two or more string literals joined (`joins`: `+`,
+    adjacency over lines, `"".join([...])`, templates): each chain is joined after the text
+    before its first piece on that line (so `aws_secret_access_key = ("..."` keeps its name)
+    and the rules are run on the joined text; a match that takes characters from at least two
+    pieces becomes one span over the pieces, with the pieces it touches as `parts`."""
     out: list[_Span] = []
-    for chain in _literal_chains(text):
-        first = chain[0]
-        line_start = text.rfind("\n", 0, first.start()) + 1
-        head = text[line_start:first.start()].rstrip(_JOIN_PREFIX_TRIM) + " " + first.group(1)
+    for chain in literal_chains(text, lowered):
         pieces: list[tuple[int, int, int]] = []  # (offset in joined, start in text, length)
-        joined_parts = [head]
-        offset = len(head)
-        for m in chain:
-            pieces.append((offset, m.start(2), m.end(2) - m.start(2)))
-            joined_parts.append(m.group(2))
-            offset += m.end(2) - m.start(2)
-        joined = "".join(joined_parts) + first.group(1)
-        lowered = joined.lower()
+        joined_parts = [chain.head, ' "']
+        offset = len(chain.head) + 2
+        for start, end in chain.pieces:
+            pieces.append((offset, start, end - start))
+            joined_parts.append(text[start:end])
+            offset += end - start
+        joined = "".join(joined_parts) + '"'
+        joined_lowered = joined.lower()
         for rank, rule in enumerate(rules()):
-            if not rule.may_match(lowered):
+            if not rule.may_match(joined_lowered):
                 continue
             for match in rule.pattern.finditer(joined):
                 start, end = _value_span(match, rule.group)
@@ -280,23 +268,6 @@ def _joined_literal_spans(
                 out.append(_Span(touched[0][0], touched[-1][1], rank, rule.type,
                                  tuple(touched)))
     return out
-
-
-def _literal_chains(text: str) -> list[list[re.Match[str]]]:
-    """Runs of two or more string literals separated only by a join (`_LITERAL_JOIN`) that
-    crosses a line break."""
-    chains: list[list[re.Match[str]]] = []
-    current: list[re.Match[str]] = []
-    for m in _LITERAL.finditer(text):
-        if current and _LITERAL_JOIN.fullmatch(text, current[-1].end(), m.start()):
-            current.append(m)
-            continue
-        if len(current) > 1:
-            chains.append(current)
-        current = [m]
-    if len(current) > 1:
-        chains.append(current)
-    return chains
 
 
 def _value_span(match: re.Match[str], group: int) -> tuple[int, int]:

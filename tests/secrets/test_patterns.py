@@ -48,12 +48,12 @@ def test_assigned_needs_an_operator_after_the_keyword_on_its_line(
 
 def test_the_shipped_rules_compile_and_their_flags_are_where_expected() -> None:
     shipped = rules()
-    assert len(shipped) == 38
+    assert len(shipped) == 71
     for rule in shipped:
         assert rule.pattern.groups >= rule.group
     assert sorted({r.type for r in shipped if r.assignment}) == [
         "aws-secret-key", "azure-shared-access-key", "azure-storage-key", "gcp-service-account-key",
-        "generic-secret", "password", "secret-env-assignment"]
+        "generic-secret", "npm-token", "password", "secret-env-assignment"]
     assert [r.type for r in shipped if not r.keywords] == ["discord-bot-token"]
 
 
@@ -132,6 +132,6 @@ def test_a_review_prompt_compiles_no_assignment_rule() -> None:
     assert out == [
         "['discord-bot-token']",
         "['discord-bot-token']",
-        "1 ['discord-bot-token', 'generic-secret', 'password',"
+        "1 ['discord-bot-token', 'generic-secret', 'npm-token', 'password',"
         " 'secret-env-assignment']",
     ]
