@@ -28,11 +28,15 @@ from typing import NamedTuple
 
 # A literal: quote, characters, the same quote.
 LITERAL = re.compile(r"([\"'`])([^\"'`\\\r\n]*)\1")
-# What may stand between two literals that are joined: over a line break ...
-_JOIN_OVER_LINES = re.compile(
-    r"[ \t]*(?:[+.&]|\|\||\.\.)?[ \t]*\\?\r?\n[+\- ]?[ \t]*(?:[+.&]|\|\||\.\.)?[ \t]*")
-# ... or on one line.
-_JOIN_ON_LINE = re.compile(r"[ \t]*(?:[+.&]|\|\||\.\.|\)?\.concat\()?[ \t]*")
+# What may stand between two literals that are joined: an operator or nothing, on one line or
+# around one line break (after which a diff marker and indentation may come).
+_OP = r"(?:[+.&]|\|\||\.\.|\)?\.concat\()"
+_JOIN = re.compile(
+    rf"[ \t]*{_OP}?[ \t]*(?:\\?\r?\n[+\- ]?[ \t]*{_OP}?[ \t]*)?")
+# Where two literals meet (a closing quote, a join, an opening quote): a text without one has
+# no chain of adjacent literals, and is not walked literal by literal (a lock file has none).
+_JUNCTION = re.compile(rf"[\"'`]{_JOIN.pattern}[\"'`]")
+_JOIN_FIRST = frozenset(" \t+.&|)\\\r\n")
 _HEAD_TRIM = " \t([{,"
 
 _LIT = r"""[rbuRBU]?(?:"[^"\\\r\n]*"|'[^'\\\r\n]*')"""
@@ -50,7 +54,8 @@ _JOIN_CALL = (
     rf"|(?i:concat)\({_S}(?P<sql>{_LIST}))"
 )
 _JOIN_CALL_WORDS = ("join(", "implode(", "concat(")
-_TEMPLATE = r"`([^`\\\r\n]*\$\{[ \t]*[\"'][^`\r\n]*)`"
+_JOIN_CALL_LINES = 8
+_TEMPLATE_SUB = r"\$\{[ \t]*[\"']"  # a substitution that starts with a string literal
 _TEMPLATE_PART = r"\$\{[ \t]*([\"'])([^\"'\\\r\n]*)\1[ \t]*\}|(\$\{[^}]*\})|([^$]+|\$)"
 
 
@@ -64,12 +69,12 @@ class Chain(NamedTuple):
 
 
 def literal_chains(text: str, lowered: str) -> list[Chain]:
-    """Every chain of two or more joined literal pieces in `text` (module docstring; `lowered`
-    is `text.lower()`), in the order found: adjacent literals first, then join calls, then
-    templates. A piece may be in more than one chain."""
+    """Every chain of two or more non-empty joined literal pieces in `text` (module docstring;
+    `lowered` is `text.lower()`), in the order found: adjacent literals first, then join calls,
+    then templates. A piece may be in more than one chain."""
     chains = _adjacent_chains(text)
     if any(word in lowered for word in _JOIN_CALL_WORDS):
-        chains.extend(_join_call_chains(text))
+        chains.extend(_join_call_chains(text, lowered))
     if "${" in text and "`" in text:
         chains.extend(_template_chains(text))
     return chains
@@ -80,44 +85,79 @@ def _head(text: str, at: int) -> str:
 
 
 def _adjacent_chains(text: str) -> list[Chain]:
+    if not _JUNCTION.search(text):
+        return []
     chains: list[Chain] = []
     current: list[re.Match[str]] = []
-
-    def close() -> None:
-        if len(current) > 1:
-            chains.append(Chain(_head(text, current[0].start()),
-                                tuple(m.span(2) for m in current)))
-
+    join = _JOIN.fullmatch
     for m in LITERAL.finditer(text):
-        if current and (_JOIN_ON_LINE.fullmatch(text, current[-1].end(), m.start())
-                        or _JOIN_OVER_LINES.fullmatch(text, current[-1].end(), m.start())):
-            current.append(m)
-            continue
-        close()
+        if current:
+            end = current[-1].end()
+            # a join starts with one of these, or is empty: the cheap test first
+            if (m.start() == end or text[end] in _JOIN_FIRST) and join(text, end, m.start()):
+                current.append(m)
+                continue
+            if len(current) > 1:
+                _close(text, current, chains)
         current = [m]
-    close()
+    if len(current) > 1:
+        _close(text, current, chains)
     return chains
 
 
-def _join_call_chains(text: str) -> list[Chain]:
+def _close(text: str, run: list[re.Match[str]], chains: list[Chain]) -> None:
+    """Add the chain of the literals `run` to `chains` unless fewer than two are non-empty
+    (the "" of a docstring's quotes carries nothing)."""
+    pieces = tuple(m.span(2) for m in run if m.end(2) > m.start(2))
+    if len(pieces) > 1:
+        chains.append(Chain(_head(text, run[0].start()), pieces))
+
+
+def _join_call_chains(text: str, lowered: str) -> list[Chain]:
+    """Join calls (`_JOIN_CALL`), looked for only from the start of each line holding a join
+    word to the end of the eighth line after it (a list of literals written over lines)."""
     chains: list[Chain] = []
-    for call in re.finditer(_JOIN_CALL, text):
-        name = next(k for k, v in call.groupdict().items() if v is not None)
-        start, end = call.span(name)
-        pieces = tuple(m.span(2) for m in LITERAL.finditer(text, start, end))
-        if len(pieces) > 1:
-            chains.append(Chain(_head(text, call.start()), pieces))
+    pattern = re.compile(_JOIN_CALL)
+    end = -1
+    for word in _JOIN_CALL_WORDS:
+        at = lowered.find(word)
+        while at != -1:
+            lo = text.rfind("\n", 0, at) + 1
+            hi = at
+            for _ in range(_JOIN_CALL_LINES):
+                hi = text.find("\n", hi + 1)
+                if hi == -1:
+                    hi = len(text)
+                    break
+            for call in pattern.finditer(text, max(lo, end), hi):
+                name = next(k for k, v in call.groupdict().items() if v is not None)
+                start, stop = call.span(name)
+                pieces = tuple(m.span(2) for m in LITERAL.finditer(text, start, stop))
+                if len(pieces) > 1:
+                    chains.append(Chain(_head(text, call.start()), pieces))
+                end = max(end, call.end())
+            at = lowered.find(word, at + len(word))
     return chains
 
 
 def _template_chains(text: str) -> list[Chain]:
     """Templates whose substitutions are string literals: each run of the template's text and
-    each substituted literal is a piece; a substitution of an expression splits the chain."""
+    each substituted literal is a piece; a substitution of an expression splits the chain.
+    Looked for around each `${` followed by a quote, between the backticks of its line."""
     chains: list[Chain] = []
-    for tpl in re.finditer(_TEMPLATE, text):
-        head = _head(text, tpl.start())
+    part_re = re.compile(_TEMPLATE_PART)
+    done = -1  # end of the last template taken
+    for sub in re.finditer(_TEMPLATE_SUB, text):
+        line_start = text.rfind("\n", 0, sub.start()) + 1
+        line_end = text.find("\n", sub.end())
+        left = text.rfind("`", line_start, sub.start())
+        right = text.find("`", sub.end(), len(text) if line_end == -1 else line_end)
+        if left == -1 or right == -1 or left < done:
+            continue
+        done = right
+        head = _head(text, left)
         run: list[tuple[int, int]] = []
-        for part in re.compile(_TEMPLATE_PART).finditer(text, tpl.start(1), tpl.end(1)):
+        for part in part_re.finditer(text, left + 1, right):
             if part.group(3) is not None:  # ${expr}: the value goes on elsewhere
                 if len(run) > 1:
                     chains.append(Chain(head, tuple(run)))

@@ -71,15 +71,29 @@ class Rule(NamedTuple):
             _COMPILED[self.regex] = pattern
         return pattern
 
-    def may_match(self, lowered: str) -> bool:
+    def may_match(self, lowered: str, present: dict[str, bool] | None = None) -> bool:
         """False when the rule cannot match a text whose `str.lower()` is `lowered`: none of
         its keywords occurs in it, or (an `assignment` rule) none is followed on its line by
-        `:` or `=`. Substring searches only: no regex is compiled."""
+        `:` or `=`. Substring searches only: no regex is compiled. `present` (keyword →
+        whether it occurs in `lowered`) is filled and reused when given: rules that share
+        keywords then search a large text for each keyword once."""
         if not self.keywords:
             return True
+        if present is None:
+            found = [k for k in self.keywords if k in lowered]
+        else:
+            found = []
+            for k in self.keywords:
+                hit = present.get(k)
+                if hit is None:
+                    hit = present[k] = k in lowered
+                if hit:
+                    found.append(k)
+                    if not self.assignment:
+                        break
         if not self.assignment:
-            return any(k in lowered for k in self.keywords)
-        return any(_assigned(lowered, k) for k in self.keywords)
+            return bool(found)
+        return any(_assigned(lowered, k) for k in found)
 
     def is_compiled(self) -> bool:
         """Whether `pattern` has been compiled in this process (for tests and benches)."""

@@ -175,11 +175,13 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
     every secret (redaction); a tuple: only findings (allow-list and marker applied)."""
     allowed = _allow_matchers(allow or ())
     lowered = text.lower()
+    present: dict[str, bool] = {}  # keyword -> whether it occurs in lowered
+    windows: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # keywords -> line ranges
     spans: list[_Span] = []
     for rank, rule in enumerate(rules()):
-        if not rule.may_match(lowered):
+        if not rule.may_match(lowered, present):
             continue
-        for match in _matches(rule, text, lowered):
+        for match in _matches(rule, text, lowered, windows):
             start, end = _value_span(match, rule.group)
             if start >= end:
                 continue
@@ -202,26 +204,43 @@ def _accepted(value: str, min_entropy: float | None) -> bool:
     return is_secret_value(value, min_entropy)
 
 
-def _matches(rule: Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+def _matches(rule: Rule, text: str, lowered: str,
+             windows: dict[tuple[str, ...], list[tuple[int, int]]] | None = None,
+             ) -> Iterator[re.Match[str]]:
     """The matches of `rule` in `text` (`lowered` = `text.lower()`). A heuristic rule (one with
     `min_entropy` and `keywords`: a name, an operator and a value) only matches from a line that
     holds one of its keywords to the end of the next line, so it is run on those lines only:
-    most of a large text (a lock file, minified code) is never searched with it."""
+    most of a large text (a lock file, minified code) is never searched with it. `windows`
+    keeps those line ranges per keyword set during one scan (rules that share keywords)."""
     if rule.min_entropy is None or not rule.keywords or len(lowered) != len(text):
         yield from rule.pattern.finditer(text)
         return
+    spans = None if windows is None else windows.get(rule.keywords)
+    if spans is None:
+        spans = _keyword_windows(text, lowered, rule.keywords)
+        if windows is not None:
+            windows[rule.keywords] = spans
+    for lo, hi in spans:
+        yield from rule.pattern.finditer(text, lo, hi)
+
+
+def _keyword_windows(text: str, lowered: str, keywords: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) offsets of the merged line ranges that run from each line holding one of
+    `keywords` to the end of the line after it."""
     starts = sorted({text.rfind("\n", 0, at) + 1
-                     for k in rule.keywords for at in _occurrences(lowered, k)})
+                     for k in keywords for at in _occurrences(lowered, k)})
+    out: list[tuple[int, int]] = []
     lo = hi = -1
     for start in starts:
         if start > hi:
             if hi >= 0:
-                yield from rule.pattern.finditer(text, lo, hi)
+                out.append((lo, hi))
             lo = start
         end = text.find("\n", text.find("\n", start) + 1)  # the end of the next line
         hi = len(text) if end == -1 or text.find("\n", start) == -1 else end
     if hi >= 0:
-        yield from rule.pattern.finditer(text, lo, hi)
+        out.append((lo, hi))
+    return out
 
 
 def _occurrences(text: str, word: str) -> Iterator[int]:
@@ -240,7 +259,8 @@ def _joined_literal_spans(
     adjacency over lines, `"".join([...])`, templates): each chain is joined after the text
     before its first piece on that line (so `aws_secret_access_key = ("..."` keeps its name)
     and the rules are run on the joined text; a match that takes characters from at least two
-    pieces becomes one span over the pieces, with the pieces it touches as `parts`."""
+    pieces (its value from one or more: `"Basic " + "dXNl…"`) becomes one span over the
+    pieces its value touches, with those pieces as `parts`."""
     out: list[_Span] = []
     for chain in literal_chains(text, lowered):
         pieces: list[tuple[int, int, int]] = []  # (offset in joined, start in text, length)
@@ -259,7 +279,9 @@ def _joined_literal_spans(
                 start, end = _value_span(match, rule.group)
                 touched = [(max(start, o) - o + t, min(end, o + n) - o + t)
                            for o, t, n in pieces if start < o + n and o < end]
-                if len(touched) < 2 or not _accepted(joined[start:end], rule.min_entropy):
+                spanned = sum(match.start() < o + n and o < match.end() for o, _, n in pieces)
+                if not touched or spanned < 2 or not _accepted(joined[start:end],
+                                                               rule.min_entropy):
                     continue
                 if allow is not None and (
                         _is_allowed(joined[start:end], allowed)

@@ -30,6 +30,7 @@ _PLACEHOLDER_VALUES = frozenset({
     "password", "passwd", "pass", "secret", "changeme", "change_me", "admin", "root", "test",
     "guest", "user", "username", "postgres", "mysql", "redis", "example", "dummy", "placeholder",
     "none", "null", "nil", "undefined", "todo", "tbd", "xxx", "***", "...",
+    "token", "apikey", "api_key", "api-key", "key", "value", "string", "pat",
 })
 _ANGLE_PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]*>")  # arn:aws:kms:<region>:..., <user>:<pw>
 _PLACEHOLDER_RE = re.compile(
@@ -58,7 +59,12 @@ _MEMBER_CHAIN = re.compile(rf"[@$]?[A-Za-z_$][\w$]*(?:{_MEMBER}[A-Za-z_$][\w$]*)
 _CALL_OR_INDEX = re.compile(
     rf"[@$]?[A-Za-z_$][\w$]*(?:{_MEMBER}[A-Za-z_$][\w$]*)*(?:<[\w.,\[\] ]*>)?[(\[]")
 _MEMBER_SPLIT = re.compile(_MEMBER)
-_CLOSERS = ")]};,"  # what ends the call a name is an argument of: f(x=a.b), g(max_tokens)
+_CLOSERS = ")]};,"
+# The runs an identifier is made of (an acronym, a word, a letter, a number), and their least
+# average length in a name: MLKEM768X25519PrivateKey is 6 runs in 24 characters (4 each), a
+# random base62 run averages under 2.
+_NAME_RUN = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[A-Z]|[0-9]+|[^A-Za-z0-9]+")
+_MIN_NAME_RUN = 3  # what ends the call a name is an argument of: f(x=a.b), g(max_tokens)
 _CODE_CHARS = frozenset("{}")
 # Hex has at most 4 bits per character, and a random 16-digit hex value averages about 3.2, so
 # hex-only values get this much off a rule's min_entropy.
@@ -112,11 +118,17 @@ def looks_like_code(value: str) -> bool:
 
 
 def _is_name(part: str) -> bool:
-    """A part of a member chain that is a name: `env`, `API_KEY`, `configService`, `X25519`,
-    `k8s`; not a random run such as `CAESIJx9KqLm3Np5Rt7Vw9Yb2` (a token with dots)."""
+    """A part of a member chain that is a name: `env`, `API_KEY`, `configService`,
+    `MLKEM768X25519PrivateKey`; not a random run such as `CAESIJx9KqLm3Np5Rt7Vw9Yb2` (a token
+    with dots). A name is made of words, acronyms and numbers a few characters long each; a
+    random run changes case or class every one or two characters."""
     if len(part) <= 12:
         return True
-    return all(piece == "" or _is_word(piece) for piece in part.split("_"))
+    for piece in part.split("_"):
+        runs = _NAME_RUN.findall(piece)
+        if piece and not _is_word(piece) and len(piece) < _MIN_NAME_RUN * len(runs):
+            return False
+    return True
 
 
 def _is_word(part: str) -> bool:

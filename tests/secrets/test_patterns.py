@@ -48,7 +48,7 @@ def test_assigned_needs_an_operator_after_the_keyword_on_its_line(
 
 def test_the_shipped_rules_compile_and_their_flags_are_where_expected() -> None:
     shipped = rules()
-    assert len(shipped) == 71
+    assert len(shipped) == 75
     for rule in shipped:
         assert rule.pattern.groups >= rule.group
     assert sorted({r.type for r in shipped if r.assignment}) == [

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ocr_hook.secrets.chunks import find_secrets_in_chunks
 from ocr_hook.secrets.redaction import ALLOW_MARKER, SecretHit, find_secrets, redact
+from tests.secrets.shape_corpus import CLEAN, SHAPES
 from tests.support.paths import ROOT
 from tests.support.secret_corpus import CASES, corpus_files
 
@@ -366,7 +367,8 @@ def test_redaction_is_idempotent_and_count_matches_hits() -> None:
 def test_every_rule_type_has_a_positive_example() -> None:
     rules_file = ROOT / "config" / "secret_patterns.json"
     types = {rule["type"] for rule in json.loads(rules_file.read_text(encoding="utf-8"))}
-    assert types == {type_ for _, type_, _ in POSITIVES} | {c.type for c in CASES}
+    assert types == ({type_ for _, type_, _ in POSITIVES} | {c.type for c in CASES}
+                     | {s.type for s in SHAPES})
 
 
 _FRAGMENTS = st.sampled_from([
@@ -405,11 +407,12 @@ def test_an_inserted_aws_key_never_survives(before: str, after: str, left: str,
 
 def test_every_rule_match_in_the_examples_passes_its_rules_prefilter() -> None:
     """The keyword and assignment pre-filters skip a rule on a text they say it cannot match:
-    sound only when every match passes them on its own (checked on every positive example, the
-    corpus and the negatives)."""
+    sound only when every match passes them on its own (checked on every positive example, both
+    corpora and the negatives)."""
     from ocr_hook.secrets.patterns import rules
 
-    texts = [t for t, _, _ in POSITIVES] + [c.text for c in CASES] + NEGATIVES
+    texts = ([t for t, _, _ in POSITIVES] + [c.text for c in CASES] + NEGATIVES
+             + [s.text for s in SHAPES] + [c.text for c in CLEAN])
     checked = set()
     for rule in rules():
         for text in texts:
