@@ -135,16 +135,21 @@ def sniff_blobs(repo: Path, files: Sequence[FileDiff], wanted: Sequence[int]
                 ) -> dict[int, tuple[str, bool]]:
     """For each index in ``wanted`` of a file whose new blob exists (not deleted, not a
     submodule): (``secrets.blob_kind`` of its first BINARY_SNIFF_BYTES, whether its first
-    GENERATED_SCAN_LINES lines say it is generated). One ``git cat-file --batch``
-    (``secrets.read_heads``); a missing blob is left out. Raises GitError."""
+    GENERATED_SCAN_LINES lines say it is generated). The blobs known to be large (``size_bytes``
+    set: above ``select.max_file_bytes``) are read one stream each, stopped after those bytes
+    (``secrets.read_prefix``); the others in one ``git cat-file --batch``
+    (``secrets.read_heads``, which reads past the rest of each). A missing blob is left out.
+    Raises GitError."""
     idx = [i for i in wanted if files[i].status != "deleted" and not files[i].submodule
            and files[i].new_oid and set(files[i].new_oid) != {"0"}]
-    if not idx:
-        return {}
-    heads = secrets.read_heads(repo, [files[i].new_oid for i in idx], BINARY_SNIFF_BYTES)
+    small = [i for i in idx if files[i].size_bytes is None]
+    heads = dict(zip(small, secrets.read_heads(repo, [files[i].new_oid for i in small],
+                                               BINARY_SNIFF_BYTES), strict=True))
+    heads.update((i, secrets.read_prefix(repo, files[i].new_oid, BINARY_SNIFF_BYTES))
+                 for i in idx if files[i].size_bytes is not None)
     return {i: (secrets.blob_kind(head), looks_generated(
                 git.decode_text(head).split("\n")[:GENERATED_SCAN_LINES]))
-            for i, head in zip(idx, heads, strict=True) if head is not None}
+            for i in idx if (head := heads.get(i)) is not None}
 
 
 class BlobScans(NamedTuple):
