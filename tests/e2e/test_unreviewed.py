@@ -135,6 +135,28 @@ def test_native_hook_with_on_error_block_refuses_the_commit_of_a_file_it_could_n
     assert repo.git("rev-parse", "HEAD").strip() == head  # no commit was made
 
 
+def test_pre_push_hook_reports_the_file_as_not_reviewed_and_gates_on_error(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    old, new = many_hunks(10_000)
+    c1 = repo.commit({"big.py": old}, "init")
+    c2 = repo.commit({"big.py": new}, "many edits")
+    before = repo.state()
+    stdin = f"refs/heads/main {c2} refs/heads/main {c1}\n"
+    for on_error, code, verdict in (("allow", 0, LET_THROUGH), ("block", 3, BLOCKED)):
+        p = subprocess.run([str(GIT_OCR), "hook", "pre-push", "origin", "url"], cwd=repo.path,
+                           input=stdin, capture_output=True, text=True, timeout=120,
+                           env={**repo.env, **llm.env(), "OCR_HOOK_GATE_ON_ERROR": on_error})
+        assert p.returncode == code, p.stderr
+        lines = p.stdout.splitlines()
+        assert f"reviewed refs/heads/main: {c1[:12]}..{c2[:12]} (1 commit)" in lines
+        assert any(ln.startswith("not reviewed: big.py (too large for the model's context: its"
+                                 " diff (10,000 hunks) is ") for ln in lines), lines
+        assert lines[-1] == verdict
+    assert llm.requests == []
+    assert repo.state() == before
+
+
 def test_a_file_larger_than_max_file_bytes_is_not_reviewed(repo: GitRepo, llm: ScriptedLLM
                                                             ) -> None:
     repo.commit({"README.md": "x\n"}, "init")
