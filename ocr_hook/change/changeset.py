@@ -393,11 +393,11 @@ class _Loader:
         for i, d in enumerate(decisions):
             if pre[i] == DROPPED:
                 continue
-            text = "; ".join(x for x in (_detail(d, policy, self.n_selected),
+            text = "; ".join(x for x in (d.detail or _detail(d, policy, self.n_selected),
                                          self.notes.get(i, "")) if x)
             gap = i in self.gaps and d.reason != SelectionReason.USER_EXCLUDE
-            if text or gap:
-                d = d._replace(detail=text or d.detail, scan_gap=gap)
+            if text != d.detail or gap:
+                d = d._replace(detail=text, scan_gap=gap)
             out_files.append(d.file)
             out.append(d)
         return ChangeSet(out_files, out, self.findings, self.unchanged_names, self.probes)
