@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .scan import change_findings
     from .selection import (
         BOUND_REASONS,
+        NOT_REVIEWED_REASONS,
+        TOO_LARGE_FRACTION,
         Decision,
         SelectionPolicy,
         SelectionReason,
@@ -28,6 +30,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "notes": ("input_warnings",),
     "rule_sources": ("RuleLayers", "load_rule_layers", "selection_globs",),
     "scan": ("change_findings",),
-    "selection": ("BOUND_REASONS", "Decision", "SelectionPolicy", "SelectionReason",
-                  "reason_words",),
+    "selection": ("BOUND_REASONS", "NOT_REVIEWED_REASONS", "TOO_LARGE_FRACTION", "Decision",
+                  "SelectionPolicy", "SelectionReason", "reason_words",),
 })

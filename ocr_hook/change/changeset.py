@@ -19,12 +19,20 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    lasts; every other section is passed over unread. Once no later section can be needed the
    process is stopped.
 4. Kept files go through every gate (``selection.select``: content gates and the token gate).
-5. The secret scan of each file too large to load reads a bounded prefix of its blob
-   (``secrets.blobs``); the outcome is stated in the file's ``Decision.detail``.
+5. The first bytes of the blobs git did not diff are read (one ``git cat-file --batch``): a
+   file too large to load that holds binary content is ``binary``, one whose first lines say it
+   is generated is ``default_path`` (gate 8), and a binary file whose content is text with a
+   stray NUL byte (``secrets.blob_kind``) is secret-scanned like a too-large one.
+6. The secret scan of each file too large to load, and of each text file with a NUL byte,
+   streams its blob to its end (``secrets.blobs``) while the budget lasts; the outcome is
+   stated in the file's ``Decision.detail``.
 
 ``security.max_scan_bytes`` bounds the bytes the secret scan reads for files that are not
-reviewed (reviewed files are always scanned whole: their diffs are redacted anyway). When it
-is used up, the files left unscanned say so in their detail.
+reviewed (reviewed files are always scanned whole: their diffs are redacted anyway); blobs
+share what the sections leave, smallest first, so as many as possible are read to their end.
+A text file whose added content the scan did not read to its end says so in its detail and
+has ``Decision.scan_gap`` (unless the user's own ``select.exclude`` names it): the review is
+then incomplete.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import git, secrets, util
+from .. import git, util
 from ..diff import (
     DiffParseError,
     FileDiff,
@@ -50,7 +58,6 @@ from ..errors import GitError
 from ..findings import Finding
 from ..git import (
     CONTEXT_LINES,
-    GENERATED_SCAN_BYTES,
     Target,
     diff_command,
     read_objects,
@@ -58,18 +65,19 @@ from ..git import (
 )
 from . import hookinput, selection
 from .deleted_refs import EarlySearch, mark_referenced
+from .scan import not_scanned, read_head_texts, scan_blobs, sniff_blobs
 from .selection import SelectionReason
 
 log = logging.getLogger(__name__)
 
 RECORDS_READ_BYTES = 1 << 20  # stdout is read in pieces of this size
 EARLY_GATES_MIN_PATHS = 4000  # from this many changed paths the path gates overlap --numstat
-MIN_SCAN_SHARE_BYTES = 64 * 1024  # a too-large file's scan reads at least this much, if left
 
 
 class ScanPolicy(NamedTuple):
     """The secret scan of files that are not reviewed: ``allow`` as in
-    ``secrets.redaction.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes`` (0 = no scan).
+    ``secrets.redaction.find_secrets``; ``max_bytes`` is ``security.max_scan_bytes``, the bytes
+    read for them in all (0: none, so each such file that adds text is a ``scan_gap``).
     The sections read for the scan are parsed and handed to the caller (``ChangeSet.probes``),
     so the caller's scan (``scan``, with the optional detect-secrets pass and the
     protected-path check) sees them like loaded files."""
@@ -83,7 +91,8 @@ class ChangeSet:
     """Every changed path of a target with its decision, in git's order.
 
     ``decisions[i].file`` is ``files[i]``. Only files with ``loaded`` True hold hunks.
-    ``findings`` are the secrets found in the bounded scan of files too large to load;
+    ``findings`` are the secrets found in the scan of blobs that were not loaded (too large,
+    text with a NUL byte);
     loaded files and ``probes`` are for the caller to scan. ``unchanged_names``: the file
     names given (``names``) that are not changed paths here (``hookinput.filter_paths``), or
     None. ``probes``: the files not loaded whose sections were parsed for the caller's secret
@@ -228,6 +237,8 @@ class _Loader:
         self.findings: list[Finding] = []
         self.notes: dict[int, str] = {}  # index → secret scan statement
         self.scanned: set[int] = set()
+        self.gaps: set[int] = set()  # files whose added text the scan left partly unread
+        self.nul_text: set[int] = set()  # binary to git, text with a NUL byte: scanned whole
         self.probes: list[selection.Decision] = []
 
     def _reason(self, f: FileDiff, known: str | None = None) -> str:
@@ -332,7 +343,8 @@ class _Loader:
     def _scan_section(self, i: int, parts: Sequence[bytes] | None, size: int) -> None:
         """The secret scan of a section that is not kept, within the budget."""
         if parts is None or size > self.scan_left:
-            self.notes[i] = _not_scanned(self.scan, size)
+            self.notes[i] = not_scanned(self.scan.max_bytes if self.scan else 0, size)
+            self.gaps.add(i)
             self.scan_left = 0
             return
         self.scan_left -= size
@@ -357,49 +369,77 @@ class _Loader:
             self.files[i] = text
 
     def finish(self, count_tokens: Callable[[str], int] | None) -> ChangeSet:
-        """Every gate for the kept files, the bounded scan of too-large blobs, the details."""
+        """Every gate for the kept files, the first bytes of the blobs not diffed, the scan of
+        the blobs not loaded, the details."""
         files, pre, scan, policy = self.files, self.pre, self.scan, self.policy
+        self._sniff()
         if scan is not None:
             for i in range(len(files)):
                 if (self.scan_wanted(i) and i not in self.scanned and i not in self.notes
                         and not files[i].loaded):
-                    self.notes[i] = _not_scanned(scan, None)
+                    self.notes[i] = not_scanned(scan.max_bytes, None)
+                    self.gaps.add(i)
         kept = [files[i] for i in self.candidates if pre[i] == ""]
-        _read_heads(self.repo, kept)
+        read_head_texts(self.repo, kept)
         final = {id(d.file): d for d in selection.select(kept, policy, count_tokens)}
         decisions: list[selection.Decision] = []
         for i, f in enumerate(files):
             d = final.get(id(f)) if f.loaded else None
             decisions.append(d or selection.Decision(
                 f, False, pre[i] or SelectionReason.NO_CONTENT_CHANGE))
-        self._scan_big()
+        self._scan_blobs()
         out_files: list[FileDiff] = []
         out: list[selection.Decision] = []
         for i, d in enumerate(decisions):
             if pre[i] == DROPPED:
                 continue
-            text = "; ".join(x for x in (_detail(d, policy, self.n_selected),
+            text = "; ".join(x for x in (d.detail or _detail(d, policy, self.n_selected),
                                          self.notes.get(i, "")) if x)
+            gap = i in self.gaps and d.reason != SelectionReason.USER_EXCLUDE
+            if text != d.detail or gap:
+                d = d._replace(detail=text, scan_gap=gap)
             out_files.append(d.file)
-            out.append(d._replace(detail=text) if text else d)
+            out.append(d)
         return ChangeSet(out_files, out, self.findings, self.unchanged_names, self.probes)
 
-    def _scan_big(self) -> None:
-        """The secret scan of files too large to load: a bounded prefix of the blob each."""
+    def _sniff(self) -> None:
+        """The first bytes of the new blob of each file git did not diff whose decision depends
+        on its content (``scan.sniff_blobs``): a too-large file that holds binary content is
+        ``binary``, one whose first lines say it is generated is ``default_path`` unless
+        ``select.include`` names it (gate 6 skips gate 8); a binary file that is text with a
+        NUL byte is scanned (with a scan: ``nul_text``)."""
+        files, pre = self.files, self.pre
+        wanted = {SelectionReason.TOO_LARGE} | (
+            {SelectionReason.BINARY} if self.scan is not None else set())
+        user_in = self.globs[1]
+        for i, (kind, generated) in sniff_blobs(
+                self.repo, files, [i for i, r in enumerate(pre) if r in wanted]).items():
+            if kind == "text_with_nul" and self.scan is not None:
+                self.nul_text.add(i)
+            if pre[i] != SelectionReason.TOO_LARGE:
+                continue
+            if kind != "text":
+                pre[i] = SelectionReason.BINARY
+            elif generated and (user_in is None or not user_in.match_file(files[i].path)):
+                pre[i] = SelectionReason.DEFAULT_PATH
+
+    def _scan_blobs(self) -> None:
+        """The secret scan of the blobs that were not loaded (``scan.scan_blobs``): files too
+        large to load and text files with a NUL byte, within what is left of the budget."""
         scan, policy = self.scan, self.policy
-        if scan is None or policy.max_file_bytes <= 0:
+        if scan is None:
             return
-        big = [i for i, f in enumerate(self.files)
-               if f.status != "deleted" and not f.loaded and self.pre[i] != DROPPED
-               and f.size_bytes is not None and f.size_bytes > policy.max_file_bytes
-               and not f.submodule]
-        for n, i in enumerate(big):
-            share = self.scan_left // (len(big) - n) if self.scan_left > 0 else 0
-            share = min(self.scan_left, max(share, MIN_SCAN_SHARE_BYTES))
-            result = secrets.scan_blob(self.repo, self.files[i], scan.allow, share)
-            self.scan_left -= result.scanned_bytes
-            self.findings.extend(result.findings)
-            self.notes[i] = result.statement
+        todo = [i for i, f in enumerate(self.files)
+                if f.status != "deleted" and not f.loaded and self.pre[i] != DROPPED
+                and not f.submodule and f.old_oid != f.new_oid
+                and (i in self.nul_text or (
+                    self.pre[i] != SelectionReason.BINARY and policy.max_file_bytes > 0
+                    and f.size_bytes is not None and f.size_bytes > policy.max_file_bytes))]
+        done = scan_blobs(self.repo, self.files, todo, scan.allow, self.scan_left)
+        self.scan_left -= done.used
+        self.findings.extend(done.findings)
+        self.notes.update(done.notes)
+        self.gaps |= done.gaps
 
 
 def _take_sections(
@@ -441,17 +481,6 @@ def _header_matches(header: bytes, f: FileDiff) -> bool:
     return header == os.fsencode(want)
 
 
-def _not_scanned(scan: ScanPolicy | None, size: int | None) -> str:
-    """The statement for a file whose added lines the secret scan did not read."""
-    if scan is None:
-        return ""
-    budget = f"security.max_scan_bytes ({util.human_bytes(scan.max_bytes)})"
-    if size is None:
-        return f"secret scan: not scanned, {budget} was used up"
-    return (f"secret scan: not scanned, its {util.human_bytes(size)} diff is more than what was"
-            f" left of {budget}")
-
-
 def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: int) -> str:
     """The reason in words, where it needs numbers."""
     f = d.file
@@ -466,18 +495,3 @@ def _detail(d: selection.Decision, policy: selection.SelectionPolicy, selected: 
                 f"({util.human_bytes(policy.max_total_bytes)}) at this file; it and the files "
                 "after it are not reviewed")
     return ""
-
-
-def _read_heads(repo: Path, files: Sequence[FileDiff]) -> None:
-    """First bytes of the new blob of each kept file whose first hunk starts below line 1, for
-    the generated-file markers of spec §4 gate 8 (``FileDiff.head_text``); each blob is read
-    only up to GENERATED_SCAN_BYTES."""
-    need = [
-        f for f in files
-        if f.hunks and f.hunks[0].new_start > 1 and f.status != "deleted"
-        and not (f.binary or f.submodule or f.symlink)
-    ]
-    for f, head in zip(need, secrets.read_heads(repo, [f.new_oid for f in need],
-                                                GENERATED_SCAN_BYTES), strict=True):
-        if head is not None:
-            f.head_text = git.decode_text(head)

@@ -1,10 +1,12 @@
 """The deterministic findings of a change, made without the LLM and so also without an
 endpoint or a reviewable file: secrets and prompt-injection phrases (spec §14, through
-``secrets.diff_scan``) and edits to review-configuration files (spec §5).
+``secrets.diff_scan``) and edits to review-configuration files (spec §5); and, for the loader
+(``changeset``), the first bytes and the secret scan of the blobs that are not loaded as diffs
+(``secrets.blobs``).
 
-The only I/O is ``git cat-file`` of a renamed or copied secret file (``git.run_git_full``). With
-``security.detect_secrets`` on, detect-secrets also scans the lines our secret scan reports on
-(``secrets.detect_secrets_pass``).
+The I/O is ``git cat-file``: of a renamed or copied secret file (``git.run_git_full``), and the
+streams of the blobs not loaded. With ``security.detect_secrets`` on, detect-secrets also scans
+the lines our secret scan reports on (``secrets.detect_secrets_pass``).
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-from .. import git, secrets
+from .. import git, secrets, util
 from ..diff import FileDiff
 from ..findings import Finding, finding_id
+from ..git import GENERATED_SCAN_BYTES
 from ..vocabulary import AnchorMethod, Category, Severity
-from .selection import Decision, SelectionReason
+from .selection import GENERATED_SCAN_LINES, Decision, SelectionReason, looks_generated
 
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
+MIN_SCAN_SHARE_BYTES = 64 * 1024  # a blob's scan reads at least this much, if left
 
 
 @dataclass
@@ -124,3 +129,81 @@ def protected_path_findings(
             source="config-guard", code=quote if first else "",
         ))
     return out
+
+
+def sniff_blobs(repo: Path, files: Sequence[FileDiff], wanted: Sequence[int]
+                ) -> dict[int, tuple[str, bool]]:
+    """For each index in ``wanted`` of a file whose new blob exists (not deleted, not a
+    submodule): (``secrets.blob_kind`` of its first BINARY_SNIFF_BYTES, whether its first
+    GENERATED_SCAN_LINES lines say it is generated). The blobs known to be large (``size_bytes``
+    set: above ``select.max_file_bytes``) are read one stream each, stopped after those bytes
+    (``secrets.read_prefix``); the others in one ``git cat-file --batch``
+    (``secrets.read_heads``, which reads past the rest of each). A missing blob is left out.
+    Raises GitError."""
+    idx = [i for i in wanted if files[i].status != "deleted" and not files[i].submodule
+           and files[i].new_oid and set(files[i].new_oid) != {"0"}]
+    small = [i for i in idx if files[i].size_bytes is None]
+    heads = dict(zip(small, secrets.read_heads(repo, [files[i].new_oid for i in small],
+                                               BINARY_SNIFF_BYTES), strict=True))
+    heads.update((i, secrets.read_prefix(repo, files[i].new_oid, BINARY_SNIFF_BYTES))
+                 for i in idx if files[i].size_bytes is not None)
+    return {i: (secrets.blob_kind(head), looks_generated(
+                git.decode_text(head).split("\n")[:GENERATED_SCAN_LINES]))
+            for i in idx if (head := heads.get(i)) is not None}
+
+
+class BlobScans(NamedTuple):
+    """What :func:`scan_blobs` found: the findings, a statement per file index, the indices of
+    the files whose blob was not scanned to its end, and the bytes read."""
+
+    findings: list[Finding]
+    notes: dict[int, str]
+    gaps: set[int]
+    used: int
+
+
+def scan_blobs(repo: Path, files: Sequence[FileDiff], todo: Sequence[int],
+               allow: Sequence[str], budget: int) -> BlobScans:
+    """The secret scan of the new blobs of ``files[i]`` for ``i`` in ``todo``, each streamed to
+    its end within its share of ``budget`` bytes (``secrets.scan_blob``): what is left, split
+    evenly over the files not scanned yet, smallest first (so as many as possible are read
+    whole), at least MIN_SCAN_SHARE_BYTES while anything is left."""
+    out = BlobScans([], {}, set(), 0)
+    left = budget
+    order = sorted(todo, key=lambda i: (files[i].size_bytes or 0, i))
+    for n, i in enumerate(order):
+        share = left // (len(order) - n) if left > 0 else 0
+        share = min(left, max(share, MIN_SCAN_SHARE_BYTES))
+        result = secrets.scan_blob(repo, files[i], allow, share)
+        left -= result.scanned_bytes
+        out.findings.extend(result.findings)
+        out.notes[i] = result.statement
+        if not result.complete:
+            out.gaps.add(i)
+    return out._replace(used=budget - left)
+
+
+def not_scanned(max_bytes: int, size: int | None) -> str:
+    """The statement for a file whose added lines the secret scan did not read: its diff of
+    ``size`` bytes was more than what was left of ``max_bytes`` (``security.max_scan_bytes``),
+    or (``size`` None) nothing was left."""
+    budget = f"security.max_scan_bytes ({util.human_bytes(max_bytes)})"
+    if size is None:
+        return f"secret scan: not scanned, {budget} was used up"
+    return (f"secret scan: not scanned, its {util.human_bytes(size)} diff is more than what was"
+            f" left of {budget}")
+
+
+def read_head_texts(repo: Path, files: Sequence[FileDiff]) -> None:
+    """First bytes of the new blob of each kept file whose first hunk starts below line 1, for
+    the generated-file markers of spec §4 gate 8 (``FileDiff.head_text``); each blob is read
+    only up to GENERATED_SCAN_BYTES."""
+    need = [
+        f for f in files
+        if f.hunks and f.hunks[0].new_start > 1 and f.status != "deleted"
+        and not (f.binary or f.submodule or f.symlink)
+    ]
+    for f, head in zip(need, secrets.read_heads(repo, [f.new_oid for f in need],
+                                                GENERATED_SCAN_BYTES), strict=True):
+        if head is not None:
+            f.head_text = git.decode_text(head)

@@ -29,10 +29,15 @@ Reasons, in gate order (OCR names where OCR has one):
     decided from git's object sizes before any content is read (``changeset``), one of its
     blobs is larger than ``select.max_file_bytes``.
 
-Two more reasons bound a large change set (``changeset``): files that pass every gate but come
-after the first ``select.max_files`` of them (``over_max_files``), or whose diffs would take
-the total past ``select.max_total_bytes`` (``over_max_total_bytes``), are selected but not
-reviewed: the review reports them as not reviewed, with the reason.
+Gates 1–9 are deliberate exclusions (binary content, secret paths, dependency and build
+folders, the user's own globs, file types, tests, generated and lock files, deletions, paths
+without a content change). ``too_large`` is not: the file passed every one of them and was left
+out only because it could not be fitted, so it is selected but not reviewed
+(:data:`NOT_REVIEWED_REASONS`), like the two reasons that bound a large change set
+(``changeset``): files that pass every gate but come after the first ``select.max_files`` of
+them (``over_max_files``), or whose diffs would take the total past ``select.max_total_bytes``
+(``over_max_total_bytes``). The review reports such files as not reviewed, with the reason, and
+is incomplete.
 """
 
 from __future__ import annotations
@@ -77,8 +82,10 @@ class SelectionReason(Vocabulary):
 
 
 REASONS = tuple(SelectionReason)  # every reason, in gate order
-# the bounds of a large change set: selected, not reviewed
+# the bounds of a large change set
 BOUND_REASONS = frozenset({SelectionReason.OVER_MAX_FILES, SelectionReason.OVER_MAX_TOTAL_BYTES})
+# selected, not reviewed: a file that passed every deliberate gate but could not be fitted
+NOT_REVIEWED_REASONS = BOUND_REASONS | {SelectionReason.TOO_LARGE}
 # paths whose content did not change (spec §3.5: listed, no LLM call)
 NO_CONTENT_REASONS = frozenset({SelectionReason.RENAME_ONLY, SelectionReason.MODE_ONLY,
                                 SelectionReason.NO_CONTENT_CHANGE})
@@ -103,17 +110,22 @@ class Decision(NamedTuple):
     """Outcome for one changed path: ``reason`` is a :class:`SelectionReason`, "" when the
     file will be reviewed.
     ``detail`` says the same in words where a reason needs numbers (sizes, bounds) and states
-    the secret scan of a file whose content was not loaded ("" otherwise)."""
+    the secret scan of a file whose content was not loaded ("" otherwise). ``scan_gap``: the
+    secret scan left part of the text this change adds to the file unread (the
+    ``security.max_scan_bytes`` budget, an unreadable blob) and the file is not one the user
+    excluded (``user_exclude``): the review is incomplete (``changeset``)."""
 
     file: FileDiff
     reviewed: bool
     reason: str
     detail: str = ""
+    scan_gap: bool = False
 
     @property
     def selected(self) -> bool:
-        """Passed every gate: reviewed, or left out only by a bound of the change set."""
-        return self.reviewed or self.reason in BOUND_REASONS
+        """Passed every deliberate gate: reviewed, or left out only because it could not be
+        fitted (:data:`NOT_REVIEWED_REASONS`: too large, a bound of the change set)."""
+        return self.reviewed or self.reason in NOT_REVIEWED_REASONS
 
 
 class GlobList:
@@ -289,14 +301,20 @@ def select(
     out: list[Decision] = []
     for fd in files:
         reason = exclusion_reason(fd, policy, user_ex, user_in)
+        detail = ""
         if not reason and limit > 0 and len(fd.patch) // BYTES_PER_TOKEN_FLOOR >= limit:
             if count_tokens is not None:
-                tokens = count_tokens(fd.patch)
+                tokens, about = count_tokens(fd.patch), ""
             else:
                 tokens = len(fd.patch.encode("utf-8", "replace")) // BYTES_PER_TOKEN_FLOOR
+                about = "about "
             if tokens > limit:
                 reason = SelectionReason.TOO_LARGE
-        out.append(Decision(fd, not reason, reason))
+                hunks = f"{len(fd.hunks):,} hunk{'s' if len(fd.hunks) != 1 else ''}"
+                detail = (f"its diff ({hunks}) is {about}{tokens:,} tokens,"
+                          f" more than {limit:,} ({TOO_LARGE_FRACTION:.0%} of"
+                          f" llm.context_tokens = {policy.context_tokens:,})")
+        out.append(Decision(fd, not reason, reason, detail))
     return out
 
 
@@ -341,6 +359,8 @@ def metadata_reason(
     reason = (path_reason(fd, policy, user_ex, user_in) if known_path_reason is None
               else known_path_reason)
     if reason in NO_CONTENT_REASONS:
+        if fd.old_oid and fd.old_oid == fd.new_oid:
+            return reason  # the same blob on both sides: no content change, whatever its size
         if too_big:
             return SelectionReason.TOO_LARGE
         has_lines = fd.binary or fd.insertions or fd.deletions

@@ -217,9 +217,10 @@ class SecurityConfig:
     allow_secrets: Annotated[list[str], Check(check_allow_patterns)] = field(
         default_factory=list)
     detect_secrets: bool = False
-    # bytes the secret scan reads from files that are not reviewed (excluded, too large: a
-    # bounded prefix of the blob, over a bound); reviewed files are always scanned
-    max_scan_bytes: Annotated[int, Bound(ge=0)] = 1_048_576
+    # bytes the secret scan reads from files that are not reviewed (excluded, too large: the
+    # blob streamed to its end while this lasts, over a bound); reviewed files are always
+    # scanned; a text file left partly unscanned makes the review incomplete
+    max_scan_bytes: Annotated[int, Bound(ge=0)] = 4_194_304
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """A review's input: the change set of every target, joined, loaded within the bounds of
 ``select.*`` and ``security.max_scan_bytes`` (``change.load_change_set``), and the words for
-the files a bound left out.
+the files that could not be fitted (too large, a bound) and for a secret scan left incomplete.
 
 A push with several ranges is reviewed one range per run (``pipeline.ranges``), so there is
 usually one target; the join keeps git's order within each target and the targets' order.
@@ -16,6 +16,7 @@ from ..diff import FileDiff
 from ..git import Target
 
 if TYPE_CHECKING:
+    from ..report import FileOutcome
     from .request import ReviewRequest
 
 
@@ -56,9 +57,22 @@ def scan_inputs(cs: change.ChangeSet
 
 
 def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolicy) -> str:
-    """Why files were left out by a bound of the change set, in words with the settings."""
+    """Why selected files were not reviewed because they could not be fitted (too large, a
+    bound of the change set), in words with the settings: at most NAMES_SHOWN paths of each
+    kind of too-large file, then the bounds."""
     reasons = {d.reason for d in bounded}
+    big = [d for d in bounded if d.reason == change.SelectionReason.TOO_LARGE]
+    by_size = [d for d in big if d.file.size_bytes is not None and not d.file.loaded]
+    sized = {id(d.file) for d in by_size}
+    by_context = [d for d in big if id(d.file) not in sized]
     parts = []
+    if by_context:
+        parts.append(f"{_names(by_context)} too large for the model's context "
+                     f"({change.TOO_LARGE_FRACTION:.0%} of llm.context_tokens = "
+                     f"{policy.context_tokens:,} tokens)")
+    if by_size:
+        parts.append(f"{_names(by_size)} larger than select.max_file_bytes "
+                     f"({util.human_bytes(policy.max_file_bytes)})")
     if change.SelectionReason.OVER_MAX_FILES in reasons:
         parts.append(f"the change has more files to review than select.max_files "
                      f"({policy.max_files})")
@@ -66,3 +80,23 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
         parts.append(f"the diffs to review are larger than select.max_total_bytes "
                      f"({util.human_bytes(policy.max_total_bytes)})")
     return " and ".join(parts) + "; `git ocr review --preview` lists them"
+
+
+NAMES_SHOWN = 3  # paths named in a NOT REVIEWED reason; the coverage lines list them all
+
+
+def _names(items: Sequence[change.Decision] | Sequence[FileOutcome]) -> str:
+    """``a.py``, ``a.py, b.py``, ``a.py, b.py, c.py and 2 more`` (paths as shown to people)."""
+    paths = [util.shown_text(x.file.path if isinstance(x, change.Decision) else x.path)
+             for x in items]
+    shown = ", ".join(paths[:NAMES_SHOWN])
+    return shown + (f" and {len(paths) - NAMES_SHOWN} more" if len(paths) > NAMES_SHOWN else "")
+
+
+def scan_gap_text(gaps: Sequence[FileOutcome], max_scan_bytes: int) -> str:
+    """Why the secret scan is incomplete, in words with the setting, naming the files."""
+    n = len(gaps)
+    return (f"secret scan incomplete: the text added to {n} file{'s' if n != 1 else ''} "
+            f"({_names(gaps)}) was not all scanned within security.max_scan_bytes "
+            f"({util.human_bytes(max_scan_bytes)}); raise it, or name the files in "
+            "select.exclude")

@@ -52,7 +52,7 @@ class RunState:
         decisions, notice, scan_warnings = self._load(targets)
         self.outcomes = {id(d.file): FileOutcome.selected(d) for d in decisions}
         self.reviewable = [d.file for d in decisions if d.reviewed]
-        self.bounded = [d for d in decisions if d.reason in change.BOUND_REASONS]
+        self.bounded = [d for d in decisions if d.reason in change.NOT_REVIEWED_REASONS]
         self.head = targets[0]
         self.result = ReviewResult.start(
             gate=req.gate, files=[self.outcomes[id(d.file)] for d in decisions],
@@ -107,14 +107,20 @@ class RunState:
         return self.rules_for(paths) if self.rules_for else ""
 
     def finished(self) -> ReviewResult:
-        """Account for the files left out by a bound of the change set (they make the
-        review incomplete), stamp the elapsed time on the result and return it."""
+        """Account for the selected files that could not be fitted (too large, a bound of the
+        change set) and for the files whose added text the secret scan did not read to its
+        end: each makes the review incomplete. Stamp the elapsed time on the result and
+        return it."""
         result = self.result
-        if self.bounded and not self.req.preview:
-            from .input import bound_text  # a run with a change set: loaded already
+        gaps = [o for o in result.files if o.scan_gap]
+        if (self.bounded or gaps) and not self.req.preview:
+            from .input import bound_text, scan_gap_text  # a run with a change set: loaded
 
-            result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
-                            bound_text(self.bounded, self.req.selection_policy))
+            if self.bounded:
+                result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
+                                bound_text(self.bounded, self.req.selection_policy))
+            if gaps:
+                result.not_scanned(scan_gap_text(gaps, self.cfg.security.max_scan_bytes))
         result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
         return result
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..change import BOUND_REASONS, reason_words
+from ..change import NOT_REVIEWED_REASONS, SelectionReason, reason_words
 from ..diff import FileDiff, Hunk, Line
 from ..util import shown_text
 from ..vocabulary import Severity, StopReason
@@ -192,7 +192,8 @@ def _coverage(data: Mapping[str, Any]) -> str:
     for f in data.get("files", []):
         if f.get("reviewed"):
             what, cls = "reviewed", ""
-        elif f.get("will_review", True) and (why := _not_reviewed(f.get("reason"))):
+        elif (f.get("will_review", True) or f.get("not_reviewed")) and (
+                why := _not_reviewed(f.get("reason"), f.get("size_bytes"))):
             what, cls = f"not reviewed: {why}", "miss"
         else:
             what, cls = f"excluded: {reason_words(f['path'], f.get('reason', ''))}", "no"
@@ -206,13 +207,16 @@ def _coverage(data: Mapping[str, Any]) -> str:
             "<th>status</th><th>review</th></tr>" + "".join(rows) + "</table></section>")
 
 
-def _not_reviewed(reason: Any) -> str | None:
+def _not_reviewed(reason: Any, size_bytes: Any = None) -> str | None:
     """A JSON ``files[]`` reason that leaves a selected file not reviewed, in words: a stop
-    reason's brief words or a bound of the change set; None for the others (excluded)."""
+    reason's brief words, too large (from its size, or for the model's context) or a bound of
+    the change set; None for the others (excluded)."""
     stop = StopReason.lookup(reason)
     if stop is not None:
         return stop.brief
-    return reason_words("", reason) if reason in BOUND_REASONS else None
+    if reason == SelectionReason.TOO_LARGE and size_bytes is not None:
+        return "too large"  # decided from the blob's size, as the text output says
+    return reason_words("", reason) if reason in NOT_REVIEWED_REASONS else None
 
 
 def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:

@@ -4,10 +4,14 @@ stdout carries only the result; progress and warnings go to stderr through loggi
 ``summary.cache_hits`` counts cache entries used by the run: 1 for a whole-run hit, else one
 per group served from the cache (plus one for a cached grouping answer). ``summary.llm_calls``
 counts answered LLM calls; ``summary.llm_attempts`` (the one field added to spec §11's summary)
-counts HTTP attempts started, so failed requests and retries show up. Two more optional
-fields of a ``files[]`` entry: ``detail``, the reason in words with its numbers and
-the secret scan of a file whose content was not loaded, and ``size_bytes``, the size of a file
-git would not diff because of it.
+counts HTTP attempts started, so failed requests and retries show up. Optional fields of a
+``files[]`` entry: ``detail``, the reason in words with its numbers and the secret scan of a
+file whose content was not loaded; ``size_bytes``, the size of a file git would not diff
+because of it; ``not_reviewed`` (true), a file that was selected but not reviewed (too large,
+over a bound, its group's review failed), which makes the verdict ``incomplete``; and
+``secret_scan`` (``"incomplete"``), a file whose added text the secret scan did not read to
+its end, which makes it ``incomplete`` too. ``incomplete_reasons`` holds the ``NOT REVIEWED``
+line(s) of an incomplete review (``[]`` otherwise).
 
 The same object is the session log's ``result`` record and the data of the review page
 (``report.html``).
@@ -49,6 +53,10 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             entry["detail"] = o.detail
         if o.size_bytes is not None:
             entry["size_bytes"] = o.size_bytes
+        if o.not_reviewed and not result.preview:
+            entry["not_reviewed"] = True
+        if o.scan_gap:
+            entry["secret_scan"] = "incomplete"
         if result.preview:
             entry["will_review"] = o.will_review and not o.reason
             entry["insertions"] = o.insertions
@@ -100,6 +108,7 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             {"type": w.type, "file": w.file, "message": w.message} for w in result.warnings
         ],
         "dismissed": [_dismissed_json(d) for d in result.dismissed],
+        "incomplete_reasons": list(result.incomplete_reasons),
         "session_id": result.session_id,
     }
 

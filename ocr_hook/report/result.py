@@ -54,15 +54,22 @@ class FileOutcome:
     will_review: bool = False
     detail: str = ""  # the reason in words, and the secret scan of a file not loaded
     size_bytes: int | None = None  # the larger blob's size, when it made the file too_large
+    scan_gap: bool = False  # the secret scan left part of its added text unread
 
     @classmethod
     def selected(cls, d: Decision) -> FileOutcome:
         """The entry of a selection decision: not reviewed yet, excluded with its reason;
-        ``will_review`` also for a file left out only by a bound of the change set (it
-        keeps its ``over_max_*`` reason and makes the review incomplete)."""
+        ``will_review`` also for a file left out only because it could not be fitted (too
+        large, a bound of the change set: it keeps that reason and makes the review
+        incomplete); ``scan_gap`` as the decision's (it makes the review incomplete too)."""
         f = d.file
         return cls(f.path, f.old_path, f.status, False, d.reason, f.insertions, f.deletions,
-                   d.selected, d.detail, f.size_bytes)
+                   d.selected, d.detail, f.size_bytes, d.scan_gap)
+
+    @property
+    def not_reviewed(self) -> bool:
+        """Selected but not reviewed: the file makes the review incomplete."""
+        return self.will_review and not self.reviewed
 
     def settle(self, reason: str) -> None:
         """The file's review ended: reviewed when ``reason`` is "", else not, with ``reason``."""
@@ -150,8 +157,9 @@ class ReviewResult:
 
     @property
     def incomplete(self) -> bool:
-        """Some selected file was not reviewed (spec §9 ``incomplete``)."""
-        return any(o.will_review and not o.reviewed for o in self.files)
+        """Some selected file was not reviewed, or some file's added text was not all
+        secret-scanned (spec §9 ``incomplete``)."""
+        return any(o.not_reviewed or o.scan_gap for o in self.files)
 
     def dismiss(self, dismissals: Sequence[Dismissal]) -> None:
         """Gate time: move the findings that are dismissed (inline marker, shared or
@@ -169,14 +177,22 @@ class ReviewResult:
         self.decision = decide(kept, self.incomplete, self.gate)
 
     def left_out(self, bounded: int, selected: int, why: str) -> None:
-        """``bounded`` of the ``selected`` files were left out by a bound of the change set
-        (``why`` in words): the NOT REVIEWED line says so (its first reason gains
-        ``why``), a complete or skipped run becomes partial (failed when nothing was reviewed)
-        and the gate decides as for an incomplete review."""
+        """``bounded`` of the ``selected`` files were left out because they could not be
+        fitted (too large, a bound of the change set; ``why`` in words): the NOT REVIEWED line
+        says so (its first reason gains ``why``), a complete or skipped run becomes partial
+        (failed when nothing was reviewed) and the gate decides as for an incomplete review."""
+        self._incomplete(why, f"{bounded} of {selected} files: ")
+
+    def not_scanned(self, why: str) -> None:
+        """The secret scan left text some files add unread (``why`` in words, naming them):
+        the NOT REVIEWED line says so, and the run is incomplete as for :meth:`left_out`."""
+        self._incomplete(why)
+
+    def _incomplete(self, why: str, count: str = "") -> None:
         if self.incomplete_reasons:
             self.incomplete_reasons[0] += f"; {why}"
         else:
-            self.incomplete_reasons.append(f"NOT REVIEWED: {bounded} of {selected} files: {why}")
+            self.incomplete_reasons.append(f"NOT REVIEWED: {count}{why}")
         if self.status in ("complete", "skipped"):
             self.status = "partial" if any(o.reviewed for o in self.files) else "failed"
         self.decision = decide(self.findings, True, self.gate)

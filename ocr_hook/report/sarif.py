@@ -2,8 +2,8 @@
 a stream it is given.
 
 One rule per category used (id = category), one result per finding (level from severity),
-dismissed findings as results with suppressions, and files left unreviewed and run warnings as
-tool notifications.
+dismissed findings as results with suppressions, and files left unreviewed, files the secret
+scan did not read to the end and run warnings as tool notifications.
 """
 
 from __future__ import annotations
@@ -99,6 +99,12 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
          "descriptor": {"id": "not_reviewed"}}
         for o in result.files
         if o.will_review and not o.reviewed
+    ]
+    notes += [
+        {"level": "warning", "message": {"text": f"secret scan incomplete: {o.path} ({o.detail})"},
+         "descriptor": {"id": "secret_scan_incomplete"}}
+        for o in result.files
+        if o.scan_gap
     ]
     notes += [
         {"level": "warning",

@@ -1,5 +1,5 @@
-"""Secrets: the patterns, scanning (whole texts, pieces, blobs too large to load), redaction, and
-the optional detect-secrets pass.
+"""Secrets: the patterns, scanning (whole texts, pieces, blobs that are not loaded), redaction,
+and the optional detect-secrets pass.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .blobs import read_heads, scan_blob
+    from .blobs import blob_kind, read_heads, read_prefix, scan_blob
     from .detect_secrets_pass import (
         NOT_INSTALLED,
         added_rows,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .redaction import redact
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "blobs": ("read_heads", "scan_blob",),
+    "blobs": ("blob_kind", "read_heads", "read_prefix", "scan_blob",),
     "detect_secrets_pass": (
         "NOT_INSTALLED", "added_rows", "library_findings", "detect_secrets_hits",
     ),

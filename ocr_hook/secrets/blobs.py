@@ -1,14 +1,19 @@
-"""Secret scan of blobs too large to load, as bounded streams (spec §14).
+"""Secret scan of blobs that are not loaded as diffs (spec §14): files too large to load, and
+text files git calls binary because they hold a NUL byte. Bounded streams.
 
-A file larger than ``select.max_file_bytes`` is never read whole. Its scan reads at most a
-given number of bytes from the start of its blob (``git cat-file blob`` as a stream, stopped
-there) and looks for secrets with ``redaction.find_secrets`` in blocks of lines; a line longer
-than LINE_WINDOW_CHARS (a minified bundle, a one-line data file) is scanned in overlapping
-windows cut at separators (whitespace, quotes, commas, brackets), so a long token is whole in
-one window and no single regex search ever sees more than a block. For a modified file a value
-also present in the old blob is not this change's secret: the old blob is searched for it as
-a stream too. The outcome is one sentence for the file's coverage entry, e.g. ``secret scan:
-first 512.0 KiB of 50.0 MiB scanned, no secret found``.
+Such a file is never read whole. Its scan streams its blob (``git cat-file blob``) to the end,
+or up to a given number of bytes (then git is stopped and only whole lines are scanned), and
+looks for secrets with ``redaction.find_secrets`` in blocks of rows (``chunks.stream_rows``,
+``chunks.scan_rows``): a line longer than ``chunks.LINE_WINDOW_CHARS`` (a minified bundle, a
+one-line data file) is scanned in overlapping windows cut at separators (whitespace, quotes,
+commas, brackets), so a long token is whole in one window and no single regex search ever sees
+more than a block. Memory: one read chunk, one block. For a modified file a value also present
+in the old blob is not this change's secret: the old blob is searched for it as a stream too.
+The outcome is one sentence for the file's coverage entry, e.g. ``secret scan: first 512.0 KiB
+of 50.0 MiB scanned, no secret found``, and whether the whole blob was read.
+
+:func:`blob_kind` tells text, text with NUL bytes (scanned, NULs read as spaces) and binary
+content (not scanned) apart from a blob's first bytes.
 
 Findings are ``critical``/``security`` like ``diff_scan``'s, anchored ``file`` to the line
 of the blob (there are no parsed hunks); ``existing_code`` is the redacted text around the
@@ -17,36 +22,58 @@ secret, never the secret.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import codecs
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .. import git, util
 from ..diff import FileDiff
 from ..errors import GitError
 from ..findings import SECRET_SOURCE, Finding, finding_id
 from ..vocabulary import AnchorMethod, Category, Severity
+from .chunks import LINE_WINDOW_CHARS, WINDOW_OVERLAP_CHARS, scan_rows, stream_rows
 
-LINE_WINDOW_CHARS = 16 * 1024  # a longer line is scanned in windows of this many characters
-WINDOW_OVERLAP_CHARS = 512  # context repeated from one window of a long line to the next
-# Windows of a long line are cut at these characters, which no secret token contains, so a
-# token (a JWT can be thousands of characters) is whole in one window
-TOKEN_SEPARATORS = " \t\r\f\v\"'`,;()[]{}<>"
-BLOCK_CHARS = 256 * 1024  # rows are handed to find_secrets in blocks of about this size
-BLOCK_OVERLAP_CHARS = 8 * 1024  # blocks overlap by whole rows of up to this many characters,
-# so a multi-line secret (a PEM block of a 4096-bit key is ~3,300 characters) is seen whole
+__all__ = ["LINE_WINDOW_CHARS", "WINDOW_OVERLAP_CHARS", "BlobScan", "blob_kind", "find_in_text",
+           "read_heads", "read_prefix", "scan_blob"]
+
 BINARY_PROBE_BYTES = 8000  # spec §4 gate 1: a NUL byte in the first 8000 bytes means binary
+# Bytes that no text holds: the C0 controls but NUL, tab, LF, VT, FF, CR and ESC, and DEL.
+# Binary formats have them in their first bytes (PNG \x1a, ZIP \x03\x04, ELF \x7f, gzip
+# \x1f, JPEG \x10, SQLite \x10\x00\x01); text with a stray NUL does not.
+_NON_TEXT = frozenset(set(range(1, 32)) - {9, 10, 11, 12, 13, 27}) | {127}
+NUL_TEXT_MAX_SHARE = 0.1  # more NULs than this share of the probe: binary (or UTF-16: not read)
 QUOTE_CHARS = 160  # characters of redacted context kept around a secret in a long line
 STREAM_CHUNK_BYTES = 1 << 20
+OPEN_TAIL_BYTES = 64 * 1024  # bytes of a line not yet ended held back from the scan at most
+
+
+def blob_kind(head: bytes) -> str:
+    """``text``, ``text_with_nul`` or ``binary``, from a blob's first bytes (at least
+    BINARY_PROBE_BYTES of them when the blob has that many). ``text``: no NUL in the first
+    BINARY_PROBE_BYTES (git's own test). ``text_with_nul``: NULs (at most NUL_TEXT_MAX_SHARE of
+    the probe) but none of the other bytes no text holds (``_NON_TEXT``): a text file git calls
+    binary for a stray NUL. ``binary``: anything else."""
+    probe = head[:BINARY_PROBE_BYTES]
+    nuls = probe.count(0)
+    if not nuls:
+        return "text"
+    if nuls > len(probe) * NUL_TEXT_MAX_SHARE or any(b in _NON_TEXT for b in set(probe)):
+        return "binary"
+    return "text_with_nul"
 
 
 @dataclass(frozen=True)
 class BlobScan:
-    """Outcome of one bounded scan: findings, bytes read from the blob, and the statement."""
+    """Outcome of one bounded scan: findings, the bytes of the blob scanned, the statement, and
+    ``complete``: the blob was read to its end, or it holds nothing to scan (binary content);
+    False when a part of its text was left unread (the byte bound, an unreadable blob)."""
 
     findings: list[Finding]
     scanned_bytes: int
     statement: str
+    complete: bool = True
 
 
 def read_prefix(repo: Path, oid: str, max_bytes: int) -> bytes | None:
@@ -124,51 +151,6 @@ def _contains_any(repo: Path, oid: str, values: Sequence[bytes]) -> set[bytes]:
     return found
 
 
-def _last_sep(line: str, lo: int, hi: int) -> int:
-    """Index of the last TOKEN_SEPARATORS character in ``line[lo:hi]``, or -1."""
-    return max(line.rfind(c, lo, hi) for c in TOKEN_SEPARATORS)
-
-
-def _first_sep(line: str, lo: int, hi: int) -> int:
-    """Index of the first TOKEN_SEPARATORS character in ``line[lo:hi]``, or -1."""
-    found = [i for i in (line.find(c, lo, hi) for c in TOKEN_SEPARATORS) if i >= 0]
-    return min(found, default=-1)
-
-
-def _windows(line: str) -> list[tuple[int, int]]:
-    """(start, end) character offsets of the windows of one long line, each at most
-    LINE_WINDOW_CHARS long. A window ends just before the last separator it holds (at least
-    WINDOW_OVERLAP_CHARS past its start, so the scan moves on), and the next starts after the
-    first separator within WINDOW_OVERLAP_CHARS before that cut: no token is split and about
-    that much context is repeated. Only a window without such a separator is cut hard, the
-    next starting WINDOW_OVERLAP_CHARS before the cut."""
-    out: list[tuple[int, int]] = []
-    at = 0
-    while at + LINE_WINDOW_CHARS < len(line):
-        limit = at + LINE_WINDOW_CHARS
-        cut = _last_sep(line, at + WINDOW_OVERLAP_CHARS, limit)
-        if cut < 0:
-            out.append((at, limit))
-            at = limit - WINDOW_OVERLAP_CHARS
-            continue
-        out.append((at, cut))
-        at = _first_sep(line, cut - WINDOW_OVERLAP_CHARS, cut + 1) + 1  # cut itself at worst
-    out.append((at, len(line)))
-    return out
-
-
-def _rows(text: str) -> list[tuple[int, str]]:
-    """(1-based line number, text) per line, long lines cut into overlapping windows
-    (``_windows``) that keep every token of at most about LINE_WINDOW_CHARS whole."""
-    rows: list[tuple[int, str]] = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if len(line) <= LINE_WINDOW_CHARS:
-            rows.append((n, line))
-            continue
-        rows.extend((n, line[a:b]) for a, b in _windows(line))
-    return rows
-
-
 def _quote(row: str) -> str:
     """The redacted row, cut to QUOTE_CHARS around the first placeholder when it is long."""
     from .redaction import redact
@@ -181,81 +163,132 @@ def _quote(row: str) -> str:
     return red[start : start + QUOTE_CHARS]
 
 
-def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Finding, str]]:
-    """Secret findings in ``text`` (a blob's decoded prefix), line by line in bounded blocks,
-    each with the secret value it is about (for the caller only: never output); one finding
-    per (line, value)."""
+def _findings(path: str, rows: Iterator[tuple[int, str]], allow: Sequence[str]
+              ) -> list[tuple[Finding, str]]:
+    """Secret findings in numbered rows, each with the secret value it is about (for the
+    caller only: never output); one finding per (line, type)."""
     from .diff_scan import SECRET_CONTENT
-    from .redaction import find_secrets  # the rules are compiled on import: only when scanning
 
-    rows = _rows(text)
     out: list[tuple[Finding, str]] = []
-    seen: set[tuple[int, str]] = set()
-    start = 0
-    while start < len(rows):
-        end = start
-        size = 0
-        while end < len(rows) and (size < BLOCK_CHARS or end == start):
-            size += len(rows[end][1]) + 1
-            end += 1
-        block = rows[start:end]
-        for hit in find_secrets("\n".join(r for _, r in block), allow):
-            first = block[hit.line - 1]
-            last = block[min(hit.line - 1 + hit.value.count("\n"), len(block) - 1)]
-            key = (first[0], hit.value)
-            if key in seen:
-                continue
-            seen.add(key)
-            quote = _quote(first[1])
-            content = SECRET_CONTENT.format(type=hit.type)
-            out.append((Finding(
-                id=finding_id(path, "new", quote, content), path=path, side="new",
-                start_line=first[0], end_line=last[0], severity=Severity.CRITICAL,
-                category=Category.SECURITY, content=content, existing_code=quote,
-                suggestion_code="", anchor=AnchorMethod.FILE, source=SECRET_SOURCE,
-            ), hit.value))
-        if end >= len(rows):
-            break
-        back = end
-        size = 0
-        while back > start + 1 and size + len(rows[back - 1][1]) < BLOCK_OVERLAP_CHARS:
-            back -= 1
-            size += len(rows[back][1]) + 1
-        start = back
+    for h in scan_rows(rows, allow):
+        quote = _quote(h.first_row)
+        content = SECRET_CONTENT.format(type=h.hit.type)
+        out.append((Finding(
+            id=finding_id(path, "new", quote, content), path=path, side="new",
+            start_line=h.first_line, end_line=h.last_line, severity=Severity.CRITICAL,
+            category=Category.SECURITY, content=content, existing_code=quote,
+            suggestion_code="", anchor=AnchorMethod.FILE, source=SECRET_SOURCE,
+        ), h.hit.value))
     return out
 
 
-def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) -> BlobScan:
-    """Scan at most ``max_bytes`` from the start of ``fd``'s new blob for secrets it adds.
+def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Finding, str]]:
+    """Secret findings in ``text`` (a blob's decoded text), line by line in bounded blocks,
+    each with the secret value it is about (for the caller only: never output); one finding
+    per (line, type)."""
+    return _findings(path, stream_rows([text]), allow)
 
-    ``fd.size_bytes`` is the size git reported. Returns the findings, the bytes read and the
-    statement (``secret scan: …``): all of it or a prefix scanned and what was found, or why
-    it was not scanned (no budget left, binary content, unreadable blob)."""
-    total = fd.size_bytes or 0
+
+class _Reader(Protocol):
+    def read(self, n: int) -> bytes: ...
+
+
+class _BlobText:
+    """The text of a blob read as a stream of at most ``max_bytes`` bytes, handed out as
+    decoded pieces (UTF-8, undecodable bytes replaced, NUL read as a space). When the blob is
+    longer than that, the line it stops in is not handed out (only whole lines are scanned),
+    unless it is the first line: then what was read of it is. ``scanned``: the bytes handed
+    out; ``complete``: the blob was read to its end; ``head``: its first bytes, for
+    :func:`blob_kind`."""
+
+    def __init__(self, stream: _Reader, max_bytes: int) -> None:
+        self.stream, self.left = stream, max_bytes
+        self.scanned = 0
+        self.complete = False
+        self.head = b""
+        self._decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+        self._tail = b""  # bytes after the last newline read, held back
+        self._seen_newline = False
+
+    def first(self) -> bytes:
+        """Read the first bytes (at least BINARY_PROBE_BYTES when the blob has them)."""
+        while len(self._tail) < BINARY_PROBE_BYTES and self._read():
+            pass
+        self.head = self._tail[:BINARY_PROBE_BYTES]
+        return self.head
+
+    def _read(self) -> bool:
+        """Read one chunk into the held-back tail; False at the end or at the byte bound."""
+        if self.left <= 0:
+            return False
+        data = self.stream.read(min(self.left, STREAM_CHUNK_BYTES))
+        if not data:
+            self.complete = True
+            return False
+        self.left -= len(data)
+        self._tail += data
+        return True
+
+    def _emit(self, data: bytes, final: bool = False) -> str:
+        self.scanned += len(data)
+        return self._decode(data.replace(b"\0", b" "), final)
+
+    def pieces(self) -> Iterator[str]:
+        """The text, piece by piece, as described in the class docstring."""
+        while True:
+            cut = self._tail.rfind(b"\n") + 1
+            if cut:
+                self._seen_newline = True
+                yield self._emit(self._tail[:cut])
+                self._tail = self._tail[cut:]
+            elif len(self._tail) > OPEN_TAIL_BYTES:  # a long line: scanned in windows
+                yield self._emit(self._tail)
+                self._tail = b""
+            if not self._read():
+                break
+        if not self.complete and self.left <= 0:
+            self.complete = not self.stream.read(1)  # exactly max_bytes long: read to its end
+        if self.complete or not self._seen_newline:
+            yield self._emit(self._tail, final=True)
+            self._tail = b""
+
+
+def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) -> BlobScan:
+    """Scan ``fd``'s new blob for the secrets it adds, streamed to its end or to ``max_bytes``
+    bytes, whichever comes first (see the module docstring).
+
+    ``fd.size_bytes`` is the size git reported (None: not known). Returns the findings, the
+    bytes scanned, the statement (``secret scan: …``: all of it or a prefix scanned and what
+    was found, or why it was not scanned: no budget left, binary content, unreadable blob) and
+    whether the blob was scanned to its end."""
+    total = fd.size_bytes
     if max_bytes <= 0:
-        return BlobScan([], 0, "secret scan: not scanned, security.max_scan_bytes used up")
-    data = read_prefix(repo, fd.new_oid, max_bytes)
-    if data is None:
-        return BlobScan([], 0, "secret scan: not scanned, the blob could not be read")
-    if b"\0" in data[:BINARY_PROBE_BYTES]:
-        return BlobScan([], len(data), "secret scan: not scanned, binary content")
-    whole = len(data) < max_bytes or (total and len(data) >= total)
-    if not whole:
-        cut = data.rfind(b"\n")
-        if cut > 0:
-            data = data[: cut + 1]  # only whole lines, unless one line fills the prefix
-    pairs = find_in_text(fd.path, git.decode_text(data), allow)
+        return BlobScan([], 0, "secret scan: not scanned, security.max_scan_bytes used up",
+                        complete=False)
+    try:
+        with git.stream_git(repo, "cat-file", "blob", fd.new_oid) as stream:
+            text = _BlobText(stream, max_bytes)
+            kind = blob_kind(text.first())
+            if kind == "binary":
+                return BlobScan([], 0, "secret scan: not scanned, binary content")
+            pairs = _findings(fd.path, stream_rows(text.pieces()), allow)
+    except GitError:
+        return BlobScan([], 0, "secret scan: not scanned, the blob could not be read",
+                        complete=False)
     if pairs and fd.status != "added" and fd.old_oid and set(fd.old_oid) != {"0"}:
         # a value the old blob already holds is not added by this change
         values = {v.encode("utf-8", "surrogateescape") for _, v in pairs}
         old = _contains_any(repo, fd.old_oid, sorted(values))
         pairs = [(f, v) for f, v in pairs if v.encode("utf-8", "surrogateescape") not in old]
     findings = [f for f, _ in pairs]
-    if whole:
-        what = f"all {util.human_bytes(len(data))} scanned"
+    size = util.human_bytes(text.scanned)
+    if text.complete:
+        what = f"all {size} scanned"
     else:
-        what = f"first {util.human_bytes(len(data))} of {util.human_bytes(total)} scanned"
+        of = f" of {util.human_bytes(total)}" if total else ""
+        what = f"first {size}{of} scanned"
+    if kind == "text_with_nul":
+        what += " (text with NUL bytes)"
     found = (f"{len(findings)} secret(s) found (critical finding)" if findings
              else "no secret found")
-    return BlobScan(findings, len(data), f"secret scan: {what}, {found}")
-
+    return BlobScan(findings, text.scanned, f"secret scan: {what}, {found}", text.complete)

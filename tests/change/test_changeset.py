@@ -22,7 +22,7 @@ from ocr_hook.errors import GitError
 from ocr_hook.git import stream as gitstream
 from ocr_hook.git import target
 from ocr_hook.report.json_format import _files_block
-from ocr_hook.secrets import blobs
+from ocr_hook.secrets import blobs, chunks
 from ocr_hook.tools.builtin.file_read import file_read
 from ocr_hook.tools.builtin.file_read_diff import file_read_diff
 from ocr_hook.tools.snapshot import SnapshotView
@@ -122,17 +122,25 @@ def test_secret_in_the_scanned_prefix_of_a_too_large_file_is_a_critical_finding(
         "secret scan: first 128.0 KiB of 312.5 KiB scanned, no secret found")
 
 
-def test_text_output_lists_too_large_files_with_size_reason_and_scan_result(
+def test_text_output_lists_too_large_files_as_not_reviewed_with_size_and_scan_result(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({"web/bundle.js": "var a=[" + "1," * 100_000 + "];"})
     monkeypatch.chdir(repo.path)
     rc, out, err = run_cli(["hook", "pre-commit"], LIMITS, capsys)
-    assert rc == 0, err
-    assert ("excluded: web/bundle.js (too large: 195.3 KiB, larger than select.max_file_bytes "
-            "(97.7 KiB): content not read; secret scan: first 64.0 KiB of 195.3 KiB scanned, "
-            "no secret found)") in out.splitlines()
+    assert rc == 0, err  # gate.on_error = allow
+    lines = out.splitlines()
+    assert ("not reviewed: web/bundle.js (too large: 195.3 KiB, larger than "
+            "select.max_file_bytes (97.7 KiB): content not read; secret scan: first 64.0 KiB of "
+            "195.3 KiB scanned, no secret found)") in lines
+    assert ("NOT REVIEWED: 1 of 1 files: web/bundle.js larger than select.max_file_bytes "
+            "(97.7 KiB); `git ocr review --preview` lists them; secret scan incomplete: the "
+            "text added to 1 file (web/bundle.js) was not all scanned within "
+            "security.max_scan_bytes (64.0 KiB); raise it, or name the files in "
+            "select.exclude") in lines
+    assert lines[-1] == ("PASS: review incomplete, let through by gate.on_error = allow "
+                         "(blocking mode)")
 
 
 def test_secret_late_in_a_long_single_line_is_found_in_its_windows(
@@ -183,7 +191,7 @@ def test_long_jwt_across_a_window_cut_of_a_long_line_is_found(
 
 def test_long_line_windows_end_at_separators_and_stay_bounded() -> None:
     line = "var a=[" + "1," * 7_742 + f'];var t="{LONG_JWT}";' + "2," * 60_000 + "];"
-    rows = blobs._rows("x\n" + line + "\n" + "z" * 40_000)
+    rows = list(chunks.stream_rows(["x\n" + line + "\n" + "z" * 40_000]))
     assert {n for n, _ in rows} == {1, 2, 3}
     assert max(len(r) for _, r in rows) <= blobs.LINE_WINDOW_CHARS
     assert sum(LONG_JWT in r for n, r in rows if n == 2) == 1  # whole in exactly one window
@@ -214,7 +222,7 @@ def test_secret_already_in_the_old_version_of_a_too_large_file_is_not_flagged(
         "secret scan: first 64.0 KiB of 156.6 KiB scanned, no secret found")
 
 
-def test_binary_too_large_file_states_that_it_was_not_scanned(repo: GitRepo) -> None:
+def test_too_large_file_with_binary_content_is_binary_and_not_scanned(repo: GitRepo) -> None:
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({"blob.json": b"\0\1\2" * 50_000})
     tgt = target.staged_snapshot(repo.path, os.environ)
@@ -222,8 +230,7 @@ def test_binary_too_large_file_states_that_it_was_not_scanned(repo: GitRepo) -> 
         repo.path, tgt, selection.SelectionPolicy(max_file_bytes=1000),
         scan=changeset.ScanPolicy((), 1 << 20))
     [d] = cs.decisions
-    assert d.detail == ("146.5 KiB, larger than select.max_file_bytes (1000 B): content not "
-                        "read; secret scan: not scanned, binary content")
+    assert (d.reason, d.detail, d.scan_gap, d.selected) == ("binary", "", False, False)
 
 
 # -- bounds of the change set ----------------------------------------------------------------

@@ -130,7 +130,9 @@ EXPECTED_FILES = [
     entry("a b/c.py", "added", 1, 0),
     entry("app.py", "added", 2, 0),
     entry("back\\slash.py", "added", 1, 0),
-    entry("big.py", "added", 3000, 0, "too_large"),
+    {**entry("big.py", "added", 3000, 0, "too_large"),
+     "detail": "its diff (1 hunk) is 49,041 tokens, more than 16,000 (80% of"
+               " llm.context_tokens = 20,000)"},
     entry("crlf.py", "added", 2, 0),
     entry("docs/guide.txt", "added", 1, 0),
     entry("edited.py", "renamed", 1, 1, old_path="edit_me.py"),
@@ -200,6 +202,7 @@ def test_preview_json_lists_every_case_with_exact_status_counts_and_reason(
         "groups": [],
         "warnings": [],
         "dismissed": [],
+        "incomplete_reasons": [],
         "session_id": "",
     }
     assert repo.state() == before
