@@ -12,6 +12,9 @@ Secrets are redacted in their file context before lines are numbered, since a se
 lines (a PEM body, a key split over two string literals, a JSON value on the line after its key):
 ``SnapshotView.redacted_rows`` redacts the whole file up to REDACT_WHOLE_FILE_MAX_CHARS, larger
 files (or a caller's narrower window) in windows of lines either side of the lines wanted.
+``SnapshotView.chunk_rows`` redacts in fixed chunks instead, so that a line reads the same
+whatever else was asked (what ``code_search`` needs to answer only what the redacted text shows),
+and ``SnapshotView.shown_paths`` gives the tree's paths as redacted (what ``file_find`` matches).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
 READ_TIMEOUT_S = 30.0  # git cat-file (OCR file_read `git show`: 30 s)
 REDACT_WHOLE_FILE_MAX_CHARS = 2 * 1024 * 1024  # redact a file whole up to this size (ours)
 REDACT_WINDOW_LINES = 200  # else lines either side of those shown (ours)
+CHUNKS_KEPT_MAX = 4096  # redacted chunks (SnapshotView.chunk_rows) kept per view (ours)
 
 
 def confine(path: object) -> str | None:
@@ -83,6 +87,8 @@ class SnapshotView:
         self.files = files
         self.redact = redact
         self._tree: list[str] | None = None
+        self._shown: list[str] | None = None
+        self._chunks: dict[tuple[str, int, int], tuple[str, ...]] = {}
         self._lines: dict[str, list[str] | None] = {}
         self._lock = threading.Lock()
         self._by_path: dict[str, FileDiff] = {}
@@ -249,15 +255,60 @@ class SnapshotView:
             out.update((n, red[n - first]) for n in wanted)
         return out
 
+    def chunk_rows(self, path: str, numbers: Iterable[int],
+                   read: Callable[[], Sequence[str] | None], width: int) -> dict[int, str]:
+        """``{n: line n of file path, redacted in context}`` for each wanted 1-based ``n`` (lines
+        past the end are left out), where a line's redaction never depends on what else is
+        asked: the file is cut into fixed chunks of ``width`` lines (``c*width+1`` …
+        ``(c+1)*width``), each redacted with ``width`` lines either side, and the chunks are
+        kept in the view (up to CHUNKS_KEPT_MAX). ``read`` gives all the file's lines (``\r``
+        kept); it is called at most once, and only when a wanted chunk is not kept; when it
+        gives None (the file cannot be read) the lines of chunks not kept are left out."""
+        wanted: dict[int, list[int]] = {}
+        for n in numbers:
+            if n >= 1:
+                wanted.setdefault((n - 1) // width, []).append(n)
+        lines: Sequence[str] | None = None
+        tried = False
+        out: dict[int, str] = {}
+        for chunk, ns in sorted(wanted.items()):
+            key = (path, width, chunk)
+            with self._lock:
+                rows = self._chunks.get(key)
+            if rows is None:
+                if not tried:
+                    lines, tried = read(), True
+                if lines is None or chunk * width >= len(lines):
+                    continue
+                rows = self._redact_chunk(lines, chunk * width, width)
+                with self._lock:
+                    if len(self._chunks) >= CHUNKS_KEPT_MAX:
+                        self._chunks.clear()
+                    self._chunks[key] = rows
+            out.update((n, rows[n - 1 - chunk * width]) for n in ns
+                       if n - 1 - chunk * width < len(rows))
+        return out
+
+    def _redact_chunk(self, lines: Sequence[str], first: int, width: int) -> tuple[str, ...]:
+        """The redacted lines ``first`` … ``first + width - 1`` (0-based) of ``lines``, redacted
+        with ``width`` lines either side."""
+        lo, hi = max(0, first - width), min(len(lines), first + 2 * width)
+        red = self.redact("\n".join(lines[lo:hi])).split("\n")
+        if len(red) != hi - lo:  # never expected (redaction keeps line breaks)
+            red = ["[REDACTED:line]"] * (hi - lo)  # fail closed
+        return tuple(red[first - lo:min(len(lines), first + width) - lo])
+
     def grep(self, text: str, pathspecs: Sequence[str], *, ignore_case: bool, perl: bool,
-             max_per_file: int) -> tuple[int, bytes, bytes]:
+             max_per_file: int | None) -> tuple[int, bytes, bytes]:
         """``git grep`` of ``text`` in ``head``: (exit code 0 | 1 none | 128 bad pattern,
         stdout, stderr). Records are ``<head>:<path>\0<n>\0<line>`` (``-n -z``), binary files
-        skipped (``-I``), at most ``max_per_file`` per file; literal (``-F``) unless ``perl``
-        (``-P``). The text goes after ``-e`` and the pathspecs after ``--``, so neither can be
-        read as an option. Raises GitError on a timeout (10 s) or when git cannot run."""
-        cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I",
-               "--max-count", str(max_per_file)]
+        skipped (``-I``), at most ``max_per_file`` per file (None: all); literal (``-F``) unless
+        ``perl`` (``-P``). The text goes after ``-e`` and the pathspecs after ``--``, so neither
+        can be read as an option. Raises GitError on a timeout (10 s) or when git cannot
+        run."""
+        cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I"]
+        if max_per_file is not None:
+            cmd += ["--max-count", str(max_per_file)]
         if ignore_case:
             cmd.append("-i")
         cmd.append("-P" if perl else "-F")
@@ -275,3 +326,22 @@ class SnapshotView:
                 )
                 self._tree = git.zsplit(out)
             return self._tree
+
+    def shown_paths(self) -> list[str]:
+        """:meth:`tree_paths` as the model may see them, in the same order: each path with its
+        non-UTF-8 bytes as ``\\xNN`` (``util.shown_text``) and redacted (``redact``), all of
+        them together one per line (a path holding a line break on its own), cached. Raises
+        GitError as :meth:`tree_paths`."""
+        paths = [util.shown_text(p) for p in self.tree_paths()]
+        with self._lock:
+            if self._shown is not None:
+                return self._shown
+        plain = [p for p in paths if "\n" not in p and "\r" not in p]
+        red = self.redact("\n".join(plain)).split("\n") if plain else []
+        if len(red) != len(plain):  # never expected (redaction keeps line breaks)
+            red = [self.redact(p) for p in plain]
+        by_path = dict(zip(plain, red, strict=True))
+        shown = [by_path[p] if p in by_path else self.redact(p) for p in paths]
+        with self._lock:
+            self._shown = shown
+        return shown

@@ -1,14 +1,30 @@
-"""``code_search`` (spec §7.1): ``git grep`` of the reviewed snapshot.
+"""``code_search`` (spec §7.1): ``git grep`` of the reviewed snapshot, answered as a search of
+the redacted text would be.
 
 Output (spec §7.1, the reference tool's (OCR) format): per file ``File: <p>`` /
 ``Match lines: n`` / ``<ln>|<content>``, files separated by a blank line; ``No matches found``;
 ``Error: search_text is blank``.
+
+No oracle (spec §14.2). git greps the raw blobs, so a hit on a line that holds a secret would
+tell the model whether its pattern matches characters the redaction hides (``ghp_.{7}[a-m]``,
+a lookahead next to the value, a glob over a file name). So every hit line is redacted on its
+own and, when it may be part of a value written over several lines (_MULTI_LINE_PART), in its
+file context, in fixed chunks (``SnapshotView.chunk_rows``: the same whatever was searched). A
+line that the redaction changes is kept only for a literal search whose text occurs within the
+characters the redaction keeps before the first placeholder or after the last one; never for a
+Perl regexp, whose lookarounds and ``\b`` test characters outside what it matches. A file whose
+name the redaction changes is searched only without ``file_patterns``. Every count, cap, note
+and context line is computed from the hits kept, never from git's raw hits, and no note says
+that a hit was left out (such a note would be the answer itself): the result is one the
+redacted text alone decides.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from ... import git
 from ...errors import GitError
@@ -17,14 +33,18 @@ from ..snapshot import GREP_TIMEOUT_S, SnapshotView
 from .common import ToolEnv, as_bool, cut
 
 SEARCH_MAX_PER_FILE = 100  # spec §7.1 (OCR code_search)
+SEARCH_GREP_SLACK = 20  # git grep reads this many more per file, for hits left out (ours)
 SEARCH_OUTPUT_MAX_BYTES = 128 * 1024  # total code_search output cap (OCR newest: 128 KiB)
-SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here (ours)
+SEARCH_LINE_MAX_CHARS = 1000  # one matching line is cut here, after its redaction (ours)
 # Secrets are redacted in their file context before lines are numbered (see ``tools.snapshot``):
-# in windows of SEARCH_REDACT_WINDOW_LINES lines around each matching line that may be part of
-# such a value (_MULTI_LINE_PART), for at most SEARCH_CONTEXT_MAX_BYTES of files per call, read
-# in one `git cat-file --batch` (ours).
+# a matching line that may be part of such a value (_MULTI_LINE_PART), and the context lines,
+# in fixed chunks of SEARCH_REDACT_WINDOW_LINES lines, each redacted with as many lines either
+# side; files are read in batches of `git cat-file --batch` up to SEARCH_CONTEXT_MAX_BYTES, and
+# a file larger than that is never read for context: its matching lines that may be part of
+# such a value are left out (ours).
 SEARCH_REDACT_WINDOW_LINES = 64  # a 4096-bit RSA key's PEM block has 51 lines
 SEARCH_CONTEXT_MAX_BYTES = 16 * 1024 * 1024
+SEARCH_PREFETCH_FILES = 32  # files read for context in one batch, at most (ours)
 SEARCH_CONTEXT_LINES = 1  # lines shown on each side of a match
 SEARCH_CONTEXT_MAX_MATCHES = 30  # context only for searches with at most this many matches
 # A line that is only a string literal or a token-like run (a continuation piece, a PEM body line,
@@ -34,6 +54,10 @@ _MULTI_LINE_PART = (  # compiled on first use (re's cache): most reviews run no 
     r"""|["'`][A-Za-z0-9+/=_\-]{8,}["'`][ \t]*[+.&\\(]?[ \t]*$""")
 
 NO_MATCHES = "No matches found"  # spec §7.1
+PERL_NOTE = ("Note: a Perl regexp never matches a line that holds a redacted secret; search such"
+             " a line with literal text.")
+_PLACEHOLDER = r"\[REDACTED:[^\]\n]*\]"  # the placeholder of spec §14.2, any type
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 PATTERN_HELP = ("file_patterns are globs matched like .gitignore lines ('src/**/*.py',"
@@ -111,25 +135,41 @@ def _search_args(args: dict[str, Any]) -> tuple[str, list[str]] | ToolResult:
     return text, specs
 
 
+class _Query(NamedTuple):
+    text: str
+    pathspecs: tuple[str, ...]
+    perl: bool
+    ignore_case: bool
+
+
+class _File(NamedTuple):
+    """One file's git grep records: its path as git wrote it, ``(n, line bytes)`` in line
+    order, and whether git stopped at the per-file count (more may follow)."""
+
+    raw_path: bytes
+    rows: list[tuple[int, bytes]]
+    capped: bool
+
+
 def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     """``code_search {search_text, file_patterns?, case_sensitive?, use_perl_regexp?}``
     (spec §7.1): ``git grep`` on the snapshot tree, literal (``-F``) unless Perl regexp
     (``-P``), case-insensitive unless asked (``SnapshotView.grep``: neither the text nor a
     pattern can be read as an option); ``file_patterns`` are globs matched like .gitignore
-    lines (:func:`_search_args`). At most 100 matches per file (a note says
-    when a file has more), 1000 characters per line, 128 KiB in all (a first-line note says
-    how many matching files were left out). Matches in secret paths are dropped. With at
-    most SEARCH_CONTEXT_MAX_MATCHES matches, each comes with one line of context on each side
-    (``n-line``; matches are ``n|line``); above that a last note says the context was left
-    out."""
+    lines (:func:`_search_args`). Only hits the redacted text shows are answered (the module
+    docstring). At most 100 matches per file (a note says when a file has more), 1000
+    characters per line, 128 KiB in all (a first-line note says the output was cut). Matches
+    in secret paths are dropped. With at most SEARCH_CONTEXT_MAX_MATCHES matches, each comes
+    with one line of context on each side (``n-line``; matches are ``n|line``); above that a
+    last note says the context was left out."""
     parsed = _search_args(args)
     if isinstance(parsed, ToolResult):
         return parsed
     text, pathspecs = parsed
+    query = _Query(text, tuple(pathspecs), as_bool(args.get("use_perl_regexp")),
+                   not as_bool(args.get("case_sensitive")))
     try:
-        rc, out, err = view.grep(text, pathspecs, perl=as_bool(args.get("use_perl_regexp")),
-                                 ignore_case=not as_bool(args.get("case_sensitive")),
-                                 max_per_file=SEARCH_MAX_PER_FILE + 1)
+        found = _grep(view, query)
     except GitError as e:
         if "timed out" in str(e):
             return ToolResult.error(
@@ -137,33 +177,173 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
                 " to a more specific path"
             )
         return ToolResult.error(f"Error: code_search failed: {e}")
+    if isinstance(found, ToolResult):
+        return found
+    return _render(view, _Hits(view, query, found))
+
+
+def _grep(view: SnapshotView, q: _Query, only: bytes | None = None
+          ) -> dict[str, _File] | ToolResult:
+    """``q``'s git grep records by file (secret paths left out), SEARCH_MAX_PER_FILE + 1 +
+    SEARCH_GREP_SLACK per file; with ``only`` (a path as git wrote it), every record of that
+    one file. An invalid pattern (git exit 128) is the error result. Raises GitError."""
+    if only is None:
+        specs, limit = list(q.pathspecs), SEARCH_MAX_PER_FILE + 1 + SEARCH_GREP_SLACK
+    else:
+        specs, limit = [":(literal)" + os.fsdecode(only)], None
+    rc, out, err = view.grep(q.text, specs, perl=q.perl, ignore_case=q.ignore_case,
+                             max_per_file=limit)
     if rc == 128:
         msg = [m for m in err.decode("utf-8", "replace").splitlines() if m.strip()]
         first = msg[0].removeprefix("fatal: ") if msg else "git grep failed"
         return ToolResult.error(f"Error: invalid search: {first}")
-    prefix = f"{view.head}:"
-    per_file: dict[str, list[str]] = {}
+    records: dict[bytes, list[tuple[int, bytes]]] = {}
     for rec in out.split(b"\n"):
         parts = rec.split(b"\0", 2)
-        if len(parts) != 3:
-            continue
-        name = git.decode_text(parts[0]).removeprefix(prefix)
-        if view.is_secret(name):
-            continue
-        content = git.decode_text(parts[2]).removesuffix("\r")
-        row = f"{parts[1].decode('ascii', 'replace')}|{cut(content, SEARCH_LINE_MAX_CHARS)}"
-        per_file.setdefault(name, []).append(row)
-    if not per_file:
-        return ToolResult(NO_MATCHES)
-    per_file = _redact_in_context(view, per_file)
-    total = sum(min(len(rows), SEARCH_MAX_PER_FILE) for rows in per_file.values())
-    around = _context_rows(view, per_file) if total <= SEARCH_CONTEXT_MAX_MATCHES else {}
+        if len(parts) == 3 and parts[1].isdigit():
+            records.setdefault(parts[0], []).append((int(parts[1]), parts[2]))
+    prefix = f"{view.head}:".encode()
+    found: dict[str, _File] = {}
+    for raw, rows in records.items():
+        path = raw.removeprefix(prefix)
+        name = git.decode_text(path)
+        if not view.is_secret(name):
+            found[name] = _File(path, rows, limit is not None and len(rows) >= limit)
+    return found
+
+
+class _Hits:
+    """The hits of one search the model may see (the module docstring), worked out file by
+    file when asked: ``visible(name)`` gives up to SEARCH_MAX_PER_FILE + 1 rows ``n|text``."""
+
+    def __init__(self, view: SnapshotView, query: _Query, found: dict[str, _File]) -> None:
+        self.view = view
+        self.query = query
+        self.found = found
+        self._visible: dict[str, list[str]] = {}
+        self._blobs: dict[str, list[str] | None] = {}
+        self._order = list(found)
+        self._scan = 0  # files before this index were looked at for the next batch read
+
+    def visible(self, name: str) -> list[str]:
+        """Rows ``n|text`` (redacted, cut) of ``name``'s hits that are kept, in line order, up
+        to SEARCH_MAX_PER_FILE + 1; a file whose git grep stopped at its count is searched
+        again whole when too few of its first hits are kept."""
+        if name in self._visible:
+            return self._visible[name]
+        f = self.found[name]
+        out: list[str] = []
+        if not self.query.pathspecs or self.view.redact(name) == name:
+            seen = 0
+            while len(out) <= SEARCH_MAX_PER_FILE:
+                if seen == len(f.rows):
+                    if not f.capped or not (f := self._whole(name, f)).rows[seen:]:
+                        break
+                n, raw = f.rows[seen]
+                seen += 1
+                shown = self._row(name, n, git.decode_text(raw).removesuffix("\r"))
+                if shown is not None:
+                    out.append(f"{n}|{cut(shown, SEARCH_LINE_MAX_CHARS)}")
+        self._visible[name] = out
+        return out
+
+    def _whole(self, name: str, f: _File) -> _File:
+        """``f`` with every hit of the file (one more git grep of that file alone)."""
+        try:
+            again = _grep(self.view, self.query, f.raw_path)
+        except GitError:
+            again = {}
+        whole = again.get(name) if isinstance(again, dict) else None
+        return f._replace(capped=False) if whole is None else whole
+
+    def _row(self, name: str, n: int, line: str) -> str | None:
+        """Line ``n`` of ``name`` (a hit) as shown, redacted; None when it is left out."""
+        red = self.view.redact(line)
+        if re.search(_MULTI_LINE_PART, line):
+            ctx = self.context(name, [n]).get(n)
+            if ctx is None:
+                return None  # the file is too large to read for context
+            if ctx != line:
+                if red not in (line, ctx):
+                    return None  # redacted differently alone and in context: fail closed
+                red = ctx
+        if red == line:
+            return line
+        if self.query.perl:
+            return None
+        start, end = _hidden(line, red)
+        fold: Callable[[str], str] = (lambda s: s.translate(_ASCII_LOWER)) if (
+            self.query.ignore_case) else (lambda s: s)
+        needle = fold(self.query.text)
+        return red if needle in fold(line[:start]) or needle in fold(line[end:]) else None
+
+    def context(self, name: str, numbers: list[int]) -> dict[int, str]:
+        """``{n: line n of name redacted in context}`` (``\r`` dropped) for ``numbers``; lines
+        of a file too large to read are left out."""
+        rows = self.view.chunk_rows(name, numbers, lambda: self._lines(name),
+                                    SEARCH_REDACT_WINDOW_LINES)
+        return {n: text.removesuffix("\r") for n, text in rows.items()}
+
+    def _lines(self, name: str) -> list[str] | None:
+        """All lines of ``name`` (without the empty one after a last line break); read with
+        the next files that may need context (those with a hit that may be part of a value
+        written over several lines), up to SEARCH_PREFETCH_FILES files and
+        SEARCH_CONTEXT_MAX_BYTES in one batch. None when the file alone is larger than that,
+        or the read fails."""
+        if name not in self._blobs:
+            batch = [name]
+            while len(batch) < SEARCH_PREFETCH_FILES and self._scan < len(self._order):
+                other = self._order[self._scan]
+                self._scan += 1
+                if other != name and other not in self._blobs and any(
+                        re.search(_MULTI_LINE_PART, git.decode_text(raw))
+                        for _, raw in self.found[other].rows[:SEARCH_MAX_PER_FILE]):
+                    batch.append(other)
+            try:
+                blobs = self.view.read_many(batch, SEARCH_CONTEXT_MAX_BYTES)
+            except GitError:
+                blobs = {}
+            self._blobs[name] = None
+            for other, data in blobs.items():
+                lines = git.decode_text(data).split("\n")
+                if lines[-1] == "":
+                    lines.pop()
+                self._blobs[other] = lines
+        return self._blobs[name]
+
+
+def _hidden(line: str, red: str) -> tuple[int, int]:
+    """``(start, end)``: the characters of ``line`` its redaction ``red`` may hide, from the
+    first placeholder to the last one (what the redaction keeps before and after them is
+    ``line[:start]`` and ``line[end:]``); the whole line when ``red`` holds no placeholder."""
+    marks = [m.span() for m in re.finditer(_PLACEHOLDER, red)]
+    if not marks:
+        return 0, len(line)
+    head = min(marks[0][0], len(os.path.commonprefix([line, red])))
+    tail = min(len(red) - marks[-1][1], len(os.path.commonprefix([line[::-1], red[::-1]])))
+    if head + tail > len(line):
+        return 0, len(line)
+    return head, len(line) - tail
+
+
+def _render(view: SnapshotView, hits: _Hits) -> ToolResult:
+    """The result text of the kept hits (``code_search``'s format), redacted."""
+    count = 0
+    for name in hits.found:
+        count += min(len(hits.visible(name)), SEARCH_MAX_PER_FILE)
+        if count > SEARCH_CONTEXT_MAX_MATCHES:
+            break
+    with_context = count <= SEARCH_CONTEXT_MAX_MATCHES
     blocks: list[str] = []
     size = 0
-    for name, rows in per_file.items():
+    cut_off = False
+    for name, rows in ((n, hits.visible(n)) for n in hits.found):
+        if not rows:
+            continue
         shown = rows[:SEARCH_MAX_PER_FILE]
+        around = _context_rows(hits, name, shown) if with_context else {}
         block = f"File: {name}\nMatch lines: {len(shown)}\n" + "\n".join(
-            _with_context(shown, around.get(name, {})))
+            _with_context(shown, around))
         if len(rows) > SEARCH_MAX_PER_FILE:
             block += (
                 f"\nNote: more than {SEARCH_MAX_PER_FILE} matches in this file; only the first"
@@ -171,76 +351,36 @@ def code_search(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
             )
         size += len(block.encode("utf-8", "replace")) + 2
         if size > SEARCH_OUTPUT_MAX_BYTES and blocks:
+            cut_off = True
             break
         blocks.append(block)
+    if not blocks:
+        return ToolResult(f"{NO_MATCHES}\n{PERL_NOTE}" if hits.query.perl else NO_MATCHES)
     result = "\n\n".join(blocks)
-    if total > SEARCH_CONTEXT_MAX_MATCHES:
-        result += (f"\n\nNote: {total} matches, so no context lines (given for at most"
-                   f" {SEARCH_CONTEXT_MAX_MATCHES}); file_read shows the lines around one.")
-    if len(blocks) < len(per_file):
+    if not with_context:
+        result += (f"\n\nNote: more than {SEARCH_CONTEXT_MAX_MATCHES} matches, so no context"
+                   " lines; file_read shows the lines around one.")
+    if cut_off:
         result = (
-            f"Note: output truncated to {SEARCH_OUTPUT_MAX_BYTES} bytes: showing {len(blocks)} of"
-            f" {len(per_file)} matching files. Narrow file_patterns to see the rest.\n\n" + result
+            f"Note: output truncated to {SEARCH_OUTPUT_MAX_BYTES} bytes: more files match than"
+            f" the {len(blocks)} shown. Narrow file_patterns to see the rest.\n\n" + result
         )
     return ToolResult(view.redact(result))
-
-
-def _redact_in_context(view: SnapshotView, per_file: dict[str, list[str]]
-                       ) -> dict[str, list[str]]:
-    """``per_file`` (path → ``<n>|<text>`` rows of git grep) with each row that may be part of
-    a secret written over several lines (_MULTI_LINE_PART) redacted in the context of its file
-    (SnapshotView.redacted_rows, windows of SEARCH_REDACT_WINDOW_LINES). The files are read in
-    one batch, SEARCH_CONTEXT_MAX_BYTES at most; rows of files left unread stay as they are
-    (every row is still redacted on its own with the whole result)."""
-    suspects = {name: [int(r.split("|", 1)[0]) for r in rows[:SEARCH_MAX_PER_FILE]
-                       if re.search(_MULTI_LINE_PART, r.split("|", 1)[1])]
-                for name, rows in per_file.items()}
-    names = [name for name, numbers in suspects.items() if numbers]
-    if not names:
-        return per_file
-    try:
-        blobs = view.read_many(names, SEARCH_CONTEXT_MAX_BYTES)
-    except GitError:
-        return per_file
-    out = dict(per_file)
-    for name, data in blobs.items():
-        red = view.redacted_rows(git.decode_text(data).split("\n"), suspects[name],
-                                 SEARCH_REDACT_WINDOW_LINES)
-        rows = []
-        for row in per_file[name]:
-            n = int(row.split("|", 1)[0])
-            rows.append(f"{n}|{cut(red[n].removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}"
-                        if n in red else row)
-        out[name] = rows
-    return out
 
 
 def _row_number(row: str) -> int:
     return int(row.split("|", 1)[0])
 
 
-def _context_rows(view: SnapshotView, per_file: dict[str, list[str]]
-                  ) -> dict[str, dict[int, str]]:
-    """Path → {n: ``<n>-<text>``} for the SEARCH_CONTEXT_LINES lines on each side of every
-    shown match that are not matches themselves, redacted in their file context like the
-    matches. The files are read in one batch, SEARCH_CONTEXT_MAX_BYTES at most; a file left
-    unread (or a failed read) gets no context."""
-    try:
-        blobs = view.read_many(list(per_file), SEARCH_CONTEXT_MAX_BYTES)
-    except GitError:
-        return {}
-    out: dict[str, dict[int, str]] = {}
-    for name, data in blobs.items():
-        lines = git.decode_text(data).split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        hits = {_row_number(r) for r in per_file[name][:SEARCH_MAX_PER_FILE]}
-        near = {n + d for n in hits for d in range(-SEARCH_CONTEXT_LINES,
-                                                    SEARCH_CONTEXT_LINES + 1)} - hits
-        red = view.redacted_rows(lines, near, SEARCH_REDACT_WINDOW_LINES)
-        out[name] = {n: f"{n}-{cut(text.removesuffix(chr(13)), SEARCH_LINE_MAX_CHARS)}"
-                     for n, text in red.items()}
-    return out
+def _context_rows(hits: _Hits, name: str, shown: list[str]) -> dict[int, str]:
+    """{n: ``<n>-<text>``} for the SEARCH_CONTEXT_LINES lines on each side of every shown
+    match of ``name`` that are not matches themselves, redacted in their file context like the
+    matches (none for a file too large to read)."""
+    rows = {_row_number(r) for r in shown}
+    near = {n + d for n in rows for d in range(-SEARCH_CONTEXT_LINES,
+                                                 SEARCH_CONTEXT_LINES + 1)} - rows
+    return {n: f"{n}-{cut(text, SEARCH_LINE_MAX_CHARS)}"
+            for n, text in hits.context(name, sorted(near)).items()}
 
 
 def _with_context(shown: list[str], around: dict[int, str]) -> list[str]:

@@ -2,6 +2,10 @@
 
 Output (spec §7.1, the reference tool's (OCR) format): newline-joined paths; when none
 matches, the plain statement ``No file name or path contains '<query>'.``
+
+The query is matched against the paths as the model sees them, redacted
+(``SnapshotView.shown_paths``), so that a path holding a secret (``keys/ghp_….json``) cannot be
+probed character by character: ``ghp_A`` finds it only if the redacted path shows that text.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import GitError
-from ...util import real_path
+from ...util import real_path, shown_text
 from ..registry import Handler, ToolResult
 from ..snapshot import SnapshotView
 from .common import ToolEnv, as_bool
@@ -22,7 +26,8 @@ NOT_FOUND_FILE = "No file name or path contains '{}'."  # spec §7.1
 
 def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     """``file_find {query_name, case_sensitive?}`` (spec §7.1): paths of the snapshot whose
-    basename contains the query; when none does, paths that contain it. At most 100 paths;
+    basename contains the query; when none does, paths that contain it; both matched and
+    shown as redacted (``SnapshotView.shown_paths``). At most 100 paths;
     more add a last ``Note:`` line; none → NOT_FOUND_FILE (a statement, not an error;
     ``(case-sensitive)`` added when asked); a blank query → ``Error: query_name is blank``."""
     q = args.get("query_name")
@@ -31,9 +36,9 @@ def file_find(view: SnapshotView, args: dict[str, Any]) -> ToolResult:
     q = real_path(q.strip()).replace("\\", "/")
     case_sensitive = as_bool(args.get("case_sensitive"))
     norm: Callable[[str], str] = (lambda s: s) if case_sensitive else str.lower
-    needle = norm(q)
+    needle = norm(shown_text(q))  # as the shown paths write a non-UTF-8 byte
     try:
-        paths = view.tree_paths()
+        paths = view.shown_paths()
     except GitError as e:
         return ToolResult.error(f"Error: file_find failed: {e}")
     hits = [p for p in paths if needle in norm(posixpath.basename(p))]

@@ -7,16 +7,22 @@ only inside the functions that need them.
 from __future__ import annotations
 
 import json
+import re
 from typing import IO, Any
 
 RESULT_MAX_CHARS = 128 * 1024  # MCP result text cap, as code_search's output cap
+CUT_BACKOFF_MAX_CHARS = 4096  # how far the cap's cut moves back to a safe place (ours)
+# A character a token, key or password could be made of, and a run of them up to the cut.
+_VALUE_CHAR = r"""[^\s"'`,;<>()\[\]{}]"""
+_VALUE_RUN = _VALUE_CHAR + r"*\Z"
 
 
 def result_text(result: Any) -> tuple[str, bool]:
     """An MCP ``CallToolResult`` → (text for the model, is_error). Text blocks verbatim;
     embedded text resources as ``[resource <uri>]`` + text; images, audio, binary resources
     and resource links as a one-line placeholder; ``structured_content`` as compact JSON when
-    no block gave text; ``(no output)`` when empty. Cut at 128 KiB with a note."""
+    no block gave text; ``(no output)`` when empty. Cut at 128 KiB with a note, at a safe
+    place (:func:`safe_cut`)."""
     parts: list[str] = []
     for block in getattr(result, "content", None) or []:
         kind = getattr(block, "type", "")
@@ -41,8 +47,28 @@ def result_text(result: Any) -> tuple[str, bool]:
         parts = [json.dumps(structured, ensure_ascii=False, separators=(",", ":"))]
     text = "\n".join(parts) if parts else "(no output)"
     if len(text) > RESULT_MAX_CHARS:
-        text = text[:RESULT_MAX_CHARS] + f"\nNote: result truncated to {RESULT_MAX_CHARS} chars."
+        text = safe_cut(text, RESULT_MAX_CHARS) + (
+            f"\nNote: result truncated to {RESULT_MAX_CHARS} chars.")
     return text, bool(getattr(result, "is_error", False))
+
+
+def safe_cut(text: str, limit: int) -> str:
+    """``text[:limit]``, kept when the next character is a separator; else moved back to its
+    last line break, else to the start of the run of
+    value characters (no space, quote, bracket, comma or semicolon) the cut goes through,
+    when either is within CUT_BACKOFF_MAX_CHARS of the cut. The result is redacted later
+    (the run's redactor, spec §14.2), which knows a secret only whole: a cut through
+    ``ghp_…`` would leave a prefix no rule recognises, so a value is kept whole or dropped."""
+    head = text[:limit]
+    if not re.match(_VALUE_CHAR, text[limit:limit + 1]):
+        return head  # the cut is at a line break or another separator already
+    floor = max(0, limit - CUT_BACKOFF_MAX_CHARS)
+    line_break = head.rfind("\n", floor)
+    if line_break != -1:
+        return head[:line_break]
+    run = re.search(_VALUE_RUN, head[floor:])
+    start = floor + run.start() if run else limit
+    return head[:start] if start > floor else head
 
 
 class ServerFailed(Exception):

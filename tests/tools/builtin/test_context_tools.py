@@ -440,8 +440,8 @@ def test_code_search_caps_matches_per_file(repo: GitRepo) -> None:
         "Note: more than 100 matches in this file; only the first 100 are shown. Narrow"
         " search_text or file_patterns.",
         "",
-        "Note: 100 matches, so no context lines (given for at most 30); file_read shows the"
-        " lines around one.",
+        "Note: more than 30 matches, so no context lines; file_read shows the lines around"
+        " one.",
     ]
 
 
@@ -451,13 +451,13 @@ def test_code_search_caps_total_output_and_long_lines(repo: GitRepo) -> None:
     r = code_search(staged_view(repo), {"search_text": "hit"})
     blocks = r.text.split("\n\n")
     assert blocks[0] == (
-        "Note: output truncated to 131072 bytes: showing 1 of 2 matching files. Narrow"
+        "Note: output truncated to 131072 bytes: more files match than the 1 shown. Narrow"
         " file_patterns to see the rest."
     )
     rows = blocks[1].split("\n")
     assert rows[:2] == ["File: a.txt", "Match lines: 100"]
     assert rows[2] == "1|hit" + "w" * 997 + " … [line truncated]"
-    assert len(blocks) == 3 and blocks[2].startswith("Note: 200 matches, so no context lines")
+    assert len(blocks) == 3 and blocks[2].startswith("Note: more than 30 matches, so no context")
 
 
 @pytest.mark.parametrize(

@@ -36,19 +36,24 @@ def test_file_read_redacts_each_piece_of_a_split_key_and_a_pem_body(repo: GitRep
     ]
 
 
-def test_code_search_on_a_continuation_line_shows_the_placeholder(repo: GitRepo) -> None:
+def test_code_search_redacts_continuation_and_context_lines_in_their_file(
+        repo: GitRepo) -> None:
     body = "\n".join(f"line_{i} = {i}" for i in range(100))
     repo.stage({"a.py": body + "\n" + SPLIT, "b.txt": f"{corpus.RSA_PEM}\n",
                 "c.json": '{\n  "password":\n    "' + corpus.JSON_PW + '"\n}\n'})
     view = redacting_view(repo)
-    assert code_search(view, {"search_text": corpus.AWS_SPLIT_ID[12:16]}).text == (
+    # a hit on text the redaction keeps, on the second line of a split key
+    assert code_search(view, {"search_text": '")'}).text == (
         'File: a.py\nMatch lines: 1\n101-KEY_ID = ("[REDACTED:aws-access-key]"\n'
         '102|          "[REDACTED:aws-access-key]")')  # context lines redacted in context too
-    assert code_search(view, {"search_text": corpus.RSA_BODY[3][:10]}).text == (
-        "File: b.txt\nMatch lines: 1\n4-[REDACTED:private-key]\n5|[REDACTED:private-key]\n"
-        "6-[REDACTED:private-key]")
-    assert code_search(view, {"search_text": corpus.JSON_PW[:5]}).text == (
-        'File: c.json\nMatch lines: 1\n2-  "password":\n3|    "[REDACTED:password]"\n4-}')
+    assert code_search(view, {"search_text": "-----END"}).text == (
+        f"File: b.txt\nMatch lines: 1\n{len(corpus.RSA_BODY) + 1}-[REDACTED:private-key]\n"
+        f"{len(corpus.RSA_BODY) + 2}|-----END RSA PRIVATE KEY-----")
+    assert code_search(view, {"search_text": '"password"'}).text == (
+        'File: c.json\nMatch lines: 1\n1-{\n2|  "password":\n3-    "[REDACTED:password]"')
+    # the hidden characters themselves are never found, alone or in context
+    for hidden in (corpus.AWS_SPLIT_ID[12:16], corpus.RSA_BODY[3][:10], corpus.JSON_PW[:5]):
+        assert code_search(view, {"search_text": hidden}).text == "No matches found"
 
 
 def test_read_many_reads_blobs_in_order_up_to_a_byte_budget(repo: GitRepo) -> None:
