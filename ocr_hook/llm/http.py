@@ -295,7 +295,8 @@ def post_json(
     to the last byte of the reply (``watchdog``: also against a server that trickles bytes),
     and the waits between attempts; a retry is made only while time is left. ``deadline``
     (monotonic clock) overrides its end: a caller that posts twice for one request shares it.
-    ``connect_timeout_s`` bounds each connect.
+    ``connect_timeout_s`` bounds each connect. A lone surrogate in ``body`` (text no UTF-8 can
+    carry) is sent as U+FFFD.
     ``body_error(payload)`` returns the error object carried by a 200 JSON body (or an LlmError
     describing a reply with no answer in it), or None when the body is a real answer.
     ``before_attempt(n)`` runs before every attempt (n = 0, 1, …); budget and deadline checks
@@ -305,7 +306,10 @@ def post_json(
     ``timeout`` when ``timeout_s`` ran out), DeadlineExceeded when an attempt was cut off
     because the run's time was up.
     """
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    try:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from elsewhere (a tool's output): U+FFFD too
+        data = json.dumps(replace_surrogates(body), ensure_ascii=False).encode("utf-8")
     end = time.monotonic() + timeout_s if deadline is None else deadline
     attempt = 0
     while True:

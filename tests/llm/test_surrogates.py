@@ -84,3 +84,14 @@ def test_replace_surrogates_returns_an_unchanged_value_itself() -> None:
 def test_an_escaped_pair_decodes_to_one_code_point_and_a_lone_half_to_u_fffd() -> None:
     assert decode_arguments('{"s": "\\ud83d\\ude00 \\ud83d"}') == ({"s": "\U0001f600 \ufffd"},
                                                                    None)
+
+
+def test_a_lone_surrogate_in_a_request_from_any_source_is_sent_as_u_fffd(
+    server: ScriptedLLM,
+) -> None:
+    server.reply(anthropic_text("ok") if server.protocol == "anthropic" else openai_text("ok"))
+    client = make_client(Endpoint(url=server.url, model="m", protocol=server.protocol,
+                                  api_key="k", max_retries=0))
+    msgs = [*MSGS, Message("user", "a tool printed \udc80 here")]
+    assert client.complete(msgs).message.content == "ok"
+    assert "a tool printed \ufffd here" in json.dumps(server.requests[0], ensure_ascii=False)
