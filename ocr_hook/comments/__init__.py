@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         can_dismiss,
         finding_key,
     )
-    from .pool import Collector, CommentPool, CommentProcessor
+    from .pool import OUTSIDE_CHANGE, Collector, CommentPool, CommentProcessor, Dropped
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "dismissal_files": (
@@ -46,5 +46,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "can_dismiss",
         "finding_key",
     ),
-    "pool": ("Collector", "CommentPool", "CommentProcessor",),
+    "pool": ("Collector", "CommentPool", "CommentProcessor", "Dropped", "OUTSIDE_CHANGE"),
 })

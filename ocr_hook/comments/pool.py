@@ -3,7 +3,10 @@ a worker pool that anchors (and, when needed, re-locates) comments while the too
 
 ``code_comment`` hands comments to ``CommentPool.submit``, which anchors them at once (pure and
 fast) so the tool result can say where each landed; only a comment that needs the re-location
-LLM call is finished on the pool, and the loop never waits on that. Once its rounds are over,
+LLM call is finished on the pool, and the loop never waits on that. A comment that lands on no
+reviewed file (``../../etc/passwd``, a file the change does not touch, a changed file that is
+not reviewed) is dropped, never a finding: it comes back as :class:`Dropped`, and the run gets
+one ``comment_outside_change`` warning per such path (spec §8.2). Once its rounds are over,
 the group calls ``CommentPool.drain(key)`` to wait for the comments it submitted under ``key``
 (the review filter needs their ids), then may remove findings from the collector by id.
 
@@ -18,6 +21,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor, Future
+from typing import NamedTuple
 
 from ..diff import FileDiff
 from ..findings import Finding, RawComment, RunWarning
@@ -33,6 +37,25 @@ from .anchor import (
 log = logging.getLogger(__name__)
 
 Order = tuple[int, ...]  # where an entry belongs among the collector's entries (see Collector)
+
+OUTSIDE_CHANGE = "comment_outside_change"  # RunWarning.type of a dropped comment's path
+WARNED_PATH_MAX_CHARS = 200  # a model-made path quoted in a warning is cut to this
+
+
+class Dropped(NamedTuple):
+    """A comment that was not kept: its claimed ``path`` and, for the run, the ``warning``
+    (type OUTSIDE_CHANGE) naming the path."""
+
+    path: str
+    warning: RunWarning
+
+
+def outside_change(path: str) -> Dropped:
+    """The :class:`Dropped` value of a comment filed on ``path``, which is no reviewed file."""
+    shown = path if len(path) <= WARNED_PATH_MAX_CHARS else path[:WARNED_PATH_MAX_CHARS] + "…"
+    return Dropped(path, RunWarning(
+        OUTSIDE_CHANGE, shown, f"comment on {shown!r} dropped: not a file under review"
+        " (comments count only on the reviewed change)"))
 
 
 class Collector:
@@ -95,28 +118,37 @@ Relocator = Callable[[FileDiff, RawComment], "str | None"]
 class CommentProcessor:
     """Anchors one raw comment (pure tiers, re-filing) and, when it stays unanchored and its
     quote plausibly comes from the claimed file's diff, asks ``relocate`` once for the exact
-    snippet and anchors that (spec §8.1). Safe to call from several threads."""
+    snippet and anchors that (spec §8.1). ``files`` maps every changed path (old and new) to
+    its diff; ``reviewed`` are the paths under review: the candidates for re-filing, and the
+    only paths a comment may stay on (any other comes back :class:`Dropped`). Safe to call
+    from several threads."""
 
     def __init__(
         self,
         files: Mapping[str, FileDiff],
         new_file_lines: Callable[[str], Sequence[str] | None],
-        refile_candidates: Sequence[str],
+        reviewed: Sequence[str],
         relocate: Relocator | None = None,
     ) -> None:
         self.files = files
         self.new_file_lines = new_file_lines
-        self.refile_candidates = tuple(refile_candidates)
+        self.refile_candidates = tuple(reviewed)
+        self.reviewed = frozenset(reviewed)
         self.relocate = relocate
 
-    def place(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
+    def place(self, c: RawComment) -> tuple[Finding | Dropped, list[RunWarning]]:
         """The pure part: anchor ``c`` (tiers, re-filing, fragments) without any LLM call;
-        the finding carries the anchored code."""
+        the finding carries the anchored code. Dropped when it lands on no reviewed file."""
         finding, warnings = self._locate(c)
+        if finding.path not in self.reviewed:
+            return outside_change(c.path), []
         return self._with_code(finding), warnings
 
-    def __call__(self, c: RawComment) -> tuple[Finding, list[RunWarning]]:
+    def __call__(self, c: RawComment) -> tuple[Finding | Dropped, list[RunWarning]]:
+        """:meth:`place`, then re-location for a comment it left unanchored."""
         finding, warnings = self._anchor(c)
+        if finding.path not in self.reviewed:
+            return outside_change(c.path), []
         return self._with_code(finding), warnings
 
     def _with_code(self, finding: Finding) -> Finding:
@@ -148,7 +180,7 @@ class CommentProcessor:
         return finding, warnings
 
 
-Process = Callable[[RawComment], tuple[Finding, list[RunWarning]]]
+Process = Callable[[RawComment], tuple["Finding | Dropped", list[RunWarning]]]
 
 
 class CommentPool:
@@ -162,7 +194,8 @@ class CommentPool:
     in submission order. Findings and anchoring warnings reach the collector ordered by
     (``rank`` of the submit, submission number under its key). A crash of ``place`` hands the
     comment to ``process``; a crash of ``process`` is logged and the comment is kept
-    unanchored, never lost.
+    unanchored, never lost. A :class:`Dropped` comment is not collected; its warning is, once
+    per path and run.
     """
 
     def __init__(self, executor: Executor, process: Process, collector: Collector,
@@ -172,64 +205,76 @@ class CommentPool:
         self._place = place
         self.collector = collector
         self._lock = threading.Lock()
-        self._pending: dict[str, list[Future[Finding]]] = {}
+        self._pending: dict[str, list[Future[Finding | Dropped]]] = {}
         self._submitted: dict[str, int] = {}  # key -> comments submitted under it so far
+        self._warned: set[str] = set()  # paths whose dropped comments were warned about
 
     def submit(self, comments: Sequence[RawComment], key: str,
-               rank: int = 0) -> list[Finding | None]:
+               rank: int = 0) -> list[Finding | Dropped | None]:
         """Queue ``comments`` for anchoring under ``key``; ``rank`` orders them in the
         collector before the comments of higher ranks (the run passes the group's index).
         Returns per comment its finding when ``place`` anchored it at once (it is in the
-        collector already), else None (its anchoring goes on in the background)."""
+        collector already), :class:`Dropped` when ``place`` found it on no reviewed file, else
+        None (its anchoring goes on in the background)."""
         with self._lock:
             first = self._submitted.get(key, 0)
             self._submitted[key] = first + len(comments)
-        placed: list[Finding | None] = []
-        futures: list[Future[Finding]] = []
+        placed: list[Finding | Dropped | None] = []
+        futures: list[Future[Finding | Dropped]] = []
         for i, c in enumerate(comments):
             order = (rank, first + i)
-            finding = self._place_now(c, order)
-            placed.append(finding)
-            if finding is None:
+            outcome = self._place_now(c, order)
+            placed.append(outcome)
+            if outcome is None:
                 futures.append(self._executor.submit(self._run, c, order))
             else:
-                done: Future[Finding] = Future()
-                done.set_result(finding)
+                done: Future[Finding | Dropped] = Future()
+                done.set_result(outcome)
                 futures.append(done)
         with self._lock:
             self._pending.setdefault(key, []).extend(futures)
         return placed
 
-    def _place_now(self, c: RawComment, order: Order) -> Finding | None:
-        """Anchor ``c`` with ``place``; its finding when anchored (then collected), else None."""
+    def _place_now(self, c: RawComment, order: Order) -> Finding | Dropped | None:
+        """Anchor ``c`` with ``place``; its finding when anchored (then collected), Dropped
+        (then warned about), else None."""
         if self._place is None:
             return None
         try:
-            finding, warnings = self._place(c)
+            outcome, warnings = self._place(c)
         except Exception:  # noqa: BLE001 - the background path retries and keeps the comment
             log.debug("placing a comment on %s crashed", c.path, exc_info=True)
             return None
-        if finding.anchor == AnchorMethod.NONE:
+        if isinstance(outcome, Finding) and outcome.anchor == AnchorMethod.NONE:
             return None
-        self._collect(finding, warnings, order)
-        return finding
+        self._collect(outcome, warnings, order)
+        return outcome
 
-    def _collect(self, finding: Finding, warnings: Sequence[RunWarning], order: Order) -> None:
+    def _collect(self, outcome: Finding | Dropped, warnings: Sequence[RunWarning],
+                 order: Order) -> None:
+        if isinstance(outcome, Dropped):
+            with self._lock:
+                first = outcome.path not in self._warned
+                self._warned.add(outcome.path)
+            if first:
+                self.collector.warn(outcome.warning, order)
+            return
         for i, w in enumerate(warnings):
             self.collector.warn(w, (*order, i))
-        self.collector.add(finding, order)
+        self.collector.add(outcome, order)
 
-    def _run(self, c: RawComment, order: Order) -> Finding:
+    def _run(self, c: RawComment, order: Order) -> Finding | Dropped:
         try:
-            finding, warnings = self._process(c)
+            outcome, warnings = self._process(c)
         except Exception:  # noqa: BLE001 - an anchoring bug must not lose the comment
             log.debug("anchoring a comment on %s crashed", c.path, exc_info=True)
-            finding, warnings = make_finding(c, None, c.path), []
-        self._collect(finding, warnings, order)
-        return finding
+            outcome, warnings = make_finding(c, None, c.path), []
+        self._collect(outcome, warnings, order)
+        return outcome
 
     def drain(self, key: str) -> list[Finding]:
-        """Wait for ``key``'s pending comments; their findings (removed or not since)."""
+        """Wait for ``key``'s pending comments; their findings (removed or not since), without
+        the dropped ones."""
         with self._lock:
             futures = self._pending.pop(key, [])
-        return [f.result() for f in futures]
+        return [f for f in (fut.result() for fut in futures) if isinstance(f, Finding)]

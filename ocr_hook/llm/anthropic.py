@@ -226,7 +226,7 @@ class AnthropicClient:
             payload, attempts = http.post_json(
                 self._sessions.get(), messages_url(ep.url), self.headers(),
                 self.build_body(messages, tools, max_output_tokens),
-                connect_timeout_s=ep.connect_timeout_s, read_timeout_s=ep.timeout_s,
+                connect_timeout_s=ep.connect_timeout_s, timeout_s=ep.timeout_s,
                 max_retries=ep.max_retries, body_error=_body_error,
                 before_attempt=self.before_attempt,
             )

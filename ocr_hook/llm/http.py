@@ -1,5 +1,11 @@
-"""HTTP transport for LLM calls: a requests.Session, (connect, read) timeouts, retries, and
-translation of every failure into a typed LlmError (spec §13).
+"""HTTP transport for LLM calls: a requests.Session, the time limit of a request, retries,
+and translation of every failure into a typed LlmError (spec §13).
+
+Time (spec §13.3): ``llm.timeout_s`` bounds one request as a whole, per request and not per
+attempt: connect, send, headers and body of every attempt, and the waits between attempts. A
+retry is made only while time is left. A watchdog (``llm.watchdog``) enforces it against a
+server that trickles bytes; each attempt's connect and read timeouts are also at most the time
+left, and at most the run's time left (``before_attempt``).
 
 Retry policy (spec §13; that of the official OpenAI and Anthropic Python SDKs): 408, 409,
 429 (except quota exhaustion), 5xx, 529 and connection errors are retried up to
@@ -13,26 +19,32 @@ the decision depends on the response body (``insufficient_quota``) and every att
 the run's budget/deadline check (``before_attempt``).
 
 Bodies are streamed and read up to RESPONSE_MAX_BYTES; a larger reply is a final error
-(``kind`` ``too_large``), never parsed.
+(``kind`` ``too_large``), never parsed. A lone surrogate escaped in a reply (``"\\ud800"``:
+valid JSON, but no UTF-8 can carry it) is replaced by U+FFFD where the reply is decoded, so
+the model's text can go into the next request and the output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import logging
+import math
 import random
 import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
 from ..errors import DeadlineExceeded, LlmError
+from .types import may_hold_surrogates, replace_surrogates
+from .watchdog import Watch, WatchedAdapter, watched_session
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +80,7 @@ _QUOTA_MARKERS = (
 class SessionPerThread:
     """One ``requests.Session`` per calling thread, created on first use: requests promises no
     thread safety for a shared Session, and a per-thread one keeps connections alive across a
-    group's requests."""
+    group's requests. Each comes with its watchdog (``watchdog.watched_session``)."""
 
     def __init__(self) -> None:
         self._local = threading.local()
@@ -76,7 +88,7 @@ class SessionPerThread:
     def get(self) -> requests.Session:
         s: requests.Session | None = getattr(self._local, "session", None)
         if s is None:
-            s = requests.Session()
+            s, _watch = watched_session()
             self._local.session = s
         return s
 
@@ -229,7 +241,7 @@ def _network_reason(e: BaseException) -> str:
 
 
 def _transport_error(e: requests.exceptions.RequestException, url: str,
-                     read_timeout_s: float) -> LlmError:
+                     timeout_s: float) -> LlmError:
     """requests' exception tree → LlmError (connection | timeout), retryable where another
     attempt may succeed. The message names the reason in a few words ("connection refused"),
     never urllib3's wrapper text."""
@@ -238,7 +250,7 @@ def _transport_error(e: requests.exceptions.RequestException, url: str,
         return LlmError(f"cannot connect to LLM endpoint {url} (connect timeout)",
                         kind="connection", retryable=True)
     if isinstance(e, requests.exceptions.ReadTimeout):
-        return LlmError(f"LLM request timed out after {read_timeout_s:g}s (llm.timeout_s)",
+        return LlmError(f"LLM request timed out after {timeout_s:g}s (llm.timeout_s)",
                         kind="timeout", retryable=True)
     if isinstance(e, requests.exceptions.SSLError):
         return LlmError(f"TLS error talking to {url}: {first}", kind="connection")
@@ -252,6 +264,17 @@ def _transport_error(e: requests.exceptions.RequestException, url: str,
     return LlmError(f"LLM request failed: {first}", kind="connection")
 
 
+class _Limits(NamedTuple):
+    """The time limits of one attempt: ``connect_s`` to connect, ``total_s`` for all of it
+    (connect to last byte: the time left of the request, or of the run when that is less;
+    ``run_bound`` then). ``request_s`` is ``llm.timeout_s``, named when it runs out."""
+
+    connect_s: float
+    total_s: float
+    run_bound: bool
+    request_s: float
+
+
 def post_json(
     session: requests.Session,
     url: str,
@@ -259,43 +282,53 @@ def post_json(
     body: dict[str, Any],
     *,
     connect_timeout_s: float,
-    read_timeout_s: float,
+    timeout_s: float,
     max_retries: int,
     body_error: Callable[[dict[str, Any]], Any] = lambda b: b.get("error"),
     before_attempt: Callable[[int], float | None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
 ) -> tuple[dict[str, Any], int]:
     """POST ``body`` as JSON; return (decoded JSON object, HTTP requests made).
 
+    ``timeout_s`` (``llm.timeout_s``) bounds the whole request: every attempt from connecting
+    to the last byte of the reply (``watchdog``: also against a server that trickles bytes),
+    and the waits between attempts; a retry is made only while time is left. ``deadline``
+    (monotonic clock) overrides its end: a caller that posts twice for one request shares it.
+    ``connect_timeout_s`` bounds each connect. A lone surrogate in ``body`` (text no UTF-8 can
+    carry) is sent as U+FFFD.
     ``body_error(payload)`` returns the error object carried by a 200 JSON body (or an LlmError
     describing a reply with no answer in it), or None when the body is a real answer.
     ``before_attempt(n)`` runs before every attempt (n = 0, 1, …); budget and deadline checks
-    raise from it; a number it returns caps this attempt's connect
-    and read timeouts and the wait before the next attempt (seconds left in the run, so a
-    deadline also ends calls in flight). Raises LlmError (typed ``kind``, ``attempts``)
-    when the request fails for good, DeadlineExceeded when an attempt timed out because the
-    run's time was up.
+    raise from it; a number it returns (seconds left in the run) caps this attempt's time and
+    the wait before the next attempt, so the run's deadline also ends calls in flight.
+    Raises LlmError (typed ``kind``, ``attempts``) when the request fails for good (``kind``
+    ``timeout`` when ``timeout_s`` ran out), DeadlineExceeded when an attempt was cut off
+    because the run's time was up.
     """
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    try:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from elsewhere (a tool's output): U+FFFD too
+        data = json.dumps(replace_surrogates(body), ensure_ascii=False).encode("utf-8")
+    end = time.monotonic() + timeout_s if deadline is None else deadline
     attempt = 0
     while True:
         cap_s = before_attempt(attempt) if before_attempt is not None else None
-        timeouts = (connect_timeout_s, read_timeout_s)
-        stop_at = None
-        if cap_s is not None:
-            timeouts = (min(connect_timeout_s, cap_s), min(read_timeout_s, cap_s))
-            stop_at = time.monotonic() + cap_s
+        left = end - time.monotonic()
+        run_bound = cap_s is not None and cap_s < left
+        total = cap_s if cap_s is not None and run_bound else left
+        limits = _Limits(min(connect_timeout_s, total), total, run_bound, timeout_s)
+        stop_at = None if cap_s is None else time.monotonic() + cap_s
         shown = _loggable_url(url)
         log.debug("LLM request %d: POST %s (%d bytes)", attempt + 1, shown, len(data))
         t0 = time.monotonic()
-        payload, err = _attempt(session, url, data, headers, timeouts,
-                                (connect_timeout_s, read_timeout_s), body_error)
+        payload, err = _attempt(session, url, data, headers, limits, body_error)
         log.debug("LLM request %d: %s after %.2fs", attempt + 1,
                   "answer" if err is None else err.kind, time.monotonic() - t0)
         if payload is not None:
             return payload, attempt + 1
         assert err is not None
-        wait = _retry_wait(err, attempt, max_retries, stop_at)
+        wait = _retry_wait(err, attempt, max_retries, stop_at, end)
         log.info("LLM call failed (%s); retry %d/%d in %.2fs", err.kind, attempt + 1,
                  max_retries, wait)
         sleep(wait)
@@ -313,40 +346,53 @@ def _loggable_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _watch_of(session: requests.Session, url: str) -> Watch | None:
+    """The watchdog of ``session``'s adapter for ``url`` (None: a plain adapter, or a URL
+    requests has no adapter for; ``post`` then reports the latter)."""
+    try:
+        adapter = session.get_adapter(url)
+    except requests.exceptions.RequestException:
+        return None
+    return adapter.watch if isinstance(adapter, WatchedAdapter) else None
+
+
 def _attempt(
     session: requests.Session,
     url: str,
     data: bytes,
     headers: Mapping[str, str],
-    timeouts: tuple[float, float],
-    configured: tuple[float, float],
+    limits: _Limits,
     body_error: Callable[[dict[str, Any]], Any],
 ) -> tuple[dict[str, Any] | None, LlmError | None]:
-    """One POST: (answer payload, None) or (None, the LlmError describing the failure).
-    ``timeouts`` are this attempt's (connect, read) seconds, ``configured`` the options';
-    a timeout shorter than configured was the run's remaining time, so hitting it raises
-    DeadlineExceeded."""
+    """One POST within ``limits``: (answer payload, None) or (None, the LlmError describing
+    the failure). Running out of ``limits.total_s`` is a ``timeout`` LlmError naming
+    ``llm.timeout_s``, or DeadlineExceeded (raised) when it was the run's time left."""
+    watch = _watch_of(session, url)
     try:
-        resp = session.post(url, data=data, headers=dict(headers), timeout=timeouts,
-                            stream=True)
-        raw = read_capped(resp, RESPONSE_MAX_BYTES)
+        with watch.armed(limits.total_s) if watch is not None else contextlib.nullcontext():
+            resp = session.post(url, data=data, headers=dict(headers),
+                                timeout=(limits.connect_s, limits.total_s), stream=True)
+            raw = read_capped(resp, RESPONSE_MAX_BYTES)
     except LlmError as e:  # too large: final, like any error of the reply itself
         return None, e
-    except requests.exceptions.Timeout as e:
-        read = isinstance(e, requests.exceptions.ReadTimeout)
-        if (timeouts[1] < configured[1]) if read else (timeouts[0] < configured[0]):
-            # this attempt's timeout was the run's remaining time: the review's deadline
-            # ended it (spec §6.4), not llm.timeout_s / llm.connect_timeout_s
-            raise DeadlineExceeded("review deadline reached while waiting for the LLM"
-                                   ) from e
-        return None, _transport_error(e, _loggable_url(url), timeouts[1])
     except requests.exceptions.RequestException as e:
-        return None, _transport_error(e, _loggable_url(url), timeouts[1])
+        own_connect = (isinstance(e, requests.exceptions.ConnectTimeout)
+                       and limits.connect_s < limits.total_s)  # llm.connect_timeout_s
+        if (watch is not None and watch.expired) or (
+                isinstance(e, requests.exceptions.Timeout) and not own_connect):
+            if limits.run_bound:  # the review's deadline ended it (spec §6.4)
+                raise DeadlineExceeded("review deadline reached while waiting for the LLM"
+                                       ) from e
+            return None, LlmError(f"LLM request timed out after {limits.request_s:g}s"
+                                  " (llm.timeout_s)", kind="timeout", retryable=True)
+        return None, _transport_error(e, _loggable_url(url), limits.request_s)
     text = raw.decode("utf-8", "replace")
     try:
         payload: Any = json.loads(text)
     except ValueError:
         payload = None
+    if may_hold_surrogates(text):  # "\\ud800" is valid JSON but no UTF-8 can carry it
+        payload = replace_surrogates(payload)
     status = resp.status_code
     inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
     if status == 200 and isinstance(payload, dict) and not inner:
@@ -405,21 +451,23 @@ def read_capped(resp: requests.Response, max_bytes: int) -> bytes:
     return bytes(buf)  # fully read: urllib3 has put the connection back into the pool
 
 
-def _retry_wait(err: LlmError, attempt: int, max_retries: int, stop_at: float | None) -> float:
+def _retry_wait(err: LlmError, attempt: int, max_retries: int, stop_at: float | None,
+                request_end: float = math.inf) -> float:
     """Seconds to wait before retrying after attempt ``attempt`` (0-based) failed with
     ``err``; sets ``err.attempts`` and raises ``err`` when the failure is final (not
-    retryable, retries used up, or a Retry-After above MAX_RETRY_AFTER_S). The wait is the
-    server's Retry-After or the backoff, never past ``stop_at`` (monotonic clock)."""
+    retryable, retries used up, a Retry-After above MAX_RETRY_AFTER_S, or no time left for
+    the wait and another attempt before ``request_end``, the end of ``llm.timeout_s``). The
+    wait is the server's Retry-After or the backoff, never past ``stop_at`` (the run's
+    deadline); both on the monotonic clock."""
     err.attempts = attempt + 1
-    wait = err.retry_after_s
-    if not err.retryable or attempt >= max_retries or (
-        wait is not None and wait > MAX_RETRY_AFTER_S
-    ):
+    asked = err.retry_after_s
+    wait = backoff_s(attempt) if asked is None else asked
+    if stop_at is not None:  # never sleep past the run's deadline
+        wait = min(wait, max(0.0, stop_at - time.monotonic()))
+    if (not err.retryable or attempt >= max_retries
+            or (asked is not None and asked > MAX_RETRY_AFTER_S)
+            or time.monotonic() + wait >= request_end):
         if attempt:
             err.args = (f"{err.args[0]} (after {attempt + 1} attempts)",)
         raise err
-    if wait is None:
-        wait = backoff_s(attempt)
-    if stop_at is not None:  # never sleep past the run's deadline
-        wait = min(wait, max(0.0, stop_at - time.monotonic()))
     return wait

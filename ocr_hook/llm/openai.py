@@ -247,13 +247,15 @@ class OpenAIClient:
         # llm.extra_body adds fields; it never replaces the request's own
         return {**dict(ep.extra_body), **body}
 
-    def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    def _post(self, body: dict[str, Any], deadline: float) -> tuple[dict[str, Any], int]:
+        """POST ``body``; ``deadline`` (monotonic) ends the request (``llm.timeout_s`` from
+        the start of :meth:`complete`, shared by the retry with the other output field)."""
         ep = self.endpoint
         return http.post_json(
             self._sessions.get(), chat_url(ep.url), self.headers(), body,
-            connect_timeout_s=ep.connect_timeout_s, read_timeout_s=ep.timeout_s,
+            connect_timeout_s=ep.connect_timeout_s, timeout_s=ep.timeout_s,
             max_retries=ep.max_retries, body_error=_choices_error,
-            before_attempt=self.before_attempt,
+            before_attempt=self.before_attempt, deadline=deadline,
         )
 
     def complete(
@@ -264,12 +266,13 @@ class OpenAIClient:
         max_output_tokens: int | None = None,
     ) -> Turn:
         t0 = time.monotonic()
+        deadline = t0 + self.endpoint.timeout_s
         field = self.output_tokens_field
         attempts = 0
         try:
             try:
                 payload, attempts = self._post(
-                    self.build_body(messages, tools, max_output_tokens, field))
+                    self.build_body(messages, tools, max_output_tokens, field), deadline)
             except LlmError as e:
                 other = OUTPUT_TOKEN_FIELDS[1 - OUTPUT_TOKEN_FIELDS.index(field)]
                 if not names_output_field(e, field):
@@ -277,7 +280,7 @@ class OpenAIClient:
                 attempts = e.attempts
                 self.output_tokens_field = other  # this server wants the other name: keep it
                 payload, more = self._post(
-                    self.build_body(messages, tools, max_output_tokens, other))
+                    self.build_body(messages, tools, max_output_tokens, other), deadline)
                 attempts += more
         except LlmError as e:
             e.attempts += attempts

@@ -48,10 +48,43 @@ def estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8", "surrogatepass")) + 2) // 3
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A JSON escape of a UTF-16 surrogate (RFC 8259 §7): the only way JSON text decoded from
+# UTF-8 (errors "replace") can give a string a surrogate; a text without one needs no walk.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def may_hold_surrogates(json_text: str) -> bool:
+    """Whether decoding ``json_text`` may give strings with lone surrogates: it has a
+    ``\\uD800``-``\\uDFFF`` escape (a valid pair decodes to one code point; only a lone one
+    stays a surrogate)."""
+    return _SURROGATE_ESCAPE.search(json_text) is not None
+
+
+def replace_surrogates(value: Any) -> Any:
+    """``value`` (decoded JSON: dicts, lists, strings, scalars) with every lone surrogate in
+    its strings, keys included, replaced by U+FFFD. JSON allows ``"\\ud800"`` (RFC 8259 §8.2),
+    but such a string cannot be encoded as UTF-8, so it would make the next request, or the
+    output, fail. Returns ``value`` itself when nothing changed."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        items = [(replace_surrogates(k), replace_surrogates(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(),
+                                                                strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list):
+        out = [replace_surrogates(v) for v in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    return value
+
+
 def decode_arguments(raw: Any) -> tuple[Any, str | None]:
     """Decode a tool call's ``arguments``: a JSON string, or an already-decoded value from
     lenient servers. Returns (value, parse error or None); only a JSON object is usable, so
-    absent, empty, ``null``, arrays, scalars and invalid JSON all come with an error text."""
+    absent, empty, ``null``, arrays, scalars and invalid JSON all come with an error text.
+    Lone surrogates escaped in the JSON text come back as U+FFFD (:func:`replace_surrogates`)."""
     if raw is None:
         return None, "arguments missing; expected a JSON object"
     value = raw
@@ -62,6 +95,8 @@ def decode_arguments(raw: Any) -> tuple[Any, str | None]:
             value = json.loads(raw)
         except ValueError as e:
             return None, f"invalid JSON ({e})"
+        if may_hold_surrogates(raw):  # "\\ud800" inside the arguments' own JSON text
+            value = replace_surrogates(value)
     if isinstance(value, dict):
         return value, None
     kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(

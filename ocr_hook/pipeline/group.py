@@ -14,6 +14,7 @@ findings from it by id. The pools themselves belong to ``pipeline.llm_stage``
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -31,22 +32,34 @@ from ..agent import (
     group_messages,
     run_loop,
 )
-from ..comments import Collector, CommentPool
+from ..comments import OUTSIDE_CHANGE, Collector, CommentPool, Dropped
 from ..config import Config
 from ..diff import FileDiff
 from ..findings import Finding, RawComment, RunWarning
 from ..llm import ChatClient
-from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport
+from ..report import CAP_STOPS, INCOMPLETE_STOPS, GroupOutcome, GroupReport, display_text
 from ..tools import Handler, Registry, code_comment_handler
 from ..vocabulary import StopReason
 
 if TYPE_CHECKING:  # a review without a cache never imports it
     from .cache.policy import CachePolicy
 
+log = logging.getLogger(__name__)
+
 # Default tokens per group, in context windows: the cap keeps a model that loops on tools from
 # spending the run's budget on one group. A thorough review of a large group fills the context a
 # few times (compression keeps each request under 80 % of it); ten fills is far past that.
 GROUP_TOKENS_CONTEXTS = 10
+# Comments one group may file (spec §8.2), all rounds together, before the review filter: past
+# it a model is flooding, not reviewing, and every comment it files adds to the filter's one
+# request (5,000 comments made a 1.36 MB one). A careful review of a large group files a few
+# dozen. Later comments are not filed; the group says so (warning COMMENTS_CAPPED).
+GROUP_COMMENTS_MAX = 200
+COMMENTS_CAPPED = "comments_capped"  # RunWarning.type
+NOT_FILED_CAP = (f"not filed: this group's limit of {GROUP_COMMENTS_MAX} comments is reached;"
+                 " finish the review with task_done")
+NOT_FILED_OUTSIDE = ("not filed: not a file under review; comment on the reviewed change"
+                     " that causes the problem")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -98,6 +111,15 @@ class GroupDeps:
         return min(self.cfg.llm.max_output_tokens, 2000)
 
 
+def log_lost_comments(warnings: Sequence[RunWarning]) -> None:
+    """Log on stderr, in every output format, the warnings of comments that were not kept
+    (COMMENTS_CAPPED, ``comments.OUTSIDE_CHANGE``): the text report lists no warnings, and a
+    flood or a comment on another file must not pass unseen. Model text, so escaped."""
+    for w in warnings:
+        if w.type in (COMMENTS_CAPPED, OUTSIDE_CHANGE):
+            log.warning("%s", display_text(w.message))
+
+
 def review_group(deps: GroupDeps, group: Group, rank: int) -> GroupOutcome:
     """Review ``group``, the ``rank``-th group of the run (its comments sort by it). A stored
     answer for the same group input (spec §10) replaces the review: its findings and warnings
@@ -128,19 +150,31 @@ class _GroupRun:
         self.key = f"group-{rank}"  # the comment pool's key of this group
         self.report = GroupReport(group.label, [f.path for f in group.files])
         self.warnings: list[RunWarning] = []
-        self.raw: list[RawComment] = []
+        self.raw: list[RawComment] = []  # the comments kept (not dropped, not over the cap)
+        self.offered = 0  # comments handed to the pool, dropped ones included
+        self.over_cap = 0  # comments not filed: GROUP_COMMENTS_MAX was reached
         self.raw_lock = threading.Lock()
         self.as_git = False  # the prompt shows git's hunks, without the scope context
 
     def warn(self, type_: str, message: str) -> None:
         self.warnings.append(RunWarning(type_, self.group.label, message))
 
-    def sink(self, cs: list[RawComment]) -> list[Finding | None]:
-        """``code_comment``'s sink: keep the comments and hand them to the comment pool;
-        per comment its finding when anchored at once, else None."""
+    def sink(self, cs: list[RawComment]) -> list[Finding | str | None]:
+        """``code_comment``'s sink: hand the comments to the comment pool, at most
+        GROUP_COMMENTS_MAX in the group's life, and keep those it does not drop. Per comment
+        its finding when anchored at once, None when still being anchored, or why it was not
+        filed (outside the change, over the cap)."""
         with self.raw_lock:  # one lock: raw and the pool see comments in the same order
-            self.raw.extend(cs)
-            return self.deps.comment_pool.submit(cs, self.key, self.rank)
+            room = max(0, GROUP_COMMENTS_MAX - self.offered)
+            taken, over = cs[:room], len(cs) - min(room, len(cs))
+            self.offered += len(taken)
+            self.over_cap += over
+            placed = self.deps.comment_pool.submit(taken, self.key, self.rank) if taken else []
+            self.raw.extend(c for c, p in zip(taken, placed, strict=True)
+                            if not isinstance(p, Dropped))
+        answers: list[Finding | str | None] = [
+            NOT_FILED_OUTSIDE if isinstance(p, Dropped) else p for p in placed]
+        return answers + [NOT_FILED_CAP] * over
 
     def run(self) -> GroupOutcome:
         """Rounds, then wait for every comment filed to be anchored (spec §8.2: also of a
@@ -149,6 +183,7 @@ class _GroupRun:
         local = {"code_comment": code_comment_handler(self.sink, self.group.label)}
         try:
             stop, err = self.rounds(local)
+            self.note_cap()
             self.filter_group(stop)
         finally:
             self.deps.comment_pool.drain(self.key)
@@ -205,6 +240,15 @@ class _GroupRun:
             if not added or total >= CONFIRMED_CAP:  # early stop: nothing new, or cap reached
                 break
         return stop, err
+
+    def note_cap(self) -> None:
+        """The COMMENTS_CAPPED warning when comments went past GROUP_COMMENTS_MAX."""
+        with self.raw_lock:
+            over = self.over_cap
+        if over:
+            self.warn(COMMENTS_CAPPED, f"the model filed more than {GROUP_COMMENTS_MAX} comments"
+                      f" in group {self.group.label!r}; the first {GROUP_COMMENTS_MAX} were"
+                      f" kept, {over} later ones were not filed")
 
     def filter_group(self, stop: StopReason) -> None:
         """spec §8.4: once the rounds are over, the review filter sees every comment

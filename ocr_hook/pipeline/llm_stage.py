@@ -239,6 +239,9 @@ class _GroupRunner:
                 "group": g.label, "stop_reason": o.stop, "round_stop_reasons": report.stop_reasons,
                 "reason": reason, "compressions": report.compressions})
         result.warnings.extend(self.collector.warnings)
+        from .group import log_lost_comments  # loaded by review_groups already
+
+        log_lost_comments(result.warnings)
         result.findings = merged_findings([*self.st.config_findings, *self.collector.snapshot()])
 
     def gate(self, groups: Sequence[Group], outcomes: Sequence[GroupOutcome]) -> ReviewResult:

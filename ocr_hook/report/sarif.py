@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -33,14 +34,33 @@ SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
 }
 
 
-def _sarif_location(f: Finding) -> dict[str, Any]:
+_DRIVE = re.compile(r"[A-Za-z]:")  # a Windows drive ("C:"), absolute wherever it is resolved
+
+
+def repo_uri(path: str) -> str | None:
+    """``path`` as a URI reference relative to ``%SRCROOT%``: RFC 3986 percent-encoding of the
+    path's exact bytes, ``/`` kept. None when the reference could leave the repository: an
+    empty or absolute path, or one with an empty, ``.`` or ``..`` segment, or a drive letter
+    (segments split at slashes and at backslashes, which Windows tools read as separators). Git
+    never records such a path (it refuses ``..`` and absolute names), so only a model's or a
+    stale entry's path can be one."""
+    segments = re.split(r"[/\\]", path)
+    if not path or _DRIVE.match(segments[0]) or any(s in ("", ".", "..") for s in segments):
+        return None
+    return quote(os.fsencode(path))
+
+
+def _sarif_locations(f: Finding) -> list[dict[str, Any]]:
     """Physical location: region lines only for anchored new-side findings (the lines exist in
-    the reviewed version); old-side and unanchored findings are file-level (spec §11)."""
-    uri = quote(os.fsencode(f.path))  # RFC 3986 percent-encoding of the path's exact bytes
+    the reviewed version); old-side and unanchored findings are file-level (spec §11). None
+    (``[]``) for a path :func:`repo_uri` refuses: a SARIF URI never leaves the repository."""
+    uri = repo_uri(f.path)
+    if uri is None:
+        return []
     loc: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.side == "new" and f.start_line > 0:
         loc["region"] = {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
-    return {"physicalLocation": loc}
+    return [{"physicalLocation": loc}]
 
 
 def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
@@ -50,6 +70,8 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
         text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
     elif f.start_line == 0:
         text += "\n\n(Location in the file unknown.)"
+    if repo_uri(f.path) is None:
+        text += "\n\n(The path is outside the repository: no location given.)"
     if f.suggestion_code.strip():
         text += "\n\nSuggestion:\n" + f.suggestion_code
     return {
@@ -57,7 +79,7 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
         "ruleIndex": rule_index,
         "level": SARIF_LEVELS[f.severity],
         "message": {"text": text},
-        "locations": [_sarif_location(f)],
+        "locations": _sarif_locations(f),
         "partialFingerprints": {"ocrHookFindingId/v1": f.id},
         "properties": {
             "severity": f.severity.label,

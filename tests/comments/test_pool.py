@@ -297,3 +297,64 @@ def test_line_hint_of_code_comment_picks_between_identical_added_lines(
     data = json.loads(capsys.readouterr().out)
     got = {c["content"][-3:-2]: (c["start_line"], c["ambiguous"]) for c in data["comments"]}
     assert got == {"a": (22, False), "b": (26, False), "c": (22, True)}
+
+
+# ---- comments outside the change are dropped, never findings (spec §8.2) -------------------
+
+def scoped(repo: GitRepo) -> CommentProcessor:
+    """A processor over a change of app.py (reviewed) and notes.txt (changed, not reviewed),
+    with README.md committed and unchanged."""
+    files, lines, reviewed = staged(repo, {"app.py": APP, "README.md": "hello\n",
+                                           "notes.txt": "a\n"},
+                                    {"app.py": GUARD, "notes.txt": "a\nb\n"})
+    assert sorted(reviewed) == ["app.py", "notes.txt"]
+    return CommentProcessor(files, lines, ["app.py"])
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "README.md", "notes.txt",
+                                  "no/such/file.py"])
+def test_a_comment_on_no_reviewed_file_is_dropped_with_one_warning(
+    repo: GitRepo, executor: ThreadPoolExecutor, path: str,
+) -> None:
+    process = scoped(repo)
+    collector: Collector = Collector()
+    pool = CommentPool(executor, process, collector, place=process.place)
+    placed = pool.submit([raw(path, quote="root:x:0:0:root:/root:/bin/bash"),
+                          raw(path, quote="b", content="again")], "g")
+    assert [type(p).__name__ for p in placed] == ["Dropped", "Dropped"]
+    assert pool.drain("g") == []
+    assert collector.snapshot() == []
+    assert collector.warnings == [RunWarning(
+        "comment_outside_change", path, f"comment on {path!r} dropped: not a file under review"
+        " (comments count only on the reviewed change)")]
+
+
+def test_a_comment_filed_on_an_unchanged_file_quoting_the_change_is_refiled_and_kept(
+    repo: GitRepo, executor: ThreadPoolExecutor,
+) -> None:
+    process = scoped(repo)
+    collector: Collector = Collector()
+    pool = CommentPool(executor, process, collector, place=process.place)
+    [f] = pool.submit([raw("README.md", quote="if item.price < 0:")], "g")
+    assert isinstance(f, Finding)
+    assert (f.path, f.start_line, f.anchor) == ("app.py", 13, "refiled")
+    assert [w.type for w in collector.warnings] == ["comment_refiled"]
+
+
+def test_the_background_path_drops_an_outside_comment_too(repo: GitRepo) -> None:
+    process = scoped(repo)  # no place(): every comment is anchored on the executor
+    collector: Collector = Collector()
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        pool = CommentPool(ex, process, collector)
+        assert pool.submit([raw("../x.py", quote="if item.price < 0 and x:")], "g") == [None]
+        assert pool.drain("g") == []
+    assert (collector.snapshot(), [w.file for w in collector.warnings]) == ([], ["../x.py"])
+
+
+def test_a_path_quoted_in_the_warning_is_cut(repo: GitRepo, executor: ThreadPoolExecutor) -> None:
+    process = scoped(repo)
+    collector: Collector = Collector()
+    CommentPool(executor, process, collector, place=process.place).submit(
+        [raw("d/" * 400 + "x.py", quote="nowhere = 1")], "g")
+    [w] = collector.warnings
+    assert w.file == "d/" * 100 + "…" and len(w.message) < 300

@@ -192,14 +192,6 @@ def test_client_errors_are_never_retried(llm: ScriptedLLM, status: int) -> None:
     assert len(llm.requests) == 1
 
 
-def test_read_timeout_is_typed_and_retried(llm: ScriptedLLM) -> None:
-    llm.reply(openai_text("late"), delay_s=0.6)
-    llm.reply(openai_text("in time"))
-    ep = endpoint(llm, timeout_s=0.2, max_retries=1)
-    turn = make_client(ep).complete(MSGS)
-    assert (len(llm.requests), turn.message.content) == (2, "in time")
-
-
 def test_read_timeout_after_last_retry_raises_timeout(llm: ScriptedLLM) -> None:
     llm.reply(openai_text("late"), delay_s=0.5)
     with pytest.raises(LlmError) as e:

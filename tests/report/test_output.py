@@ -323,3 +323,33 @@ def test_coverage_lines_are_capped_per_kind_with_counts_by_reason() -> None:
         "git ocr review --preview --from abc --to def", "", "", ""]
     assert text.coverage_lines([FileOutcome("a.py", "a.py", "added", True, "", 1, 0, True)]) \
         == []
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "src/../../x.py", "./a.py",
+                                  "a//b.py", "C:/Windows/win.ini", "..\\..\\boot.ini", ""])
+def test_a_sarif_uri_never_leaves_the_repository(
+    sarif_validator: jsonschema.Draft4Validator, path: str,
+) -> None:
+    findings = [_finding(path, "new", 3, 3, Severity.HIGH, "security", "hunk_new"),
+                _finding("src/ok.py", "new", 1, 1, Severity.LOW, "style", "hunk_new")]
+    log = sarif.to_sarif(_result(findings, []))
+    assert list(sarif_validator.iter_errors(log)) == []
+    outside, inside = log["runs"][0]["results"]
+    assert outside["locations"] == []
+    assert outside["message"]["text"].endswith(
+        "(The path is outside the repository: no location given.)\n\nSuggestion:\nx = 2")
+    assert inside["locations"][0]["physicalLocation"]["artifactLocation"] == {
+        "uri": "src/ok.py", "uriBaseId": "%SRCROOT%"}
+    uris = [loc["physicalLocation"]["artifactLocation"]["uri"]
+            for r in log["runs"][0]["results"] for loc in r["locations"]]
+    assert uris == ["src/ok.py"]
+
+
+@pytest.mark.parametrize(("path", "uri"), [
+    ("a b/ü.py", "a%20b/%C3%BC.py"),
+    ("dir/x..y.py", "dir/x..y.py"),  # dots inside a name are not a segment of their own
+    (".github/workflows/ci.yml", ".github/workflows/ci.yml"),
+    ("back\\slash.py", "back%5Cslash.py"),
+])
+def test_repo_uri_keeps_real_repository_paths(path: str, uri: str) -> None:
+    assert sarif.repo_uri(path) == uri

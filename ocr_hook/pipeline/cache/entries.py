@@ -78,7 +78,7 @@ class GroupingData(NamedTuple):
 class Envelope(NamedTuple):
     """One entry file: ``format`` is ``store.CACHE_FORMAT``; ``data`` the kind's shape."""
 
-    format: Literal[3]  # store.CACHE_FORMAT
+    format: Literal[4]  # store.CACHE_FORMAT
     kind: Literal["run", "group", "grouping"]
     key: str
     created: float

@@ -10,9 +10,12 @@ Three kinds of entries, each a JSON file ``<kind>/<key>.json``:
 - ``grouping``: the grouping answer (labels and paths), keyed by the file list and its stats.
 
 Keys are SHA-256 of canonical JSON (sorted keys, no whitespace, UTF-8) of everything that can
-change a result: tool version, prompt template texts, rule texts, tools configuration, model,
-protocol, base URL, filter flag, language and other result-shaping settings, and the content
-(each file's patch without its ``index`` line, plus blob ids and modes). Settings that only
+change a request or its answer: tool version, prompt template texts, rule texts, tool
+definitions, every field of the resolved endpoint and every configuration key but those
+NOT_IN_KEY lists (each with the reason it cannot change a stored result), and the content
+(each file's patch without its ``index`` line, plus blob ids and modes). So a new setting is
+part of the keys until it is listed there with its reason; tests/pipeline/cache/
+test_key_settings.py changes each setting in turn and checks the keys follow. Settings that only
 change the verdict or how long a run may take (gate, concurrency, timeouts, budget) are not part
 of the key: only complete results are stored, and the gate is applied after a hit.
 
@@ -32,6 +35,7 @@ pydantic: a cache hit must cost less than importing it); anything else is a malf
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -53,8 +57,9 @@ if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or 
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 3  # bump when the entry layout or key recipe changes; format 3 entries store
-#                  the effort and each finding's anchored code (dismissals key on it)
+CACHE_FORMAT = 4  # bump when the entry layout or key recipe changes; format 3 entries store
+#                  the effort and each finding's anchored code (dismissals key on it); format 4
+#                  keys take every setting not in NOT_IN_KEY
 KINDS = ("run", "group", "grouping")
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write. Never set it otherwise.
@@ -118,12 +123,69 @@ def warning_to_entry(w: RunWarning) -> dict[str, str]:
     return {"type": w.type, "file": w.file, "message": w.message}
 
 
+_ONLY_COMPLETE = "a bound: a run or group that reaches it is incomplete, and is never stored"
+_SELECTION = ("chooses the files reviewed: each reviewed file's content and every changed path"
+              " are in the keys")
+# Configuration keys (``section.name``) that cannot change a stored result, and why. Every
+# other key enters the cache keys (``result_settings``); a new key is in them until it is
+# listed here. Credentials are never part of a key, not even as a digest.
+NOT_IN_KEY: dict[str, str] = {
+    "llm.api_key": "a credential: who pays for a request does not change its answer",
+    "llm.api_key_cmd": "a credential: who pays for a request does not change its answer",
+    "llm.timeout_s": _ONLY_COMPLETE,
+    "llm.connect_timeout_s": _ONLY_COMPLETE,
+    "llm.max_retries": "a failed attempt is repeated as it was; only complete results are"
+                       " stored",
+    "review.effort": "stored with each entry, which answers its effort and lower ones",
+    "review.concurrency": "groups are reviewed independently and merged in group order",
+    "review.timeout_s": _ONLY_COMPLETE,
+    "review.max_tokens_budget": _ONLY_COMPLETE,
+    "review.max_group_tokens": _ONLY_COMPLETE,
+    "review.max_push_commits": _SELECTION,
+    "review.background": "its text is in the keys (``background``)",
+    "review.background_file": "its text is in the keys (``background``)",
+    "select.include": _SELECTION,
+    "select.exclude": _SELECTION,
+    "select.review_tests": _SELECTION,
+    "select.max_file_bytes": _SELECTION,
+    "select.max_files": _SELECTION,
+    "select.max_total_bytes": _SELECTION,
+    "rules.file": "the rule text of the reviewed files is in the keys",
+    "gate.mode": "the verdict, decided after a hit",
+    "gate.fail_on": "the verdict, decided after a hit",
+    "gate.on_error": "the verdict, decided after a hit",
+    "cache.enabled": "whether the cache is used at all, not what a request holds",
+    "cache.max_mb": "how large the cache may grow, not what a request holds",
+    "security.allow_secrets": "allowed values are redacted before any request all the same",
+    "security.max_scan_bytes": "bounds the secret scan of files no request carries",
+}
+# Endpoint fields that cannot change a stored result (the rest are in the keys): the same
+# reasons as their configuration keys.
+ENDPOINT_NOT_IN_KEY = frozenset({"api_key", "timeout_s", "connect_timeout_s", "max_retries"})
+
+
+def config_settings(cfg: Config) -> dict[str, Any]:
+    """``{section.name: value}`` of every configuration key not in NOT_IN_KEY (Config's
+    sections are dataclasses of dataclasses)."""
+    out: dict[str, Any] = {}
+    for section in dataclasses.fields(cfg):
+        values = getattr(cfg, section.name)
+        for f in dataclasses.fields(values):
+            key = f"{section.name}.{f.name}"
+            if key not in NOT_IN_KEY:
+                out[key] = getattr(values, f.name)
+    return out
+
+
 def result_settings(
     cfg: Config, endpoint: Endpoint, background: str, version: str,
     tool_defs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every setting besides content, rules and effort that can change a review's findings
-    (effort is stored in the entries, see the module doc).
+    """Every setting besides content, rules and effort that can change a request or its
+    answer (effort is stored in the entries, see the module doc): the configuration but
+    NOT_IN_KEY (:func:`config_settings`) and the resolved endpoint but ENDPOINT_NOT_IN_KEY
+    (provider presets add URLs, headers and body fields), both as digests (header values and
+    MCP server environments may hold secrets).
 
     Reads the built-in prompt templates and tool definitions (package data); their texts
     enter as SHA-256 digests, and so do ``tool_defs`` (the definitions after ``tools.file``,
@@ -135,30 +197,20 @@ def result_settings(
         for name in util.list_builtin_dir("templates")
         if name.endswith(".md")
     }
-    tools = {
+    tools = {  # tools.file and mcp.servers themselves are in config_settings
         "builtin": hashlib.sha256(util.read_builtin_text("tools.json").encode()).hexdigest(),
-        "file": cfg.tools.file,
         "file_text": digest(repr(sorted(tool_defs.items()))) if tool_defs is not None
         else hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
-        "mcp": cfg.mcp.servers,
     }
+    shaping = {k: v for k, v in endpoint._asdict().items() if k not in ENDPOINT_NOT_IN_KEY}
     return {
         "format": CACHE_FORMAT,
         "version": version,
         "templates": templates,
         "tools": tools,
-        "model": endpoint.model,
-        "protocol": endpoint.protocol,
-        "base_url": endpoint.url,
-        "extra_body": [list(kv) for kv in endpoint.extra_body],
-        "max_output_tokens": endpoint.max_output_tokens,
-        "filter": cfg.review.filter,
-        "language": cfg.review.language,
-        "max_tool_rounds": cfg.review.max_tool_rounds,
-        "context_tokens": cfg.llm.context_tokens,
+        "config": digest(config_settings(cfg)),
+        "endpoint": digest(shaping),
         "background": hashlib.sha256(background.encode("utf-8", "replace")).hexdigest(),
-        # what the model sees of a secret: only named when on, so other keys do not change
-        **({"detect_secrets": True} if cfg.security.detect_secrets else {}),
     }
 
 

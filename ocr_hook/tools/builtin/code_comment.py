@@ -1,12 +1,12 @@
 """``code_comment`` (spec §7.1): validate and normalise arguments into RawComment values. No
 anchoring here: comments are handed to a sink, which may answer with where each landed (its
-Finding) so the result can tell the model (:func:`landing_text`).
+Finding), or why it was not filed, so the result can tell the model (:func:`landing_text`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...findings import Finding, RawComment
@@ -16,6 +16,12 @@ from ..registry import Handler, ToolResult
 from .common import Sink, ToolEnv
 
 COMMENTED = "Successfully commented."
+
+# Where a group's comments go (``pipeline.group``): it answers per comment with its Finding, the
+# reason it was not filed (text: a path outside the change, the group's comment cap), or None
+# when it is not placed yet; or None for all (``Successfully commented.``). A ``ToolEnv.sink``
+# (Finding or None only) is one of these.
+CommentSink = Callable[[list[RawComment]], "Sequence[Finding | str | None] | None"]
 
 
 def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComment], list[str]]:
@@ -94,9 +100,12 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
 NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file it again)"
 
 
-def _where(c: RawComment, f: Finding | None) -> str:
+def _where(c: RawComment, f: Finding | str | None) -> str:
     """Where one comment landed, for the model: ``path:start-end (side)`` plus what to know
-    about it, or why it was not placed and what to quote instead."""
+    about it, why it was not filed (``f`` a text), or why it was not placed and what to
+    quote instead."""
+    if isinstance(f, str):
+        return f"{c.path}: {f}"
     if f is None or f.anchor == AnchorMethod.NONE:
         return f"{c.path}: {NOT_PLACED}"
     lines = str(f.start_line) if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
@@ -111,7 +120,8 @@ def _where(c: RawComment, f: Finding | None) -> str:
     return text
 
 
-def landing_text(comments: Sequence[RawComment], placed: Sequence[Finding | None]) -> str:
+def landing_text(comments: Sequence[RawComment],
+                 placed: Sequence[Finding | str | None]) -> str:
     """The ``code_comment`` result: ``Filed: <where>`` for one comment, else ``Filed N
     comments:`` and one numbered ``<where>`` line each (see :func:`_where`)."""
     where = [_where(c, f) for c, f in zip(comments, placed, strict=True)]
@@ -121,10 +131,10 @@ def landing_text(comments: Sequence[RawComment], placed: Sequence[Finding | None
         f"{i}. {w}" for i, w in enumerate(where, 1))
 
 
-def code_comment_handler(sink: Sink, group: str = "") -> Handler:
+def code_comment_handler(sink: CommentSink | Sink, group: str = "") -> Handler:
     """A ``code_comment`` handler that sends parsed comments to ``sink``. When the sink
-    answers with where each landed, the result says so (:func:`landing_text`); a sink that
-    answers None gets the plain ``Successfully commented.``."""
+    answers with where each landed (or why not), the result says so (:func:`landing_text`);
+    a sink that answers None gets the plain ``Successfully commented.``."""
 
     def handle(args: dict[str, Any]) -> ToolResult:
         try:

@@ -126,8 +126,8 @@ def test_editing_one_of_ten_files_reviews_exactly_one_group_again(
     assert all(f["reviewed"] for f in second["files"] if f["path"] != "README.md")
 
 
-@pytest.mark.parametrize("change", ["model", "effort", "rules"])
-def test_changing_model_effort_or_rules_invalidates_the_cache(
+@pytest.mark.parametrize("change", ["model", "effort", "rules", "headers"])
+def test_changing_model_effort_rules_or_headers_invalidates_the_cache(
     change: str, repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
@@ -141,6 +141,8 @@ def test_changing_model_effort_or_rules_invalidates_the_cache(
     args, env = list(base), llm.env()
     if change == "model":
         env = llm.env(OCR_LLM_MODEL="another-model")
+    elif change == "headers":  # e.g. a gateway's routing header: another backend answers
+        env = llm.env(OCR_HOOK_LLM_EXTRA_HEADERS='{"X-Route": "eu-large"}')
     elif change == "effort":
         args[-1] = "high"
     else:
@@ -152,6 +154,8 @@ def test_changing_model_effort_or_rules_invalidates_the_cache(
         assert llm.requests[1]["model"] == "another-model"
     if change == "rules":
         assert "Flag every division without a zero check." in user_text(llm.requests[1])
+    if change == "headers":
+        assert (llm.headers[0].get("x-route"), llm.headers[1]["x-route"]) == (None, "eu-large")
     # both variants are now cached side by side
     run_json(base, llm.env(), capsys, review_filter=False)
     run_json(args, env, capsys, review_filter=False)
@@ -268,16 +272,18 @@ def test_malformed_entry_is_a_miss_and_is_removed(tmp_path: Path) -> None:
     assert cache.hits == 0
 
 
-def test_an_entry_of_the_previous_format_is_a_miss(tmp_path: Path) -> None:
-    """Format 2 entries hold findings without their anchored ``code``; read as format 3 they
-    would make dismissals and inline markers miss on every cache hit."""
+@pytest.mark.parametrize("old_format", [2, 3])
+def test_an_entry_of_a_previous_format_is_a_miss(tmp_path: Path, old_format: int) -> None:
+    """Format 2 entries hold findings without their anchored ``code`` (dismissals and inline
+    markers would miss on every hit); format 3 keys left settings out (``llm.extra_headers``,
+    ``llm.api_version``), so such an entry may answer a differently shaped request."""
     cache = ResultCache(tmp_path / "c", max_bytes=1 << 20)
     key = "cd" * 32
     cache.put_grouping(key, [("g", ["a.py"])])
     path = cache.root / "grouping" / f"{key}.json"
     entry = json.loads(path.read_text("utf-8"))
-    assert entry["format"] == 3
-    path.write_text(json.dumps({**entry, "format": 2}), "utf-8")
+    assert entry["format"] == 4
+    path.write_text(json.dumps({**entry, "format": old_format}), "utf-8")
     assert cache.get_grouping(key) is None
     assert cache.hits == 0
 
