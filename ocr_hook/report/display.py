@@ -67,7 +67,9 @@ def json_escape(text: str) -> str:
     newline left in its output is layout (``indent``) and stays."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or ch == "\n" else _json_char(ch) for ch in text)
+    return "\n".join(line if line.isprintable() else
+                     "".join(ch if ch.isprintable() else _json_char(ch) for ch in line)
+                     for line in text.split("\n"))
 
 
 def _json_char(ch: str) -> str:
