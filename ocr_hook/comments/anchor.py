@@ -78,12 +78,12 @@ _INNER_BREAK = re.compile(
     r"[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\\(?:r|u000[bc]|u001[c-e]|u0085|u202[89])")
 
 
-def no_breaks(text: str) -> str:
-    """``text`` without CR and without any other line break inside a line, raw or spelled out
-    (see the module docstring)."""
-    s = text.replace("\r", "")
+def no_breaks(text: str, sep: str = "") -> str:
+    """``text`` with each CR and each other line break inside a line, raw or spelled out (see
+    the module docstring), replaced by ``sep``."""
+    s = text.replace("\r", sep)
     if "\\" in s or not s.isprintable():
-        s = _INNER_BREAK.sub("", s)
+        s = _INNER_BREAK.sub(sep, s)
     return s
 
 
@@ -295,7 +295,8 @@ def fragment_anchor(fd: FileDiff, existing_code: str, hint: int | None = None) -
     ``return a / b;``): the line of a hunk that contains it, new side first, then old side.
     Only hunk lines are searched, matches touching changed lines are preferred, then the one
     nearest ``hint``; anchor method ``loose``. None for multi-line or too-short quotes."""
-    lines = [t for t in (_unmark(no_breaks(x).strip()) for x in existing_code.split("\n"))
+    # a break is a space here: the words on either side of it stay apart
+    lines = [t for t in (_unmark(no_breaks(x, " ").strip()) for x in existing_code.split("\n"))
              if t and t != NO_NEWLINE_MARKER]
     if len(lines) != 1:
         return None
@@ -308,7 +309,7 @@ def fragment_anchor(fd: FileDiff, existing_code: str, hint: int | None = None) -
         for h in fd.hunks:
             for ln in h.lines:
                 num = ln.new_line if side == "new" else ln.old_line
-                if num is not None and pattern.search(no_breaks(ln.text)):
+                if num is not None and pattern.search(no_breaks(ln.text, " ")):
                     matches.append(Match(num, num, ln.kind != " ",
                                          any(a <= num <= b for a, b in spans)))
         if matches:
