@@ -60,10 +60,8 @@ def path_bytes_b64(path: str) -> str:
     return base64.b64encode(os.fsencode(path)).decode("ascii")
 
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits on
-# a line break other than "\n" inside a line; a CR right before "\n" or at the end (a CRLF
-# line ending) stays as it is
-_PROMPT_BREAK = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]|\r(?!\n|\\Z)")
-_ANY_BREAK = re.compile(f"[{_LINE_BREAKS}]")
+_INNER_BREAKS = _LINE_BREAKS[2:]  # the line breaks that are never part of a line ending
+_LONE_CR = re.compile("\r(?!\n|\\Z)")  # a CR that ends no CRLF line (nor the text)
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -116,10 +114,12 @@ def prompt_text(text: str, *, one_line: bool = False) -> str:
     ending (before ``\\n`` or at the end) stays. Line numbers stay those of ``\\n``: only
     ``\\n`` ends a line the model reads. ``one_line``: every line break, ``\\n`` and each CR
     included (a path, a name)."""
-    pattern = _ANY_BREAK if one_line else _PROMPT_BREAK
-    if pattern.search(text) is None:
-        return text
-    return pattern.sub(lambda m: escape_char(m.group()), text)
+    for ch in _INNER_BREAKS:  # str.replace and a plain regex: a diff of megabytes costs ms
+        if ch in text:
+            text = text.replace(ch, escape_char(ch))
+    if one_line:
+        return text.replace("\r", "\\r").replace("\n", "\\n")
+    return _LONE_CR.sub(r"\\r", text) if "\r" in text else text
 
 
 def xml_attr(value: str) -> str:
