@@ -8,10 +8,17 @@ then compresses synchronously, and stops with ``compression_failed`` if it is st
 Compressing keeps the frozen zone and the newest complete rounds that fit in 50 % of the
 context (minus the summary's reserve), and replaces the rest by one summary appended to the
 user message. No HTTP here: the token counter, the summariser and the runner are passed in.
+
+Text of the conversation put into the summary request, and the summary put back, is framed as
+the main prompt frames content (:func:`framed_text`): a line break other than ``\\n`` inside
+a line is spelled out, and a tag of the framing itself (``<message>``, ``<earlier_summary>``,
+``<previous_review_summary>``) inside a message has its ``<`` as ``&lt;``, so a tool result or
+a reply can neither close its element nor open a fake one.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, NamedTuple
@@ -26,6 +33,15 @@ HARD_FRACTION = 0.80  # spec §6.3: compress before the next request (OCR tokenW
 ACTIVE_FRACTION = 0.50  # ours: the kept zone's target, below SOFT so compression does not re-fire
 MESSAGE_OVERHEAD_TOKENS = 4  # role/framing tokens per message (OpenAI chat format estimate)
 SUMMARY_MAX_TOKENS = 2000  # output cap of the summary call, reserved in the kept zone
+_FRAME_TAG = re.compile(r"<(\s*/?\s*(?:message|earlier_summary|previous_review_summary))\b", re.I)
+
+
+def framed_text(text: str) -> str:
+    """``text`` (a message, a summary) for the transcript or the summary block: line breaks
+    other than ``\\n`` inside a line spelled out (``util.prompt_text``), and each framing tag
+    (``<message``, ``</message``, ``<earlier_summary``, ``<previous_review_summary``…, any
+    case) written ``&lt;message``…; everything else as it is."""
+    return _FRAME_TAG.sub(r"&lt;\1", util.prompt_text(text))
 
 
 class ContextPolicy(NamedTuple):
@@ -131,21 +147,22 @@ class Compressor:
         """The compress zone as text for the summary call (earlier summary first)."""
         parts = []
         if self.summary:
-            parts.append(f"<earlier_summary>\n{self.summary}\n</earlier_summary>")
+            parts.append(f"<earlier_summary>\n{framed_text(self.summary)}\n</earlier_summary>")
         for n, m in enumerate(zone, 1):
             attrs = f'index="{n}" role="{m.role}"'
             if m.role == "tool":
                 attrs += f' tool="{util.xml_attr(m.name)}"'
             body = [strip_think(m.content) if m.role == "assistant" else m.content]
             body.extend(f"[called {c.name}] {c.arguments_raw}" for c in m.tool_calls)
-            text = "\n".join(b for b in body if b) or "(empty)"
+            text = framed_text("\n".join(b for b in body if b)) or "(empty)"
             parts.append(f"<message {attrs}>\n{text}\n</message>")
         return "\n".join(parts)
 
     def _rebuild(self, msgs: Sequence[Message], keep_from: int, summary: str) -> list[Message]:
         user = Message(
             "user",
-            f"{self.base_user}\n\n<previous_review_summary>\n{summary}\n</previous_review_summary>",
+            f"{self.base_user}\n\n<previous_review_summary>\n{framed_text(summary)}\n"
+            "</previous_review_summary>",
         )
         self.summary = summary
         self.generation += 1

@@ -81,10 +81,11 @@ def _no_record(kind: str, data: dict[str, Any]) -> None:
 
 
 def diffs_block(files: Sequence[FileDiff], as_git: bool = False) -> str:
-    """The group's diffs as the main prompt shows them (``<file path>`` with new-side numbers;
-    ``as_git``: git's own hunks, as for a group shown without the scope context)."""
+    """The group's diffs as the main prompt shows them (``<file path>`` with the path as
+    ``util.prompt_path`` shows it, new-side numbers; ``as_git``: git's own hunks, as for a group
+    shown without the scope context)."""
     return "\n".join(
-        f'<file path="{util.xml_attr(f.path)}">\n{render_numbered(f, as_git=as_git)}\n</file>'
+        f'<file path="{util.prompt_path(f.path)}">\n{render_numbered(f, as_git=as_git)}\n</file>'
         for f in files
     )
 
@@ -92,7 +93,9 @@ def diffs_block(files: Sequence[FileDiff], as_git: bool = False) -> str:
 def comments_json(findings: Sequence[Finding]) -> str:
     """The candidate comments for the filter prompt: a JSON array of objects with ``id``,
     ``path``, ``side``, ``lines`` ("12-14", or "unknown" when unanchored), ``severity``,
-    ``category``, ``content``, ``existing_code``."""
+    ``category``, ``content``, ``existing_code``. JSON escapes every control character but
+    NEL, U+2028 and U+2029; those are spelled ``\\u0085``… too (``util.prompt_text``), so no
+    string of it breaks a line."""
     items = []
     for f in findings:
         items.append({
@@ -105,7 +108,7 @@ def comments_json(findings: Sequence[Finding]) -> str:
             "content": f.content,
             "existing_code": f.existing_code,
         })
-    return json.dumps(items, indent=2, ensure_ascii=False)
+    return util.prompt_text(json.dumps(items, indent=2, ensure_ascii=False))
 
 
 def _ids_value(value: Any) -> list[str] | None:
@@ -241,12 +244,14 @@ def _failed(record: Record, label: str, attempts: int, error: str) -> FilterOutc
 
 
 def diff_text(fd: FileDiff) -> str:
-    """One file's hunks as git prints them (header, then marker + text per line)."""
+    """One file's hunks as git prints them (header, then marker + text per line), each line
+    break other than ``\\n`` inside a line spelled out as the main prompt does
+    (``util.prompt_text``)."""
     out: list[str] = []
     for h in fd.hunks:
         out.append(h.header)
         out.extend(f"{ln.kind}{ln.text}" for ln in h.lines)
-    return "\n".join(out)
+    return util.prompt_text("\n".join(out))
 
 
 def first_code_block(text: str) -> str | None:
@@ -274,11 +279,11 @@ def relocate_snippet(
     Returns the snippet or None (no answer, ``NONE``, or any LLM failure)."""
     system = util.render_template("relocation_system", {})
     user = util.render_template("relocation_user", {
-        "path": util.xml_attr(fd.path),
+        "path": util.prompt_path(fd.path),
         "diff": diff_text(fd),
-        "existing_code": comment.existing_code,
-        "content": comment.content,
-        "suggestion": comment.suggestion_code,
+        "existing_code": util.prompt_text(comment.existing_code),
+        "content": util.prompt_text(comment.content),
+        "suggestion": util.prompt_text(comment.suggestion_code),
     })
     msgs = [Message("system", system), Message("user", redact(user))]
     try:

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from ..diff import FileDiff
 from ..errors import OcrError
+from ..util import prompt_path, unescape_prompt_path
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +89,13 @@ def deterministic_groups(files: Sequence[FileDiff]) -> list[Group] | None:
 
 def file_list(files: Sequence[FileDiff]) -> str:
     """The grouping prompt's metadata table: one ``[i] STATUS path (+I/-D)`` line per file
-    (``i`` zero-based; renames show ``old -> new``). Never any diff text (spec §6.1)."""
+    (``i`` zero-based; renames show ``old -> new``), each path as the main prompt shows it
+    (``util.prompt_path``: XML-escaped, line breaks spelled out). Never any diff text (spec
+    §6.1)."""
     lines = []
     for i, f in enumerate(files):
-        name = f"{f.old_path} -> {f.new_path}" if f.status in ("renamed", "copied") else f.path
+        name = (f"{prompt_path(f.old_path)} -> {prompt_path(f.new_path)}"
+                if f.status in ("renamed", "copied") else prompt_path(f.path))
         lines.append(f"[{i}] {f.status.upper()} {name} (+{f.insertions}/-{f.deletions})")
     return "\n".join(lines)
 
@@ -114,9 +118,10 @@ def parse_grouping_answer(text: str, files: Sequence[FileDiff]) -> list[Group]:
 
     Accepted shapes: ``[{"label": str, "files": [...]}, ...]`` or ``{"groups": [that]}``,
     optionally inside a code fence or after a ``<think>`` block. A file is named by its path
-    (new or old path) or by its ``[i]`` index from :func:`file_list`. Unknown names, duplicates
-    (the first group wins) and non-string labels are ignored; a group left empty is dropped;
-    files no group covers get their own group labelled with the path, in diff order.
+    (new or old path, as it is or as :func:`file_list` shows it) or by its ``[i]`` index.
+    Unknown names, duplicates (the first group wins) and non-string labels are ignored; a group
+    left empty is dropped; files no group covers get their own group labelled with the path,
+    in diff order.
     Raises GroupingError when the answer is not such a list.
     """
     value = _json_payload(text)
@@ -142,7 +147,10 @@ def parse_grouping_answer(text: str, files: Sequence[FileDiff]) -> list[Group]:
             elif isinstance(name, int):
                 idx = name if 0 <= name < len(files) else None
             elif isinstance(name, str):
-                idx = by_name.get(name.strip().removeprefix("./"))
+                name = name.strip().removeprefix("./")
+                idx = by_name.get(name)
+                if idx is None:  # copied as the prompt shows it (``a&amp;b.py``)
+                    idx = by_name.get(unescape_prompt_path(name))
             if idx is None or idx in taken:
                 continue
             taken.add(idx)

@@ -30,9 +30,9 @@ def exceeds_tokens(texts: Sequence[str], limit: int, count: Callable[[str], int]
 
 
 def prompt_path(path: str) -> str:
-    """A path as shown in a prompt: XML-escaped and on one line, so a file name cannot close a
-    delimiter or start a line of its own (spec §14)."""
-    return util.xml_attr(path).replace("\r", "\\r").replace("\n", "\\n")
+    """A path as shown in a prompt (``util.prompt_path``): XML-escaped and on one line, so a
+    file name cannot close a delimiter or start a line of its own (spec §14.5)."""
+    return util.prompt_path(path)
 
 
 OTHER_FILES_MAX = 200  # lines of the "other changed files" list: a huge change must not fill it
@@ -69,7 +69,7 @@ def _deleted_note(f: FileDiff) -> str:
     the referring lines; "" otherwise."""
     if f.status != "deleted" or not f.referenced_by:
         return ""
-    users = "\n".join(f"  {u}" for u in f.referenced_by)
+    users = "\n".join(f"  {util.prompt_text(u, one_line=True)}" for u in f.referenced_by)
     return ("This file is deleted by the change, but the snapshot still refers to it here:\n"
             f"{users}\nCheck whether these users break without it.\n")
 
@@ -113,7 +113,9 @@ def group_messages(
 
 def confirmed_block(confirmed: Sequence[RawComment]) -> str:
     """Findings of earlier rounds for rounds ≥ 2 (spec §6.1 step 5): at most 30, each on
-    one line per field and trimmed (code 200, content 300 characters, then "...")."""
+    one line per field (the path as :func:`prompt_path` shows it; code and content with every
+    run of whitespace, line breaks included, as one space) and trimmed (code 200, content 300
+    characters, then "...")."""
 
     def trim(text: str, limit: int) -> str:
         flat = " ".join(text.split())
@@ -123,5 +125,5 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
     for i, c in enumerate(confirmed[:CONFIRMED_CAP], 1):
         code = trim(c.existing_code, CONFIRMED_CODE_CHARS)
         issue = trim(c.content, CONFIRMED_ISSUE_CHARS)
-        items.append(f"{i}. {c.path}\n   code: {code}\n   issue: {issue}")
+        items.append(f"{i}. {prompt_path(c.path)}\n   code: {code}\n   issue: {issue}")
     return "\n".join(items)

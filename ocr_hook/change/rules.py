@@ -254,17 +254,16 @@ def _merge_origin(builtin_origin: str, user_origin: str) -> str:
 def group_rule_text(paths: Sequence[str], sources: Sequence[RuleSource]) -> str:
     """Rule text for a review group. If every path resolves to the same text, that text alone;
     otherwise one ``<rules for="a.py, b.py">\\n{text}\\n</rules>`` block per distinct non-empty
-    text, in order of first appearance, joined by a blank line (paths HTML-escaped in the
-    attribute). Returns "" for no paths or when no path has a rule."""
+    text, in order of first appearance, joined by a blank line (each path in the attribute as
+    every prompt shows it, ``util.prompt_path``: XML-escaped, on one line). Returns "" for no
+    paths or when no path has a rule."""
     by_text: dict[str, list[str]] = {}
     for path in paths:
         by_text.setdefault(resolve(path, sources).text, []).append(path)
     if len(by_text) == 1:
         return next(iter(by_text))
-    import html  # only for groups whose files have different rules (html.entities is large)
-
     blocks = [
-        f'<rules for="{html.escape(", ".join(group))}">\n{text}\n</rules>'
+        f'<rules for="{", ".join(util.prompt_path(p) for p in group)}">\n{text}\n</rules>'
         for text, group in by_text.items()
         if text
     ]

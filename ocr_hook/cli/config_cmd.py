@@ -4,6 +4,12 @@
 ``set``/``unset`` change the user file (``config.user_config_path``) through
 ``config.edit_toml`` (tomlkit: comments and layout stay) and write it atomically with mode 0600
 (``config.write_private``): it may hold an API key.
+
+Values and origins shown come from files a repository may hold (``.ocr-hook.toml`` at HEAD, its
+MCP servers): every line printed passes ``util.display_text`` (a TOML literal stays valid TOML:
+the spelling is TOML's ``\\u009b``; a bare ``get`` value keeps its newlines and tabs), so no
+raw control, format or separator character reaches the terminal, and a consent prompt shows
+exactly what would run.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 from .. import config, git, llm, tools
 from ..errors import ConfigError, OcrError
 from ..exitcodes import Exit
+from ..util import display_text
 from .common import repo_or_none, say
 
 log = logging.getLogger("ocr_hook.cli")
@@ -66,13 +73,14 @@ def _list_or_get(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             if value is None or value == "":
                 return Exit.NOT_SET  # as `git config --get` reports it
             if key == "llm.api_key" and not args.show_secret:
-                say(_display(key, value, raw=False))  # masked, as `list` shows it
+                say(display_text(_display(key, value, raw=False)))  # masked, as `list` shows it
             else:
-                say(_display(key, value, raw=True))
+                say(display_text(_display(key, value, raw=True), keep="\n\t"))  # bare value
             return Exit.OK
         shown = "(unset)" if value is None else _display(key, value, raw=False)
         where = origin.get(key, "default")
-        say(f"{key} = {shown}" + (f"\t# {where}" if args.show_origin else ""))
+        say(display_text(f"{key} = {shown}") + (f"\t# {display_text(where)}"
+                                                  if args.show_origin else ""))
     return Exit.OK
 
 
@@ -115,10 +123,11 @@ def allow_mcp(environ: Mapping[str, str]) -> int:
     lines = [tools.describe_server(n, s) for n, s in servers.items()]
     fp = config.consent_fingerprint({n: s.model_dump() for n, s in servers.items()})
     path = config.record_consent(environ, repo, fp, lines)
-    print(f"Allowed the MCP servers of {src} in {repo} to run during reviews:")
+    print(display_text(f"Allowed the MCP servers of {src} in {repo} to run during reviews:"))
     for line in lines:
-        print(f"  {line}")
-    print(f"Recorded in {path}; any change to this list needs a new `git ocr config allow-mcp`.")
+        print(f"  {display_text(line)}")
+    print(display_text(f"Recorded in {path}; any change to this list needs a new"
+                       " `git ocr config allow-mcp`."))
     return Exit.OK
 
 
@@ -135,8 +144,9 @@ def allow_endpoint(environ: Mapping[str, str]) -> int:
     lines = [f"llm.{k} = {settings[k]!r}" for k in settings]
     fp = config.consent_fingerprint({"endpoint": settings})
     path = config.record_consent(environ, repo, fp, lines, kind="endpoint")
-    print(f"Trusting the endpoint settings of {src} in {repo}:")
+    print(display_text(f"Trusting the endpoint settings of {src} in {repo}:"))
     for line in lines:
-        print(f"  {line}")
-    print(f"Recorded in {path}; any change to them needs a new `git ocr config allow-endpoint`.")
+        print(f"  {display_text(line)}")
+    print(display_text(f"Recorded in {path}; any change to them needs a new"
+                       " `git ocr config allow-endpoint`."))
     return Exit.OK

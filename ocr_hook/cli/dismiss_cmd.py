@@ -7,12 +7,15 @@ stores the key with the reason, the git identity and the date: in the personal f
 git directory, or with ``--shared`` in ``.ocr-hook-dismissed.json`` in the work tree, to be
 committed (reviews read it from HEAD). ``--list`` shows both; ``--undo ID`` removes a dismissal
 by its own id, the id of the finding it was made from, or the id of a finding it dismissed.
+
+Sessions and the shared file are repository data and hold the model's text: every field printed
+passes ``util.display_text`` (paths ``util.display_path``), ``--list --json`` passes
+``report.display_json``, so no raw control, format or separator character reaches the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Mapping
@@ -23,7 +26,7 @@ from .. import comments, git, report
 from ..errors import UsageError
 from ..exitcodes import Exit
 from ..findings import SECRET_SOURCE
-from ..util import one_line
+from ..util import display_path, display_text
 
 ID_MIN_CHARS = 4
 _ID = re.compile(r"[0-9a-f]+")
@@ -52,7 +55,7 @@ def run_dismiss_command(args: argparse.Namespace, environ: Mapping[str, str]) ->
 def _check_id(raw: str) -> str:
     value = raw.strip().lower()
     if len(value) < ID_MIN_CHARS or not _ID.fullmatch(value):
-        raise UsageError(f"invalid id {one_line(raw)!r}: give the id shown with the finding"
+        raise UsageError(f"invalid id {display_text(raw)!r}: give the id shown with the finding"
                          f" (hex, at least {ID_MIN_CHARS} characters)")
     return value
 
@@ -84,20 +87,26 @@ def find_finding(common: Path, prefix: str) -> dict[str, Any]:
                      " shown with each finding; `git ocr session list` lists the reviews)")
 
 
+def _where(rec: Mapping[str, Any]) -> str:
+    """``path:line [severity · category]`` of a finding record, for a terminal."""
+    return display_text(f"{display_path(str(rec.get('path', '')))}:{rec.get('start_line')}"
+                        f" [{rec.get('severity')} · {rec.get('category')}]")
+
+
 def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> int:
     rec = find_finding(common, prefix)
-    where = f"{rec.get('path')}:{rec.get('start_line')} [{rec.get('severity')} ·" \
-            f" {rec.get('category')}]"
+    where = _where(rec)
+    shown_id = display_text(str(rec.get("id", "")))
     if rec.get("source") == SECRET_SOURCE:
-        raise UsageError(f"{rec.get('id')} ({where}) is a secret finding; secrets keep their own"
+        raise UsageError(f"{shown_id} ({where}) is a secret finding; secrets keep their own"
                          " allow rules: put `ocr-hook: allow-secret` on its line or list the value"
                          " in security.allow_secrets")
     key = str(rec.get("key", ""))
     if len(key) != 64:
-        raise UsageError(f"{rec.get('id')} was recorded by an older ocr-hook without a dismissal"
+        raise UsageError(f"{shown_id} was recorded by an older ocr-hook without a dismissal"
                          " key; review again and use the new id")
     if rec.get("type") == "dismissed" and rec.get("by") == "inline":
-        print(f"{rec.get('id')} is already dismissed by `{comments.IGNORE_MARKER}` on its"
+        print(f"{shown_id} is already dismissed by `{comments.IGNORE_MARKER}` on its"
               " line")
         return Exit.OK
     d = comments.Dismissal(
@@ -109,12 +118,12 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
     if shared:
         items = comments.load_shared_worktree(repo)
         path = comments.save_shared(repo, [*[x for x in items if x.key != key], d])
-        print(f"dismissed {d.finding_id} ({one_line(where)}) in {path.name}; commit that file:"
+        print(f"dismissed {shown_id} ({where}) in {display_path(path.name)}; commit that file:"
               " it applies to reviews from the next commit on")
     else:
         items = comments.load_personal(common)
         path = comments.save_personal(common, [*[x for x in items if x.key != key], d])
-        print(f"dismissed {d.finding_id} ({one_line(where)}) for you ({path})")
+        print(f"dismissed {shown_id} ({where}) for you ({display_path(str(path))})")
     return Exit.OK
 
 
@@ -133,14 +142,15 @@ def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
         raise UsageError(f"no dismissal {prefix!r} (see `git ocr dismiss --list`)")
     if len({d.key for d in removed}) > 1:
         raise UsageError(f"id {prefix!r} matches several dismissals: "
-                         + ", ".join(sorted({d.id for d in removed})))
+                         + display_text(", ".join(sorted({d.id for d in removed}))))
     if any(d.scope == "personal" for d in removed):
         comments.save_personal(common, [d for d in personal if d.key not in keys])
     if any(d.scope == "shared" for d in removed):
         comments.save_shared(repo, [d for d in team if d.key not in keys])
     for d in removed:
         note = "; commit .ocr-hook-dismissed.json" if d.scope == "shared" else ""
-        print(f"undone: {d.id} {one_line(d.path)} [{d.category}] ({d.scope}){note}")
+        print(display_text(f"undone: {d.id} {display_path(d.path)} [{d.category}] ({d.scope})")
+              + note)
     return Exit.OK
 
 
@@ -148,23 +158,23 @@ def _list(repo: Path, common: Path, as_json: bool) -> int:
     items = [*comments.load_personal(common), *comments.load_shared_worktree(repo)]
     if as_json:
         for d in items:
-            print(json.dumps({"id": d.id, "scope": d.scope, "path": d.path,
-                              "category": d.category, "reason": d.reason, "author": d.author,
-                              "date": d.date, "finding_id": d.finding_id, "message": d.message,
-                              "code": d.code, "key": d.key}, ensure_ascii=False))
+            print(report.display_json({
+                "id": d.id, "scope": d.scope, "path": d.path, "category": d.category,
+                "reason": d.reason, "author": d.author, "date": d.date,
+                "finding_id": d.finding_id, "message": d.message, "code": d.code, "key": d.key}))
         return Exit.OK
     if not items:
         print("no dismissals")
         return Exit.OK
     for d in items:  # the finding id the user saw first (when recorded), then the key
         first = next((ln.strip() for ln in d.code.split("\n") if ln.strip()), "")
-        print(f"{d.finding_id or d.id}  {d.scope:<8}  {one_line(d.path)} [{d.category}]  "
-              f"{d.date}  {one_line(d.author)}")
-        print(f"    key:     {d.id}")
+        print(display_text(f"{d.finding_id or d.id}  {d.scope:<8}  {display_path(d.path)}"
+                           f" [{d.category}]  {d.date}  {d.author}"))
+        print(f"    key:     {display_text(d.id)}")
         if first:
-            print(f"    code:    {one_line(first)[:100]}")
-        print(f"    finding: {one_line(d.message)[:100]}")
+            print(f"    code:    {display_text(first[:100])}")
+        print(f"    finding: {display_text(d.message[:100])}")
         if d.reason:
-            print(f"    reason:  {one_line(d.reason)}")
+            print(f"    reason:  {display_text(d.reason)}")
     sys.stdout.flush()
     return Exit.OK

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import git, hooks
 from ..exitcodes import Exit
+from ..util import display_text
 
 
 def run_hooks_command(args: argparse.Namespace) -> int:
@@ -22,5 +23,5 @@ def run_hooks_command(args: argparse.Namespace) -> int:
     else:
         changes = hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))
     for c in changes:
-        print(c.describe())
+        print(display_text(c.describe()))  # paths of the repository
     return Exit.OK

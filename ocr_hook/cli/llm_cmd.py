@@ -1,6 +1,10 @@
 """``git ocr llm providers`` (the built-in presets) and ``git ocr llm test`` (one review-shaped
 request to the configured endpoint; spec §13). Exit codes of ``llm test``: 0 tools work,
 1 the model does not call tools, 2 no endpoint, 3 the request failed.
+
+The report holds the server's and the model's text (an error body, the reply, tool names) and
+settings a repository may set: each value printed passes ``util.display_text``, ``--json``
+``report.display_json``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from .. import agent, config, llm, tools, util
 from ..errors import ConfigError, LlmError, OcrError
 from ..exitcodes import Exit
+from ..report import display_json
 from .common import repo_or_none, say
 
 PROBE_SYSTEM = (
@@ -106,25 +111,29 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def _report(args: argparse.Namespace, report: Mapping[str, Any], code: int) -> int:
     """Print the ``llm test`` report (JSON with ``--json``); returns ``code``."""
     if args.json:
-        say(json.dumps(report, ensure_ascii=False))
+        say(display_json(report))
         return code
-    say(f"provider: {report['provider']}  protocol: {report['protocol']}  model:"
-        f" {report['model']}")
-    say(f"url:      {report['url']}")
-    say(f"api key:  {report['api_key']}")
+
+    def shown(key: str) -> str:
+        return util.display_text(str(report[key]))
+
+    say(f"provider: {shown('provider')}  protocol: {shown('protocol')}  model: {shown('model')}")
+    say(f"url:      {shown('url')}")
+    say(f"api key:  {shown('api_key')}")
     say(f"latency:  {report['latency_s']:.2f}s over {report['requests']} request(s)")
     outcome = report["outcome"]
     if outcome == "request_failed":
-        say(f"FAILED:   {report['error']}")
+        say(f"FAILED:   {shown('error')}")
     elif outcome == "no_tool_call":
         say("FAILED:   model does not call tools: it answered with text instead of a tool call"
-            f" ({report['reply_text']!r}); reviews need a model and server with tool calling"
+            f' ("{shown("reply_text")}"); reviews need a model and server with tool calling'
             " (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice)")
     else:
         how = "as text in the reply (parsed by the fallback)" if outcome == "tool_call_as_text" \
             else "natively"
         u = report["usage"]
-        say(f"OK:       model called {', '.join(report['tool_calls'])} {how}; tokens in/out"
+        names = util.display_text(", ".join(report["tool_calls"]))
+        say(f"OK:       model called {names} {how}; tokens in/out"
             f" {u['input'] + u['cache_read'] + u['cache_write']}/{u['output']}"
             + (" (counted locally)" if u["estimated"] else ""))
     return code

@@ -16,7 +16,7 @@ from .. import util
 from ..errors import OcrError
 from ..exitcodes import Exit
 from ..util import TYPE_CHECKING
-from .common import hook_words
+from .common import hook_words, log_formatter
 from .parser import parse, top_parser
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def setup_logging(verbose: bool) -> logging.Logger:
     import logging
 
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("ocr-hook: %(message)s"))
+    handler.setFormatter(log_formatter("ocr-hook: %(message)s"))  # control characters escaped
     root = logging.getLogger("ocr_hook")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

@@ -71,7 +71,9 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"git ocr: error: {message}", file=sys.stderr)
+        from ..util import one_line  # an argument may hold control characters
+
+        print(f"git ocr: error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(Exit.USAGE)
 
 

@@ -1,4 +1,7 @@
-"""``git ocr rules check PATH``: which review rules apply to a path (spec §5)."""
+"""``git ocr rules check PATH``: which review rules apply to a path (spec §5). The rules come
+from the repository (its rule file at HEAD) as well as the user: the path passes
+``util.display_path``, the layer, pattern and source ``util.display_text``, and the rule text
+``util.display_text`` keeping its newlines and tabs."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 
 from .. import config, git
 from ..exitcodes import Exit
+from ..util import display_path, display_text
 from .review_cmd import rule_layers
 
 
@@ -21,10 +25,10 @@ def rules_check(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if rel.startswith("../"):
         rel = args.path
     m = layers.check(rel)
-    print(f"path:    {rel}")
-    print(f"layer:   {m.layer}")
-    print(f"pattern: {m.pattern}")
-    print(f"source:  {m.origin or 'inline'}")
+    print(f"path:    {display_path(rel)}")
+    print(f"layer:   {display_text(m.layer)}")
+    print(f"pattern: {display_text(m.pattern)}")
+    print(f"source:  {display_text(m.origin or 'inline')}")
     print()
-    print(m.text)
+    print(display_text(m.text, keep="\n\t"))
     return Exit.OK

@@ -1,11 +1,16 @@
 """``git ocr session list [--json]`` and ``git ocr session show ID [--json | --html [--output
-FILE]]``: the review sessions recorded in the repository (spec §12)."""
+FILE]]``: the review sessions recorded in the repository (spec §12).
+
+What a session holds is the model's and the repository's text: the text lines pass
+``report.display_text`` (``report.format_session_list``/``format_session_record``) and the JSON
+lines ``report.json_escape``, so no raw control, format or separator character reaches the
+terminal (an ESC sequence, an OSC title, a bare CR, U+009B, U+202E are shown spelled out).
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +27,7 @@ def run_session_command(args: argparse.Namespace) -> int:
         items = report.list_sessions(directory)
         if args.json:
             for s in items:
-                print(json.dumps(dataclasses.asdict(s), ensure_ascii=False))
+                print(report.display_json(dataclasses.asdict(s)))
         else:
             sys.stdout.write(report.format_session_list(items))
         return Exit.OK
@@ -30,13 +35,23 @@ def run_session_command(args: argparse.Namespace) -> int:
         path = report.find_session(directory, args.id)
         if getattr(args, "html", False):
             return _session_page(path, args.output)
-        if args.json:
-            sys.stdout.write(path.read_text(encoding="utf-8", errors="replace"))
+        if args.json:  # the file's lines, each the same JSON value with no raw control character
+            sys.stdout.write(_json_lines(path))
         else:
             for rec in report.read_session_records(path):
                 print(report.format_session_record(rec))
         return Exit.OK
     raise OcrError("usage: git ocr session list|show ID")
+
+
+def _json_lines(path: Path) -> str:
+    """The lines of session file ``path`` through ``report.json_escape`` (JSON stays the same
+    value; a torn line stays as torn as it was). Raises OcrError when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise OcrError(f"cannot read session {path.name}: {e.strerror}") from e
+    return "".join(report.json_escape(line) + "\n" for line in text.split("\n") if line)
 
 
 def _session_page(path: Path, output: str | None) -> int:

@@ -2,9 +2,12 @@ r"""Deterministic anchoring of a comment's quoted code to exact lines (spec §8.
 
 The model's line numbers are never trusted: ``existing_code`` (the quote) is searched for.
 
-Normalisation (both the quote and the code): ``\r`` dropped, each line trimmed; blank lines are
-ignored on both sides, so a window may run over blank lines, but never across hunks. A quote
-line may carry one leading diff marker (``+``/``-``); it is first matched literally and, only
+Normalisation (both the quote and the code): ``\r`` dropped, and every other line break inside
+a line (VT, FF, NEL, U+2028…) in either spelling, raw or as the prompt spells it out
+(``util.prompt_text``: ``\u2028``, ``\r``), so a quote copied from the prompt, from a tool
+result or raw matches the same line; each line trimmed; blank lines are ignored on both sides,
+so a window may run over blank lines, but never across hunks. A quote line may carry one
+leading diff marker (``+``/``-``); it is first matched literally and, only
 when the literal quote finds nothing in a tier, with one marker stripped from each line (so a
 YAML ``- item`` copied without its marker still matches itself first). Quote lines that are
 git's ``\ No newline at end of file`` or a lone marker are ignored.
@@ -70,10 +73,24 @@ class Match(NamedTuple):
     inside_diff: bool
 
 
+# a line break other than "\n", raw or spelled out as util.prompt_text does
+_INNER_BREAK = re.compile(
+    r"[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\\(?:r|u000[bc]|u001[c-e]|u0085|u202[89])")
+
+
+def no_breaks(text: str, sep: str = "") -> str:
+    """``text`` with each CR and each other line break inside a line, raw or spelled out (see
+    the module docstring), replaced by ``sep``."""
+    s = text.replace("\r", sep)
+    if "\\" in s or not s.isprintable():
+        s = _INNER_BREAK.sub(sep, s)
+    return s
+
+
 def norm_line(text: str, loose: bool = False) -> str:
-    """One line for comparison: ``\r`` dropped and trimmed; with ``loose`` all whitespace
-    removed."""
-    s = text.replace("\r", "").strip()
+    """One line for comparison: line breaks dropped (:func:`no_breaks`) and trimmed; with
+    ``loose`` all whitespace removed."""
+    s = no_breaks(text).strip()
     return "".join(s.split()) if loose else s
 
 
@@ -278,7 +295,8 @@ def fragment_anchor(fd: FileDiff, existing_code: str, hint: int | None = None) -
     ``return a / b;``): the line of a hunk that contains it, new side first, then old side.
     Only hunk lines are searched, matches touching changed lines are preferred, then the one
     nearest ``hint``; anchor method ``loose``. None for multi-line or too-short quotes."""
-    lines = [t for t in (_unmark(x.strip()) for x in existing_code.replace("\r", "").split("\n"))
+    # a break is a space here: the words on either side of it stay apart
+    lines = [t for t in (_unmark(no_breaks(x, " ").strip()) for x in existing_code.split("\n"))
              if t and t != NO_NEWLINE_MARKER]
     if len(lines) != 1:
         return None
@@ -291,7 +309,7 @@ def fragment_anchor(fd: FileDiff, existing_code: str, hint: int | None = None) -
         for h in fd.hunks:
             for ln in h.lines:
                 num = ln.new_line if side == "new" else ln.old_line
-                if num is not None and pattern.search(ln.text):
+                if num is not None and pattern.search(no_breaks(ln.text, " ")):
                     matches.append(Match(num, num, ln.kind != " ",
                                          any(a <= num <= b for a, b in spans)))
         if matches:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from ..errors import GitError
+from ..util import prompt_text
 
 # `git diff --raw` status letters (git-diff(1) "Raw output format"). U and X never occur
 # between two trees; they are kept so an unexpected letter is reported, not mislabelled.
@@ -170,7 +171,9 @@ class FileDiff:
 def render_numbered(fd: FileDiff, *, as_git: bool = False) -> str:
     """The file's hunks for the model: each line prefixed with its new-side line number
     (blank for deleted lines) and its marker, e.g. ``  12 +    return x``. ``as_git``: git's
-    own hunks (``git_hunks``) when the file's hunks were widened."""
+    own hunks (``git_hunks``) when the file's hunks were widened. A line break other than
+    ``\\n`` inside a line (CR, U+2028, NEL, VT, FF…) is spelled out (``util.prompt_text``),
+    so each row is one line for the model and the numbers stay git's."""
     out: list[str] = []
     hunks = fd.git_hunks if as_git and fd.git_hunks is not None else fd.hunks
     width = max((len(str(h.new_start + h.new_count)) for h in hunks), default=1)
@@ -179,4 +182,4 @@ def render_numbered(fd: FileDiff, *, as_git: bool = False) -> str:
         for ln in h.lines:
             num = str(ln.new_line) if ln.new_line is not None else ""
             out.append(f"{num:>{width}} {ln.kind}{ln.text}")
-    return "\n".join(out)
+    return prompt_text("\n".join(out))

@@ -10,7 +10,7 @@ from ..util import TYPE_CHECKING, lazy_exports
 
 if TYPE_CHECKING:
     from .destination import check_output_path, stdout_to_devnull, to_stdout, write_output
-    from .display import display_text, utf8_safe
+    from .display import display_json, display_path, display_text, json_escape, utf8_safe
     from .formats import DEFAULT_FORMAT, OUTPUT_FORMATS, format_writer
     from .html import diff_from_record, render_html
     from .json_format import to_json
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
-    "display": ("display_text", "utf8_safe",),
+    "display": ("display_json", "display_path", "display_text", "json_escape", "utf8_safe",),
     "formats": ("DEFAULT_FORMAT", "OUTPUT_FORMATS", "format_writer",),
     "html": ("diff_from_record", "render_html",),
     "json_format": ("to_json",),

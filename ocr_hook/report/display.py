@@ -2,8 +2,10 @@
 
 A terminal gets colour only when it should (:func:`use_color`, the ANSI codes below); a path or
 a model's text never carries a control character that could move the cursor, clear the screen
-or forge a line (:func:`display_path`, :func:`display_text`); and JSON-like data always encodes
-as strict UTF-8 (:func:`utf8_safe`), whatever bytes git gave for a path.
+or forge a line (:func:`display_path`, :func:`display_text`: the one escaping of the whole
+program, defined in ``util.text`` and re-exported here; :func:`display_json` for JSON a command
+prints); and JSON-like data always encodes as strict UTF-8 (:func:`utf8_safe`), whatever bytes
+git gave for a path.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from ..util import display_path as display_path  # re-exported: the formats import them here
+from ..util import display_text as display_text
 from ..util import has_raw_bytes, path_bytes_b64, shown_text
 from ..vocabulary import Severity
 
@@ -56,34 +60,30 @@ def utf8_safe(value: Any, *, b64_keys: bool = False) -> Any:
     return value
 
 
-def _escape_char(ch: str) -> str:
-    """One non-printable character as text: ``\\t``, ``\\n``, ``\\r``, ``\\x..`` for an
-    undecodable byte (os.fsdecode's surrogate escape), else ``\\uXXXX`` (ESC is ``\\u001b``)."""
-    if ch in "\t\n\r":
-        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch]
-    if "\udc80" <= ch <= "\udcff":
-        return f"\\x{ord(ch) - 0xDC00:02x}"
-    return f"\\u{ord(ch):04x}"
-
-
-def display_path(path: str) -> str:
-    """A path for text output (the ``--preview`` table, findings, the coverage lines): control
-    characters (TAB, newline, ESC…) and backslashes escaped as git's C quoting does,
-    undecodable bytes as ``\\x..``; everything else as is."""
-    if path.isprintable() and "\\" not in path:
-        return path
-    return "".join("\\\\" if ch == "\\" else ch if ch.isprintable() else _escape_char(ch)
-                   for ch in path)
-
-
-def display_text(text: str, keep: str = "") -> str:
-    """Model or server text (comment content, suggestions, error messages) for a terminal: every
-    non-printable character except those in ``keep`` (``"\\n\\t"`` for a multi-line body) is
-    escaped as :func:`display_path` escapes it, so ``\\x1b[2J`` cannot clear the screen or
-    colour the output, and a line break cannot forge a line. Backslashes stay as they are (code
-    is full of them); CRLF counts as one newline."""
-    if "\r\n" in text and "\n" in keep:
-        text = text.replace("\r\n", "\n")
-    if text.isprintable():
+def json_escape(text: str) -> str:
+    """JSON text with every character that is not printable, but the newline, written as a
+    JSON escape (``\\u009b``; a UTF-16 surrogate pair above U+FFFF): the same JSON value,
+    safe on a terminal. ``json.dumps`` escapes what is below U+0020 inside strings, so a raw
+    newline left in its output is layout (``indent``) and stays."""
+    if text.replace("\n", " ").isprintable():  # two passes in C: a 4 MB report costs ~20 ms
         return text
-    return "".join(ch if ch.isprintable() or ch in keep else _escape_char(ch) for ch in text)
+    return "\n".join(line if line.isprintable() else
+                     "".join(ch if ch.isprintable() else _json_char(ch) for ch in line)
+                     for line in text.split("\n"))
+
+
+def _json_char(ch: str) -> str:
+    n = ord(ch)
+    if n <= 0xFFFF:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
+
+
+def display_json(value: Any, **dumps_args: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **dumps_args)`` through :func:`json_escape`:
+    JSON a command prints (``--json``) carries no raw control, format or separator character
+    of repository or model text."""
+    import json  # only a command printing JSON needs it here
+
+    return json_escape(json.dumps(value, ensure_ascii=False, **dumps_args))

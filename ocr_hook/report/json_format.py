@@ -25,7 +25,7 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..vocabulary import Severity
-from .display import utf8_safe
+from .display import json_escape, utf8_safe
 from .result import ReviewResult
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def write_json(result: ReviewResult, stream: TextIO, environ: Mapping[str, str])
     text = json.dumps(data, indent=2, ensure_ascii=False)
     if files:
         text = text.replace(json.dumps(_FILES_SENTINEL), _files_block(files), 1)
-    stream.write(text)
+    stream.write(json_escape(text))  # no raw C1 control, bidi override or U+2028 on a terminal
     stream.write("\n")
 
 

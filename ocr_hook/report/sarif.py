@@ -18,7 +18,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..findings import Finding
 from ..vocabulary import Category, Severity
-from .display import utf8_safe
+from .display import json_escape, utf8_safe
 from .result import ReviewResult
 
 SARIF_VERSION = "2.1.0"
@@ -166,5 +166,6 @@ def write_sarif(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]
     """The SARIF log as strict UTF-8 JSON: artifact URIs percent-encode a path's exact bytes,
     other text shows non-UTF-8 bytes as ``\\xNN`` (:func:`report.display.utf8_safe`).
     ``environ`` is not read (the writers of ``report.formats`` share one signature)."""
-    json.dump(utf8_safe(to_sarif(result)), stream, indent=2, ensure_ascii=False)
+    stream.write(json_escape(json.dumps(utf8_safe(to_sarif(result)), indent=2,
+                                        ensure_ascii=False)))  # no raw C1, bidi or U+2028
     stream.write("\n")

@@ -13,6 +13,11 @@ written during a review:
 - ``comment``: one per final finding (path, side, lines, severity, category, content);
 - ``end``: status, verdict, findings, llm_calls, tokens, cache_hits, elapsed_ms.
 
+Every string is stored as text can show it: a path byte that is not UTF-8 as ``\\xNN``
+(``util.shown_text``), every character that is not printable as a JSON escape
+(``display.json_escape``: ``\\u2028``, ``\\u009b``…), so a line holds no raw control or
+separator character (``cat`` of a session file is safe) and splits only at its ``\\n``.
+
 Lines are appended by one writer under a lock, each with a single ``write`` on an ``O_APPEND``
 descriptor, so a crash leaves every finished line intact (an atomic whole-file rewrite would
 lose the log of exactly the runs worth reading). API keys and auth headers are never given to
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..util import shown_text
+from .display import json_escape
 
 KEEP_SESSIONS = 50  # spec §12
 _SENSITIVE = frozenset({
@@ -61,7 +67,7 @@ def _scrub(value: Any, secret_values: tuple[str, ...]) -> Any:
         for s in secret_values:
             if s in value:
                 value = value.replace(s, REDACTED)
-        return value
+        return shown_text(value)  # path bytes as \xNN, before JSON escapes the backslash
     return value
 
 
@@ -109,7 +115,7 @@ class Session:
         clean = _scrub(data, self._secrets)
         line = json.dumps({"type": kind, "ts": round(time.time(), 3), **clean},
                           ensure_ascii=False, default=str)
-        payload = (shown_text(line) + "\n").encode("utf-8", "replace")  # path bytes as \xNN
+        payload = (json_escape(line) + "\n").encode("utf-8", "replace")
         with self._lock:
             if self._fd is not None:
                 try:

@@ -56,14 +56,21 @@ if TYPE_CHECKING:
     )
     from .resources import list_builtin_dir, load_builtin_json, read_builtin_text, user_config_dir
     from .shapes import Bound, Check, check_shape, field_types, plain_type
-    from .templates import render_template, unescape_prompt_path, xml_attr
+    from .templates import render_template
     from .text import (
+        display_path,
+        display_text,
+        escape_char,
         has_raw_bytes,
         human_bytes,
         one_line,
         path_bytes_b64,
+        prompt_path,
+        prompt_text,
         real_path,
         shown_text,
+        unescape_prompt_path,
+        xml_attr,
     )
     from .tokens import count_tokens
     from .workers import WorkerPool
@@ -78,9 +85,11 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     ),
     "resources": ("list_builtin_dir", "load_builtin_json", "read_builtin_text", "user_config_dir",),
     "shapes": ("Bound", "Check", "check_shape", "field_types", "plain_type",),
-    "templates": ("render_template", "unescape_prompt_path", "xml_attr",),
+    "templates": ("render_template",),
     "text": (
-        "has_raw_bytes", "human_bytes", "one_line", "path_bytes_b64", "real_path", "shown_text",
+        "display_path", "display_text", "escape_char", "has_raw_bytes", "human_bytes", "one_line",
+        "path_bytes_b64", "prompt_path", "prompt_text", "real_path", "shown_text",
+        "unescape_prompt_path", "xml_attr",
     ),
     "tokens": ("count_tokens",),
     "workers": ("WorkerPool",),

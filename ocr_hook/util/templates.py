@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from . import resources
+from .text import xml_attr as xml_attr  # re-exported: it lives with the other prompt escaping
 
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 _SECTION = re.compile(r"<!-- if ([a-z_]+) -->\n?(.*?)<!-- end \1 -->\n?", re.S)
@@ -30,19 +31,3 @@ def render_text(template: str, fields: Mapping[str, str]) -> str:
 def render_template(name: str, fields: Mapping[str, str]) -> str:
     """Render built-in template ``name``. Raises FileNotFoundError for an unknown name."""
     return render_text(resources.template(name), fields)
-
-
-def xml_attr(value: str) -> str:
-    """Escape a value for a double-quoted XML-ish attribute in a prompt."""
-    return (
-        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-    )
-
-
-def unescape_prompt_path(value: str) -> str:
-    """The inverse of how a prompt shows a path (``xml_attr`` plus ``\\r``/``\\n`` for line
-    breaks): a model may copy ``a&amp;b.py`` back verbatim; this gives ``a&b.py``."""
-    return (
-        value.replace("\\r", "\r").replace("\\n", "\n").replace("&lt;", "<")
-        .replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
-    )

@@ -393,3 +393,26 @@ def test_fragment_on_two_added_lines_is_ambiguous_unless_hinted(repo: GitRepo) -
     assert (f.start_line, f.anchor, f.ambiguous) == (2, "loose", True)
     f, _ = anchor_comment(comment("m.py", "total / count", hint=4), files, lines, reviewed)
     assert (f.start_line, f.anchor, f.ambiguous) == (4, "loose", False)
+
+
+SEPARATED = ("head = 0\n"
+             "a = 1\u2028b = 2\n"
+             "c = 3\x85d = 4\r\n"
+             'e = "\\r\\n"\rf = 5\n'
+             "g = 6\x0bh = 7\x0ci = 8\n")
+
+
+@pytest.mark.parametrize(("quote", "expected"), [
+    ("a = 1\\u2028b = 2", (2, 2, "hunk_new")),              # as the prompt spells it
+    ("a = 1\u2028b = 2", (2, 2, "hunk_new")),               # raw, as a tool result showed it
+    ("c = 3\\u0085d = 4\ne = \"\\r\\n\"\\rf = 5", (3, 4, "hunk_new")),
+    ("3 +c = 3\\u0085d = 4\n4 +e = \"\\r\\n\"\\rf = 5", (3, 4, "hunk_new")),  # numbered
+    ("g = 6\\u000bh = 7\\u000ci = 8", (5, 5, "hunk_new")),
+    ("h = 7\\u000ci", (5, 5, "loose")),                     # part of the line
+])
+def test_a_quote_with_a_line_break_inside_a_line_anchors_in_either_spelling(
+    repo: GitRepo, quote: str, expected: tuple[int, int, str],
+) -> None:
+    files, lines, reviewed = staged(repo, {"s.py": "head = 0\n"}, {"s.py": SEPARATED})
+    f, _ = anchor_comment(comment("s.py", quote), files, lines, reviewed)
+    assert (f.start_line, f.end_line, f.anchor) == expected

@@ -162,3 +162,23 @@ def test_record_drops_credential_keys_at_any_depth_and_blanks_the_key(tmp_path: 
     assert rec["body"] == ["echo [REDACTED]", {"n": 1}]
     assert seen[0][0] == "llm_request"
     s.record("late", {})  # after close: ignored, no error
+
+
+def test_a_record_is_one_line_of_valid_json_with_no_raw_control_character(
+    tmp_path: Path,
+) -> None:
+    """A path that is not UTF-8 is stored shown (``\\xNN``, inside valid JSON), and the model's
+    control, format and separator characters as JSON escapes: the line splits only at its
+    newline and ``cat`` of the file shows no raw control character."""
+    path = tmp_path / "s" / "x.jsonl"
+    s = Session("x", path)
+    content = "A\x1b[2J\x9b1m\u202eB\u2028C\x85D\rE"
+    s.record("comment", {"path": "caf\udce9.py", "content": content})
+    s.close()
+    raw = path.read_bytes().decode("utf-8")
+    assert raw.count("\n") == 1 and raw.endswith("\n")
+    assert all(ch not in raw for ch in ("\x1b", "\x9b", "\u202e", "\u2028", "\x85", "\r"))
+    assert '"path": "caf\\\\xe9.py"' in raw
+    assert '"content": "A\\u001b[2J\\u009b1m\\u202eB\\u2028C\\u0085D\\rE"' in raw
+    [rec] = records(path)
+    assert (rec["path"], rec["content"]) == ("caf\\xe9.py", content)
