@@ -317,3 +317,166 @@ class EchoModel:
 def echo_llm(model: EchoModel) -> ScriptedLLM:
     """A loopback server driven by ``model`` (Nagle off)."""
     return model.attach(fast_llm(ScriptedLLM("openai")))
+
+
+# --- hostile attacks (bench_hostile.py) ------------------------------------------------------
+
+CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # all but \t and \n
+
+
+class RecordingLLM(ScriptedLLM):
+    """The tests' loopback model (Nagle off, see :func:`fast_llm`) that also keeps every request
+    body as text, ``raw``, in arrival order (``requests[i]`` is ``raw[i]`` decoded)."""
+
+    def __init__(self, protocol: str = "openai") -> None:
+        self.raw: list[str] = []
+        super().__init__(protocol)
+        fast_llm(self)
+
+    def _next(self, raw: str) -> Reply:
+        self.raw.append(raw)  # called under self.lock, right after requests.append
+        return super()._next(raw)
+
+
+def request_text(raw: str) -> str:
+    """What a model reads of one request body: the raw JSON text and, when it parses, every
+    string in it decoded (so a value JSON-escaped on the wire, ``\\/`` or ``\\u2028``, is found
+    as the model sees it), one per line."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw
+    out: list[str] = [raw]
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(body)
+    return "\n".join(out)
+
+
+def repo_fingerprint(repo: Path) -> dict[str, str]:
+    """SHA-256 digests of what a review must never change, read from the files without running
+    git (``git status`` would refresh the index): ``index`` (``.git/index`` bytes), ``refs``
+    (``HEAD``, ``packed-refs`` and every file under ``.git/refs``, stash included) and
+    ``worktree`` (every path outside ``.git`` with its mode and bytes, symlinks as their
+    target). Compare two with ``==``; the keys that differ say what changed."""
+    import hashlib
+
+    def digest(items: Iterable[tuple[str, bytes]]) -> str:
+        h = hashlib.sha256()
+        for name, data in items:
+            h.update(name.encode("utf-8", "surrogateescape") + b"\0" + data + b"\0")
+        return h.hexdigest()
+
+    gitdir = repo / ".git"
+
+    def read(p: Path) -> bytes:
+        return p.read_bytes() if p.is_file() else b"(missing)"
+
+    refs = [("HEAD", read(gitdir / "HEAD")), ("packed-refs", read(gitdir / "packed-refs"))]
+    refs += [(str(p.relative_to(gitdir)), p.read_bytes())
+             for p in sorted((gitdir / "refs").rglob("*")) if p.is_file()]
+    tree: list[tuple[str, bytes]] = []
+    for top, dirs, files in os.walk(repo):
+        dirs[:] = sorted(d for d in dirs if not (Path(top) == repo and d == ".git"))
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+            p = Path(top) / name
+            st = p.lstat()
+            data = os.readlink(p).encode("utf-8", "surrogateescape") if p.is_symlink() \
+                else p.read_bytes()
+            tree.append((f"{p.relative_to(repo)}:{st.st_mode:o}", data))
+    return {"index": digest([("index", read(gitdir / "index"))]), "refs": digest(refs),
+            "worktree": digest(tree)}
+
+
+class TrickleModel:
+    """A loopback "model" that answers every POST with ``reply`` (a complete HTTP/1.1 response
+    with Content-Length) one byte every ``interval_s`` seconds, status line and headers
+    included, for at most ``cap_s`` seconds, then closes the connection. ``holds`` records,
+    per request, the seconds from the request's last byte until the client hung up (or the
+    cap): how long one request kept the client waiting."""
+
+    def __init__(self, body: bytes, interval_s: float = 1.0, cap_s: float = 10.0) -> None:
+        import select
+        import socketserver
+
+        self.holds: list[float] = []
+        self.lock = threading.Lock()
+        head = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\n\r\n").encode()
+        reply = head + body
+        owner = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                sock = self.request
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head_text, rest = data.split(b"\r\n\r\n", 1)
+                m = re.search(rb"(?im)^content-length:\s*(\d+)", head_text)
+                need = int(m.group(1)) if m else 0
+                while len(rest) < need:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return
+                    rest += chunk
+                t0 = time.monotonic()
+                for i in range(len(reply)):
+                    if time.monotonic() - t0 >= cap_s:
+                        break
+                    try:
+                        sock.sendall(reply[i:i + 1])
+                    except OSError:
+                        break
+                    ready, _, _ = select.select([sock], [], [], interval_s)
+                    if ready and not sock.recv(1):
+                        break  # the client hung up
+                with owner.lock:
+                    owner.holds.append(time.monotonic() - t0)
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *,
+               markdown: bool = False) -> str:
+    """Left-aligned columns (``table`` right-aligns numbers), or a Markdown table; cell text
+    is used as given (``|`` escaped in Markdown)."""
+    body = [[str(c) for c in row] for row in rows]
+    if markdown:
+        def md(cells: Sequence[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "\n".join([md(headers), md(["---"] * len(headers)), *(md(r) for r in body)])
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
+              for i, h in enumerate(headers)]
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in body)])
