@@ -105,7 +105,7 @@ def test_mixed_change_sends_no_secret_value_in_any_request(
     repo.commit({"README.md": "hi\n"}, "init")
     repo.stage({"app.py": app, "web.js": "const t = process.env.GITHUB_TOKEN;\n"})
     llm.tool_calls(("file_read", {"file_path": "app.py"}),
-                   ("code_search", {"search_text": "AKIA"}),
+                   ("code_search", {"search_text": "AWS_KEY ="}),
                    ("file_read_diff", {"path_array": ["app.py"]}))
     llm.tool_calls(("code_comment", {"comments": [{
         "path": "app.py", "existing_code": 'AWS_KEY = "[REDACTED:aws-access-key]"',
@@ -135,6 +135,7 @@ def test_mixed_change_sends_no_secret_value_in_any_request(
         '6|TOKEN = os.environ["GITHUB_TOKEN"]', '7|PRIVATE = """-----BEGIN RSA PRIVATE KEY-----']
     assert results[1] == ('File: app.py\nMatch lines: 1\n2-\n3|AWS_KEY = "[REDACTED:aws-access-key]"'
                           '\n4-GITHUB = "[REDACTED:github-token]"')  # context lines redacted too
+    # (searching for the hidden value itself finds nothing: the redacted text is searched)
     assert "[REDACTED:private-key]" in results[2]
     assert spots(data) == [
         ("app.py", 3, 3, "critical", "hunk_new", "aws-access-key"),
