@@ -62,7 +62,8 @@ def test_review_without_cache_loads_no_cache_shapes_and_compiles_few_rules(
     # no uuid (it loads platform) for tool-call ids, no pathspec for the built-in rules
     assert report["modules"] == ["ocr_hook.tools.registry", "ocr_hook.secrets.redaction"]
     # "sk" is in "task": the prompts' only keyword of a rule that needs no assignment
-    assert report["secret_rules"] == ["discord-bot-token", "twilio-api-key"]
+    # the prompts' own words reach three cheap keyword prefilters ("auth": the HTTP auth pair)
+    assert report["secret_rules"] == ["discord-bot-token", "password", "twilio-api-key"]
     assert report["rule_specs"] == 0  # python.md's entry: its shipped regexes, no pathspec
 
 

@@ -97,8 +97,8 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
     llm.tool_calls(*[("file_read", {"file_path": p}) for p in paths],
                    ("code_search", {"search_text": "password"}),
                    ("code_search", {"search_text": "KEY"}),
-                   # searches that hit only a continuation line of a multi-line secret (the
-                   # model sent a fragment: its arguments are resent, and are no secret)
+                   # fragments of hidden values: the redacted text is searched, so none
+                   # of them is found (no match / no match oracle on hidden characters)
                    ("code_search", {"search_text": corpus.AWS_SPLIT_ID[10:15]}),
                    ("code_search", {"search_text": corpus.RSA_BODY[2][:12]}),
                    ("code_search", {"search_text": corpus.JSON_PW[:6]}),
@@ -120,20 +120,9 @@ def test_a_review_of_the_corpus_sends_no_secret_value_in_any_request(
     # every file was sent (in the prompt and through the tools), redacted
     tool_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
     assert len(tool_results) == len(paths) + 6
-    assert sum("[REDACTED:" in r for r in tool_results) == len(paths) + 6
+    assert sum("[REDACTED:" in r for r in tool_results) == len(paths) + 3
+    assert tool_results[len(paths) + 2:len(paths) + 5] == ["No matches found"] * 3
     lines = case_lines()
-    expected = [  # the match rows; their context rows (n-line) are redacted the same way
-        ("File: app/settings.py\nMatch lines: 1\n",
-         f"{lines['aws-key-split-over-two-lines'][1]}|"
-         '                 "[REDACTED:aws-access-key]")'),
-        ("File: app/settings.py\nMatch lines: 1\n",
-         f"{lines['rsa-private-key'][0] + 3}|[REDACTED:private-key]"),
-        ("File: config/database.json\nMatch lines: 1\n", '6|      "[REDACTED:password]"'),
-    ]
-    for got, (head, row) in zip(tool_results[len(paths) + 2:len(paths) + 5], expected,
-                                strict=True):
-        assert got.startswith(head) and row in got.split("\n"), got
-        assert all("|" not in r.split("-", 1)[0] for r in got.split("\n")[2:] if r != row)
     assert ('FIXTURE_TOKEN = "[REDACTED:github-token]"  # ocr-hook: allow-secret'
             in llm.requests[2]["messages"][1]["content"])
     secret_spots = sorted(
