@@ -53,7 +53,7 @@ def test_the_shipped_rules_compile_and_their_flags_are_where_expected() -> None:
         assert rule.pattern.groups >= rule.group
     assert sorted({r.type for r in shipped if r.assignment}) == [
         "aws-secret-key", "azure-shared-access-key", "azure-storage-key", "gcp-service-account-key",
-        "generic-secret", "npm-token", "password", "secret-env-assignment"]
+        "generic-secret", "npm-token", "password", "secret-env-assignment", "url-password"]
     assert [r.type for r in shipped if not r.keywords] == ["discord-bot-token"]
 
 
@@ -133,5 +133,5 @@ def test_a_review_prompt_compiles_no_assignment_rule() -> None:
         "['discord-bot-token']",
         "['discord-bot-token']",
         "1 ['discord-bot-token', 'generic-secret', 'npm-token', 'password',"
-        " 'secret-env-assignment']",
+        " 'secret-env-assignment', 'url-password']",
     ]
