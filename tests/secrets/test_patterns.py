@@ -101,6 +101,11 @@ _FRAGMENTS = st.sampled_from([
     " = ", ": ", "=", ":", "=>", ":=", '"', "'", "\n", "\r\n", "+", "export ", " ", "#", ";",
     "Xk9#mP2$vL8@qR4!z", "Zq8Lm3Np5Rt7Vw9Yb2Cd4Fg6Hj8Kl0Mn2Pq4Rs6T", "T7r!abc9", "(", ")",
     "passwords or keys", "\u0130",
+    # the shape families: headers, CLI flags, SDK calls, npmrc, URLs, joins, XML
+    "Authorization: Bearer ", "Basic ", "curl -u ", "mysql -p", "redis-cli -a ", "--password ",
+    "PGPASSWORD=", "Client(\"", "OpenAI(\"", "setApiKey(\"", "//r.org/:_authToken=", "://u:",
+    "@db", "/", "hvs.", "sk.eyJ", "`${\"", "\" + \"", "\"\".join([\"", "<password>", "</password>",
+    "key=\"ApiKey\" value=\"", "?password=", "AGE-SECRET-KEY-1", "Private-Lines: 2\n",
 ])
 
 
