@@ -33,28 +33,34 @@ LITERAL = re.compile(r"([\"'`])([^\"'`\\\r\n]*)\1")
 _OP = r"(?:[+.&]|\|\||\.\.|\)?\.concat\()"
 _JOIN = re.compile(
     rf"[ \t]*{_OP}?[ \t]*(?:\\?\r?\n[+\- ]?[ \t]*{_OP}?[ \t]*)?")
-# Where two literals meet (a closing quote, a join, an opening quote): a text without one has
-# no chain of adjacent literals, and is not walked literal by literal (a lock file has none).
-_JUNCTION = re.compile(rf"[\"'`]{_JOIN.pattern}[\"'`]")
-_JOIN_FIRST = frozenset(" \t+.&|)\\\r\n")
+# Where two literals meet: a closing quote, a join of one or more characters, an opening quote;
+# or two quotes side by side that are not part of three (a docstring's """). Literals never span
+# lines, so only the lines around these junctions are walked literal by literal.
+_JUNCTION = re.compile(
+    rf"[\"'`](?:(?=[ \t+.&|)\\\r\n]){_JOIN.pattern}[\"'`]|(?<![\"'`][\"'`])[\"'`](?![\"'`]))")
 _HEAD_TRIM = " \t([{,"
 
 _LIT = r"""[rbuRBU]?(?:"[^"\\\r\n]*"|'[^'\\\r\n]*')"""
 _SEP = r"[ \t]*,[ \t]*(?:\r?\n[+\- ]?[ \t]*)?"
-_LIST = rf"{_LIT}(?:{_SEP}{_LIT})+"
-_EMPTY = r"""(?:""|'')"""
 _S = r"[ \t]*"
-# Join calls with an empty separator; the group `items` holds the listed literals.
-_JOIN_CALL = (
-    rf"(?:{_EMPTY}{_S}\.{_S}join\({_S}[\[(]?{_S}(?P<py>{_LIST})"
-    rf"|\[{_S}(?P<js>{_LIST}){_S},?{_S}\]{_S}\.join\({_S}{_EMPTY}{_S}\)"
-    rf"|strings\.Join\({_S}\[\]string\{{{_S}(?P<go>{_LIST})"
-    rf"|String\.join\({_S}{_EMPTY}{_S},{_S}(?P<java>{_LIST})"
-    rf"|implode\({_S}(?:{_EMPTY}{_S},{_S})?(?:\[|array\(){_S}(?P<php>{_LIST})"
-    rf"|(?i:concat)\({_S}(?P<sql>{_LIST}))"
-)
-_JOIN_CALL_WORDS = ("join(", "implode(", "concat(")
-_JOIN_CALL_LINES = 8
+_ITEMS = rf"(?P<items>{_LIT}(?:{_SEP}{_LIT})+)"  # two or more literals, comma-separated
+_EMPTY = r"""(?:""|'')"""
+# Join calls with an empty separator, each found at its word: (the text just before the word,
+# lower case; how far back the call starts; the list after the word's "(", or None for a list
+# written before the call).
+_JOIN_CALLS: dict[str, tuple[tuple[str, int, str | None], ...]] = {
+    "join(": (
+        ('"".', 3, rf"{_S}[\[(]?{_S}{_ITEMS}"),                # Python "".join([...])
+        ("''.", 3, rf"{_S}[\[(]?{_S}{_ITEMS}"),
+        ("strings.", 8, rf"{_S}\[\]string\{{{_S}{_ITEMS}"),      # Go strings.Join
+        ("string.", 7, rf"{_S}{_EMPTY}{_S},{_S}{_ITEMS}"),       # Java String.join("", ...)
+        ("].", 0, None),                                         # JS / Ruby [...].join("")
+    ),
+    "implode(": (("", 0, rf"{_S}(?:{_EMPTY}{_S},{_S})?(?:\[|array\(){_S}{_ITEMS}"),),  # PHP
+    "concat(": (("", 0, rf"{_S}{_ITEMS}"),),                    # SQL, PHP, JS concat(...)
+}
+_LIST_BEFORE_JOIN = rf"\[{_S}{_ITEMS}{_S},?{_S}\]"
+_EMPTY_JOIN_ARGS = ('("")', "('')")
 _TEMPLATE_SUB = r"\$\{[ \t]*[\"']"  # a substitution that starts with a string literal
 _TEMPLATE_PART = r"\$\{[ \t]*([\"'])([^\"'\\\r\n]*)\1[ \t]*\}|(\$\{[^}]*\})|([^$]+|\$)"
 
@@ -73,8 +79,9 @@ def literal_chains(text: str, lowered: str) -> list[Chain]:
     `lowered` is `text.lower()`), in the order found: adjacent literals first, then join calls,
     then templates. A piece may be in more than one chain."""
     chains = _adjacent_chains(text)
-    if any(word in lowered for word in _JOIN_CALL_WORDS):
-        chains.extend(_join_call_chains(text, lowered))
+    for word in _JOIN_CALLS:
+        if word in lowered:
+            chains.extend(_join_call_chains(text, lowered, word))
     if "${" in text and "`" in text:
         chains.extend(_template_chains(text))
     return chains
@@ -85,58 +92,70 @@ def _head(text: str, at: int) -> str:
 
 
 def _adjacent_chains(text: str) -> list[Chain]:
-    if not _JUNCTION.search(text):
-        return []
+    """Runs of literals joined by `_JOIN`, walked only over the lines around junctions."""
     chains: list[Chain] = []
-    current: list[re.Match[str]] = []
-    join = _JOIN.fullmatch
-    for m in LITERAL.finditer(text):
-        if current:
-            end = current[-1].end()
-            # a join starts with one of these, or is empty: the cheap test first
-            if (m.start() == end or text[end] in _JOIN_FIRST) and join(text, end, m.start()):
-                current.append(m)
-                continue
-            if len(current) > 1:
-                _close(text, current, chains)
-        current = [m]
-    if len(current) > 1:
-        _close(text, current, chains)
+    lo = hi = -1
+    for junction in _JUNCTION.finditer(text):
+        start = text.rfind("\n", 0, junction.start()) + 1
+        if start > hi:
+            if hi >= 0:
+                _walk(text, lo, hi, chains)
+            lo = start
+        end = text.find("\n", junction.end() - 1)
+        hi = len(text) if end == -1 else end
+    if hi >= 0:
+        _walk(text, lo, hi, chains)
     return chains
+
+
+def _walk(text: str, lo: int, hi: int, chains: list[Chain]) -> None:
+    """Add the chains of adjacent literals within text[lo:hi] (whole lines) to `chains`."""
+    current: list[re.Match[str]] = []
+    for m in LITERAL.finditer(text, lo, hi):
+        if current and _JOIN.fullmatch(text, current[-1].end(), m.start()):
+            current.append(m)
+            continue
+        _close(text, current, chains)
+        current = [m]
+    _close(text, current, chains)
 
 
 def _close(text: str, run: list[re.Match[str]], chains: list[Chain]) -> None:
     """Add the chain of the literals `run` to `chains` unless fewer than two are non-empty
     (the "" of a docstring's quotes carries nothing)."""
-    pieces = tuple(m.span(2) for m in run if m.end(2) > m.start(2))
-    if len(pieces) > 1:
-        chains.append(Chain(_head(text, run[0].start()), pieces))
+    if len(run) > 1:
+        pieces = tuple(m.span(2) for m in run if m.end(2) > m.start(2))
+        if len(pieces) > 1:
+            chains.append(Chain(_head(text, run[0].start()), pieces))
 
 
-def _join_call_chains(text: str, lowered: str) -> list[Chain]:
-    """Join calls (`_JOIN_CALL`), looked for only from the start of each line holding a join
-    word to the end of the eighth line after it (a list of literals written over lines)."""
+def _join_call_chains(text: str, lowered: str, word: str) -> list[Chain]:
+    """The join calls (`_JOIN_CALLS`) at each occurrence of `word`."""
     chains: list[Chain] = []
-    pattern = re.compile(_JOIN_CALL)
-    end = -1
-    for word in _JOIN_CALL_WORDS:
-        at = lowered.find(word)
-        while at != -1:
-            lo = text.rfind("\n", 0, at) + 1
-            hi = at
-            for _ in range(_JOIN_CALL_LINES):
-                hi = text.find("\n", hi + 1)
-                if hi == -1:
-                    hi = len(text)
-                    break
-            for call in pattern.finditer(text, max(lo, end), hi):
-                name = next(k for k, v in call.groupdict().items() if v is not None)
-                start, stop = call.span(name)
-                pieces = tuple(m.span(2) for m in LITERAL.finditer(text, start, stop))
+    at = lowered.find(word)
+    while at != -1:
+        after = at + len(word)
+        for before, back, items in _JOIN_CALLS[word]:
+            if not lowered.startswith(before, at - len(before)):
+                continue
+            if items is not None:
+                found = re.compile(items).match(text, after)
+                call_start = at - back
+            else:  # the list ends just before "].join(" and is on the same line
+                if not text.startswith(_EMPTY_JOIN_ARGS, at + 4):
+                    continue
+                open_at = text.rfind("[", text.rfind("\n", 0, at) + 1, at)
+                found = re.compile(_LIST_BEFORE_JOIN).fullmatch(text, open_at, at - 1) \
+                    if open_at != -1 else None
+                call_start = open_at
+            if found is not None:
+                start, stop = found.span("items")
+                pieces = tuple(m.span(2) for m in LITERAL.finditer(text, start, stop)
+                               if m.end(2) > m.start(2))
                 if len(pieces) > 1:
-                    chains.append(Chain(_head(text, call.start()), pieces))
-                end = max(end, call.end())
-            at = lowered.find(word, at + len(word))
+                    chains.append(Chain(_head(text, call_start), pieces))
+            break
+        at = lowered.find(word, after)
     return chains
 
 

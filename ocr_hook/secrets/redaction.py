@@ -193,6 +193,10 @@ def _find_spans(text: str, allow: tuple[str, ...] | None) -> list[_Span]:
                 continue
             spans.append(_Span(start, end, rank, rule.type))
     spans.extend(_joined_literal_spans(text, lowered, allow, allowed))
+    if "[REDACTED:" in text:  # a value that takes part of a placeholder is none: a redacted
+        # text redacted again stays as it is (`-a [REDACTED:x]` is no user:password pair)
+        taken = [m.span() for m in re.finditer(_PLACEHOLDER, text)]
+        spans = [s for s in spans if not any(a < s.end and s.start < b for a, b in taken)]
     return _merge(spans)
 
 

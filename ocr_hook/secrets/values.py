@@ -41,7 +41,7 @@ _PLACEHOLDER_RE = re.compile(
     r"|\{[^{}]*\}"                    # {password} (str.format)
     r"|(.)\1*"                        # one repeated character: xxxxxxxx, ********
 )
-_TEMPLATE_MARKS = ("${", "{{", "}}", "%(", "$(")
+_TEMPLATE_MARKS = ("${", "{{", "}}", "%(", "$(", "[REDACTED:")  # the last: redaction's own
 
 # Code-reference checks for heuristic rules: a value that names something rather than being it.
 _WORDY_PART = re.compile(r"[a-z]+[0-9]*|[A-Z]+[0-9]*|[A-Z][a-z]+[0-9]*|[0-9]+")

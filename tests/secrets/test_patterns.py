@@ -53,7 +53,7 @@ def test_the_shipped_rules_compile_and_their_flags_are_where_expected() -> None:
         assert rule.pattern.groups >= rule.group
     assert sorted({r.type for r in shipped if r.assignment}) == [
         "aws-secret-key", "azure-shared-access-key", "azure-storage-key", "gcp-service-account-key",
-        "generic-secret", "npm-token", "password", "secret-env-assignment"]
+        "generic-secret", "npm-token", "password", "secret-env-assignment", "url-password"]
     assert [r.type for r in shipped if not r.keywords] == ["discord-bot-token"]
 
 
@@ -101,6 +101,11 @@ _FRAGMENTS = st.sampled_from([
     " = ", ": ", "=", ":", "=>", ":=", '"', "'", "\n", "\r\n", "+", "export ", " ", "#", ";",
     "Xk9#mP2$vL8@qR4!z", "Zq8Lm3Np5Rt7Vw9Yb2Cd4Fg6Hj8Kl0Mn2Pq4Rs6T", "T7r!abc9", "(", ")",
     "passwords or keys", "\u0130",
+    # the shape families: headers, CLI flags, SDK calls, npmrc, URLs, joins, XML
+    "Authorization: Bearer ", "Basic ", "curl -u ", "mysql -p", "redis-cli -a ", "--password ",
+    "PGPASSWORD=", "Client(\"", "OpenAI(\"", "setApiKey(\"", "//r.org/:_authToken=", "://u:",
+    "@db", "/", "hvs.", "sk.eyJ", "`${\"", "\" + \"", "\"\".join([\"", "<password>", "</password>",
+    "key=\"ApiKey\" value=\"", "?password=", "AGE-SECRET-KEY-1", "Private-Lines: 2\n",
 ])
 
 
@@ -133,5 +138,5 @@ def test_a_review_prompt_compiles_no_assignment_rule() -> None:
         "['discord-bot-token']",
         "['discord-bot-token']",
         "1 ['discord-bot-token', 'generic-secret', 'npm-token', 'password',"
-        " 'secret-env-assignment']",
+        " 'secret-env-assignment', 'url-password']",
     ]
