@@ -69,6 +69,18 @@ def _same(text: str) -> str:
     return text
 
 
+def _grep_flags(ignore_case: bool, perl: bool, max_per_file: int | None) -> list[str]:
+    """git grep and its flags up to the pattern: ``-n -z``, no colour, binary files skipped,
+    ``--max-count`` unless None, ``-i`` when ``ignore_case``, ``-P`` or ``-F``."""
+    cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I"]
+    if max_per_file is not None:
+        cmd += ["--max-count", str(max_per_file)]
+    if ignore_case:
+        cmd.append("-i")
+    cmd.append("-P" if perl else "-F")
+    return cmd
+
+
 class SnapshotView:
     """The files a review may read: tree-ish ``head`` in ``repo`` and the change set's diffs.
 
@@ -300,20 +312,38 @@ class SnapshotView:
 
     def grep(self, text: str, pathspecs: Sequence[str], *, ignore_case: bool, perl: bool,
              max_per_file: int | None) -> tuple[int, bytes, bytes]:
-        """``git grep`` of ``text`` in ``head``: (exit code 0 | 1 none | 128 bad pattern,
-        stdout, stderr). Records are ``<head>:<path>\0<n>\0<line>`` (``-n -z``), binary files
-        skipped (``-I``), at most ``max_per_file`` per file (None: all); literal (``-F``) unless
-        ``perl`` (``-P``). The text goes after ``-e`` and the pathspecs after ``--``, so neither
-        can be read as an option. Raises GitError on a timeout (10 s) or when git cannot
-        run."""
-        cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-n", "-z", "--no-color", "-I"]
-        if max_per_file is not None:
-            cmd += ["--max-count", str(max_per_file)]
-        if ignore_case:
-            cmd.append("-i")
-        cmd.append("-P" if perl else "-F")
-        cmd += ["-e", text, self.head, "--", *pathspecs]  # head is our object id, never user text
+        """``git grep`` of ``text`` in ``head``: (exit code 0 | 1 none | 128 bad pattern or a
+        match git could not finish, stdout, stderr). Records are ``<head>:<path>\0<n>\0<line>``
+        (``-n -z``), binary files skipped (``-I``), at most ``max_per_file`` per file (None:
+        all); literal (``-F``) unless ``perl`` (``-P``). The text goes after ``-e`` and the
+        pathspecs after ``--``, so neither can be read as an option. Raises GitError on a
+        timeout (10 s) or when git cannot run."""
+        cmd = [*_grep_flags(ignore_case, perl, max_per_file), "-e", text, self.head, "--",
+               *pathspecs]  # head is our object id, never user text
         return git.run_git_full(self.repo, *cmd, timeout_s=GREP_TIMEOUT_S, ok_codes=(0, 1, 128))
+
+    def grep_files(self, pathspecs: Sequence[str]) -> list[bytes]:
+        """The paths (as git writes them, without ``<head>:``) of the text files of ``head``
+        that :meth:`grep` with ``pathspecs`` searches and that have a line, in git's order.
+        Raises GitError on a timeout (10 s)."""
+        cmd = ["--no-pager", "-c", "core.quotePath=false", "grep", "-l", "-z", "-I", "-F",
+               "-e", "", self.head, "--", *pathspecs]
+        _, out, _ = git.run_git_full(self.repo, *cmd, timeout_s=GREP_TIMEOUT_S, ok_codes=(0, 1))
+        prefix = f"{self.head}:".encode()
+        return [p.removeprefix(prefix) for p in out.split(b"\0") if p]
+
+    def grep_lines(self, lines: Sequence[bytes], text: str, *, ignore_case: bool,
+                   perl: bool) -> tuple[int, bytes, bytes]:
+        """:meth:`grep` of ``text`` in ``lines`` instead of the snapshot (``git grep
+        --no-index`` of a private temporary file holding them, one per line): records are
+        ``f\0<n>\0<line>``, ``n`` counting ``lines`` from 1. Raises GitError as
+        :meth:`grep`."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="ocr-hook-grep-") as tmp:
+            Path(tmp, "f").write_bytes(b"".join(line + b"\n" for line in lines))
+            cmd = [*_grep_flags(ignore_case, perl, None), "--no-index", "-e", text, "--", "f"]
+            return git.run_git_full(tmp, *cmd, timeout_s=GREP_TIMEOUT_S, ok_codes=(0, 1, 128))
 
     def tree_paths(self) -> list[str]:
         """Every file path of ``head`` (``ls-tree -r -z``, git's order), cached. Raises

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from ... import git
 from ...errors import GitError
 from ..registry import Handler, ToolResult
+from ..search_retry import MATCH_FAILED, Retry, invalid, literal
 from ..snapshot import GREP_TIMEOUT_S, SnapshotView
 from .common import ToolEnv, as_bool, cut
 
@@ -186,17 +187,24 @@ def _grep(view: SnapshotView, q: _Query, only: bytes | None = None
           ) -> dict[str, _File] | ToolResult:
     """``q``'s git grep records by file (secret paths left out), SEARCH_MAX_PER_FILE + 1 +
     SEARCH_GREP_SLACK per file; with ``only`` (a path as git wrote it), every record of that
-    one file. An invalid pattern (git exit 128) is the error result. Raises GitError."""
+    one file. An invalid pattern (git exit 128) is the error result; a Perl regexp git could
+    not finish on some line is searched again around the lines that hold secrets
+    (``tools.search_retry.Retry``). Raises GitError."""
     if only is None:
         specs, limit = list(q.pathspecs), SEARCH_MAX_PER_FILE + 1 + SEARCH_GREP_SLACK
     else:
-        specs, limit = [":(literal)" + os.fsdecode(only)], None
+        specs, limit = [literal(only)], None
     rc, out, err = view.grep(q.text, specs, perl=q.perl, ignore_case=q.ignore_case,
                              max_per_file=limit)
-    if rc == 128:
-        msg = [m for m in err.decode("utf-8", "replace").splitlines() if m.strip()]
-        first = msg[0].removeprefix("fatal: ") if msg else "git grep failed"
-        return ToolResult.error(f"Error: invalid search: {first}")
+    if rc == 128 and MATCH_FAILED in err:
+        hits = _Hits(view, q._replace(perl=True), {})
+        got = Retry(view, q.text, q.ignore_case, limit, hits.shown_alone).records(
+            view.grep_files(specs))
+        if isinstance(got, ToolResult):
+            return got
+        out = got
+    elif rc == 128:
+        return invalid(err)
     records: dict[bytes, list[tuple[int, bytes]]] = {}
     for rec in out.split(b"\n"):
         parts = rec.split(b"\0", 2)
@@ -241,7 +249,7 @@ class _Hits:
                         break
                 n, raw = f.rows[seen]
                 seen += 1
-                shown = self._row(name, n, git.decode_text(raw).removesuffix("\r"))
+                shown = self.row(name, n, git.decode_text(raw).removesuffix("\r"))
                 if shown is not None:
                     out.append(f"{n}|{cut(shown, SEARCH_LINE_MAX_CHARS)}")
         self._visible[name] = out
@@ -256,7 +264,7 @@ class _Hits:
         whole = again.get(name) if isinstance(again, dict) else None
         return f._replace(capped=False) if whole is None else whole
 
-    def _row(self, name: str, n: int, line: str) -> str | None:
+    def row(self, name: str, n: int, line: str) -> str | None:
         """Line ``n`` of ``name`` (a hit) as shown, redacted; None when it is left out."""
         red = self.view.redact(line)
         if re.search(_MULTI_LINE_PART, line):
@@ -276,6 +284,12 @@ class _Hits:
             self.query.ignore_case) else (lambda s: s)
         needle = fold(self.query.text)
         return red if needle in fold(line[:start]) or needle in fold(line[end:]) else None
+
+    def shown_alone(self, name: str, n: int, lines: list[str]) -> bool:
+        """Whether line ``n`` of ``lines`` (all of file ``name``, read by the caller) is a
+        row a Perl-regexp hit would show (``tools.search_retry.Retry`` leaves the others out)."""
+        self._blobs.setdefault(name, lines)
+        return self.row(name, n, lines[n - 1].removesuffix("\r")) is not None
 
     def context(self, name: str, numbers: list[int]) -> dict[int, str]:
         """``{n: line n of name redacted in context}`` (``\r`` dropped) for ``numbers``; lines

@@ -45,6 +45,7 @@ DEPLOY = "\n".join([
     "",
 ])
 OK = '{"ok": 1}'  # the content of the file with a secret in its name
+SLOW = '(?:(?:\\w+)+)+[^"\\w]'  # backtracks past PCRE's match limit on a long word
 HIDDEN = [TOKEN[4:], NAMED[4:], SPLIT[10:], *corpus.RSA_BODY]
 
 
@@ -66,6 +67,9 @@ def view(tmp_path_factory: pytest.TempPathFactory) -> SnapshotView:
     repo.commit({
         "config/deploy.py": DEPLOY,
         f"keys/{NAMED}.json": OK + "\n",
+        ".env": f'DEPLOY_TOKEN = "{MANY[1]}"\n',
+        "slow.txt": f'"{"a" * 40}"\n',  # a line git's PCRE gives up on (SLOW)
+        "fixtures/few.py": "".join(f'T = "{t}"\n' for t in MANY[2:5]) + "x = 1\n",
         "fixtures/tokens.py": "".join(f'T{i} = "{t}"\n' for i, t in enumerate(MANY))
         + "hit = 1\n" * 101,
     }, "init")
@@ -125,6 +129,12 @@ FAMILIES: dict[str, tuple[str, tuple[int, ...], Probe]] = {
         v, OK, file_patterns=[f"keys/{p}{c}*"])),
     "exclude glob over a name": (NAMED, (4, 17), lambda v, p, c: search(
         v, OK, file_patterns=[f":(exclude)keys/{p}{c}*"])),
+    "a regexp git gives up on only after a right guess": (TOKEN, (4, 20), lambda v, p, c: search(
+        v, f'GH_TOKEN = "ghp_.{{{len(p) - 4}}}{c}{SLOW}', True)),
+    "the same in a secret path": (MANY[1], (4, 20), lambda v, p, c: search(
+        v, f'DEPLOY_TOKEN = "ghp_.{{{len(p) - 4}}}{c}{SLOW}', True)),
+    "the same, three secret lines of a file fail": (MANY[2], (4, 9), lambda v, p, c: search(
+        v, f'"(?:{p}{c}|ghp_)' + SLOW + "|^x = 1", True, file_patterns=["fixtures/few.py"])),
     "count cap of a file with many secrets": (MANY[0], (4, 5), lambda v, p, c: search(
         v, f"hit = 1|ghp_.{{{len(p) - 4}}}[{c}-z]", True)),
 }
@@ -191,3 +201,14 @@ def test_a_file_with_many_secret_lines_keeps_its_count_and_note(view: SnapshotVi
     rows = every.split("\n")
     assert rows[:3] == ["File: fixtures/tokens.py", "Match lines: 100", "31|hit = 1"]
     assert rows[102].startswith("Note: more than 100 matches in this file")
+
+
+def test_a_regexp_git_gives_up_on_a_shown_line_is_the_error_it_is(view: SnapshotView) -> None:
+    """git's PCRE stops at its match limit on slow.txt's long word, a line shown to the model:
+    the search is that error; left out by file_patterns, the search answers."""
+    error = ("Error: invalid search: pcre2_jit_match failed with error code -47: match limit"
+             " exceeded")
+    assert search(view, '^"a' + SLOW, True) == error
+    assert search(view, '^"a' + SLOW, True, file_patterns=[":!slow.txt"]) == NO_MATCH_P
+    assert search(view, '^"a' + SLOW + "|hit = 1", True) == error
+

@@ -88,3 +88,14 @@ def test_file_read_diff_redacts_a_secret_the_500_line_cut_goes_through(repo: Git
     assert lines[499:503] == ["+x492 = 492", '+KEY_ID = ("[REDACTED:aws-access-key]"', "", (
         f"Note: Results truncated to 500 of {6 + 493 + 2 + len(corpus.RSA_PEM.splitlines())}"
         " diff lines. Request fewer paths per call, or use file_read for the rest of a file.")]
+
+
+def test_code_search_cuts_a_long_line_after_redacting_it(repo: GitRepo) -> None:
+    """A token across the 1000-character cut is replaced whole before the cut: the first
+    characters of it never show (a cut first would leave a prefix no rule recognises)."""
+    line = "x = f(" + "a, " * 324 + f'"{corpus.GH_CLASSIC}")'
+    repo.stage({"long.py": line + "\n"})
+    rows = code_search(redacting_view(repo), {"search_text": "x = f("}).text.split("\n")
+    assert rows[2] == "1|" + ("x = f(" + "a, " * 324 + '"[REDACTED:github-token]")')[:1000] + (
+        " … [line truncated]")
+    assert corpus.GH_CLASSIC[:8] not in rows[2]

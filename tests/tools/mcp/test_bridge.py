@@ -32,6 +32,7 @@ from ocr_hook.tools.mcp.bridge import (
     parse_servers,
     result_text,
 )
+from ocr_hook.tools.mcp.text import safe_cut
 from tests.support.cli import cli_environ, run_cli, run_python
 from tests.support.gitrepo import GitRepo
 from tests.support.home import user_file, write_user_config
@@ -142,6 +143,23 @@ def test_result_text_structured_error_empty_and_cap() -> None:
     big = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="x" * 200_000)])
     text, _ = result_text(big)
     assert text == "x" * RESULT_MAX_CHARS + f"\nNote: result truncated to {RESULT_MAX_CHARS} chars."
+
+
+def test_the_cap_never_cuts_through_a_value() -> None:
+    """A value the cap would cut is dropped whole (the run's redactor knows a secret only
+    whole): the cut moves back to a line break, else to the start of the run of value
+    characters; a cut at a separator stays; a run longer than the back-off is cut as is."""
+    token = "ghp_" + "A1b2C3d4E5" * 4
+    assert safe_cut("ab\ncd " + token, 12) == "ab"
+    assert safe_cut("{'k': '" + token + "'}", 20) == "{'k': '"
+    assert safe_cut("a b;c", 3) == "a b"
+    assert safe_cut("x" * 10_000, 6000) == "x" * 6000
+    assert safe_cut("a " + "x" * 5000, 4500) == "a " + "x" * 4498
+    big = mcp_types.CallToolResult(content=[mcp_types.TextContent(
+        type="text", text="line\n" * 30_000 + token)])
+    text, _ = result_text(big)
+    assert text == "line\n" * 26_213 + "line" + (
+        f"\nNote: result truncated to {RESULT_MAX_CHARS} chars.")
 
 
 # -- the bridge ----------------------------------------------------------------------------
