@@ -1,5 +1,6 @@
 """The tools the model calls: the registry, the built-in tools (one module each, in ``builtin/``),
-the snapshot they read, and MCP servers (``mcp/``).
+the snapshot they read, the second search of a Perl regexp git gave up on (``search_retry``), and
+MCP servers (``mcp/``).
 """
 
 from __future__ import annotations
