@@ -1,10 +1,14 @@
 """Secret detection (spec §14), in-process, medians of several runs:
 
-1. detection on the fake corpus of ``tests/support/secret_corpus.py`` (49 cases):
-   ``found`` = a finding on the case's line (an allow-marked case must give none), ``redacted`` =
-   no value of the case left in the redacted text; the cases missed are listed by name;
+1. detection on a fake corpus: ``--corpus cases`` (the default) is
+   ``tests/support/secret_corpus.py`` (49 cases), ``--corpus shapes`` is
+   ``tests/secrets/shape_corpus.py`` (secrets by shape family: URL passwords with reserved
+   characters, SDK arguments, joined literals, CLI password flags, ...); ``found`` = a finding on
+   the case's line (an allow-marked case must give none), ``redacted`` = no value of the case left
+   in the redacted text; the cases missed are listed by name;
 2. false positives on clean text: findings in this repository's ``ocr_hook/*.py`` and in an npm
-   lock file of 3,000 packages (sha512 integrity hashes: high entropy, no secret);
+   lock file of 3,000 packages (sha512 integrity hashes: high entropy, no secret), and with
+   ``--corpus shapes`` the corpus's non-secrets (hashes, UUIDs, placeholders, code);
 3. cost: ``scan`` = ``secrets.diff_scan.secret_findings`` over every hunk of a change (it runs
    on every review, excluded files included, also without an endpoint), ``redact`` =
    ``Redactor`` on the same text the first time (later sends of a text are memoised), per KiB of
@@ -26,8 +30,8 @@ replaced by the Redactor (``secrets.detect_secrets_pass``).
 ``--baseline REV`` adds ocr-hook's scanner of git revision REV (``git archive`` into a temporary
 folder, measured in a child process): the "before" of a change to the rules.
 
-Usage: ``python bench/bench_secrets.py [--runs N] [--baseline REV]``. Prints tables; asserts
-nothing.
+Usage: ``python bench/bench_secrets.py [--runs N] [--baseline REV] [--corpus cases|shapes]``.
+Prints tables; asserts nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +68,48 @@ from ocr_hook.agent.redactor import Redactor  # noqa: E402
 from ocr_hook.diff.model import FileDiff, Hunk, Line  # noqa: E402
 from ocr_hook.findings import Finding  # noqa: E402
 from ocr_hook.secrets import diff_scan  # noqa: E402
-from tests.support.secret_corpus import CASES, corpus_files  # noqa: E402
+from tests.secrets import shape_corpus  # noqa: E402
+from tests.support import secret_corpus  # noqa: E402
+
+
+class BenchCase(NamedTuple):
+    """One fake secret of the corpus measured (``--corpus``): 1-based lines of its value."""
+
+    name: str
+    file: str
+    text: str
+    line: int
+    last_line: int
+    leaks: tuple[str, ...]
+    finding: bool
+
+
+CASES: list[BenchCase] = []  # the corpus chosen by --corpus (set_corpus)
+CLEAN_EXTRA: dict[str, str] = {}  # the corpus's own non-secrets, path -> text
+
+
+def set_corpus(name: str) -> None:
+    """Fill CASES and CLEAN_EXTRA with corpus ``name`` ("cases" or "shapes")."""
+    CASES.clear()
+    CLEAN_EXTRA.clear()
+    if name == "cases":
+        CASES.extend(BenchCase(c.name, c.file, c.text, c.line, c.last_line, c.leaks, c.finding)
+                     for c in secret_corpus.CASES)
+        return
+    for s in shape_corpus.SHAPES:
+        rows = s.text.split("\n")
+        last = max(i for i, row in enumerate(rows, 1) if s.leaks[-1] in row)
+        CASES.append(BenchCase(s.name, s.path, s.text, s.line, last, s.leaks, True))
+    for c in shape_corpus.CLEAN:
+        CLEAN_EXTRA[f"clean/{c.name}/{c.path}"] = c.text
+
+
+def corpus_files() -> dict[str, str]:
+    """path -> text of the chosen corpus, the snippets of each file joined."""
+    files: dict[str, str] = {}
+    for case in CASES:
+        files[case.file] = files.get(case.file, "") + case.text
+    return files
 
 
 def added_file(path: str, text: str) -> FileDiff:
@@ -94,7 +139,7 @@ def clean_inputs() -> dict[str, str]:
     """path → text of inputs that hold no secret."""
     src = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
            for p in sorted((ROOT / "ocr_hook").rglob("*.py"))}
-    return {**src, "package-lock.json": lock_file(3000)}
+    return {**src, "package-lock.json": lock_file(3000), **CLEAN_EXTRA}
 
 
 def median_ms(fn: Callable[[], object], runs: int) -> float:
@@ -170,7 +215,8 @@ def ours_cost(runs: int, scan: Scan = ours_scan) -> list[tuple[str, float, float
     """(input, KiB, scan ms, redact ms) for the corpus, review.py and the lock file."""
     review_py = (ROOT / "ocr_hook" / "pipeline" / "review.py").read_text(encoding="utf-8")
     inputs = [
-        ("secret corpus (6 files)", [added_file(p, t) for p, t in corpus_files().items()]),
+        (f"secret corpus ({len(corpus_files())} files)",
+         [added_file(p, t) for p, t in corpus_files().items()]),
         ("review.py (1 file)", [added_file("ocr_hook/pipeline/review.py", review_py)]),
         ("package-lock.json (3,000 pkgs)", [added_file("package-lock.json", lock_file(3000))]),
     ]
@@ -279,7 +325,7 @@ def ds_report(runs: int) -> dict[str, Any]:
               "no entropy": sum(1 for v in clean.values() for _, t in v
                                 if t not in ENTROPY_TYPES)}
         review_py = (ROOT / "ocr_hook" / "pipeline" / "review.py").read_text(encoding="utf-8")
-        inputs = [("secret corpus (6 files)", corpus_files()),
+        inputs = [(f"secret corpus ({len(corpus_files())} files)", corpus_files()),
                   ("review.py (1 file)", {"ocr_hook/pipeline/review.py": review_py}),
                   ("package-lock.json (3,000 pkgs)", {"deps/package-lock.json": lock_file(3000)})]
         cost = []
@@ -301,7 +347,7 @@ def ds_report(runs: int) -> dict[str, Any]:
 # --- baseline -----------------------------------------------------------------------------
 
 
-def baseline_report(rev: str, runs: int) -> dict[str, Any]:
+def baseline_report(rev: str, runs: int, corpus: str) -> dict[str, Any]:
     """ours_report() of ocr-hook at git revision ``rev``, run in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(["git", "archive", rev, "ocr_hook", "config"], cwd=ROOT,
@@ -310,7 +356,8 @@ def baseline_report(rev: str, runs: int) -> dict[str, Any]:
         # the built-in data as the package ocr_hook.builtin, as an install has it
         os.rename(Path(tmp) / "config", Path(tmp) / "ocr_hook" / "builtin")
         out = subprocess.run([sys.executable, __file__, "--runs", str(runs), "--code", tmp,
-                              "--json"], check=True, capture_output=True, text=True).stdout
+                              "--corpus", corpus, "--json"],
+                             check=True, capture_output=True, text=True).stdout
     return dict(json.loads(out))
 
 
@@ -321,16 +368,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", metavar="REV", help="also measure ocr-hook at this revision")
+    ap.add_argument("--corpus", choices=("cases", "shapes"), default="cases",
+                    help="the fake corpus: tests/support/secret_corpus.py (cases) or "
+                         "tests/secrets/shape_corpus.py (shapes)")
     ap.add_argument("--code", help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    set_corpus(args.corpus)
     ours = ours_report(args.runs)
     if args.json:
         print(json.dumps(ours))
         return
     scanners: list[tuple[str, dict[str, Any]]] = []
     if args.baseline:
-        scanners.append((f"ocr-hook {args.baseline}", baseline_report(args.baseline, args.runs)))
+        scanners.append((f"ocr-hook {args.baseline}",
+                         baseline_report(args.baseline, args.runs, args.corpus)))
     scanners.append(("ocr-hook (this tree)", ours))
     ds = ds_report(args.runs) if ds_available() else None
     if ds is not None:
@@ -345,8 +397,9 @@ def main() -> None:
             fp = ds["false_positives"].get(mode, "-")
             rows.append((f"detect-secrets ({mode})", f"{ds['found'][mode]}/{total}", "-", fp,
                          f"{ds['import_ms']:.0f}"))
-    print(f"Detection on the corpus ({total} cases), false positives on clean text "
-          "(ocr_hook/*.py + a 3,000-package lock file), import cost")
+    extra = f" + {len(CLEAN_EXTRA)} non-secrets of the corpus" if CLEAN_EXTRA else ""
+    print(f"Detection on the {args.corpus} corpus ({total} cases), false positives on clean text "
+          f"(ocr_hook/*.py + a 3,000-package lock file{extra}), import cost")
     print(table(["scanner", "found", "redacted", "false pos.", "import ms"], rows))
     print()
     for name, r in scanners:
