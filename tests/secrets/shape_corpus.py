@@ -168,6 +168,7 @@ AGE_KEY = "AGE-SECRET" + "-KEY-1" + _f("age", 58, BECH32)
 AGE_ENV = "AGE-SECRET" + "-KEY-1" + _f("age-env", 58, BECH32)
 NPM_UUID = _uuid("npm-uuid")
 YARN_UUID = _uuid("yarn-uuid")
+NPM_UUID_TPL = _uuid("npm-uuid-template")
 NPM_AUTH = _b64("ci-publisher:" + _pw("npm-auth"))
 NPM_PASSWORD = _b64(_pw("npm-password"))
 GITHUB_40HEX = _r("pygithub", 40, HEX)
@@ -521,6 +522,10 @@ SHAPES: tuple[Shape, ...] = (
         registry=https://registry.npmjs.org/
         //registry.npmjs.org/:_authToken={NPM_UUID}
         """, NPM_UUID, "npm-token"),
+    _s("npmrc-template-uuid", "npm/authtoken-in-unsupported-file", "ci/npmrc.template", f"""
+        # copied to ~/.npmrc by the release job
+        //registry.npmjs.org/:_authToken={NPM_UUID_TPL}
+        """, NPM_UUID_TPL, "npm-token"),
     _s("npmrc-auth-base64", "npm/auth-base64", "ci/.npmrc", f"""
         _auth = {NPM_AUTH}
         always-auth = true
