@@ -11,8 +11,8 @@ hit):
 - `regex`: a Python `re` pattern applied to the whole text (a match may span lines: PEM blocks).
   Written with its literal start first: `re` finds a pattern that starts with a character or a
   small class by a fast search, and tries every position of the text for one that starts with a
-  lookbehind, so a boundary check goes after the first character (`h(?<![\w.-]h)vs\.`, not
-  `(?<![\w.-])hvs\.`: the same matches).
+  lookbehind, so a boundary check goes after the first character (`h(?<![a-z]h)vs[.]`, not
+  `(?<![a-z])hvs[.]`: the same matches).
 - `group`: 0 for the whole match; 1 for "the value": the first capturing group that took part in
   the match (a rule whose value can be written in several forms gives each form its own group).
 - `keywords` (optional): lower-case strings of which every match holds at least one (ignoring
