@@ -91,27 +91,22 @@ def _pool_classes(watch: Watch) -> dict[str, type[HTTPConnectionPool]]:
     every request they send to ``watch``: once before sending (the socket may not exist yet)
     and once after (it does; so a limit reached while connecting still ends the request)."""
 
-    class Connection(HTTPConnection):
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            watch.track(self)
-            try:
-                super().request(*args, **kwargs)
-            finally:
+    def tracked(base: type[HTTPConnection]) -> type[HTTPConnection]:
+        class Tracked(base):  # type: ignore[valid-type,misc]  # a base chosen at run time
+            def request(self, *args: Any, **kwargs: Any) -> None:
                 watch.track(self)
+                try:
+                    super().request(*args, **kwargs)
+                finally:
+                    watch.track(self)
 
-    class TlsConnection(HTTPSConnection):
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            watch.track(self)
-            try:
-                super().request(*args, **kwargs)
-            finally:
-                watch.track(self)
+        return Tracked
 
     class Pool(HTTPConnectionPool):
-        ConnectionCls = Connection
+        ConnectionCls = tracked(HTTPConnection)
 
     class TlsPool(HTTPSConnectionPool):
-        ConnectionCls = TlsConnection
+        ConnectionCls = tracked(HTTPSConnection)
 
     return {"http": Pool, "https": TlsPool}
 
