@@ -29,12 +29,6 @@ def exceeds_tokens(texts: Sequence[str], limit: int, count: Callable[[str], int]
     return sum(count(t) for t in texts) > limit
 
 
-def prompt_path(path: str) -> str:
-    """A path as shown in a prompt (``util.prompt_path``): XML-escaped and on one line, so a
-    file name cannot close a delimiter or start a line of its own (spec §14.5)."""
-    return util.prompt_path(path)
-
-
 OTHER_FILES_MAX = 200  # lines of the "other changed files" list: a huge change must not fill it
 
 
@@ -44,7 +38,7 @@ def _other_files(all_files: Sequence[FileDiff], group: Group) -> str:
     mine = {id(f) for f in group.files}
     others = [f for f in all_files if id(f) not in mine]
     lines = [
-        f"{f.status.upper():<9} {prompt_path(f.path)} (+{f.insertions}/-{f.deletions})"
+        f"{f.status.upper():<9} {util.prompt_path(f.path)} (+{f.insertions}/-{f.deletions})"
         for f in others[:OTHER_FILES_MAX]
     ]
     if len(others) > OTHER_FILES_MAX:
@@ -60,7 +54,7 @@ def _file_element(f: FileDiff, line_count: Callable[[str], int | None],
     without the scope context of ``diff.context``)."""
     n = line_count(f.path)
     lines = f' lines="{n}"' if n is not None else ""
-    return (f'<file path="{prompt_path(f.path)}"{lines}>\n{_deleted_note(f)}'
+    return (f'<file path="{util.prompt_path(f.path)}"{lines}>\n{_deleted_note(f)}'
             f'{render_numbered(f, as_git=as_git)}\n</file>')
 
 
@@ -113,7 +107,7 @@ def group_messages(
 
 def confirmed_block(confirmed: Sequence[RawComment]) -> str:
     """Findings of earlier rounds for rounds ≥ 2 (spec §6.1 step 5): at most 30, each on
-    one line per field (the path as :func:`prompt_path` shows it; code and content with every
+    one line per field (the path as :func:`util.prompt_path` shows it; code and content with every
     run of whitespace, line breaks included, as one space) and trimmed (code 200, content 300
     characters, then "...")."""
 
@@ -125,5 +119,5 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
     for i, c in enumerate(confirmed[:CONFIRMED_CAP], 1):
         code = trim(c.existing_code, CONFIRMED_CODE_CHARS)
         issue = trim(c.content, CONFIRMED_ISSUE_CHARS)
-        items.append(f"{i}. {prompt_path(c.path)}\n   code: {code}\n   issue: {issue}")
+        items.append(f"{i}. {util.prompt_path(c.path)}\n   code: {code}\n   issue: {issue}")
     return "\n".join(items)

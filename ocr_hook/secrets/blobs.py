@@ -35,7 +35,7 @@ from ..findings import SECRET_SOURCE, Finding, finding_id
 from ..vocabulary import AnchorMethod, Category, Severity
 from .chunks import LINE_WINDOW_CHARS, WINDOW_OVERLAP_CHARS, scan_rows, stream_rows
 
-__all__ = ["LINE_WINDOW_CHARS", "WINDOW_OVERLAP_CHARS", "BlobScan", "blob_kind", "find_in_text",
+__all__ = ["LINE_WINDOW_CHARS", "WINDOW_OVERLAP_CHARS", "BlobScan", "blob_kind",
            "read_heads", "read_prefix", "scan_blob"]
 
 BINARY_PROBE_BYTES = 8000  # spec §4 gate 1: a NUL byte in the first 8000 bytes means binary
@@ -180,13 +180,6 @@ def _findings(path: str, rows: Iterator[tuple[int, str]], allow: Sequence[str]
             suggestion_code="", anchor=AnchorMethod.FILE, source=SECRET_SOURCE,
         ), h.hit.value))
     return out
-
-
-def find_in_text(path: str, text: str, allow: Sequence[str]) -> list[tuple[Finding, str]]:
-    """Secret findings in ``text`` (a blob's decoded text), line by line in bounded blocks,
-    each with the secret value it is about (for the caller only: never output); one finding
-    per (line, type)."""
-    return _findings(path, stream_rows([text]), allow)
 
 
 class _Reader(Protocol):

@@ -17,8 +17,8 @@ over several lines, `"".join(["AKIA", "…"])`, a JS template of literals; `join
 joined: when a rule matches the joined value across two or more pieces, each piece is part of
 the secret.
 
-`chunks.find_secrets_in_chunks` scans a text given in pieces (a blob too large to hold)
-with the hits of one scan of the whole text.
+`chunks.stream_rows` and `chunks.scan_rows` scan a text given in pieces (a blob too large to
+hold) in bounded blocks.
 
 Allow-listing makes a value "not a finding", never "send it": values in the caller's
 allow-list (each entry a literal value or a regular expression matched against the whole value)

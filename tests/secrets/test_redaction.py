@@ -8,17 +8,15 @@ secret scanner (ours or a forge's push protection) would flag.
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocr_hook.secrets.chunks import find_secrets_in_chunks
 from ocr_hook.secrets.redaction import ALLOW_MARKER, SecretHit, find_secrets, redact
 from tests.secrets.shape_corpus import CLEAN, SHAPES
 from tests.support.paths import ROOT
-from tests.support.secret_corpus import CASES, corpus_files
+from tests.support.secret_corpus import CASES
 
 
 def _j(*parts: str) -> str:
@@ -437,26 +435,3 @@ def test_keyword_lines_find_what_a_full_scan_finds(text: str) -> None:
     character whose lower case is longer ("\u0130") forces the full scan of every rule."""
     full = redact(text + "\n\u0130")[0]
     assert redact(text)[0] + "\n\u0130" == full
-
-
-@pytest.mark.parametrize(("seed", "window_chars"), [(0, 50), (1, 200), (2, 1000), (3, 5000)])
-def test_scanning_in_chunks_finds_what_one_scan_finds(seed: int, window_chars: int) -> None:
-    """A text read in pieces of random sizes (cut inside lines, CRLFs and PEM blocks) gives the
-    hits of one scan of the whole text: same types, lines, columns and values."""
-    text = "".join(corpus_files().values()) * 2
-    rnd = random.Random(seed)
-    pieces, at = [], 0
-    while at < len(text):
-        n = rnd.randint(1, 300)
-        pieces.append(text[at:at + n])
-        at += n
-    whole = find_secrets(text, [GITHUB_PAT])
-    assert len(whole) == 2 * 48
-    assert list(find_secrets_in_chunks(iter(pieces), [GITHUB_PAT], window_chars=window_chars,
-                                       overlap_lines=12)) == whole
-
-
-def test_a_value_longer_than_the_overlap_is_reported_once_from_its_start() -> None:
-    text = "x = 1\n" * 30 + PEM + "y = 2\n" * 30
-    [hit] = find_secrets_in_chunks([text], window_chars=10, overlap_lines=2)
-    assert (hit.type, hit.line, hit.value.split("\n")[1]) == ("private-key", 31, PEM_BODY[0])
