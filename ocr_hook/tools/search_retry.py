@@ -83,11 +83,10 @@ class Retry:
         return self.view.grep(self.text, [literal(p) for p in paths], perl=True,
                               ignore_case=self.ignore_case, max_per_file=self.limit)
 
-    def _grep_lines(self, lines: list[bytes], numbers: list[int]) -> int:
+    def _grep_lines(self, lines: list[bytes], numbers: list[int]) -> tuple[int, bytes, bytes]:
         self.runs += 1
-        rc, _, _ = self.view.grep_lines([lines[n - 1] for n in numbers], self.text, perl=True,
-                                        ignore_case=self.ignore_case)
-        return rc
+        return self.view.grep_lines([lines[n - 1] for n in numbers], self.text, perl=True,
+                                    ignore_case=self.ignore_case)
 
     def _file(self, path: bytes, err: bytes) -> bytes | ToolResult:
         """The records of the search in file ``path`` without its failing lines the model is
@@ -96,7 +95,11 @@ class Retry:
         name = git.decode_text(path)
         if self.view.is_secret(name):
             return b""
-        data = self.view.read(os.fsdecode(path))
+        fs_name = os.fsdecode(path)
+        if "\n" in fs_name or "\r" in fs_name:  # read_many takes one name per line
+            data = self.view.read(fs_name)
+        else:  # the size is checked before the blob is read
+            data = self.view.read_many([fs_name], SEARCH_RETRY_FILE_MAX_BYTES).get(fs_name)
         if data is None or len(data) > SEARCH_RETRY_FILE_MAX_BYTES:
             return invalid(err)
         lines = data.split(b"\n")
@@ -107,9 +110,7 @@ class Retry:
         if failing is None:
             return invalid(err)
         numbers = [n for n in range(1, len(lines) + 1) if n not in failing]
-        self.runs += 1
-        rc, got, err = self.view.grep_lines([lines[n - 1] for n in numbers], self.text,
-                                            perl=True, ignore_case=self.ignore_case)
+        rc, got, err = self._grep_lines(lines, numbers)
         if rc == 128:  # never expected: every failing line was left out
             return invalid(err)
         head = f"{self.view.head}:".encode() + path
@@ -130,7 +131,7 @@ class Retry:
             part = stack.pop()
             if self.runs >= SEARCH_RETRY_MAX_RUNS:
                 return None
-            if not part or self._grep_lines(lines, part) != 128:
+            if not part or self._grep_lines(lines, part)[0] != 128:
                 continue
             if len(part) > 1:
                 stack += [part[len(part) // 2:], part[:len(part) // 2]]

@@ -292,7 +292,9 @@ class SnapshotView:
                     lines, tried = read(), True
                 if lines is None or chunk * width >= len(lines):
                     continue
-                rows = self._redact_chunk(lines, chunk * width, width)
+                nums = range(chunk * width + 1, min(len(lines), (chunk + 1) * width) + 1)
+                red = self.redacted_rows(lines, nums, window_lines=width)
+                rows = tuple(red[n] for n in nums)
                 with self._lock:
                     if len(self._chunks) >= CHUNKS_KEPT_MAX:
                         self._chunks.clear()
@@ -300,15 +302,6 @@ class SnapshotView:
             out.update((n, rows[n - 1 - chunk * width]) for n in ns
                        if n - 1 - chunk * width < len(rows))
         return out
-
-    def _redact_chunk(self, lines: Sequence[str], first: int, width: int) -> tuple[str, ...]:
-        """The redacted lines ``first`` … ``first + width - 1`` (0-based) of ``lines``, redacted
-        with ``width`` lines either side."""
-        lo, hi = max(0, first - width), min(len(lines), first + 2 * width)
-        red = self.redact("\n".join(lines[lo:hi])).split("\n")
-        if len(red) != hi - lo:  # never expected (redaction keeps line breaks)
-            red = ["[REDACTED:line]"] * (hi - lo)  # fail closed
-        return tuple(red[first - lo:min(len(lines), first + width) - lo])
 
     def grep(self, text: str, pathspecs: Sequence[str], *, ignore_case: bool, perl: bool,
              max_per_file: int | None) -> tuple[int, bytes, bytes]:
@@ -362,16 +355,17 @@ class SnapshotView:
         non-UTF-8 bytes as ``\\xNN`` (``util.shown_text``) and redacted (``redact``), all of
         them together one per line (a path holding a line break on its own), cached. Raises
         GitError as :meth:`tree_paths`."""
-        paths = [util.shown_text(p) for p in self.tree_paths()]
         with self._lock:
             if self._shown is not None:
                 return self._shown
+        paths = [util.shown_text(p) for p in self.tree_paths()]
         plain = [p for p in paths if "\n" not in p and "\r" not in p]
         red = self.redact("\n".join(plain)).split("\n") if plain else []
         if len(red) != len(plain):  # never expected (redaction keeps line breaks)
             red = [self.redact(p) for p in plain]
-        by_path = dict(zip(plain, red, strict=True))
-        shown = [by_path[p] if p in by_path else self.redact(p) for p in paths]
+        rest = iter(red)  # the redacted plain paths, in order
+        shown = [next(rest) if "\n" not in p and "\r" not in p else self.redact(p)
+                 for p in paths]
         with self._lock:
             self._shown = shown
         return shown
