@@ -316,7 +316,12 @@ def post_json(
         cap_s = before_attempt(attempt) if before_attempt is not None else None
         left = end - time.monotonic()
         run_bound = cap_s is not None and cap_s < left
-        total = cap_s if cap_s is not None and run_bound else left
+        total = cap_s if run_bound else left
+        if total <= 0:  # no time left for an attempt (a second post sharing a deadline)
+            if run_bound:
+                raise DeadlineExceeded("review deadline reached before the LLM request")
+            raise LlmError(f"LLM request timed out after {timeout_s:g}s (llm.timeout_s)",
+                           kind="timeout", attempts=attempt)
         limits = _Limits(min(connect_timeout_s, total), total, run_bound, timeout_s)
         stop_at = None if cap_s is None else time.monotonic() + cap_s
         shown = _loggable_url(url)
