@@ -155,5 +155,7 @@ class StopReason(Vocabulary):
     CACHE_HIT = "cache_hit", "answered from the result cache"
     ROUND_INCOMPLETE = ("round_incomplete", "a later effort round was cut short (the first"
                         " round's review stands)")
+    COMMENTS_CAPPED = ("comments_capped", "the model filed more comments than one group may"
+                       " hold; the later ones were not filed", "too many comments")
     NO_ENDPOINT = "no_endpoint", "no LLM endpoint configured", "no LLM endpoint configured"
     LOCKED = "locked", "another review of the same changes held the run lock too long"

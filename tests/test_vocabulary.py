@@ -66,7 +66,8 @@ def test_stop_reasons_are_the_codes_of_the_session_log_and_the_files_list() -> N
         "task_done", "task_failed", "max_rounds", "no_tool_calls", "empty_rounds",
         "compression_failed", "budget", "timeout", "cancelled", "llm_error", "output_limit",
         "too_many_tool_calls", "tool_args_too_large", "group_tokens",  # the tool loop's
-        "token_threshold_exceeded", "error", "cache_hit", "round_incomplete",  # a group's run
+        "token_threshold_exceeded", "error", "cache_hit", "round_incomplete",
+        "comments_capped",  # a group's run
         "no_endpoint", "locked"]  # the whole run's
 
 
@@ -74,7 +75,7 @@ def test_which_stops_leave_a_group_unreviewed_or_cached() -> None:
     from ocr_hook.report.result import CACHEABLE_STOPS, CAP_STOPS, INCOMPLETE_STOPS
 
     assert CAP_STOPS == {"max_rounds", "group_tokens", "too_many_tool_calls",
-                         "tool_args_too_large"}
+                         "tool_args_too_large", "comments_capped"}
     assert INCOMPLETE_STOPS == CAP_STOPS | {
         "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
         "empty_rounds", "token_threshold_exceeded", "error", "output_limit"}
@@ -90,7 +91,8 @@ def test_a_not_reviewed_file_is_listed_with_the_stops_brief_words_or_its_code() 
         "timeout": "time limit reached", "cancelled": "cancelled",
         "llm_error": "LLM request failed",
         "token_threshold_exceeded": "too large for the model's context",
-        "error": "internal error", "no_endpoint": "no LLM endpoint configured"}
+        "error": "internal error", "comments_capped": "too many comments",
+        "no_endpoint": "no LLM endpoint configured"}
 
 
 def test_an_error_that_ends_a_loop_becomes_a_member() -> None:

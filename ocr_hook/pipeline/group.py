@@ -52,10 +52,11 @@ log = logging.getLogger(__name__)
 GROUP_TOKENS_CONTEXTS = 10
 # Comments one group may file (spec §8.2), all rounds together, before the review filter: past
 # it a model is flooding, not reviewing, and every comment it files adds to the filter's one
-# request (5,000 comments made a 1.36 MB one). A careful review of a large group files a few
-# dozen. Later comments are not filed; the group says so (warning COMMENTS_CAPPED).
+# request (a 5,000-comment flood is over a megabyte). A careful review of a large group files a few
+# dozen. Later comments are not filed, so the group is not fully reviewed: it ends with stop
+# COMMENTS_CAPPED (incomplete, never cached) and the warning of that type says how many.
 GROUP_COMMENTS_MAX = 200
-COMMENTS_CAPPED = "comments_capped"  # RunWarning.type
+COMMENTS_CAPPED = StopReason.COMMENTS_CAPPED.value  # also the RunWarning.type
 NOT_FILED_CAP = (f"not filed: this group's limit of {GROUP_COMMENTS_MAX} comments is reached;"
                  " finish the review with task_done")
 NOT_FILED_OUTSIDE = ("not filed: not a file under review; comment on the reviewed change"
@@ -183,8 +184,9 @@ class _GroupRun:
         local = {"code_comment": code_comment_handler(self.sink, self.group.label)}
         try:
             stop, err = self.rounds(local)
-            self.note_cap()
-            self.filter_group(stop)
+            self.filter_group(stop)  # the comments kept under the cap are filtered as usual
+            if self.note_cap() and stop not in INCOMPLETE_STOPS:
+                stop, err = StopReason.COMMENTS_CAPPED, StopReason.COMMENTS_CAPPED.words
         finally:
             self.deps.comment_pool.drain(self.key)
         self.report.reason = stop if stop in INCOMPLETE_STOPS else ""
@@ -241,14 +243,16 @@ class _GroupRun:
                 break
         return stop, err
 
-    def note_cap(self) -> None:
-        """The COMMENTS_CAPPED warning when comments went past GROUP_COMMENTS_MAX."""
+    def note_cap(self) -> bool:
+        """The COMMENTS_CAPPED warning when comments went past GROUP_COMMENTS_MAX; whether
+        they did."""
         with self.raw_lock:
             over = self.over_cap
         if over:
             self.warn(COMMENTS_CAPPED, f"the model filed more than {GROUP_COMMENTS_MAX} comments"
                       f" in group {self.group.label!r}; the first {GROUP_COMMENTS_MAX} were"
                       f" kept, {over} later ones were not filed")
+        return bool(over)
 
     def filter_group(self, stop: StopReason) -> None:
         """spec §8.4: once the rounds are over, the review filter sees every comment

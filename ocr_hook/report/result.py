@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 # too, and so is one that hit another cap (tokens per group, tool calls per reply, argument
 # size): neither passed nor cached.
 CAP_STOPS = frozenset({StopReason.MAX_ROUNDS, StopReason.GROUP_TOKENS,
-                       StopReason.TOO_MANY_TOOL_CALLS, StopReason.TOOL_ARGS_TOO_LARGE})
+                       StopReason.TOO_MANY_TOOL_CALLS, StopReason.TOOL_ARGS_TOO_LARGE,
+                       StopReason.COMMENTS_CAPPED})
 INCOMPLETE_STOPS = frozenset({
     StopReason.LLM_ERROR, StopReason.BUDGET, StopReason.TIMEOUT, StopReason.CANCELLED,
     StopReason.TASK_FAILED, StopReason.NO_TOOL_CALLS, StopReason.EMPTY_ROUNDS,

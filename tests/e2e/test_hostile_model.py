@@ -161,7 +161,13 @@ def test_a_flood_of_comments_is_capped_before_the_filter_and_reported(
     llm.reply(openai_tool_calls(("approve_all_comments", {})), match="<comments>")
     monkeypatch.chdir(repo.path)
     rc, data, err = run_json(FLAGS, llm.env(), capsys, review_filter=True)
-    assert (rc, data["status"]) == (0, "complete"), err
+    # not every comment was filed: the group is not fully reviewed (gate.on_error decides)
+    assert (rc, data["status"]) == (0, "failed"), err
+    assert [(f["path"], f["reviewed"], f["reason"]) for f in data["files"]] == [
+        ("app.py", False, "comments_capped")]
+    assert data["incomplete_reasons"] == [
+        "NOT REVIEWED: the model filed more comments than one group may hold; the later ones"
+        " were not filed"]
     assert len(data["comments"]) == 200
     assert [c["content"] for c in data["comments"]] == [f"problem {i}" for i in range(200)]
     [capped] = [w for w in data["warnings"] if w["type"] == "comments_capped"]
