@@ -2,9 +2,10 @@
 """Hostile repository, model and user: the attack table (held / broken per attack), and the
 cost of hostile model I/O (``--tables io``).
 
-**Attack table** (the default). One row per attack of issue 26 ("Secrets and silent passes,
-round three"): every attack that broke or partly held there, and a few that held and are cheap
-to re-run. Each row runs the real attack: a fresh temporary git repository, the tests' loopback
+**Attack table** (the default). One row per attack of a hostile repository, model or user:
+secret shapes that slip past string patterns, search oracles on redacted values, silent
+passes, raw control characters, prompt framing, slow and flooding models, and a few cheap
+attacks that never broke, kept as regression checks. Each row runs the real attack: a fresh temporary git repository, the tests' loopback
 model (``ScriptedLLM``, or ``TrickleModel`` for the slow model) scripted with the hostile
 replies, and ``git ocr`` as a new process. It decides held / broken from what can be observed
 from outside only: whether a piece of a fake secret appears in any request body the model
@@ -259,7 +260,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Attack:
-    """One row: ``name`` (for ``--only``), the issue's ``kind`` (broke, partly, held), the
+    """One row: ``name`` (for ``--only``), ``kind``: how the attack fared before it was defended (broke, partly, held), the
     ``title`` and ``expected`` columns, and ``run`` (the attack on a fresh :class:`Lab`)."""
 
     name: str

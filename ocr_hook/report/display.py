@@ -65,7 +65,7 @@ def json_escape(text: str) -> str:
     JSON escape (``\\u009b``; a UTF-16 surrogate pair above U+FFFF): the same JSON value,
     safe on a terminal. ``json.dumps`` escapes what is below U+0020 inside strings, so a raw
     newline left in its output is layout (``indent``) and stays."""
-    if text.replace("\n", " ").isprintable():  # two passes in C: a 4 MB report costs ~20 ms
+    if text.replace("\n", " ").isprintable():  # two passes in C, no Python loop
         return text
     return "\n".join(line if line.isprintable() else
                      "".join(ch if ch.isprintable() else _json_char(ch) for ch in line)

@@ -5,7 +5,7 @@ and the records as text. The writer is ``session``; a review imports only that.
 A session file is repository data (anyone with write access to ``.git`` can put lines in it)
 and holds the model's text: everything shown from it passes ``display_text`` (control, format
 and separator characters spelled out), and a line ends only at ``\\n`` (a raw U+2028 inside a
-string, as older files may hold, does not split a record).
+string, in a file written by hand or by another tool, does not split a record).
 """
 
 from __future__ import annotations

@@ -35,20 +35,19 @@ def test_one_row_prints_its_columns_and_strict_follows_the_verdict(tmp_path: Pat
     assert (row["name"], attack, expected, intact) == (
         "cred-mysqldump", "mysqldump -p…", "no piece sent", "yes")
     # two pieces of the password; the row is held exactly when neither reached the model
-    assert observed.split(" pieces sent")[0] in ("0/2", "1/2", "2/2"), observed
-    assert verdict == ("held" if observed.startswith("0/2") else "BROKEN")
+    assert (observed, verdict) == ("0/2 pieces sent; flagged", "held")
     table = p.stdout.split("\n\n", 1)[1]
     assert table.splitlines()[0].split() == ["attack", "expected", "observed", "held/broken",
                                              "intact"]
     assert f"| {attack} | {expected} | {observed} | {verdict} | yes |" in md.read_text()
     strict = bench("--only", "cred-mysqldump", "--strict")
-    assert strict.returncode == (0 if verdict == "held" else 1), strict.stderr
+    assert strict.returncode == 0, strict.stderr
 
 
 def test_list_names_every_attack_once_and_an_unknown_name_is_a_usage_error() -> None:
     p = bench("--list")
     names = [line.split()[0] for line in p.stdout.splitlines()[2:]]
-    assert p.returncode == 0 and len(names) == len(set(names)) >= 29
+    assert p.returncode == 0 and len(names) == len(set(names)) == 29
     assert {"oracle", "trickle", "pass-hunks", "cred-age", "commit-message"} <= set(names)
     bad = bench("--only", "cred-mysqldump,no-such-attack")
     assert bad.returncode == 2

@@ -1,4 +1,4 @@
-"""The attack of issue 26, replayed through a real review: a hostile model rebuilds a value by
+"""A binary-search attack on redacted values, replayed through a real review: a hostile model rebuilds a value by
 binary search with ``code_search`` Perl-regexp probes (``GH_TOKEN = "ghp_.{7}[a-m]``), one
 probe per character position in each reply, six replies per value. Against a plain value
 (``BUILD_ID``, not a secret) the same model rebuilds all 36 characters exactly, so the attack

@@ -135,7 +135,6 @@ def test_mixed_change_sends_no_secret_value_in_any_request(
         '6|TOKEN = os.environ["GITHUB_TOKEN"]', '7|PRIVATE = """-----BEGIN RSA PRIVATE KEY-----']
     assert results[1] == ('File: app.py\nMatch lines: 1\n2-\n3|AWS_KEY = "[REDACTED:aws-access-key]"'
                           '\n4-GITHUB = "[REDACTED:github-token]"')  # context lines redacted too
-    # (searching for the hidden value itself finds nothing: the redacted text is searched)
     assert "[REDACTED:private-key]" in results[2]
     assert spots(data) == [
         ("app.py", 3, 3, "critical", "hunk_new", "aws-access-key"),

@@ -59,7 +59,7 @@ def test_lone_surrogates_in_a_reply_become_u_fffd_and_the_next_request_is_sent(
     [call] = msg.tool_calls
     assert (call.parse_error, call.arguments) == (
         None, {"comments": [{"path": "a.py", "content": "bad \ufffd byte"}]})
-    # the reply goes back as history: it must encode (it raised UnicodeEncodeError before)
+    # the reply goes back as history: it must encode
     history = [*MSGS, msg, Message("tool", "Filed.", tool_call_id=call.id)]
     assert client.complete(history).message.content == "ok"
     sent = json.dumps(server.requests[1], ensure_ascii=False)

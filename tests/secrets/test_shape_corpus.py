@@ -23,15 +23,17 @@ from ocr_hook.secrets import diff_scan, redaction
 from ocr_hook.secrets.patterns import rules
 from ocr_hook.secrets.redaction import find_secrets, redact
 from tests.secrets.shape_corpus import CLEAN, SHAPES, Clean, Shape, shapes_by_path
+from tests.secrets.test_corpus import SECRET_CONTENT_START
 from tests.support.cli import run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
-# The shapes that reached the model in issue 26's attack, each pinned by name: a URL password
+# Shapes a hostile repository uses to slip a credential past a scanner that matches strings,
+# each pinned by name: a URL password
 # with "@" and "/", a token passed to an SDK constructor, "a" + "b", "".join([...]), a JS
 # template, Vault hvs., curl Basic and Bearer, mysqldump -p, Mapbox sk., a UUID npm _authToken
 # (in .npmrc and in a file that is neither reviewed nor a secret path) and an age key.
-ISSUE_SHAPES = (
+ATTACK_SHAPES = (
     "url-at-and-slash", "url-email-user", "sdk-openai-positional", "join-plus-java",
     "join-python-join", "join-js-template-literal", "vault-hvs-env", "curl-basic",
     "curl-bearer", "mysqldump-p-quoted", "mapbox-sk-gradle", "npmrc-uuid", "npmrc-template-uuid",
@@ -46,7 +48,7 @@ def test_the_corpus_has_80_fakes_in_40_shapes_and_30_non_secrets() -> None:
     assert len({s.path.rsplit(".", 1)[-1] for s in SHAPES}) >= 25  # file types, roughly
     assert len(CLEAN) >= 30
     assert len({c.name for c in CLEAN}) == len(CLEAN)
-    assert set(ISSUE_SHAPES) <= {s.name for s in SHAPES}
+    assert set(ATTACK_SHAPES) <= {s.name for s in SHAPES}
 
 
 @pytest.mark.parametrize("case", SHAPES, ids=[s.name for s in SHAPES])
@@ -102,7 +104,11 @@ def test_each_fake_staged_as_a_new_file_is_a_finding_on_its_line(case: Shape) ->
     """The hook's own form: the added lines of a diff, scanned with their `+` markers."""
     fd = _added(case.path, case.text)
     found = diff_scan.secret_findings([fd])
-    assert [f for f in found if f.start_line <= case.line <= f.end_line] != [], found
+    on_line = {f.content[len(SECRET_CONTENT_START):].split(")")[0] for f in found
+               if f.start_line <= case.line <= f.end_line}
+    # flagged on its line (the type is pinned on the plain text above: with the diff's "+" at
+    # a line start, an anchored rule such as npm's "_auth =" leaves the naming to a broader one)
+    assert on_line, found
     assert {(f.severity.name, f.category) for f in found} == {("CRITICAL", "security")}
     diff_scan.redact_file_diff(fd, lambda s: redact(s)[0])
     sent = fd.patch + "".join(ln.text for h in fd.hunks for ln in h.lines)
@@ -131,11 +137,12 @@ def test_a_review_of_the_shape_corpus_sends_no_fake_in_any_request(
     monkeypatch.chdir(repo.path)
     rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache"],
                            llm.env(), capsys)
-    assert rc in (0, 1), err
+    assert rc == 1, err  # every file adds a secret: critical findings block
     data = json.loads(out)
     leaks = [leak for s in SHAPES for leak in s.leaks]
     sent = [json.dumps(m) for r in llm.requests for m in r["messages"]]
-    assert len(llm.requests) >= 3
+    # the group of backup/nightly.sh: its three scripted turns of tool calls and the last one
+    assert sum("mysqldump" in json.dumps(r) for r in llm.requests) == len(range(0, len(calls), 40)) + 1
     [last] = [r for r in llm.requests if "mysqldump" in json.dumps(r)][-1:]
     tool_results = [m["content"] for m in last["messages"] if m["role"] == "tool"]
     assert len(tool_results) == len(calls)

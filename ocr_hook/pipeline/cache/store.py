@@ -57,9 +57,9 @@ if TYPE_CHECKING:  # the entry shapes are imported with the first entry read or 
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 4  # bump when the entry layout or key recipe changes; format 3 entries store
-#                  the effort and each finding's anchored code (dismissals key on it); format 4
-#                  keys take every setting not in NOT_IN_KEY
+CACHE_FORMAT = 4  # bump when the entry layout or key recipe changes: entries store the
+#                  effort and each finding's anchored code (dismissals key on it); keys take
+#                  every setting not in NOT_IN_KEY
 KINDS = ("run", "group", "grouping")
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write. Never set it otherwise.
@@ -128,7 +128,8 @@ _SELECTION = ("chooses the files reviewed: each reviewed file's content and ever
               " are in the keys")
 # Configuration keys (``section.name``) that cannot change a stored result, and why. Every
 # other key enters the cache keys (``result_settings``); a new key is in them until it is
-# listed here. Credentials are never part of a key, not even as a digest.
+# listed here. The API key never enters a key, not even as a digest; settings that may hold a
+# credential but change requests (``llm.extra_headers``) enter only through the SHA-256 key.
 NOT_IN_KEY: dict[str, str] = {
     "llm.api_key": "a credential: who pays for a request does not change its answer",
     "llm.api_key_cmd": "a credential: who pays for a request does not change its answer",

@@ -123,7 +123,7 @@ def test_every_endpoint_field_is_in_the_cache_keys_but_credentials_and_times(nam
     ("llm.extra_body", {"temperature": 0.2}),
     ("llm.anthropic_version", "2026-10-21"),
 ])
-def test_settings_the_old_keys_missed_change_them(key: str, value: Any) -> None:
+def test_endpoint_shaping_settings_change_the_keys(key: str, value: Any) -> None:
     assert keys(with_key(BASE, key, value)) != keys(BASE)
 
 

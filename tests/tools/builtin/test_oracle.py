@@ -1,6 +1,6 @@
 """No oracle (spec §14.2): a model that probes ``code_search`` and ``file_find`` with guesses of
 the characters a redaction hides learns nothing. For every probe family of the attack (the
-issue's ``GH_TOKEN = "ghp_.{7}[a-m]``, lookarounds and ``\\K`` next to the value, literal text
+binary-search probe ``GH_TOKEN = "ghp_.{7}[a-m]``, lookarounds and ``\\K`` next to the value, literal text
 over its edge, a value written over several lines, globs and name queries over a secret in a
 path, the per-file count cap) and several positions, the answer is the same text whether the
 guess of the hidden character is right or wrong, and no answer holds eight characters of a
@@ -100,7 +100,7 @@ def guesses(value: str, i: int) -> list[str]:
 # before the guessed one).
 Probe = Callable[[SnapshotView, str, str], str]
 FAMILIES: dict[str, tuple[str, tuple[int, ...], Probe]] = {
-    "issue: regexp over the value": (TOKEN, (4, 11, 39), lambda v, p, c: search(
+    "binary search: regexp over the value": (TOKEN, (4, 11, 39), lambda v, p, c: search(
         v, f'GH_TOKEN = "ghp_.{{{len(p) - 4}}}[{c}]', True)),
     "regexp range": (TOKEN, (4, 20), lambda v, p, c: search(
         v, f'GH_TOKEN = "ghp_.{{{len(p) - 4}}}[{c}-z]', True)),
@@ -153,7 +153,7 @@ def test_every_probe_answers_the_same_for_a_right_and_a_wrong_guess(
             assert leaked == [], (family, i)
 
 
-def test_the_issues_attack_recovers_nothing(view: SnapshotView) -> None:
+def test_a_binary_search_attack_recovers_nothing(view: SnapshotView) -> None:
     """Binary search over the 62 characters at each of the 36 positions (216 probes): every
     answer is the same "no match", so the guess is the same whatever the token."""
     answers = set()
