@@ -19,12 +19,12 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    lasts; every other section is passed over unread. Once no later section can be needed the
    process is stopped.
 4. Kept files go through every gate (``selection.select``: content gates and the token gate).
-5. The first bytes of the blobs git did not diff are read (``scan.sniff_blobs``: one ``git cat-file
-   --batch`` for those within ``select.max_file_bytes``, a stream stopped after those bytes for
-   each larger one): a
-   file too large to load that holds binary content is ``binary``, one whose first lines say it
-   is generated is ``default_path`` (gate 8), and a binary file whose content is text with a
-   stray NUL byte (``secrets.blob_kind``) is secret-scanned like a too-large one.
+5. The first bytes of the blobs git did not diff are read (``scan.sniff_blobs``: one
+   ``git cat-file --batch`` for those within ``select.max_file_bytes``, a stream stopped after
+   those bytes for each larger one): a file too large to load that holds binary content is
+   ``binary``, one whose first lines say it is generated is ``default_path`` (gate 8), and a
+   binary file whose content is text with a stray NUL byte (``secrets.blob_kind``) is
+   secret-scanned like a too-large one.
 6. The secret scan of each file too large to load, and of each text file with a NUL byte,
    streams its blob to its end (``secrets.blobs``) while the budget lasts; the outcome is
    stated in the file's ``Decision.detail``.
