@@ -24,7 +24,19 @@ makes it the comparison point of later runs.
 ``DIR/ocr_hook/builtin -> ../config``), alternating run by run, and prints its ``own`` and the
 ratio: on a shared machine only side-by-side runs compare fairly.
 
+Against OCR 1.12.4 (``--ocr [PATH]``; by default when ``ocrlib.find_ocr`` finds it, ``--no-ocr``
+to skip): ``review, 1 file`` (OCR: ``ocr review --format json --audience agent --effort low``
+in the same repository, whose only change is the staged file; OCR's main request is answered
+with the same ``code_comment`` + ``task_done``, its fact-check filter approves, see
+``ocrlib.ocr_answer``) and ``preview, 1 file`` (``ocr review --preview``), each tool run after
+the other, run by run. Own time here is defined once for both tools on the loopback server's
+clock (``ocrlib.ServerClock``): wall − the time the server was handling at least one request
+of the run; ocr-hook's session-log model time is not used in this table. Columns: both tools'
+wall, server and own seconds, requests, and ocr-hook own / OCR own (target for the review:
+≤ 1.5x).
+
 Usage: python bench/bench_overhead.py [--runs 9] [--record LABEL] [--against DIR]
+                                      [--ocr [PATH] | --no-ocr]
 """
 
 from __future__ import annotations
@@ -39,8 +51,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import ocrlib
 from benchlib import (
     OCR_CMD,
+    ChildRun,
     EchoModel,
     ScriptedLLM,
     clean_env,
@@ -55,11 +69,14 @@ from benchlib import (
     task_of,
 )
 
-from tests.support.scripted_llm import Reply, openai_text, openai_tool_calls
+from tests.support.scripted_llm import openai_text, openai_tool_calls
 
 RESULTS = Path(__file__).resolve().parent / "results" / "overhead.json"
 TARGETS_S = {"nothing to review": 0.15, "preview, 1 file": 0.15, "review, 1 file": 0.25,
              "cache hit": 0.20}  # spec §15 (own time)
+OCR_TARGETS = {"review, 1 file": 1.5}  # ocr-hook own / OCR own
+COMMENT = {"path": "app.py", "existing_code": "return x - 5", "severity": "low",
+           "category": "other", "content": "Subtracts instead of adding."}
 
 
 def module(i: int, edit: bool) -> str:
@@ -84,26 +101,28 @@ def make_repo(base: Path, name: str, n: int, env: dict[str, str], stage: bool = 
     return repo
 
 
-def zero_latency(llm: ScriptedLLM) -> None:
+def zero_latency(llm: ScriptedLLM, clock: ocrlib.ServerClock) -> None:
     """Grouping answers from the file list; a main request gets one ``code_comment`` on the
-    edited line and ``task_done`` in the same reply; the review filter approves."""
-    def answer(raw: str) -> Reply:
-        body = json.loads(raw)
+    edited line and ``task_done`` in the same reply; the review filter approves. OCR's
+    requests (told apart by ``ocrlib.ocr_kind``) get the same comment in its main request and
+    the least they expect otherwise (``ocrlib.ocr_answer``)."""
+    def answer(body: dict, raw: str) -> tuple[str, dict, float]:
+        if ocrlib.ocr_kind(body) != "other":
+            kind, out = ocrlib.ocr_answer(body, COMMENT)
+            return f"ocr {kind}", out, 0.0
         msgs = body.get("messages") or []
         task = task_of(body)
         if task == "grouping":
-            return Reply(openai_text(json.dumps(EchoModel.groups(str(msgs[1]["content"])))))
+            return task, openai_text(json.dumps(EchoModel.groups(str(msgs[1]["content"])))), 0.0
         if task == "review_filter":
-            return Reply(openai_tool_calls(("approve_all_comments", {})))
+            return task, openai_tool_calls(("approve_all_comments", {})), 0.0
         if task == "main" and "return x - 5" in str(msgs[1].get("content", "")):
             first = str(msgs[1]["content"]).split('<file path="', 1)[1].split('"', 1)[0]
-            return Reply(openai_tool_calls(
-                ("code_comment", {"comments": [{
-                    "path": first, "existing_code": "return x - 5", "severity": "low",
-                    "category": "other", "content": "Subtracts instead of adding."}]}),
-                ("task_done", {"state": "DONE"})))
-        return Reply(openai_tool_calls(("task_done", {"state": "DONE"})))
-    llm._next = answer  # type: ignore[method-assign]
+            return task, openai_tool_calls(
+                ("code_comment", {"comments": [{**COMMENT, "path": first}]}),
+                ("task_done", {"state": "DONE"})), 0.0
+        return task, openai_tool_calls(("task_done", {"state": "DONE"})), 0.0
+    ocrlib.attach(llm, clock, answer)
 
 
 Row = tuple[str, float, float, float, float, float, int]
@@ -146,6 +165,67 @@ def complete(calls: int | None = None, hit: bool = False) -> Callable[[dict], st
     return check
 
 
+def ocr_check(review: bool) -> Callable[[ChildRun], str]:
+    """An OCR run's problem ("" when none): a review must complete with the one comment on the
+    edited line (22); a preview must exit 0."""
+    def check(r: ChildRun) -> str:
+        if r.rc != 0:
+            return f"exit {r.rc}: {r.stderr[-300:]}"
+        if not review:
+            return ""
+        data = r.json()
+        lines = [c.get("start_line") for c in data.get("comments") or []]
+        return "" if data.get("status") == "complete" and lines == [22] else \
+            f"status {data.get('status')!r}, comment lines {lines}"
+    return check
+
+
+def hook_check(check: Callable[[dict], str] | None) -> Callable[[ChildRun], str]:
+    def run_check(r: ChildRun) -> str:
+        if r.rc not in (0, 1):
+            return f"exit {r.rc}: {r.stderr[-300:]}"
+        return check(r.json()) if check is not None else ""
+    return run_check
+
+
+def against_ocr(label: str, cmds: dict[str, list[str]], repo: Path, env: dict[str, str],
+                clock: ocrlib.ServerClock, runs: int,
+                checks: dict[str, Callable[[ChildRun], str]]) -> dict[str, dict]:
+    """``runs`` runs of each tool's command in ``repo``, one after the other (the order flips
+    every round), after one warm-up each: per tool the medians of wall, server-busy and own
+    seconds (``ocrlib.busy_s``), the request count and the requests by kind of the last run."""
+    for cmd in cmds.values():
+        run_child(cmd, repo, env)
+    samples: dict[str, list[tuple[float, float, int, dict[str, int]]]] = {t: [] for t in cmds}
+    for i in range(runs):
+        for tool in (list(cmds) if i % 2 == 0 else list(cmds)[::-1]):
+            mark = clock.mark()
+            r = run_child(cmds[tool], repo, env)
+            spans = clock.since(mark)
+            if problem := checks[tool](r):
+                raise SystemExit(f"{label}, {tool}: {problem}")
+            samples[tool].append((r.wall_s, ocrlib.busy_s(spans), len(spans),
+                                  ocrlib.kinds(spans)))
+    return {tool: {"wall_s": med([x[0] for x in sm]), "server_s": med([x[1] for x in sm]),
+                   "own_s": med([x[0] - x[1] for x in sm]),
+                   "requests": int(med([x[2] for x in sm])), "kinds": sm[-1][3]}
+            for tool, sm in samples.items()}
+
+
+def ocr_table(pairs: dict[str, dict[str, dict]]) -> str:
+    out = []
+    for label, p in pairs.items():
+        h, o = p["ocr-hook"], p["ocr"]
+        target = OCR_TARGETS.get(label)
+        ratio = h["own_s"] / o["own_s"] if o["own_s"] > 0 else float("nan")
+        out.append((label, f"{h['wall_s']:.3f}", f"{h['server_s']:.3f}", f"{h['own_s']:.3f}",
+                    h["requests"], f"{o['wall_s']:.3f}", f"{o['server_s']:.3f}",
+                    f"{o['own_s']:.3f}", o["requests"], f"{ratio:.2f}",
+                    "-" if target is None else f"{target:.1f}"))
+    return table(("case", "ocr-hook wall s", "server s", "own s", "requests", "OCR wall s",
+                  "server s", "own s", "requests", "own ratio", "target"), out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=9)
@@ -153,12 +233,17 @@ def main() -> int:
                     help="store these medians as the new comparison point")
     ap.add_argument("--against", metavar="DIR", default="",
                     help="also run another ocr-hook source tree, alternating (see above)")
+    ocrlib.add_arguments(ap)
     args = ap.parse_args()
+    ocr = ocrlib.from_arguments(args)
     base = Path(tempfile.mkdtemp(prefix="ocr-bench-overhead-"))
     llm = fast_llm(ScriptedLLM("openai"))
-    zero_latency(llm)
+    clock = ocrlib.ServerClock(llm)
+    zero_latency(llm, clock)
     try:
         env = clean_env(base / "home", **llm.env())
+        if ocr:
+            ocrlib.write_config(base / "home", llm.url)
         envs = [env] + ([{**env, "PYTHONPATH": str(Path(args.against).resolve())}]
                         if args.against else [])
         review = [*OCR_CMD, "review", "--format", "json", "--effort", "low"]
@@ -183,6 +268,17 @@ def main() -> int:
             measure("cache hit", review, cached, envs, n, complete(0, hit=True)),
             measure("review, 50 files", [*review, "--no-cache"], many, envs, n, complete()),
         ]
+        pairs = {} if not ocr else {
+            "review, 1 file": against_ocr(
+                "review, 1 file", {"ocr-hook": [*review, "--no-cache"],
+                                   "ocr": ocrlib.review_command(ocr, "--effort", "low")},
+                one[0], env, clock, n, {"ocr-hook": hook_check(complete()),
+                                        "ocr": ocr_check(True)}),
+            "preview, 1 file": against_ocr(
+                "preview, 1 file", {"ocr-hook": [*OCR_CMD, "review", "--preview"],
+                                    "ocr": [ocr, "review", "--preview"]},
+                one[0], env, clock, n, {"ocr-hook": hook_check(None),
+                                        "ocr": ocr_check(False)})}
         rows = [variants[0] for variants in by_case]
         against = {variants[1][0]: variants[1][3] for variants in by_case if len(variants) > 1}
         recorded = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
@@ -207,6 +303,11 @@ def main() -> int:
         print(table(("case", "wall s", "model s", "own s", "target s", "cpu s", "peak MiB",
                      "LLM calls", "recorded own s", "now/recorded",
                      *(("against own s", "now/against") if args.against else ())), out))
+        if ocr:
+            print(f"\nagainst OCR {ocrlib.OCR_VERSION} ({ocr}), the same repository and "
+                  f"model, the tools alternating run by run; own = wall − server busy "
+                  f"(the loopback server's clock) for both:")
+            print(ocr_table(pairs))
         if args.record:
             recorded.setdefault("runs", []).append({
                 "label": args.record, "load": load_line(), "runs": args.runs,
@@ -214,7 +315,11 @@ def main() -> int:
                 "wall_s": {r[0]: round(r[1], 4) for r in rows},
                 "cpu_s": {r[0]: round(r[4], 4) for r in rows},
                 **({"against": args.against, "against_own_s": {
-                    k: round(v, 4) for k, v in against.items()}} if args.against else {})})
+                    k: round(v, 4) for k, v in against.items()}} if args.against else {}),
+                **({"ocr": {"version": ocrlib.OCR_VERSION, "cases": {
+                    label: {tool: {k: round(v, 4) if isinstance(v, float) else v
+                                   for k, v in fig.items()} for tool, fig in p.items()}
+                    for label, p in pairs.items()}}} if ocr else {})})
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps(recorded, indent=1) + "\n")
             print(f"\nrecorded as {args.record!r} in {RESULTS}")

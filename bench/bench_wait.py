@@ -168,19 +168,6 @@ def run_ocr(cmd: list[str], repo: Path, env: dict[str, str], clock: ocrlib.Serve
     return {"wall": r.wall_s, "rc": r.rc, **server_figures(r, clock.since(mark))}
 
 
-def find_ocr(args: argparse.Namespace) -> str:
-    """The OCR executable to compare with, or "" (``--no-ocr``; none found without ``--ocr``)."""
-    if args.no_ocr:
-        return ""
-    if args.ocr is not None:
-        return ocrlib.find_ocr(args.ocr or None)
-    try:
-        return ocrlib.find_ocr(install=False)
-    except SystemExit as e:
-        print(f"OCR not compared: {e}", file=sys.stderr)
-        return ""
-
-
 def cases(ocr: str) -> list[tuple[str, str, bool, list[list[str]]]]:
     """(label, tool, the model files a comment, commands run in one fresh repository)."""
     hook = [*OCR_CMD, "hook", "pre-commit", "--format", "json"]
@@ -247,12 +234,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--fixed-s", type=float, default=0.8)
     ap.add_argument("--per-kib-s", type=float, default=0.03125)
-    ap.add_argument("--ocr", nargs="?", const="", default=None, metavar="PATH",
-                    help="compare with OCR (default: when ocrlib.find_ocr finds it)")
-    ap.add_argument("--no-ocr", action="store_true", help="ocr-hook only")
+    ocrlib.add_arguments(ap)
     ap.add_argument("--record", metavar="LABEL", default="")
     args = ap.parse_args()
-    ocr = find_ocr(args)
+    ocr = ocrlib.from_arguments(args)
     base = Path(tempfile.mkdtemp(prefix="ocr-bench-wait-"))
     llm = fast_llm(ScriptedLLM("openai"))
     clock = ocrlib.ServerClock(llm)

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -64,6 +65,31 @@ def find_ocr(explicit: str | None = None, install: bool = True) -> str:
         return on_path
     raise SystemExit(f"no OCR executable: pass --ocr PATH, set OCR_BIN, or install npm "
                      f"(npm install {OCR_PACKAGE}@{OCR_VERSION})")
+
+
+def add_arguments(ap: Any) -> None:
+    """``--ocr [PATH]`` and ``--no-ocr`` on an ``argparse.ArgumentParser`` (see
+    :func:`from_arguments`)."""
+    ap.add_argument("--ocr", nargs="?", const="", default=None, metavar="PATH",
+                    help="compare with OCR at PATH (default: when find_ocr finds it without "
+                         "installing; a bare --ocr may npm-install it once)")
+    ap.add_argument("--no-ocr", action="store_true", help="ocr-hook only")
+
+
+def from_arguments(args: Any) -> str:
+    """The OCR executable a bench compares with, from :func:`add_arguments`' options: ""
+    with ``--no-ocr``; ``--ocr PATH`` or a bare ``--ocr`` (which may install it), else the copy
+    :func:`find_ocr` finds without installing, else "" with a note on stderr. Raises
+    SystemExit when an explicit ``--ocr`` finds none."""
+    if args.no_ocr:
+        return ""
+    if args.ocr is not None:
+        return find_ocr(args.ocr or None)
+    try:
+        return find_ocr(install=False)
+    except SystemExit as e:
+        print(f"OCR not compared: {e}", file=sys.stderr)
+        return ""
 
 
 def write_config(home: Path, url: str, protocol: str = "openai", model: str = "scripted-model",
