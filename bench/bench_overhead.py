@@ -29,11 +29,12 @@ to skip): ``review, 1 file`` (OCR: ``ocr review --format json --audience agent -
 in the same repository, whose only change is the staged file; OCR's main request is answered
 with the same ``code_comment`` + ``task_done``, its fact-check filter approves, see
 ``ocrlib.ocr_answer``) and ``preview, 1 file`` (``ocr review --preview``), each tool run after
-the other, run by run. Own time here is defined once for both tools on the loopback server's
-clock (``ocrlib.ServerClock``): wall − the time the server was handling at least one request
-of the run; ocr-hook's session-log model time is not used in this table. Columns: both tools'
-wall, server and own seconds, requests, and ocr-hook own / OCR own (target for the review:
-≤ 1.5x).
+the other, run by run; OCR runs both as installed (the npm launcher ``ocr``, a Node script
+that starts the platform binary) and as that binary itself (``ocrlib.native_binary``). Own
+time here is defined once for every tool on the loopback server's clock
+(``ocrlib.ServerClock``): wall − the time the server was handling at least one request of the
+run; ocr-hook's session-log model time is not used in this table. Columns: both tools' wall,
+server and own seconds, requests, and ocr-hook own / OCR own (target for the review: ≤ 1.5x).
 
 Usage: python bench/bench_overhead.py [--runs 9] [--record LABEL] [--against DIR]
                                       [--ocr [PATH] | --no-ocr]
@@ -212,18 +213,44 @@ def against_ocr(label: str, cmds: dict[str, list[str]], repo: Path, env: dict[st
             for tool, sm in samples.items()}
 
 
+def ocr_pairs(ocr: str, review: list[str], repo: Path, env: dict[str, str],
+              clock: ocrlib.ServerClock, runs: int) -> dict[str, dict[str, dict]]:
+    """The 1-file review and preview of ocr-hook, OCR as given (``npm launcher`` when ``ocr``
+    is OCR's launcher) and, when found, the launcher's ``native binary``, alternating (see
+    :func:`against_ocr`): {case: {tool: figures}}."""
+    native = ocrlib.native_binary(ocr)
+    exes = {("npm launcher" if native else "as given"): ocr,
+            **({"native binary": native} if native else {})}
+    reviews = {"ocr-hook": [*review, "--no-cache"],
+               **{k: ocrlib.review_command(x, "--effort", "low") for k, x in exes.items()}}
+    previews = {"ocr-hook": [*OCR_CMD, "review", "--preview"],
+                **{k: [x, "review", "--preview"] for k, x in exes.items()}}
+    return {
+        "review, 1 file": against_ocr(
+            "review, 1 file", reviews, repo, env, clock, runs,
+            {"ocr-hook": hook_check(complete()), **{k: ocr_check(True) for k in exes}}),
+        "preview, 1 file": against_ocr(
+            "preview, 1 file", previews, repo, env, clock, runs,
+            {"ocr-hook": hook_check(None), **{k: ocr_check(False) for k in exes}})}
+
+
 def ocr_table(pairs: dict[str, dict[str, dict]]) -> str:
+    """One row per case and OCR executable: both tools' figures and ocr-hook own / OCR own."""
     out = []
     for label, p in pairs.items():
-        h, o = p["ocr-hook"], p["ocr"]
-        target = OCR_TARGETS.get(label)
-        ratio = h["own_s"] / o["own_s"] if o["own_s"] > 0 else float("nan")
-        out.append((label, f"{h['wall_s']:.3f}", f"{h['server_s']:.3f}", f"{h['own_s']:.3f}",
-                    h["requests"], f"{o['wall_s']:.3f}", f"{o['server_s']:.3f}",
-                    f"{o['own_s']:.3f}", o["requests"], f"{ratio:.2f}",
-                    "-" if target is None else f"{target:.1f}"))
-    return table(("case", "ocr-hook wall s", "server s", "own s", "requests", "OCR wall s",
-                  "server s", "own s", "requests", "own ratio", "target"), out)
+        h = p["ocr-hook"]
+        for tool, o in p.items():
+            if tool == "ocr-hook":
+                continue
+            target = OCR_TARGETS.get(label)
+            ratio = h["own_s"] / o["own_s"] if o["own_s"] > 0 else float("nan")
+            out.append((label, tool,
+                        f"{h['wall_s']:.3f}", f"{h['server_s']:.3f}", f"{h['own_s']:.3f}",
+                        h["requests"], f"{o['wall_s']:.3f}", f"{o['server_s']:.3f}",
+                        f"{o['own_s']:.3f}", o["requests"], f"{ratio:.2f}",
+                        "-" if target is None else f"{target:.1f}"))
+    return table(("case", "OCR run as", "ocr-hook wall s", "server s", "own s", "requests",
+                  "OCR wall s", "server s", "own s", "requests", "own ratio", "target"), out)
 
 
 def main() -> int:
@@ -241,7 +268,7 @@ def main() -> int:
     clock = ocrlib.ServerClock(llm)
     zero_latency(llm, clock)
     try:
-        env = clean_env(base / "home", **llm.env())
+        env = clean_env(base / "home", **llm.env(), **ocrlib.NO_UPDATE)
         if ocr:
             ocrlib.write_config(base / "home", llm.url)
         envs = [env] + ([{**env, "PYTHONPATH": str(Path(args.against).resolve())}]
@@ -268,17 +295,7 @@ def main() -> int:
             measure("cache hit", review, cached, envs, n, complete(0, hit=True)),
             measure("review, 50 files", [*review, "--no-cache"], many, envs, n, complete()),
         ]
-        pairs = {} if not ocr else {
-            "review, 1 file": against_ocr(
-                "review, 1 file", {"ocr-hook": [*review, "--no-cache"],
-                                   "ocr": ocrlib.review_command(ocr, "--effort", "low")},
-                one[0], env, clock, n, {"ocr-hook": hook_check(complete()),
-                                        "ocr": ocr_check(True)}),
-            "preview, 1 file": against_ocr(
-                "preview, 1 file", {"ocr-hook": [*OCR_CMD, "review", "--preview"],
-                                    "ocr": [ocr, "review", "--preview"]},
-                one[0], env, clock, n, {"ocr-hook": hook_check(None),
-                                        "ocr": ocr_check(False)})}
+        pairs = {} if not ocr else ocr_pairs(ocr, review, one[0], env, clock, n)
         rows = [variants[0] for variants in by_case]
         against = {variants[1][0]: variants[1][3] for variants in by_case if len(variants) > 1}
         recorded = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}

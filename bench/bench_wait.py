@@ -20,7 +20,8 @@ module, staged) runs as:
 - ``OCR review (low)`` / ``OCR review (default)``: ``ocr review --format json --audience
   agent`` in the same repository content (only the index differs from HEAD, so OCR's
   workspace review reviews exactly the staged change) with ``--effort low`` (the hook's
-  effort) and at OCR's default effort; OCR's requests are told apart and answered by
+  effort) and at OCR's default effort; ``OCR native (low)``: the platform binary the npm
+  launcher starts (``ocrlib.native_binary``), without Node's start-up. OCR's requests are told apart and answered by
   ``ocrlib.ocr_answer`` (main: the same comment + ``task_done``; fact-check filter: approve;
   a later round: ``task_done``). Skipped with ``--no-ocr`` or when no OCR is found.
 
@@ -77,7 +78,7 @@ SOURCE = "".join(f"def f_{j}(x):\n    return x + {j}\n\n\n" for j in range(10))
 COMMENT = {"path": "app.py", "existing_code": "return x - 5", "severity": "high",
            "category": "bug", "content": "Subtracts instead of adding."}
 CHANGED_LINE = 22  # "    return x - 5" in the new app.py
-HOOK_CASE, OCR_CASE = "hook pre-commit", "OCR review (low)"
+HOOK_CASE, OCR_CASE, OCR_NATIVE = "hook pre-commit", "OCR review (low)", "OCR native (low)"
 TARGET_RATIO = 0.7
 
 
@@ -180,6 +181,8 @@ def cases(ocr: str) -> list[tuple[str, str, bool, list[list[str]]]]:
     if ocr:
         out += [(OCR_CASE, "ocr", True, [ocrlib.review_command(ocr, "--effort", "low")]),
                 ("OCR review (default)", "ocr", True, [ocrlib.review_command(ocr)])]
+    if native := (ocrlib.native_binary(ocr) if ocr else ""):
+        out.append((OCR_NATIVE, "ocr", True, [ocrlib.review_command(native, "--effort", "low")]))
     return out
 
 
@@ -242,7 +245,7 @@ def main() -> int:
     llm = fast_llm(ScriptedLLM("openai"))
     clock = ocrlib.ServerClock(llm)
     try:
-        env = clean_env(base / "home", **llm.env())
+        env = clean_env(base / "home", **llm.env(), **ocrlib.NO_UPDATE)
         if ocr:
             ocrlib.write_config(base / "home", llm.url)
         plan = cases(ocr)
@@ -270,13 +273,18 @@ def main() -> int:
             text, against = server_table(rows, tools)
             ratio = against[HOOK_CASE]["wall_s"] / against[OCR_CASE]["wall_s"]
             against["ratio_wall"] = round(ratio, 3)
+            if OCR_NATIVE in against:
+                against["ratio_wall_native"] = round(
+                    against[HOOK_CASE]["wall_s"] / against[OCR_NATIVE]["wall_s"], 3)
             print(f"\nagainst OCR 1.12.4 ({ocr}), the server's clock (own = wall − server "
                   f"busy), same change, model and latency, alternating runs:")
             print(text)
             print(f"\nhook pre-commit wall / OCR review (low) wall: {ratio:.2f}x (target ≤ "
                   f"{TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}); "
                   f"hook requests: {against[HOOK_CASE]['requests']} (target 1: "
-                  f"{'met' if against[HOOK_CASE]['requests'] == 1 else 'NOT met'})")
+                  f"{'met' if against[HOOK_CASE]['requests'] == 1 else 'NOT met'})"
+                  + (f"; against OCR's native binary: {against['ratio_wall_native']:.2f}x"
+                     if OCR_NATIVE in against else ""))
         if args.record:
             recorded.setdefault("runs", []).append({
                 "label": args.record, "load": load_line(), "runs": args.runs,

@@ -67,6 +67,25 @@ def find_ocr(explicit: str | None = None, install: bool = True) -> str:
                      f"(npm install {OCR_PACKAGE}@{OCR_VERSION})")
 
 
+# OCR's npm launcher (bin/ocr.js) checks the registry for a newer version in a detached
+# process at most every 18 minutes unless this is set: a bench sets it for every run of either
+# tool (ocr-hook ignores it), so no run starts a network request or a competing process.
+NO_UPDATE = {"OCR_NO_UPDATE": "1"}
+
+
+def native_binary(ocr: str) -> str:
+    """The platform binary that OCR's npm launcher ``ocr`` (a symlink to
+    ``@alibaba-group/open-code-review/bin/ocr.js``) starts, from the optional dependency npm
+    installed beside it (``@alibaba-group/ocr-<os>-<arch>/bin/opencodereview``); "" when
+    ``ocr`` is not that launcher or the binary is not there."""
+    launcher = Path(ocr).resolve()
+    if launcher.name != "ocr.js":
+        return ""
+    scope = launcher.parent.parent.parent  # node_modules/@alibaba-group
+    found = sorted(scope.glob("ocr-*-*/bin/opencodereview"))
+    return str(found[0]) if len(found) == 1 else ""
+
+
 def add_arguments(ap: Any) -> None:
     """``--ocr [PATH]`` and ``--no-ocr`` on an ``argparse.ArgumentParser`` (see
     :func:`from_arguments`)."""
