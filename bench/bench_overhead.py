@@ -336,6 +336,9 @@ def main() -> int:
                 **({"ocr": {"version": ocrlib.OCR_VERSION, "cases": {
                     label: {tool: {k: round(v, 4) if isinstance(v, float) else v
                                    for k, v in fig.items()} for tool, fig in p.items()}
+                    for label, p in pairs.items()}, "own_ratio": {
+                    label: {tool: round(p["ocr-hook"]["own_s"] / fig["own_s"], 3)
+                            for tool, fig in p.items() if tool != "ocr-hook" and fig["own_s"]}
                     for label, p in pairs.items()}}} if ocr else {})})
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
             RESULTS.write_text(json.dumps(recorded, indent=1) + "\n")
