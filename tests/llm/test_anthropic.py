@@ -43,12 +43,27 @@ def test_headers_version_and_body_shape(anthropic_llm: ScriptedLLM) -> None:
     assert "authorization" not in h
     body = anthropic_llm.requests[0]
     assert set(body) == {"model", "max_tokens", "messages", "system", "tools"}
-    assert body["system"] == "You review code."
+    # prompt caching (on by default): breakpoints on the last tool and the system prompt; a
+    # single request (no cache_key) leaves its message unmarked
+    assert body["system"] == [{"type": "text", "text": "You review code.",
+                               "cache_control": {"type": "ephemeral"}}]
     assert body["max_tokens"] == 16384
     assert body["messages"] == [{"role": "user", "content": [{"type": "text",
                                                               "text": "Review app.py"}]}]
     assert body["tools"] == [{"name": "file_read", "description": "Read a file.",
+                              "input_schema": TOOL.parameters,
+                              "cache_control": {"type": "ephemeral"}}]
+
+
+def test_prompt_caching_off_sends_the_plain_body(anthropic_llm: ScriptedLLM) -> None:
+    anthropic_llm.reply(anthropic_text("ok"))
+    make_client(endpoint(anthropic_llm, prompt_caching=False)).complete(
+        MSGS, [TOOL], cache_key="main/app.py")
+    body = anthropic_llm.requests[0]
+    assert body["system"] == "You review code."
+    assert body["tools"] == [{"name": "file_read", "description": "Read a file.",
                               "input_schema": TOOL.parameters}]
+    assert "cache_control" not in str(body)
 
 
 def test_default_anthropic_version_is_2023_06_01(anthropic_llm: ScriptedLLM) -> None:
