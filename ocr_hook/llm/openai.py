@@ -207,7 +207,8 @@ def prompt_cache_key(conversation: str) -> str:
     SHA-256, so the field is short and names no path of the repository."""
     import hashlib
 
-    return "ocr-hook-" + hashlib.sha256(conversation.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    digest = hashlib.sha256(conversation.encode("utf-8", "surrogatepass")).hexdigest()
+    return "ocr-hook-" + digest[:16]
 
 
 class OpenAIClient:

@@ -198,7 +198,7 @@ class Message(NamedTuple):
         if not self.splits:
             return [self.content]
         bounds = [0, *self.splits, len(self.content)]
-        return [self.content[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+        return [self.content[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
 def user_parts(parts: Sequence[str]) -> Message:
