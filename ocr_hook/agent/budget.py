@@ -52,12 +52,14 @@ class BudgetedClient(WrappedClient):
         tools: list[ToolSpec] | None = None,
         *,
         max_output_tokens: int | None = None,
+        cache_key: str = "",
     ) -> Turn:
         output = (max_output_tokens or self.inner.endpoint.max_output_tokens
                   or DEFAULT_OUTPUT_TOKENS)
         self.meter.reserve(request_tokens(messages, tools) + output)
         try:
-            return self.inner.complete(messages, tools, max_output_tokens=max_output_tokens)
+            return self.inner.complete(messages, tools, max_output_tokens=max_output_tokens,
+                                       cache_key=cache_key)
         except BaseException:
             self.meter.release()
             raise

@@ -251,7 +251,9 @@ def _request(
     if st.max_output_tokens is not None:
         request["max_output_tokens"] = st.max_output_tokens
     record("llm_request", request)
-    return client.complete(st.msgs, offered, max_output_tokens=st.max_output_tokens)
+    # the conversation goes on after this round: the provider may cache all of it (spec §13.6)
+    return client.complete(st.msgs, offered, max_output_tokens=st.max_output_tokens,
+                           cache_key=f"main/{label}")
 
 
 def _record_response(record: Record, label: str, rounds: int, turn: Turn) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from .. import util
 from ..diff import FileDiff, render_numbered
 from ..findings import RawComment
-from ..llm import Message
+from ..llm import Message, user_parts
 from .grouping import Group
 
 CONFIRMED_CAP = 30  # spec §6.1 step 5 (OCR confirmedCap)
@@ -99,10 +99,18 @@ def group_messages(
     confirmed: str = "",
 ) -> list[Message]:
     """System + user messages of one group's main task (spec §6.2) from its ``group_fields``;
-    ``confirmed`` (earlier findings) only in rounds ≥ 2."""
+    ``confirmed`` (earlier findings) only in rounds ≥ 2.
+
+    The user message comes in parts, most stable first, so a provider's prompt cache reads as
+    much as it can (spec §13.6): the checklist and background (the same for every group with
+    the same rules in a run; its stable head), then the date, the other changed files and the
+    diffs (the same in every round of the group), then the earlier findings."""
     system = util.render_template("main_system", contract_fields(language))
-    user = util.render_template("main_user", {**fields, "confirmed": confirmed})
-    return [Message("system", system), Message("user", redact(user))]
+    parts = [util.render_template("main_user_head", fields),
+             util.render_template("main_user", fields)]
+    if confirmed:
+        parts.append(util.render_template("main_user_confirmed", {"confirmed": confirmed}))
+    return [Message("system", system), user_parts([redact(p) for p in parts])]
 
 
 def confirmed_block(confirmed: Sequence[RawComment]) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from ..llm import ChatClient, Message, ToolSpec, Turn, WrappedClient
+from ..llm import ChatClient, Message, ToolSpec, Turn, WrappedClient, user_parts
 from ..secrets import redact
 from ..util import shown_text
 
@@ -64,7 +64,13 @@ class Redactor:
 
     def message(self, m: Message) -> Message:
         """``m`` with its content, reasoning and tool-call arguments redacted (``native``
-        blocks kept as they are)."""
+        blocks kept as they are). A message in parts (``splits``) is redacted part by part,
+        so its parts still start where the redacted text of each begins."""
+        if m.splits:
+            parts = [self(p) for p in m.parts()]
+            redone = user_parts(parts)
+            return m if redone.content == m.content else m._replace(
+                content=redone.content, splits=redone.splits)
         content = self(m.content)
         reasoning = self(m.reasoning) if m.reasoning else m.reasoning
         calls = tuple(
@@ -97,7 +103,9 @@ class RedactingClient(WrappedClient):
         tools: list[ToolSpec] | None = None,
         *,
         max_output_tokens: int | None = None,
+        cache_key: str = "",
     ) -> Turn:
         safe = [self.redactor.message(m) for m in messages]
         safe_tools = None if tools is None else [self.redactor.tool(t) for t in tools]
-        return self.inner.complete(safe, safe_tools, max_output_tokens=max_output_tokens)
+        return self.inner.complete(safe, safe_tools, max_output_tokens=max_output_tokens,
+                                   cache_key=cache_key)

@@ -39,17 +39,17 @@ def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int
         if args.json:
             say(json.dumps(table, indent=2, ensure_ascii=False))
             return Exit.OK
-        rows = [("NAME", "PROTOCOL", "BASE URL", "KEY VARIABLE", "NOTES")]
+        rows = [("NAME", "PROTOCOL", "BASE URL", "KEY VARIABLE", "PROMPT CACHE", "NOTES")]
         for name, p in table.items():
             key_env = p.get("key_env") or ("(none)" if p.get("keyless") else "")
             if p.get("keyless") and p.get("key_env"):
                 key_env += " (optional)"
             rows.append((name, p.get("protocol", "openai"),
                          p.get("base_url") or f"${p.get('base_url_env', '')}", key_env,
-                         p.get("note", "")))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+                         p.get("prompt_cache", ""), p.get("note", "")))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
-            say("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
+            say("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])
         say("\nUse: git ocr config set llm.provider NAME; git ocr config set llm.model MODEL")
         return Exit.OK
     if action == "test":

@@ -123,6 +123,8 @@ def resolve_endpoint(
             extra_body=tuple({**preset.get("extra_body", {}), **cfg.extra_body}.items()),
             auth_header=preset.get("auth_header", ""),
             tool_choice=preset.get("tool_choice", ""),
+            prompt_caching=cfg.prompt_caching,
+            prompt_cache_key=bool(preset.get("prompt_cache_key")),
         ),
         "",
     )

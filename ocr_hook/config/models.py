@@ -133,6 +133,7 @@ class LlmConfig:
     context_tokens: Annotated[int, Bound(ge=1000)] = 200_000
     anthropic_version: str = "2023-06-01"
     api_version: str = ""
+    prompt_caching: bool = True  # Anthropic cache_control breakpoints, OpenAI prompt_cache_key
 
 
 @dataclass(frozen=True, eq=False)

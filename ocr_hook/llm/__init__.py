@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         decode_arguments,
         mask_key,
         split_think,
+        user_parts,
     )
 
 PROTOCOLS = ("openai", "anthropic")
@@ -56,7 +57,7 @@ __getattr__, __dir__, _lazy = lazy_exports(__name__, {
     "openai": ("chat_url",),
     "prefetch": ("start_prefetch",),
     "types": ("Message", "ToolCall", "ToolSpec", "Turn", "Usage", "WrappedClient",
-              "decode_arguments", "mask_key", "split_think"),
+              "decode_arguments", "mask_key", "split_think", "user_parts"),
 })
 __all__ = ["PROTOCOLS", "ChatClient", "Endpoint", "TokenCounter", "estimate_tokens", "make_client",
            *_lazy]

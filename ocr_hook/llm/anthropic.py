@@ -7,6 +7,13 @@ redacted_thinking blocks resent unchanged (their signatures must survive),
 ``usage{input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens}``.
 Headers ``x-api-key`` and ``anthropic-version`` (``llm.anthropic_version``, default
 2023-06-01). No sampling parameters unless configured: API version 2026-10-21 rejects them.
+
+Prompt caching (``llm.prompt_caching``, on by default): ``cache_control{type: ephemeral}``
+breakpoints, at most :data:`MAX_BREAKPOINTS` (the API's limit), on the last tool, the last
+system block, the stable head of a user message (``Message.splits``) and, for a conversation
+that goes on (``cache_key``), the last block of the latest message. The API caches the prompt
+in the order tools, system, messages; a breakpoint ends a cached prefix, and a later request
+reads the longest one it starts with (docs.anthropic.com, "Prompt caching").
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from .types import (
 
 DEFAULT_MAX_TOKENS = 8192  # the reference tool's (OCR) Anthropic client default when unset
 DEFAULT_VERSION = "2023-06-01"  # spec §13
+MAX_BREAKPOINTS = 4  # cache_control blocks per request (Anthropic "Prompt caching" limits)
+EPHEMERAL = {"type": "ephemeral"}  # the default 5-minute cache entry
 
 
 def messages_url(base: str) -> str:
@@ -95,8 +104,46 @@ def to_wire(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
                 blocks = [{"type": "text", "text": "(no output)"}]
             push("assistant", blocks)
         else:
-            push("user", [{"type": "text", "text": m.content or "(empty)"}])
+            push("user", [{"type": "text", "text": p} for p in m.parts()]
+                 if m.content else [{"type": "text", "text": "(empty)"}])
     return "\n\n".join(p for p in system_parts if p), out
+
+
+def _stable_heads(messages: Sequence[Message]) -> list[int]:
+    """Indexes, among the text blocks of the user messages :func:`to_wire` writes, of the head
+    block of each message with ``splits``; counted as to_wire counts them."""
+    heads, at = [], 0
+    for m in messages:
+        if m.role == "user":
+            if m.splits:
+                heads.append(at)
+            at += len(m.parts()) if m.content else 1
+    return heads
+
+
+def mark_cache(body: dict[str, Any], messages: Sequence[Message], rolling: bool) -> None:
+    """Add ``cache_control`` breakpoints to ``body`` in place (see the module docstring): the
+    last tool, the system prompt (made a one-block list), each stable head and, when
+    ``rolling``, the last block of the latest message; never more than MAX_BREAKPOINTS, later
+    heads left out first. Thinking blocks are never marked (the API rejects it there)."""
+    marked: list[dict[str, Any]] = []
+    if body.get("tools"):
+        body["tools"][-1] = {**body["tools"][-1], "cache_control": EPHEMERAL}
+        marked.append(body["tools"][-1])
+    if isinstance(body.get("system"), str):
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": EPHEMERAL}]
+        marked.append(body["system"][-1])
+    texts = [b for m in body["messages"] if m["role"] == "user" for b in m["content"]
+             if b.get("type") == "text"]
+    last = body["messages"][-1]["content"][-1] if rolling and body["messages"] else None
+    if last is not None and last.get("type") in ("thinking", "redacted_thinking"):
+        last = None
+    room = MAX_BREAKPOINTS - len(marked) - (last is not None)
+    for i in _stable_heads(messages)[:max(room, 0)]:
+        if i < len(texts) and texts[i] is not last:
+            texts[i]["cache_control"] = EPHEMERAL
+    if last is not None:
+        last["cache_control"] = EPHEMERAL
 
 
 def parse_usage(u: Any) -> Usage | None:
@@ -194,8 +241,10 @@ class AnthropicClient:
 
     def build_body(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
-        max_output_tokens: int | None,
+        max_output_tokens: int | None, cache_key: str = "",
     ) -> dict[str, Any]:
+        """The Messages request body; with ``llm.prompt_caching``, its cache breakpoints
+        (:func:`mark_cache`; the latest message only for a conversation, ``cache_key``)."""
         ep = self.endpoint
         system, wire = to_wire(messages)
         body: dict[str, Any] = {
@@ -210,6 +259,8 @@ class AnthropicClient:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
             ]
+        if ep.prompt_caching:
+            mark_cache(body, messages, rolling=bool(cache_key))
         # llm.extra_body adds fields; it never replaces the request's own
         return {**dict(ep.extra_body), **body}
 
@@ -219,13 +270,14 @@ class AnthropicClient:
         tools: list[ToolSpec] | None = None,
         *,
         max_output_tokens: int | None = None,
+        cache_key: str = "",
     ) -> Turn:
         ep = self.endpoint
         t0 = time.monotonic()
         try:
             payload, attempts = http.post_json(
                 self._sessions.get(), messages_url(ep.url), self.headers(),
-                self.build_body(messages, tools, max_output_tokens),
+                self.build_body(messages, tools, max_output_tokens, cache_key),
                 connect_timeout_s=ep.connect_timeout_s, timeout_s=ep.timeout_s,
                 max_retries=ep.max_retries, body_error=_body_error,
                 before_attempt=self.before_attempt,

@@ -17,6 +17,10 @@ Quirks of OpenAI-compatible servers handled:
 - the output-token limit goes in ``max_completion_tokens`` or ``max_tokens``
   (``llm.output_tokens_field``); a 400/422 that names the field we sent as unsupported is
   retried once with the other name, which the client then keeps using.
+- prompt caching is automatic where a provider offers it (an identical prompt prefix is read
+  from the cache): nothing is sent for it, except ``prompt_cache_key`` (OpenAI: requests with
+  the same key and prefix go to the same cache) for a conversation, where the provider preset
+  documents the field (``Endpoint.prompt_cache_key``) and ``llm.prompt_caching`` is on.
 - tool calls with missing or repeated ids get unique synthetic ids; arguments that are not a
   JSON object are marked with ``parse_error`` and resent as ``{}`` (servers that render
   history through a chat template fail on invalid JSON there).
@@ -198,6 +202,15 @@ def estimate_usage(messages: Sequence[Message], tools: Sequence[ToolSpec] | None
                  estimated=True)
 
 
+def prompt_cache_key(conversation: str) -> str:
+    """The ``prompt_cache_key`` of a conversation: ``ocr-hook-`` and 16 hex digits of its
+    SHA-256, so the field is short and names no path of the repository."""
+    import hashlib
+
+    digest = hashlib.sha256(conversation.encode("utf-8", "surrogatepass")).hexdigest()
+    return "ocr-hook-" + digest[:16]
+
+
 class OpenAIClient:
     """Chat Completions client; one requests.Session per thread (requests promises no thread
     safety for a shared Session). :meth:`complete` raises LlmError."""
@@ -230,8 +243,9 @@ class OpenAIClient:
 
     def build_body(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
-        max_output_tokens: int | None, output_field: str | None = None,
+        max_output_tokens: int | None, output_field: str | None = None, cache_key: str = "",
     ) -> dict[str, Any]:
+        """The Chat Completions request body (``cache_key``: see :func:`prompt_cache_key`)."""
         ep = self.endpoint
         body: dict[str, Any] = {
             "model": ep.model,
@@ -244,6 +258,8 @@ class OpenAIClient:
             body["tools"] = [tool_to_wire(t) for t in tools]
             if ep.tool_choice:  # only with tools: OpenAI rejects tool_choice without them
                 body["tool_choice"] = ep.tool_choice
+        if cache_key and ep.prompt_cache_key and ep.prompt_caching:
+            body["prompt_cache_key"] = prompt_cache_key(cache_key)
         # llm.extra_body adds fields; it never replaces the request's own
         return {**dict(ep.extra_body), **body}
 
@@ -264,6 +280,7 @@ class OpenAIClient:
         tools: list[ToolSpec] | None = None,
         *,
         max_output_tokens: int | None = None,
+        cache_key: str = "",
     ) -> Turn:
         t0 = time.monotonic()
         deadline = t0 + self.endpoint.timeout_s
@@ -272,7 +289,8 @@ class OpenAIClient:
         try:
             try:
                 payload, attempts = self._post(
-                    self.build_body(messages, tools, max_output_tokens, field), deadline)
+                    self.build_body(messages, tools, max_output_tokens, field, cache_key),
+                    deadline)
             except LlmError as e:
                 other = OUTPUT_TOKEN_FIELDS[1 - OUTPUT_TOKEN_FIELDS.index(field)]
                 if not names_output_field(e, field):
@@ -280,7 +298,8 @@ class OpenAIClient:
                 attempts = e.attempts
                 self.output_tokens_field = other  # this server wants the other name: keep it
                 payload, more = self._post(
-                    self.build_body(messages, tools, max_output_tokens, other), deadline)
+                    self.build_body(messages, tools, max_output_tokens, other, cache_key),
+                    deadline)
                 attempts += more
         except LlmError as e:
             e.attempts += attempts

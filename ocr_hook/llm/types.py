@@ -169,6 +169,12 @@ class Message(NamedTuple):
     ``native`` (Anthropic content blocks resent unchanged, thinking signatures included).
     ``content`` is the text as the model wrote it; :attr:`text` is that text without a leading
     think block. Tool messages carry ``tool_call_id`` and ``is_error``.
+
+    ``splits`` (user messages): offsets into ``content`` where a new part starts, ascending,
+    each inside the text; the first part is the stable head of the prompt (the same in every
+    request of a run that has it) and ends in a prompt-cache breakpoint. Protocols with content
+    blocks (Anthropic) send one text block per part; the others send ``content`` as it is.
+    Build one with :func:`user_parts`.
     """
 
     role: str
@@ -180,11 +186,30 @@ class Message(NamedTuple):
     reasoning: str | None = None
     reasoning_field: str = ""
     native: tuple[dict[str, Any], ...] = ()
+    splits: tuple[int, ...] = ()
 
     @property
     def text(self) -> str:
         """``content`` with a leading ``<think>`` block removed (see :func:`split_think`)."""
         return split_think(self.content)[1]
+
+    def parts(self) -> list[str]:
+        """``content`` cut at ``splits``: one string without splits; never an empty part."""
+        if not self.splits:
+            return [self.content]
+        bounds = [0, *self.splits, len(self.content)]
+        return [self.content[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def user_parts(parts: Sequence[str]) -> Message:
+    """A user message made of ``parts`` (empty ones dropped): the first is the stable head
+    (see ``Message.splits``), its content is their concatenation."""
+    kept = [p for p in parts if p]
+    splits, at = [], 0
+    for p in kept[:-1]:
+        at += len(p)
+        splits.append(at)
+    return Message("user", "".join(kept), splits=tuple(splits))
 
 
 class Usage(NamedTuple):
@@ -292,6 +317,8 @@ class Endpoint(NamedTuple):
     extra_body: tuple[tuple[str, Any], ...] = ()
     auth_header: str = ""
     tool_choice: str = ""  # "" = not sent; "auto" for servers that ignore tools without it
+    prompt_caching: bool = True  # llm.prompt_caching: Anthropic cache_control breakpoints
+    prompt_cache_key: bool = False  # the provider documents prompt_cache_key (OpenAI)
 
     def __repr__(self) -> str:
         """Every field but ``api_key`` (which is never logged)."""
@@ -311,7 +338,13 @@ def mask_key(key: str) -> str:
 
 
 class ChatClient(Protocol):
-    """One conversation step against a provider. Raises LlmError after retries."""
+    """One conversation step against a provider. Raises LlmError after retries.
+
+    ``cache_key``: a stable name of the conversation this request belongs to when it will go
+    on (the tool loop of one group), "" for a single request. With it, the Anthropic client
+    also puts a prompt-cache breakpoint on the latest message, so the next round reads this
+    one's prompt from the cache, and the OpenAI client sends it as ``prompt_cache_key`` where
+    the provider documents that field (``Endpoint.prompt_cache_key``)."""
 
     @property
     def endpoint(self) -> Endpoint: ...
@@ -325,6 +358,7 @@ class ChatClient(Protocol):
         tools: list[ToolSpec] | None = None,
         *,
         max_output_tokens: int | None = None,
+        cache_key: str = "",
     ) -> Turn: ...
 
 

@@ -187,7 +187,7 @@ class _GroupRunner:
             client=self.client, registry=self.registry, meter=self.meter,
             comment_pool=self.comment_pool, collector=self.collector, files=st.files,
             by_path=self.view.changed, rules=st.rules, cfg=cfg, background=self.req.background,
-            now=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),  # the prompts' date
+            now=_dt.date.today().isoformat(),  # the prompts' date: a day, so prefixes stay stable
             context_limit=self.context_limit, rounds_total=EFFORT_ROUNDS[self.req.effort],
             count=st.count, record=self.record, redact=self.redact,
             spawn=self.background_pool.submit, cache=st.cache_policy,

@@ -80,6 +80,8 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             "input_tokens": result.usage.input_tokens + result.usage.cache_read_tokens
             + result.usage.cache_write_tokens,
             "output_tokens": result.usage.output_tokens,
+            "cache_read_tokens": result.usage.cache_read_tokens,
+            "cache_write_tokens": result.usage.cache_write_tokens,
             "llm_calls": result.llm_calls,
             "llm_attempts": result.llm_attempts,
             "cache_hits": result.cache_hits,

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from ..change import SelectionReason, reason_words
 from ..findings import Finding
+from ..llm import Usage
 from ..vocabulary import AnchorMethod, Severity
 from .display import DIM, RESET, SEVERITY_COLORS, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
@@ -291,10 +292,18 @@ def summary_line(result: ReviewResult) -> str:
         f"ocr-hook: {reviewed} reviewed, {excluded} excluded, {incomplete} incomplete;"
         f" {len(result.findings)} finding(s){f' ({by_sev})' if by_sev else ''}{dismissed};"
         f" tokens in/out {u.input_tokens + u.cache_read_tokens + u.cache_write_tokens}/"
-        f"{u.output_tokens}; {result.llm_calls} LLM call(s){failed_attempts};"
+        f"{u.output_tokens}{_cached(u)}; {result.llm_calls} LLM call(s){failed_attempts};"
         f" {result.cache_hits} cache hit(s);"
         f" {result.elapsed_ms / 1000:.1f}s"
     )
+
+
+def _cached(u: Usage) -> str:
+    """`` (cache read R, written W)`` of the provider's prompt cache, as its usage reported
+    them (both counted in the input tokens); "" when it reported none."""
+    if not (u.cache_read_tokens or u.cache_write_tokens):
+        return ""
+    return f" (cache read {u.cache_read_tokens}, written {u.cache_write_tokens})"
 
 
 def write_text(result: ReviewResult, stream: TextIO, environ: Mapping[str, str]) -> None:

@@ -87,6 +87,10 @@ def test_llm_providers_lists_every_preset(capsys: pytest.CaptureFixture[str]) ->
     assert names == list(layering.provider_presets())  # every preset of config/providers.json
     assert {"openai", "anthropic", "azure-openai", "deepseek", "ollama", "llama-cpp"} <= set(names)
     assert footer.startswith("Use: git ocr config set llm.provider NAME")
+    header, *lines = rows.splitlines()
+    assert "PROMPT CACHE" in header
+    anthropic = next(line for line in lines if line.startswith("anthropic "))
+    assert "cache_control breakpoints" in anthropic
     rc, out, _ = run_cli(["llm", "providers", "--json"], {}, capsys)
     table = json.loads(out)
     assert table["ollama"]["base_url"] == "http://localhost:11434/v1"

@@ -43,12 +43,27 @@ def test_headers_version_and_body_shape(anthropic_llm: ScriptedLLM) -> None:
     assert "authorization" not in h
     body = anthropic_llm.requests[0]
     assert set(body) == {"model", "max_tokens", "messages", "system", "tools"}
-    assert body["system"] == "You review code."
+    # prompt caching (on by default): breakpoints on the last tool and the system prompt; a
+    # single request (no cache_key) leaves its message unmarked
+    assert body["system"] == [{"type": "text", "text": "You review code.",
+                               "cache_control": {"type": "ephemeral"}}]
     assert body["max_tokens"] == 16384
     assert body["messages"] == [{"role": "user", "content": [{"type": "text",
                                                               "text": "Review app.py"}]}]
     assert body["tools"] == [{"name": "file_read", "description": "Read a file.",
+                              "input_schema": TOOL.parameters,
+                              "cache_control": {"type": "ephemeral"}}]
+
+
+def test_prompt_caching_off_sends_the_plain_body(anthropic_llm: ScriptedLLM) -> None:
+    anthropic_llm.reply(anthropic_text("ok"))
+    make_client(endpoint(anthropic_llm, prompt_caching=False)).complete(
+        MSGS, [TOOL], cache_key="main/app.py")
+    body = anthropic_llm.requests[0]
+    assert body["system"] == "You review code."
+    assert body["tools"] == [{"name": "file_read", "description": "Read a file.",
                               "input_schema": TOOL.parameters}]
+    assert "cache_control" not in str(body)
 
 
 def test_default_anthropic_version_is_2023_06_01(anthropic_llm: ScriptedLLM) -> None:
@@ -154,3 +169,32 @@ def test_bearer_auth_when_configured(anthropic_llm: ScriptedLLM) -> None:
     make_client(endpoint(anthropic_llm, auth_header="authorization")).complete(MSGS)
     assert anthropic_llm.headers[0]["authorization"] == "Bearer ant-key"
     assert "x-api-key" not in anthropic_llm.headers[0]
+
+
+def test_breakpoints_stop_at_four_and_skip_thinking_blocks(anthropic_llm: ScriptedLLM) -> None:
+    from ocr_hook.llm import user_parts
+
+    first = user_parts(["<review_checklist>rules</review_checklist>\n", "the diff\n"])
+    again = user_parts(["head two\n", "tail two\n"])  # a second head: no room is left for it
+    msgs = [Message("system", "You review code."), first,
+            Message("assistant", "", (), native=({"type": "text", "text": "Looking."},)),
+            again]
+    anthropic_llm.reply(anthropic_text("ok"))
+    make_client(endpoint(anthropic_llm)).complete(msgs, [TOOL, TOOL._replace(name="x")],
+                                                  cache_key="main/app.py")
+    body = anthropic_llm.requests[0]
+    marked = [(i, j) for i, m in enumerate(body["messages"]) for j, b in enumerate(m["content"])
+              if "cache_control" in b]
+    assert "cache_control" not in body["tools"][0] and "cache_control" in body["tools"][1]
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "<review_checklist>rules</review_checklist>\n",
+         "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "the diff\n"}]
+    assert marked == [(0, 0), (2, 1)]  # first head and the latest block: 4 with tools, system
+    # a conversation whose latest block is thinking: that block stays unmarked
+    anthropic_llm.reply(anthropic_text("ok"))
+    thinking = Message("assistant", "", (), native=(
+        {"type": "thinking", "thinking": "hm", "signature": "s"},))
+    make_client(endpoint(anthropic_llm)).complete([*MSGS, thinking], [TOOL], cache_key="k")
+    last = anthropic_llm.requests[1]["messages"][-1]["content"][-1]
+    assert last["type"] == "thinking" and "cache_control" not in last

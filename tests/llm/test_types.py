@@ -37,7 +37,7 @@ def test_endpoint_repr_names_every_field_but_the_key() -> None:
         " timeout_s=120.0, connect_timeout_s=10.0, max_retries=3, max_output_tokens=16384,"
         " max_output_tokens_cap=0, output_tokens_field='max_completion_tokens',"
         " anthropic_version='2023-06-01', extra_headers=(('X-A', '1'),), extra_body=(),"
-        " auth_header='', tool_choice='')")
+        " auth_header='', tool_choice='', prompt_caching=True, prompt_cache_key=False)")
     keyless = ep._replace(api_key="")
     assert (keyless.api_key, keyless.url, keyless.extra_headers) == ("", ep.url, (("X-A", "1"),))
     assert keyless == Endpoint("http://127.0.0.1:9/v1", "m", extra_headers=(("X-A", "1"),))

@@ -194,7 +194,8 @@ def test_preview_json_lists_every_case_with_exact_status_counts_and_reason(
         "summary": {
             "files_reviewed": 0, "comments": 0,
             "by_severity": {"critical": 0, "high": 0, "medium": 0, "low": 0},
-            "input_tokens": 0, "output_tokens": 0, "llm_calls": 0, "llm_attempts": 0,
+            "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+            "cache_write_tokens": 0, "llm_calls": 0, "llm_attempts": 0,
             "cache_hits": 0, "elapsed_ms": 0,
         },
         "comments": [],

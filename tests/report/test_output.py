@@ -158,7 +158,8 @@ def test_sarif_without_findings_is_valid(sarif_validator: jsonschema.Draft4Valid
 TOP_KEYS = {"schema_version", "status", "verdict", "gate", "llm", "input", "summary", "comments",
             "files", "groups", "warnings", "dismissed", "incomplete_reasons", "session_id"}
 SUMMARY_KEYS = {"files_reviewed", "comments", "by_severity", "input_tokens", "output_tokens",
-                "llm_calls", "llm_attempts", "cache_hits", "elapsed_ms"}
+                "llm_calls", "llm_attempts", "cache_hits", "elapsed_ms",
+                "cache_read_tokens", "cache_write_tokens"}
 COMMENT_KEYS = {"id", "path", "side", "start_line", "end_line", "severity", "category",
                 "content", "existing_code", "suggestion_code", "anchor", "ambiguous"}
 

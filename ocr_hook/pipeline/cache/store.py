@@ -130,6 +130,8 @@ _SELECTION = ("chooses the files reviewed: each reviewed file's content and ever
 # other key enters the cache keys (``result_settings``); a new key is in them until it is
 # listed here. The API key never enters a key, not even as a digest; settings that may hold a
 # credential but change requests (``llm.extra_headers``) enter only through the SHA-256 key.
+_CACHE_HINT = ("a provider caching hint (cache_control, prompt_cache_key): the prompt, and so"
+               " its answer, is the same with it or without")
 NOT_IN_KEY: dict[str, str] = {
     "llm.api_key": "a credential: who pays for a request does not change its answer",
     "llm.api_key_cmd": "a credential: who pays for a request does not change its answer",
@@ -137,6 +139,7 @@ NOT_IN_KEY: dict[str, str] = {
     "llm.connect_timeout_s": _ONLY_COMPLETE,
     "llm.max_retries": "a failed attempt is repeated as it was; only complete results are"
                        " stored",
+    "llm.prompt_caching": _CACHE_HINT,
     "review.effort": "stored with each entry, which answers its effort and lower ones",
     "review.concurrency": "groups are reviewed independently and merged in group order",
     "review.timeout_s": _ONLY_COMPLETE,
@@ -162,7 +165,8 @@ NOT_IN_KEY: dict[str, str] = {
 }
 # Endpoint fields that cannot change a stored result (the rest are in the keys): the same
 # reasons as their configuration keys.
-ENDPOINT_NOT_IN_KEY = frozenset({"api_key", "timeout_s", "connect_timeout_s", "max_retries"})
+ENDPOINT_NOT_IN_KEY = frozenset({"api_key", "timeout_s", "connect_timeout_s", "max_retries",
+                                 "prompt_caching", "prompt_cache_key"})
 
 
 def config_settings(cfg: Config) -> dict[str, Any]:
