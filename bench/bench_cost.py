@@ -1,8 +1,56 @@
 #!/usr/bin/env python3
 """Billable input tokens with provider prompt caching: ocr-hook against the reference CLI
-(OCR 1.12.4) for the same reviews, the same scripted model, over both protocols.
+(OCR 1.12.4) for the same reviews, the same scripted model, over both protocols (OpenAI Chat
+Completions and Anthropic Messages), computed from each tool's own recorded request bodies.
 
-DRAFT
+Reviews: range mode, ``git ocr review --from A --to B --format json --no-cache`` and ``ocr
+review --from A --to B`` (bench/ocrlib.py), both with ``--concurrency 1`` (requests arrive in
+a fixed order) at each tool's default effort (ocr-hook low: one round; OCR medium: a second
+round, answered at once, plus its review filter and, for some groups, a plan). The default
+cases are three commits of this repository's own history (a clone in a temp folder; pinned
+hashes in ``CASES``), each changing 5-7 files of ``ocr_hook/`` in 2-3 folders: offline, and the
+same bytes on every machine. ``--repo PATH --range A..B`` (repeatable) adds others (cloned
+too: a review never runs in the source repository).
+
+The scripted model (:class:`CostModel`, a loopback server speaking both wire formats) treats
+both tools alike: every main-task conversation takes three rounds (``file_read`` of its first
+file + ``code_search`` for an identifier of that file's added lines; one ``code_comment`` per
+file quoting a real added line; ``task_done``); what is read, searched and quoted is planned
+from git (``plan_files``), not from either tool's prompt. Grouping answers put files of one
+folder together; every other request kind gets the minimal answer it expects. A row is marked
+``(!)`` and a WARNING printed when a review did not end complete, a main conversation did not
+take exactly three rounds, the two tools reviewed different files, or a body has more than 4
+breakpoints. Both tools write the current minute into their main prompt; each review starts
+early in a minute so all its requests carry the same one.
+
+Cost model (token counts: tiktoken o200k_base through ocr-hook's offline tables, the same for
+both tools; each review starts from a cold cache; no cache time-to-live is modelled: every
+review here ends within seconds, well inside the 5-minute TTL):
+
+- Anthropic: the prompt is the tools (in order), the system blocks, then every message's content
+  blocks (a string ``system`` or string content is one block). A block with ``cache_control``
+  is a breakpoint; a cache entry is the exact prefix up to a breakpoint. A request reads the
+  longest stored entry equal to its prefix ending at a block at most 20 blocks before one of
+  its breakpoints; the tokens from there to its last breakpoint are written (1.25x), when that
+  prefix has at least 1,024 tokens (shorter prefixes are neither written nor read), and each
+  breakpoint prefix of 1,024+ tokens is stored; the rest is plain input. billable = plain +
+  1.25 x written + 0.1 x read.
+- OpenAI (automatic caching): the prompt is the token sequence of the tool definitions then the
+  messages; a request's cached part is its longest common token prefix with any earlier
+  request of the same review, if at least 1,024 tokens, rounded down to 1,024 + a multiple of
+  128. billable = uncached + cached x ``--cached-price`` (default 0.25; the model's cached
+  price over its input price). ``prompt_cache_key`` only routes requests to a cache machine;
+  it changes no count here.
+
+The cost functions are checked on hand-made bodies at start (``--self-check`` runs only that).
+Columns: requests, input tokens, read from cache, written (Anthropic), billable (in plain input
+tokens), and ocr-hook's input and billable as a ratio of OCR's. ``--explain`` prints, per
+request, its cost and where it first differs from the earlier request it shares most with
+(what breaks the prefix); ``--dump DIR`` writes the bodies. ``--record LABEL`` appends the run to
+``results/cost.json`` and rewrites ``results/cost.md``. About 30 s on 2 cores.
+
+Usage: python bench/bench_cost.py [--protocols openai,anthropic] [--cached-price 0.25]
+       [--repo PATH --range A..B]... [--explain] [--dump DIR] [--record LABEL] [--self-check]
 """
 
 from __future__ import annotations
@@ -52,12 +100,13 @@ def _text(content: Any) -> str:
 
 
 def conversation(body: Mapping[str, Any]) -> tuple[str, str, int]:
-    """(system text, first user message text, assistant turns so far) of a request body in
-    OpenAI Chat Completions or Anthropic Messages form."""
+    """(system text, text of the user messages before the first assistant message, assistant
+    turns so far) of a request body in OpenAI Chat Completions or Anthropic Messages form."""
     msgs = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     system = _text(body.get("system", ""))
     system += "\n".join(_text(m.get("content")) for m in msgs if m.get("role") == "system")
-    user = next((_text(m.get("content")) for m in msgs if m.get("role") == "user"), "")
+    first = next((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), len(msgs))
+    user = "\n".join(_text(m.get("content")) for m in msgs[:first] if m.get("role") == "user")
     turns = sum(1 for m in msgs if m.get("role") == "assistant")
     return system, user, turns
 
@@ -76,6 +125,7 @@ def tool_names(body: Mapping[str, Any]) -> list[str]:
 FILE_RE = re.compile(r'<file path="([^"]*)"')
 LIST_RE = re.compile(r"^\[(\d+)\]\s+\S+\s+(.+?)\s+\(\+\d+/-\d+\)\s*$", re.M)
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{5,}")
+CONFIRMED_RE = re.compile(r"<confirmed_findings>(.*?)</confirmed_findings>", re.S)
 
 
 @dataclass
@@ -127,8 +177,8 @@ class CostModel:
     (a request offering ``code_comment``; its files are the ``<file path="...">`` of its first
     user message) takes three rounds: ``file_read`` of its first file (lines 1-40) plus
     ``code_search`` for that file's planned identifier; one ``code_comment`` per file quoting
-    its planned line; ``task_done``. A later review round (ocr-hook's ``<confirmed_findings>``,
-    OCR's previous-review summary) is answered ``task_done`` at once. Other requests get the
+    its planned line; ``task_done``. A later review round (both tools list the earlier
+    findings, with their paths, in ``<confirmed_findings>``) is answered ``task_done`` at once. Other requests get the
     minimal answer they expect: a grouping (an ``[i] STATUS path (+a/-d)`` list) one group per
     folder, a review filter ``approve_all_comments`` / ``task_done``, OCR's plan an empty plan
     (a summary line and no issues), any other text request ``NONE``. ``kinds`` counts requests by kind; ``rounds`` lists, per main conversation that
@@ -138,13 +188,21 @@ class CostModel:
     plans: dict[str, FilePlan]
     kinds: dict[str, int] = field(default_factory=dict)
     rounds: list[int] = field(default_factory=list)
+    ids: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _reply(self, *calls: tuple[str, Any], text: str = "") -> Reply:
+        """A reply without ``usage`` (each tool counts itself), its tool call ids numbered in
+        order (the same on every run, so token counts repeat)."""
         if self.protocol == "anthropic":
             body = anthropic_tool_calls(*calls) if calls else anthropic_text(text)
+            items = [b for b in body["content"] if b.get("type") == "tool_use"]
         else:
             body = openai_tool_calls(*calls) if calls else openai_text(text)
+            items = body["choices"][0]["message"].get("tool_calls") or []
+        for item in items:
+            self.ids += 1
+            item["id"] = f"call_{self.ids:04d}"
         body.pop("usage", None)
         return Reply(body)
 
@@ -154,11 +212,15 @@ class CostModel:
 
     def answer(self, raw: str) -> Reply:
         """The reply to one request body (JSON text)."""
-        body = json.loads(raw)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._count("not JSON")
+            return self._reply(text="NONE")
         system, user, turns = conversation(body)
         names = tool_names(body)
         if "code_comment" in names:
-            return self.main(user, turns)
+            return self.main(system, user, turns)
         if "approve_all_comments" in names:
             self._count("review filter")
             return self._reply(("approve_all_comments", {}))
@@ -186,14 +248,20 @@ class CostModel:
         return [{"label": f"{d} #{k // 10 + 1}", "files": v[k:k + 10]}
                 for d, v in by_dir.items() for k in range(0, len(v), 10)]
 
-    def main(self, user: str, turns: int) -> Reply:
-        files = list(dict.fromkeys(FILE_RE.findall(user.split("</review_files>")[0])))
-        later = "<confirmed_findings>" in user
-        if later or not files:
+    def main(self, system: str, user: str, turns: int) -> Reply:
+        """A main-task request: the files are the planned paths among the ``<file path>`` of
+        the first user turn (else of the system prompt, should the diffs move there)."""
+        planned = []
+        for text in (user, system):
+            found = FILE_RE.findall(text.split("</review_files>")[0])
+            planned = [p for p in dict.fromkeys(found) if p in self.plans]
+            if planned:
+                break
+        confirmed = CONFIRMED_RE.findall(user + "\n" + system)
+        if any(p in c for c in confirmed for p in self.plans):  # a later review round
             self._count("main, later round")
             return self._reply(("task_done", {"state": "DONE"}))
         self._count("main")
-        planned = [p for p in files if p in self.plans]
         if turns == 0 and planned:
             first = planned[0]
             return self._reply(("file_read", {"file_path": first, "start_line": 1,
@@ -311,9 +379,8 @@ class Cost:
 
 def anthropic_costs(bodies: Sequence[Mapping[str, Any]]) -> list[Cost]:
     """Billable input of each of ``bodies`` (one review's requests, in the order sent) under
-    Anthropic's
-    prompt caching, from a cold cache: a cache entry is the exact prefix ending at a
-    breakpoint. A request reads the longest stored entry that equals its prefix ending at a
+    Anthropic's prompt caching, from a cold cache: a cache entry is the exact prefix (of
+    :func:`anthropic_blocks`) ending at a breakpoint. A request reads the longest stored entry that equals its prefix ending at a
     block at most :data:`LOOKBACK_BLOCKS` before one of its breakpoints; the tokens after it up
     to its last breakpoint are written (1.25x), when that prefix has at least
     :data:`MIN_CACHE_TOKENS`, and each such breakpoint prefix is stored; the rest is plain
@@ -347,8 +414,24 @@ def anthropic_costs(bodies: Sequence[Mapping[str, Any]]) -> list[Cost]:
     return out
 
 
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two token lists (bisection on slices)."""
+def body_problems(protocol: str, bodies: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the cost model cannot price as sent: more than 4 breakpoints in a Messages request
+    (the API refuses it) or a request-level ``cache_control`` (not modelled)."""
+    out = []
+    for i, body in enumerate(bodies):
+        if protocol != "anthropic":
+            continue
+        marks = sum(b.breakpoint for b in anthropic_blocks(body))
+        if marks > 4:
+            out.append(f"request {i}: {marks} cache_control breakpoints (the API allows 4)")
+        if "cache_control" in body:
+            out.append(f"request {i}: a request-level cache_control (not modelled)")
+    return out
+
+
+def _common(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the longest common prefix of two token lists or strings (bisection on
+    slices)."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -462,14 +545,16 @@ def self_check() -> None:
 
 # --- running the reviews ---------------------------------------------------------------------
 
-# (label, A, B): commits of this repository that change 3-8 source files in 2-4 folders
+# (label, A, B): commits of this repository that change 5-7 files of ocr_hook/ in 2-3 folders
+# (only package files: ocr-hook leaves tests/ and docs out by default, OCR does not, and both
+# must review the same files)
 CASES = (
     ("2465fba prompts/paths", "2465fbaa991a7626cb461ca0be668aec8171f69b~1",
      "2465fbaa991a7626cb461ca0be668aec8171f69b"),
-    ("7ab0ef3 cli --output", "7ab0ef313d76f0f7bca5be44aad4410df8ba86de~1",
-     "7ab0ef313d76f0f7bca5be44aad4410df8ba86de"),
-    ("9fdd653 llm.types", "9fdd653a704581559e29be3e1b4d75f55633e3d1~1",
-     "9fdd653a704581559e29be3e1b4d75f55633e3d1"),
+    ("0d72cfd util.text", "0d72cfdc530534d3032ba4a07fb59159bd003de5~1",
+     "0d72cfdc530534d3032ba4a07fb59159bd003de5"),
+    ("f732a0d agent+tools", "f732a0dfeb6fb086fbd2d305dc57b2d3da28bd76~1",
+     "f732a0dfeb6fb086fbd2d305dc57b2d3da28bd76"),
 )
 TOOLS = ("ocr-hook", "OCR")
 
@@ -484,6 +569,7 @@ class Run:
     model: CostModel
     problems: list[str]
     wall_s: float
+    reviewed: list[str]
 
 
 def _fresh_minute() -> None:
@@ -517,10 +603,12 @@ def review(tool: str, protocol: str, repo: Path, a: str, b: str, plans: dict[str
         if r.rc not in (0, 1) or out.get("status") != "complete":
             problems.append(f"exit {r.rc}, status {out.get('status')!r}: "
                             f"{r.stderr.strip()[-200:]}")
-        groups = len(out.get("groups") or [])
-        if groups != len(model.rounds) or any(n != 3 for n in model.rounds):
-            problems.append(f"{groups} groups, main conversations' rounds {model.rounds}")
-        return Run(list(llm.requests), model, problems, r.wall_s)
+        groups = out.get("groups") or []
+        if len(groups) != len(model.rounds) or any(n != 3 for n in model.rounds):
+            problems.append(f"{len(groups)} groups, main conversations' rounds {model.rounds}")
+        problems += body_problems(protocol, llm.requests)
+        reviewed = sorted(p for g in groups for p in g.get("files") or [])
+        return Run(list(llm.requests), model, problems, r.wall_s, reviewed)
     finally:
         llm.close()
 
@@ -544,16 +632,18 @@ def explain(protocol: str, bodies: Sequence[Mapping[str, Any]], cached_price: fl
     for i, (body, c) in enumerate(zip(bodies, costs, strict=True)):
         blocks = make(body)
         line = f"#{i} in {c.input} read {c.read} written {c.written}"
-        best, at = -1, -1
+        best, at, score = -1, -1, (-1, -1)
         for j, prev in enumerate(seen):
-            n = next((k for k, (x, y) in enumerate(zip(blocks, prev, strict=False)) if x.key != y.key),
-                     min(len(blocks), len(prev)))
-            if n > at:
-                best, at = j, n
+            n = next((k for k, (x, y) in enumerate(zip(blocks, prev, strict=False))
+                      if x.key != y.key), min(len(blocks), len(prev)))
+            same = _common(blocks[n].text, prev[n].text) if n < min(len(blocks), len(prev)) \
+                else 0
+            if (n, same) > score:
+                best, at, score = j, n, (n, same)
         seen.append(blocks)
         if 0 <= at < len(blocks):
             new, old = blocks[at].text, (seen[best][at].text if at < len(seen[best]) else "")
-            n = _common(list(new), list(old))
+            n = _common(new, old)
             role = json.loads(blocks[at].key)
             role = role[0] if isinstance(role, list) else role.get("role", "tool")
             line += (f"; vs #{best}: block {at} ({role}) after {len(encode(new[:n]))} tokens: "
@@ -562,7 +652,9 @@ def explain(protocol: str, bodies: Sequence[Mapping[str, Any]], cached_price: fl
     return out
 
 
-def _row(review_label: str, tool: str, c: Cost, ref: Cost | None) -> list[object]:
+def _row(review_label: str, tool: str, c: Cost, ref: Cost | None,
+         warn: bool = False) -> list[object]:
+    tool += " (!)" if warn else ""
     ratio_in = f"{c.input / ref.input:.2f}x" if ref and ref.input else ""
     ratio = f"{c.billable / ref.billable:.2f}x" if ref and ref.billable else ""
     return [review_label, tool, c.requests, f"{c.input:,}", f"{c.read:,}", f"{c.written:,}",
@@ -587,7 +679,7 @@ def tables(results: Mapping[str, Mapping[str, Mapping[str, Any]]], cached_price:
                 c = Cost(**by_tool[tool]["cost"])
                 totals[tool].add(c)
                 ref = Cost(**by_tool["OCR"]["cost"]) if tool == "ocr-hook" else None
-                rows.append(_row(label, tool, c, ref))
+                rows.append(_row(label, tool, c, ref, bool(by_tool[tool]["problems"])))
                 warnings += [f"{protocol}, {label}, {tool}: {p}" for p in by_tool[tool]["problems"]]
         for tool in TOOLS:
             rows.append(_row("total", tool, totals[tool],
@@ -626,6 +718,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def run_case(args: argparse.Namespace, label: str, protocol: str, order: Sequence[str],
+             where: tuple[Path, str, str], plans: dict[str, FilePlan], base: Path,
+             ocr: str) -> dict[str, Any]:
+    """Both tools' reviews of one case over one protocol: ``{tool: {cost, problems, kinds,
+    rounds, wall_s, reviewed}}``; a problem is added when the two reviewed other files."""
+    repo, a, b = where
+    out: dict[str, Any] = {}
+    for tool in order:
+        run = review(tool, protocol, repo, a, b, plans, base, ocr)
+        c = cost_of(protocol, run.bodies, args.cached_price)
+        out[tool] = {"cost": asdict(c), "problems": run.problems, "kinds": run.model.kinds,
+                     "rounds": run.model.rounds, "wall_s": round(run.wall_s, 2),
+                     "reviewed": run.reviewed}
+        if args.dump:
+            args.dump.mkdir(parents=True, exist_ok=True)
+            name = re.sub(r"\W+", "_", f"{label}-{protocol}-{tool}")
+            (args.dump / f"{name}.json").write_text(json.dumps(run.bodies, indent=1))
+        if args.explain:
+            print(f"--- {label}, {protocol}, {tool}: {run.model.kinds}")
+            print("\n".join(explain(protocol, run.bodies, args.cached_price)))
+    if out["ocr-hook"]["reviewed"] != out["OCR"]["reviewed"]:
+        out["ocr-hook"]["problems"].append(
+            f"reviewed {out['ocr-hook']['reviewed']}, OCR {out['OCR']['reviewed']}")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     self_check()
@@ -637,14 +755,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         env = clean_env(base / "git-home")
         cases: list[tuple[str, Path, str, str]] = []
-        if not args.no_default_cases:
-            clone = base / "ocr-hook"
-            subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)],
+        def clone(src: Path, name: str) -> Path:  # reviews change HEAD: never in the source
+            dst = base / name
+            subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(src), str(dst)],
                            env=env, check=True, capture_output=True)
-            cases += [(label, clone, a, b) for label, a, b in CASES]
-        for repo, rng in zip(args.repo, args.ranges, strict=True):
-            a, _, b = rng.partition("..")
-            cases.append((f"{repo.name} {rng}", repo.resolve(), a, b))
+            return dst
+        if not args.no_default_cases:
+            own = clone(ROOT, "ocr-hook")
+            cases += [(label, own, a, b) for label, a, b in CASES]
+        for i, (repo, rng) in enumerate(zip(args.repo, args.ranges, strict=True)):
+            a, b = (subprocess.run(["git", "rev-parse", "--verify", f"{ref}^{{commit}}"],
+                                   cwd=repo, env=env, capture_output=True, text=True,
+                                   check=True).stdout.strip() for ref in rng.split("..", 1))
+            cases.append((f"{repo.name} {rng}", clone(repo.resolve(), f"repo{i}"), a, b))
         results: dict[str, dict[str, dict[str, Any]]] = {}
         for n, (label, repo, a, b) in enumerate(cases):
             subprocess.run(["git", "checkout", "-q", "--detach", b], cwd=repo, env=env,
@@ -652,20 +775,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             plans = plan_files(repo, env, a, b)
             for protocol in args.protocols.split(","):
                 order = TOOLS if n % 2 == 0 else TOOLS[::-1]  # alternate who goes first
-                for tool in order:
-                    run = review(tool, protocol, repo, a, b, plans, base, ocr)
-                    c = cost_of(protocol, run.bodies, args.cached_price)
-                    results.setdefault(protocol, {}).setdefault(label, {})[tool] = {
-                        "cost": asdict(c), "problems": run.problems,
-                        "kinds": run.model.kinds, "rounds": run.model.rounds,
-                        "wall_s": round(run.wall_s, 2)}
-                    if args.dump:
-                        args.dump.mkdir(parents=True, exist_ok=True)
-                        name = re.sub(r"\W+", "_", f"{label}-{protocol}-{tool}")
-                        (args.dump / f"{name}.json").write_text(json.dumps(run.bodies, indent=1))
-                    if args.explain:
-                        print(f"--- {label}, {protocol}, {tool}: {run.model.kinds}")
-                        print("\n".join(explain(protocol, run.bodies, args.cached_price)))
+                results.setdefault(protocol, {})[label] = run_case(
+                    args, label, protocol, order, (repo, a, b), plans, base, ocr)
         report(args, results)
     finally:
         shutil.rmtree(base, ignore_errors=True)
