@@ -33,11 +33,14 @@ the other, run by run; OCR runs both as installed (the npm launcher ``ocr``, a N
 that starts the platform binary) and as that binary itself (``ocrlib.native_binary``). Own
 time here is defined once for every tool on the loopback server's clock
 (``ocrlib.ServerClock``): wall − the time the server was handling at least one request of the
-run; ocr-hook's session-log model time is not used in this table. Columns: both tools' wall,
+run; ocr-hook's session-log model time is not used in this table. ocr-hook runs there as a
+user installs it (``benchlib.installed_command``: a regular, non-editable install of this tree
+in a cached venv, as pipx, uv or the pre-commit framework make it), or as this checkout's
+``git-ocr`` with ``--checkout``. Columns: both tools' wall,
 server and own seconds, requests, and ocr-hook own / OCR own (target for the review: ≤ 1.5x).
 
 Usage: python bench/bench_overhead.py [--runs 9] [--record LABEL] [--against DIR]
-                                      [--ocr [PATH] | --no-ocr]
+                                      [--ocr [PATH] | --no-ocr] [--checkout]
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from benchlib import (
     clean_env,
     fast_llm,
     git,
+    installed_command,
     load_line,
     med,
     model_wait_s,
@@ -213,17 +217,18 @@ def against_ocr(label: str, cmds: dict[str, list[str]], repo: Path, env: dict[st
             for tool, sm in samples.items()}
 
 
-def ocr_pairs(ocr: str, review: list[str], repo: Path, env: dict[str, str],
+def ocr_pairs(ocr: str, exe: list[str], repo: Path, env: dict[str, str],
               clock: ocrlib.ServerClock, runs: int) -> dict[str, dict[str, dict]]:
-    """The 1-file review and preview of ocr-hook, OCR as given (``npm launcher`` when ``ocr``
-    is OCR's launcher) and, when found, the launcher's ``native binary``, alternating (see
-    :func:`against_ocr`): {case: {tool: figures}}."""
+    """The 1-file review and preview of ocr-hook (``exe``: its ``git-ocr`` command), OCR as
+    given (``npm launcher`` when ``ocr`` is OCR's launcher) and, when found, the launcher's
+    ``native binary``, alternating (see :func:`against_ocr`): {case: {tool: figures}}."""
+    review = [*exe, "review", "--format", "json", "--effort", "low"]
     native = ocrlib.native_binary(ocr)
     exes = {("npm launcher" if native else "as given"): ocr,
             **({"native binary": native} if native else {})}
     reviews = {"ocr-hook": [*review, "--no-cache"],
                **{k: ocrlib.review_command(x, "--effort", "low") for k, x in exes.items()}}
-    previews = {"ocr-hook": [*OCR_CMD, "review", "--preview"],
+    previews = {"ocr-hook": [*exe, "review", "--preview"],
                 **{k: [x, "review", "--preview"] for k, x in exes.items()}}
     return {
         "review, 1 file": against_ocr(
@@ -260,6 +265,8 @@ def main() -> int:
                     help="store these medians as the new comparison point")
     ap.add_argument("--against", metavar="DIR", default="",
                     help="also run another ocr-hook source tree, alternating (see above)")
+    ap.add_argument("--checkout", action="store_true",
+                    help="against OCR: run this checkout's git-ocr, not a regular install")
     ocrlib.add_arguments(ap)
     args = ap.parse_args()
     ocr = ocrlib.from_arguments(args)
@@ -295,7 +302,8 @@ def main() -> int:
             measure("cache hit", review, cached, envs, n, complete(0, hit=True)),
             measure("review, 50 files", [*review, "--no-cache"], many, envs, n, complete()),
         ]
-        pairs = {} if not ocr else ocr_pairs(ocr, review, one[0], env, clock, n)
+        exe = OCR_CMD if args.checkout else installed_command()
+        pairs = {} if not ocr else ocr_pairs(ocr, exe, one[0], env, clock, n)
         rows = [variants[0] for variants in by_case]
         against = {variants[1][0]: variants[1][3] for variants in by_case if len(variants) > 1}
         recorded = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
@@ -323,7 +331,7 @@ def main() -> int:
         if ocr:
             print(f"\nagainst OCR {ocrlib.OCR_VERSION} ({ocr}), the same repository and "
                   f"model, the tools alternating run by run; own = wall − server busy "
-                  f"(the loopback server's clock) for both:")
+                  f"(the loopback server's clock) for both; ocr-hook: {exe[0]}:")
             print(ocr_table(pairs))
         if args.record:
             recorded.setdefault("runs", []).append({
