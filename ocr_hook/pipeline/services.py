@@ -68,8 +68,10 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
             end = {
                 "status": result.status, "verdict": result.decision.verdict,
                 "findings": len(result.findings), "llm_calls": result.llm_calls,
-                "input_tokens": result.usage.input_tokens,
-                "output_tokens": result.usage.output_tokens,
+                "input_tokens": result.usage.input_tokens,  # not read from or written to
+                "output_tokens": result.usage.output_tokens,  # the provider's prompt cache
+                "cache_read_tokens": result.usage.cache_read_tokens,
+                "cache_write_tokens": result.usage.cache_write_tokens,
                 "cache_hits": result.cache_hits, "elapsed_ms": result.elapsed_ms,
             }
         session.record("end", end)

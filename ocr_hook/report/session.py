@@ -11,7 +11,9 @@ written during a review:
 - ``cache_hit``: level (``run`` | ``group``);
 - ``group_done``: group, stop_reason;
 - ``comment``: one per final finding (path, side, lines, severity, category, content);
-- ``end``: status, verdict, findings, llm_calls, tokens, cache_hits, elapsed_ms.
+- ``end``: status, verdict, findings, llm_calls, input_tokens (neither read from nor written to
+  the provider's prompt cache), output_tokens, cache_read_tokens, cache_write_tokens, cache_hits,
+  elapsed_ms.
 
 Every string is stored as text can show it: a path byte that is not UTF-8 as ``\\xNN``
 (``util.shown_text``), every character that is not printable as a JSON escape

@@ -92,6 +92,9 @@ def test_anthropic_rounds_carry_breakpoints_share_their_prefix_and_report_cache_
     assert [(u["cache_read"], u["cache_write"]) for u in usage] == [(0, 3000), (3000, 400)]
     [stats] = [r for r in records if r["type"] == "llm_stats"]
     assert (stats["usage"]["cache_read"], stats["usage"]["cache_write"]) == (3000, 3400)
+    [end] = [r for r in records if r["type"] == "end"]
+    assert (end["input_tokens"], end["cache_read_tokens"], end["cache_write_tokens"]) == (
+        100, 3000, 3400)
 
 
 def test_text_summary_shows_the_cache_counts(
