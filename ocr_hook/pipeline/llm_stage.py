@@ -11,12 +11,15 @@ propagates (exit 130).
 
 Determinism: group workers return their outcomes and share only thread-safe services; the
 merge takes outcomes in group order and the collector orders comments by (group, submission),
-so the result does not depend on which thread finished first.
+so the result does not depend on which thread finished first. Only the session's
+``group_done`` records (and so the progress lines) come in the order the groups finish: each is
+written when its group does.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
@@ -194,10 +197,19 @@ class _GroupRunner:
             line_count=self._line_count)
         outcomes = run_groups(groups, lambda g, rank: review_group(deps, g, rank),
                               concurrency=cfg.review.concurrency, meter=self.meter,
-                              background=self.background_pool)
+                              background=self.background_pool, on_done=self.group_done)
         self.comment_workers.shutdown(
             timeout_s=max(0.0, self.meter.remaining_s() or 0.0) + DEADLINE_GRACE_S)
         return outcomes
+
+    def group_done(self, g: Group, o: GroupOutcome) -> None:
+        """The session's ``group_done`` record of ``g``, written as soon as its outcome is
+        known (``run_groups``' ``on_done``: on the group's thread when it finishes), so progress
+        reports each group when it finishes, not when the results are merged."""
+        report = o.report
+        self.record("group_done", {
+            "group": g.label, "stop_reason": o.stop, "round_stop_reasons": report.stop_reasons,
+            "reason": o.reason, "compressions": report.compressions})
 
     def _line_count(self, path: str) -> int | None:
         """Lines of changed file ``path`` after the change (None when unreadable)."""
@@ -217,7 +229,9 @@ class _GroupRunner:
 
     def merge(self, groups: Sequence[Group], outcomes: Sequence[GroupOutcome]) -> None:
         """In group order: record each group's outcome on its files, its warnings and report;
-        then the comment warnings and the merged findings (ordered by the collector)."""
+        then the comment warnings and the merged findings (ordered by the collector). The
+        session's ``group_done`` records were written as the groups finished
+        (:meth:`group_done`)."""
         cfg, req, result = self.cfg, self.req, self.result
         if req.mcp is not None:  # servers that died or wrote junk during the review
             result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
@@ -235,9 +249,6 @@ class _GroupRunner:
             report = o.report
             report.reason = reason
             result.group_reports.append(report)
-            self.record("group_done", {
-                "group": g.label, "stop_reason": o.stop, "round_stop_reasons": report.stop_reasons,
-                "reason": reason, "compressions": report.compressions})
         result.warnings.extend(self.collector.warnings)
         from .group import log_lost_comments  # loaded by review_groups already
 
@@ -272,23 +283,30 @@ def run_groups(
     concurrency: int,
     meter: Any,
     background: WorkerPool,
+    on_done: Callable[[Group, GroupOutcome], None] | None = None,
 ) -> list[GroupOutcome]:
     """Run ``review(group, index)`` for every group on ``concurrency`` threads (spec §6.1 step
     3) and return each group's outcome, in group order whatever order they finished in.
 
+    ``on_done(group, outcome)`` is called exactly once per group, as soon as its outcome is
+    known: on the group's thread when it finishes (in the order groups finish, one call at a
+    time), and, for groups that never finished (the deadline), in group order before this
+    returns. The outcome it is given is the one returned. Its errors are logged and ignored.
+
     Isolation: a group that raises becomes an ``error`` outcome. Deadline (spec §6.4,
     ``meter.deadline``): queued groups are cancelled and running ones stop at their next check
     (calls in flight end by then: their timeouts are capped by the deadline); both come back as
-    ``timeout`` outcomes. Finally the background pool (compression summaries) is awaited.
-    Ctrl-C: ``meter.cancel()`` stops every later LLM attempt, workers get INTERRUPT_GRACE_S,
-    and the KeyboardInterrupt propagates.
+    ``timeout`` outcomes (one that finishes later is ignored). Finally the background pool
+    (compression summaries) is awaited. Ctrl-C: ``meter.cancel()`` stops every later LLM
+    attempt, workers get INTERRUPT_GRACE_S, and the KeyboardInterrupt propagates.
     """
     if not groups:
         background.shutdown(timeout_s=DEADLINE_GRACE_S)
         return []
+    finished = _Finished(groups, review, on_done)
     pool = WorkerPool(min(concurrency, len(groups)), "ocr-group")
     futures: list[Future[GroupOutcome]] = [
-        pool.submit(review, g, rank) for rank, g in enumerate(groups)]
+        pool.submit(finished.run, rank) for rank in range(len(groups))]
     try:
         left = meter.remaining_s()
         _, pending = wait_futures(futures, timeout=None if left is None else max(0.0, left))
@@ -300,22 +318,77 @@ def run_groups(
         left = meter.remaining_s()
         background.shutdown(timeout_s=max(0.0, left or 0.0) + DEADLINE_GRACE_S)
     except BaseException:
+        finished.close(None)
         meter.cancel()
         pool.shutdown(cancel_futures=True, timeout_s=INTERRUPT_GRACE_S)
         background.shutdown(cancel_futures=True, timeout_s=0.2)
         raise
-    return [_outcome_of(g, f) for g, f in zip(groups, futures, strict=True)]
+    return finished.close([_outcome_of(g, f) for g, f in zip(groups, futures, strict=True)])
+
+
+class _Finished:
+    """The outcomes of ``run_groups``' groups as they finish, and their ``on_done`` calls.
+    One lock: a group's outcome is kept and reported once, and none after :meth:`close`."""
+
+    def __init__(self, groups: Sequence[Group], review: Callable[[Group, int], GroupOutcome],
+                 on_done: Callable[[Group, GroupOutcome], None] | None) -> None:
+        self.groups = groups
+        self.review = review
+        self.on_done = on_done
+        self.lock = threading.Lock()
+        self.outcomes: dict[int, GroupOutcome] = {}  # by group index
+        self.closed = False
+
+    def run(self, rank: int) -> GroupOutcome:
+        """The group-pool task of group ``rank``: its review (a crash is an ``error``
+        outcome), then its ``on_done``."""
+        g = self.groups[rank]
+        try:
+            o = self.review(g, rank)
+        except Exception as e:  # isolation: one group's crash is its own outcome
+            log.debug("group %s crashed", g.label, exc_info=e)
+            o = _stopped(g, StopReason.ERROR, f"internal error: {type(e).__name__}: {e}")
+        with self.lock:
+            if not self.closed and rank not in self.outcomes:
+                self.outcomes[rank] = o
+                self._report(g, o)
+        return o
+
+    def close(self, fallback: Sequence[GroupOutcome] | None) -> list[GroupOutcome]:
+        """Stop taking outcomes; return each group's, in group order: the one it finished with,
+        else its ``fallback`` (reported now). None: the run is interrupted, nothing reported."""
+        with self.lock:
+            self.closed = True
+            if fallback is None:
+                return []
+            final = [self.outcomes.get(i, fb) for i, fb in enumerate(fallback)]
+            for i, (g, o) in enumerate(zip(self.groups, final, strict=True)):
+                if i not in self.outcomes:
+                    self._report(g, o)
+            return final
+
+    def _report(self, g: Group, o: GroupOutcome) -> None:  # under the lock
+        if self.on_done is None:
+            return
+        try:
+            self.on_done(g, o)
+        except Exception as e:  # reporting never changes a review's outcome
+            log.debug("reporting group %s failed", g.label, exc_info=e)
+
+
+def _stopped(g: Group, stop: StopReason, err: str) -> GroupOutcome:
+    """The outcome of a group that stopped before its review returned one."""
+    return GroupOutcome(stop, err, GroupReport(g.label, [f.path for f in g.files], [stop]))
 
 
 def _outcome_of(g: Group, fut: Future[GroupOutcome]) -> GroupOutcome:
     """The outcome of ``g``'s future after the group pool is shut down."""
     if fut.cancelled():
-        stop, err = StopReason.TIMEOUT, "review deadline reached before the group started"
-    elif not fut.done():
-        stop, err = StopReason.TIMEOUT, "review deadline reached while the group was running"
-    elif (e := fut.exception()) is not None:
+        return _stopped(g, StopReason.TIMEOUT, "review deadline reached before the group started")
+    if not fut.done():
+        return _stopped(g, StopReason.TIMEOUT,
+                        "review deadline reached while the group was running")
+    if (e := fut.exception()) is not None:  # run catches Exception: a BaseException
         log.debug("group %s crashed", g.label, exc_info=e)
-        stop, err = StopReason.ERROR, f"internal error: {type(e).__name__}: {e}"
-    else:
-        return fut.result()
-    return GroupOutcome(stop, err, GroupReport(g.label, [f.path for f in g.files], [stop]))
+        return _stopped(g, StopReason.ERROR, f"internal error: {type(e).__name__}: {e}")
+    return fut.result()

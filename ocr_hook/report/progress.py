@@ -4,13 +4,18 @@ stdout carries only the result; this module writes through the ``ocr_hook`` logg
 handler (installed by ``cli``) is on stderr. A background thread logs a heartbeat line every
 ``HEARTBEAT_S`` seconds while the review runs — comfortably inside the spec's "at least every
 20 s" — with what has happened so far (LLM calls, tokens, groups done), so a hook that waits on a
-slow model never looks hung. Once a review has lasted long enough to get a heartbeat, each
-finished group is reported too. One start line (``reviewing 3 files in 2 groups with MODEL…``)
+slow model never looks hung. One start line (``reviewing 3 files in 2 groups with MODEL…``)
 is logged as soon as the groups are known, before the first review call, so a slow first
 reply never leaves the committer looking at a silent terminal.
 
+Each group is reported the moment it finishes (``group a.py done (task_done): 1 of 3 groups
+done``) when the run has more than one group; a one-group review reports its group only once
+it has lasted long enough to get a heartbeat (before that, the result follows at once). The
+heartbeat counts the same way: ``… 1 of 3 groups done``.
+
 Counts come from session records (``Session(observer=progress.event)``), so the pipeline needs
-no second reporting channel.
+no second reporting channel. The pipeline writes ``group_done`` as each group finishes (not
+when the results are merged), on the group's own thread.
 """
 
 from __future__ import annotations
@@ -37,6 +42,14 @@ def start_line(data: Mapping[str, Any]) -> str:
             f" group{'s' if n_groups != 1 else ''} with {model}…")
 
 
+def groups_done_text(done: int, total: int) -> str:
+    """``1 of 3 groups done`` (``0 of 1 group done``); ``2 group(s) done`` while the number of
+    groups is not known yet (0: no ``grouping`` record so far)."""
+    if total <= 0:
+        return f"{done} group(s) done"
+    return f"{done} of {total} group{'s' if total != 1 else ''} done"
+
+
 class Progress:
     """Thread-safe progress counter with a heartbeat thread; use as a context manager."""
 
@@ -61,13 +74,17 @@ class Progress:
         self.llm_calls = 0
         self.tokens = 0
         self.groups_done = 0
+        self.groups_total = 0  # from the ``grouping`` record; 0 until it is seen
         self.cache_hits = 0
         self.beats = 0
 
     def event(self, kind: str, data: Mapping[str, Any]) -> None:
-        """Session observer: count LLM responses, tokens, finished groups and cache hits."""
-        line = ""
+        """Session observer: count LLM responses, tokens, finished groups and cache hits; log
+        the start line (``grouping``) and the line of each finished group (``group_done``, see
+        the module doc). Called on any thread; a line is logged under the lock, so the
+        ``k of N`` of the group lines appear in order."""
         with self._lock:
+            line = ""
             if kind == "llm_response":
                 self.llm_calls += 1
                 usage = data.get("usage")
@@ -75,29 +92,34 @@ class Progress:
                     self.tokens += sum(v for v in usage.values() if isinstance(v, int))
             elif kind == "group_done":
                 self.groups_done += 1
-                if self.beats:
-                    line = (f"group {data.get('group', '?')} done "
-                            f"({data.get('stop_reason', '')}); {self.groups_done} finished")
+                if self.groups_total > 1 or self.beats:
+                    line = (f"group {data.get('group', '?')} done ({data.get('stop_reason', '')}): "
+                            f"{groups_done_text(self.groups_done, self.groups_total)}")
             elif kind == "cache_hit":
                 self.cache_hits += 1
             elif kind == "grouping":
+                groups = data.get("groups")
+                self.groups_total = len(groups) if isinstance(groups, list) else 0
                 line = start_line(data)
-        if line:
-            log.info("%s", line)
+            if line:
+                log.info("%s", line)
 
     def heartbeat_line(self) -> str:
+        """``still reviewing: 15s elapsed, 3 LLM call(s), 1200 tokens, 2 of 3 groups done``:
+        seconds on the ``clock`` since :meth:`start`, counts so far."""
         with self._lock:
-            elapsed = self._clock() - self._t0
-            return (
-                f"still reviewing: {elapsed:.0f}s elapsed, {self.llm_calls} LLM call(s), "
-                f"{self.tokens} tokens, {self.groups_done} group(s) done"
-            )
+            return self._heartbeat_text()
+
+    def _heartbeat_text(self) -> str:  # under the lock
+        elapsed = self._clock() - self._t0
+        return (f"still reviewing: {elapsed:.0f}s elapsed, {self.llm_calls} LLM call(s), "
+                f"{self.tokens} tokens, {groups_done_text(self.groups_done, self.groups_total)}")
 
     def _run(self) -> None:
         while not self._wait(self.interval_s):
             with self._lock:
                 self.beats += 1
-            log.info("%s", self.heartbeat_line())
+                log.info("%s", self._heartbeat_text())
 
     def start(self) -> Progress:
         self._t0 = self._clock()

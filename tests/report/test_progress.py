@@ -60,9 +60,30 @@ def test_progress_counts_session_records_and_beats_until_stopped() -> None:
         logger.setLevel(level)
     assert re.fullmatch(
         r"still reviewing: \d+s elapsed, 1 LLM call\(s\), 120 tokens, 1 group\(s\) done",
-        handler.lines[0])
-    assert "group b.py done (task_done); 2 finished" in handler.lines
+        handler.lines[0])  # no grouping record: the number of groups is not known
+    assert "group b.py done (task_done): 2 group(s) done" in handler.lines
     assert not any("a.py" in ln for ln in handler.lines)  # short reviews stay quiet
+
+
+@pytest.mark.parametrize(("labels", "lines"), [
+    (["a.py"], ["reviewing 1 file in 1 group with m…"]),  # one group: its result follows
+    (["a.py", "b.py"], ["reviewing 2 files in 2 groups with m…",
+                        "group a.py done (task_done): 1 of 2 groups done",
+                        "group b.py done (max_rounds): 2 of 2 groups done"]),
+])
+def test_each_group_of_a_multi_group_review_is_reported_as_it_finishes(
+    labels: list[str], lines: list[str], caplog: pytest.LogCaptureFixture,
+) -> None:
+    p = Progress(clock=lambda: 0.0)  # not started: no heartbeat thread
+    with caplog.at_level(logging.INFO, logger="ocr_hook.report.progress"):
+        p.event("grouping", {"groups": [{"label": lb, "files": [lb]} for lb in labels],
+                             "files": len(labels), "model": "m"})
+        for lb, stop in zip(labels, ["task_done", "max_rounds"][:len(labels)], strict=True):
+            p.event("group_done", {"group": lb, "stop_reason": stop})
+    assert caplog.messages == lines
+    assert p.heartbeat_line() == (f"still reviewing: 0s elapsed, 0 LLM call(s), 0 tokens,"
+                                  f" {len(labels)} of {len(labels)}"
+                                  f" group{'s' if len(labels) > 1 else ''} done")
 
 
 def test_start_line_names_files_groups_and_model() -> None:
@@ -129,7 +150,77 @@ def test_slow_review_prints_a_heartbeat_on_stderr_and_keeps_stdout_json(
     beats = [ln for ln in err.splitlines() if ln.startswith("ocr-hook: still reviewing: ")]
     # one beat, one interval (HEARTBEAT_S) after the start on the test's clock
     assert beats == ["ocr-hook: still reviewing: 15s elapsed, 0 LLM call(s), 0 tokens,"
-                     " 0 group(s) done"], err
+                     " 0 of 1 group done"], err
     # the start line comes first, as soon as the model is asked
     assert err.splitlines()[0] == "ocr-hook: reviewing 1 file in 1 group with scripted-model…"
     assert "still reviewing" not in out
+
+
+def three_files(repo: GitRepo) -> list[str]:
+    """Stage three new files of 70 lines each: 210 changed lines in fewer than four files, so
+    one group per file (``agent.grouping.strategy``: ``per_file``), no grouping call."""
+    names = ["a.py", "b.py", "c.py"]
+    repo.stage({n: "".join(f"v{i} = {i}\n" for i in range(70)) for n in names})
+    return names
+
+
+class InTurn:
+    """The clock and the wait of the review's heartbeat, driven by a model that holds each
+    group's reply (``holds``, one per group, asked in group order at concurrency 1). Before each
+    heartbeat line the thread waits until the next group's request has arrived and moves the
+    clock on by the interval; at its next wait it lets that reply go. So the log reads: beat,
+    the group it saw asked finishes, beat, the next one finishes… each line exactly where it
+    belongs and every number fixed. Nothing sleeps; each step waits (bounded) for the one
+    before it."""
+
+    def __init__(self, holds: list[Hold]) -> None:
+        self.holds = holds
+        self.now = 1000.0
+        self.waits = 0
+        self.asked_in_time = True
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        if self.waits:
+            self.holds[self.waits - 1].release()  # the group asked before the last beat
+        self.waits += 1
+        if self.waits > len(self.holds):
+            return True  # every reply is on its way: the heartbeat ends
+        self.asked_in_time &= self.holds[self.waits - 1].asked.wait(30)
+        self.now += seconds
+        return False
+
+
+def test_groups_are_reported_as_they_finish_with_k_of_n(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Three groups at concurrency 1, each reply held until the heartbeat after its request:
+    each "group … done" line comes as its group finishes, between the heartbeats, with its
+    "k of 3" — not all together at the end, after the merge. The heartbeat's clock and wait
+    are the test's (:class:`InTurn`, see ``OneBeat`` above for why)."""
+    names = three_files(repo)
+    holds = [Hold() for _ in names]
+    for h in holds:
+        llm.tool_calls(("task_done", {"state": "DONE"}), hold=h)
+    beat = InTurn(holds)
+    monkeypatch.setattr(report, "Progress", functools.partial(Progress, clock=beat.clock,
+                                                              wait=beat.wait))
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["review", "--format", "json", "--effort", "low", "--no-cache",
+                            "--concurrency", "1"], llm.env(), capsys)
+    assert rc == 0 and beat.asked_in_time, err
+    data = json.loads(out)
+    assert data["status"] == "complete" and data["summary"]["llm_calls"] == 3
+    assert [g["label"] for g in data["groups"]] == names  # results stay in group order
+    assert err.splitlines() == [
+        "ocr-hook: reviewing 3 files in 3 groups with scripted-model…",
+        "ocr-hook: still reviewing: 15s elapsed, 0 LLM call(s), 0 tokens, 0 of 3 groups done",
+        "ocr-hook: group a.py done (task_done): 1 of 3 groups done",
+        "ocr-hook: still reviewing: 30s elapsed, 1 LLM call(s), 120 tokens, 1 of 3 groups done",
+        "ocr-hook: group b.py done (task_done): 2 of 3 groups done",
+        "ocr-hook: still reviewing: 45s elapsed, 2 LLM call(s), 240 tokens, 2 of 3 groups done",
+        "ocr-hook: group c.py done (task_done): 3 of 3 groups done",
+    ]
