@@ -11,14 +11,17 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import queue
 import re
+import subprocess
+import threading
 import time
 
 import pytest
 
 from ocr_hook import report
 from ocr_hook.report.progress import HEARTBEAT_S, Progress
-from tests.support.cli import run_cli
+from tests.support.cli import GIT_OCR, cli_environ, run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import Hold, ScriptedLLM
 
@@ -224,3 +227,70 @@ def test_groups_are_reported_as_they_finish_with_k_of_n(
         "ocr-hook: still reviewing: 45s elapsed, 2 LLM call(s), 240 tokens, 2 of 3 groups done",
         "ocr-hook: group c.py done (task_done): 3 of 3 groups done",
     ]
+
+
+def test_whole_review_prints_a_group_done_line_before_the_last_group_is_asked(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """A real ``git ocr review`` process, three groups at concurrency 1, every reply 0.2 s
+    late. The second group's reply is also held: while it is, the third group's request
+    cannot have been sent, and the first group's "done" line must already be on stderr (before,
+    every line came after the last group, at the merge). The session log agrees: group a.py's
+    ``group_done`` is written before group c.py's first ``llm_request``. Real: git, the process,
+    HTTP, the pipeline's threads; fake: the model."""
+    names = three_files(repo)
+    hold = Hold(limit_s=60)
+    for h in (None, hold, None):
+        llm.tool_calls(("task_done", {"state": "DONE"}), delay_s=0.2, hold=h)
+    proc = subprocess.Popen(
+        [str(GIT_OCR), "review", "--format", "json", "--effort", "low", "--no-cache",
+         "--concurrency", "1"], cwd=repo.path, env=cli_environ(llm.env()),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for ln in proc.stderr:
+            lines.put(ln.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    err: list[str] = []
+    try:
+        assert hold.asked.wait(30)  # the second group has been asked
+        deadline = time.monotonic() + 20  # well before the hold gives up by itself (60 s)
+        while not (first_done := any(ln.startswith("ocr-hook: group a.py done") for ln in err)):
+            try:
+                ln = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if ln is None:
+                break
+            err.append(ln)
+        with llm.lock:
+            asked = len(llm.requests)
+        hold.release()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        rc = proc.wait(timeout=30)
+    finally:
+        hold.release()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the first group's line came while the last group was still to be asked
+    assert (first_done, asked) == (True, 2), err
+    while (ln := lines.get(timeout=10)) is not None:
+        err.append(ln)
+    assert rc == 0, err
+    assert json.loads(out)["summary"]["llm_calls"] == 3
+    assert [ln for ln in err if "still reviewing" not in ln] == [
+        "ocr-hook: reviewing 3 files in 3 groups with scripted-model…",
+        *(f"ocr-hook: group {n} done (task_done): {k} of 3 groups done"
+          for k, n in enumerate(names, 1)),
+    ]
+    [path] = (repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl")
+    rows = [json.loads(ln) for ln in path.read_text().splitlines()]
+    order = [(r["type"], r.get("group")) for r in rows
+             if r["type"] in ("group_done", "llm_request")]
+    assert order == [(kind, n) for n in names for kind in ("llm_request", "group_done")]
