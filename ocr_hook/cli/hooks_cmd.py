@@ -26,7 +26,8 @@ def run_hooks_command(args: argparse.Namespace) -> int:
         try:
             changes = hooks.install(repo, chosen or ["pre-commit"], force=args.force)
         except hooks.ManagedElsewhere as e:
-            lines = [f"ocr-hook: {e}"] + [x for r in e.refusals for x in r.advice]
+            advice = hooks.paste_order(e.refusals)  # bottom-up: each "after line N" holds
+            lines = [f"ocr-hook: {e}"] + [x for r in advice for x in r.advice]
             print("\n".join(display_text(x) for x in lines), file=sys.stderr)
             return Exit.USAGE
     else:

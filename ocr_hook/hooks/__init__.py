@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .managers import Refusal
+    from .managers import Refusal, paste_order
     from .native import HOOK_TYPES, ManagedElsewhere, hook_command, install, uninstall
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "native": ("HOOK_TYPES", "ManagedElsewhere", "hook_command", "install", "uninstall",),
-    "managers": ("Refusal",),
+    "managers": ("Refusal", "paste_order",),
 })

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,10 +42,23 @@ _RUNS_US = re.compile(r"git[ -]ocr\s+hook\s+([\w-]+)")
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Why a hook is not written: ``reason`` (one line, after ``not installed: ``) and
-    ``advice``, the lines to print after it verbatim (a heading line, then the lines to add)."""
+    ``advice``, the lines to print after it verbatim (a heading line, then the lines to add).
+    ``at`` is the line of the manager's file the lines go after (1-based; ``END`` for the end
+    of the file, 0 when they go nowhere in particular): advice for several hooks is printed
+    bottom-up (:func:`paste_order`), so pasting in the printed order keeps each line number
+    right."""
 
     reason: str
     advice: tuple[str, ...] = ()
+    at: int = 0
+
+
+END = 1 << 30  # Refusal.at for lines that go at the end of the file
+
+
+def paste_order(refusals: Sequence[Refusal]) -> list[Refusal]:
+    """``refusals`` with the advice that goes furthest down a file first (stable otherwise)."""
+    return sorted(refusals, key=lambda r: -r.at)
 
 
 def hook_line(hook: str) -> str:
@@ -114,7 +128,7 @@ def husky_refusal(top: Path, hook: str, why: str) -> Refusal:
 def lefthook_refusal(top: Path, config: str, hook: str, why: str) -> Refusal:
     """The refusal for a lefthook repository: the lines to merge into ``config`` (or that it
     runs ocr-hook already); ``why`` says what would happen to a native hook."""
-    text = _read(top / config)
+    text, at = _read(top / config), END
     if _runs_us(text, hook):
         return Refusal(f"{hook} hooks here are run by lefthook, and {config} already runs "
                        f"`git ocr hook {hook}`: nothing to install")
@@ -132,8 +146,8 @@ def lefthook_refusal(top: Path, config: str, hook: str, why: str) -> Refusal:
                   f'"{run}"{stdin}}} to its "jobs" list (or "ocr-review": {{"run": "{run}"'
                   f'{stdin}}} to its "commands"), then run `lefthook install`',)
     else:
-        advice = yaml_advice(text, config, hook, run)
-    return Refusal(f"{hook} hooks here are run by lefthook ({config}){why}", advice)
+        at, advice = yaml_advice(text, config, hook, run)
+    return Refusal(f"{hook} hooks here are run by lefthook ({config}){why}", advice, at)
 
 
 def _indent(line: str) -> int:
@@ -168,10 +182,11 @@ def _block_end(lines: list[str], start: int, deeper_than: int, dash_at: int = -1
     return end
 
 
-def yaml_advice(text: str, config: str, hook: str, run: str) -> tuple[str, ...]:
+def yaml_advice(text: str, config: str, hook: str, run: str) -> tuple[int, tuple[str, ...]]:
     """The heading and the lines that add a job or command running ``run`` to ``hook`` in the
     YAML lefthook config ``text`` (file ``config``): indented like the file, after the line the
-    heading names (1-based, of the file as it is), or at the end when the hook is not there."""
+    heading names (1-based, of the file as it is), or at the end when the hook is not there;
+    with that line (:attr:`Refusal.at`: ``END``, or 0 for the one-line flow-style advice)."""
     lines = text.splitlines()
     unit = next((_indent(x) for x in lines if _content(x) and _indent(x)), 2)
     stdin = ["use_stdin: true"] if hook == "pre-push" else []
@@ -182,10 +197,10 @@ def yaml_advice(text: str, config: str, hook: str, run: str) -> tuple[str, ...]:
         style = "commands" if re.search(r"^\s+commands\s*:", text, re.M) and not re.search(
             r"^\s+jobs\s*:", text, re.M) else "jobs"
         body = _entry(style, " " * unit * 2, " " if style == "jobs" else " " * unit, run, stdin)
-        return (f"add these lines at the end of {config}{tail}", f"{hook}:",
+        return END, (f"add these lines at the end of {config}{tail}", f"{hook}:",
                 " " * unit + f"{style}:", *body)
     if _value(lines[at]):
-        return (f"`{hook}:` at line {at + 1} of {config} is in flow style: add to it the job "
+        return 0, (f"`{hook}:` at line {at + 1} of {config} is in flow style: add to it the job "
                 f"{{name: ocr-review, run: '{run}'}} (or the command ocr-review: {{run: "
                 f"'{run}'}}), then run `lefthook install`",)
     end = _block_end(lines, at, 0)
@@ -195,13 +210,13 @@ def yaml_advice(text: str, config: str, hook: str, run: str) -> tuple[str, ...]:
                   if _indent(lines[i]) == child and re.match(rf"\s*{s}\s*:", lines[i])), None)
     if found is None:
         body = _entry("jobs", " " * (child + unit), " ", run, stdin)
-        return (f"add these lines to {config} after line {end + 1} (the end of `{hook}:`){tail}",
-                " " * child + "jobs:", *body)
+        return end + 1, (f"add these lines to {config} after line {end + 1} (the end of "
+                         f"`{hook}:`){tail}", " " * child + "jobs:", *body)
     k, style = found
     if _value(lines[k]):
         item = (f"{{name: ocr-review, run: '{run}'}}" if style == "jobs"
                 else f"ocr-review: {{run: '{run}'}}")
-        return (f"add {item} to `{style}: {_value(lines[k])}` at line {k + 1} of {config}, "
+        return 0, (f"add {item} to `{style}: {_value(lines[k])}` at line {k + 1} of {config}, "
                 "then run `lefthook install`",)
     last = _block_end(lines, k, child, dash_at=child)
     first = next((lines[i] for i in range(k + 1, last + 1) if _content(lines[i])), "")
@@ -213,8 +228,8 @@ def yaml_advice(text: str, config: str, hook: str, run: str) -> tuple[str, ...]:
     else:
         lead = " " * (_indent(first) if first else child + unit)
         body = _entry("commands", lead, " " * unit, run, stdin)
-    return (f"add these lines to {config} after line {last + 1} (the `{style}:` of `{hook}:`)"
-            f"{tail}", *body)
+    return last + 1, (f"add these lines to {config} after line {last + 1} (the `{style}:` of "
+                      f"`{hook}:`){tail}", *body)
 
 
 def _entry(style: str, lead: str, step: str, run: str, extra: list[str]) -> list[str]:

@@ -128,12 +128,12 @@ def managed_elsewhere(repo: Path, directory: Path, hook: str,
     rel = where.relative_to(top).as_posix() if where.is_relative_to(top) else str(directory)
     lefthook = managers.lefthook_config(top)
     script = b"lefthook" in head or b"husky" in head
-    if lefthook and (b"lefthook" in head or inside or (from_files and not script)):
+    husky = (inside and rel.split("/")[0] == ".husky") or b"husky" in head
+    if lefthook and not husky and (b"lefthook" in head or inside or (from_files and not script)):
         why = "" if inside or b"lefthook" in head else (
             f": `lefthook install` (also run by npm install) would rename a hook written to "
             f"{rel} to {hook}.old and never run it")
         return managers.lefthook_refusal(top, lefthook, hook, why)
-    husky = (inside and rel.split("/")[0] == ".husky") or b"husky" in head
     if husky or (from_files and not script and managers.uses_husky(top)):
         why = "" if husky else (f": npm install (husky's prepare script) points core.hooksPath "
                                 f"at .husky/_, and git would no longer read {rel}")

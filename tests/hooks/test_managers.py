@@ -65,16 +65,20 @@ def package(**deps: str) -> str:
 
 
 def merge(text: str, out: str) -> str:
-    """``text`` with the lines ``git ocr install`` printed (``out``) added where it said."""
+    """``text`` with the lines ``git ocr install`` printed (``out``) added where it said, block
+    after block in the printed order (a heading ``add these lines …:``, then the lines)."""
     lines = out.splitlines()
-    where = next(i for i, x in enumerate(lines) if x.startswith("add these lines "))
-    added = lines[where + 1:]
-    old = text.splitlines()
-    if m := re.search(r" after line (\d+) ", lines[where]):
-        at = int(m.group(1))
-        return "\n".join(old[:at] + added + old[at:]) + "\n"
-    assert " at the end of " in lines[where]
-    return text + "\n".join(added) + "\n"
+    starts = [i for i, x in enumerate(lines) if x.startswith("add these lines ")]
+    assert starts, out
+    for start, stop in zip(starts, [*starts[1:], len(lines)], strict=True):
+        added, old = lines[start + 1:stop], text.splitlines()
+        if m := re.search(r" after line (\d+) ", lines[start]):
+            at = int(m.group(1))
+            text = "\n".join(old[:at] + added + old[at:]) + "\n"
+        else:
+            assert " at the end of " in lines[start]
+            text += "\n".join(added) + "\n"
+    return text
 
 
 def commit_buggy(repo: GitRepo, llm: ScriptedLLM) -> subprocess.CompletedProcess[str]:
@@ -172,6 +176,34 @@ def test_printed_lefthook_lines_merge_into_each_layout_and_lefthook_runs_them(
     assert p.returncode != 0
     assert "calc.py:2 [high · bug] id " in p.stdout + p.stderr
     assert '<file path="calc.py"' in llm.requests[0]["messages"][1]["content"]
+
+
+def test_advice_for_several_hooks_pastes_in_the_printed_order(
+    repo: GitRepo, npm_tools: NpmTools, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"lefthook.yml": LEFTHOOK_JOBS}, "lefthook")
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install", "--pre-commit", "--pre-push",
+                  "--pre-merge-commit")
+    assert rc == 2
+    headings = [x for x in out.splitlines() if x.startswith("add these lines ")]
+    assert [h.split(", then")[0] for h in headings] == [
+        "add these lines at the end of lefthook.yml",
+        "add these lines to lefthook.yml after line 10 (the `jobs:` of `pre-push:`)",
+        "add these lines to lefthook.yml after line 6 (the `jobs:` of `pre-commit:`)"]
+    merged = merge(LEFTHOOK_JOBS, out)
+    (repo.path / "lefthook.yml").write_text(merged)
+    assert yaml.safe_load(merged) == {
+        "pre-commit": {"parallel": True, "jobs": [
+            {"name": "lint", "run": "echo lint-ran", "glob": "*.js"},
+            {"name": "ocr-review", "run": "git ocr hook pre-commit"}]},
+        "pre-push": {"jobs": [{"run": "echo push-ran"}, {
+            "name": "ocr-review", "run": "git ocr hook pre-push {1} {2}", "use_stdin": True}]},
+        "pre-merge-commit": {"jobs": [
+            {"name": "ocr-review", "run": "git ocr hook pre-merge-commit"}]}}
+    p = subprocess.run([str(npm_tools.lefthook), "validate"], cwd=repo.path, env=repo.env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
 
 
 def test_uninstall_removes_the_hook_lefthook_set_aside_as_old(
@@ -297,9 +329,9 @@ def test_a_package_json_without_husky_is_no_manager(
 
 def test_lefthook_toml_and_flow_style_advice() -> None:
     assert managers.yaml_advice("pre-commit:\n  commands: {}\n", "lefthook.yml", "pre-commit",
-                                "git ocr hook pre-commit") == (
+                                "git ocr hook pre-commit") == (0, (
         "add ocr-review: {run: 'git ocr hook pre-commit'} to `commands: {}` at line 2 of"
-        " lefthook.yml, then run `lefthook install`",)
+        " lefthook.yml, then run `lefthook install`",))
     assert managers.LEFTHOOK_FILES[:4] == ("lefthook.yml", "lefthook.yaml", "lefthook.toml",
                                            "lefthook.json")
     assert len(managers.LEFTHOOK_FILES) == 15
