@@ -139,7 +139,7 @@ def test_lefthook_repo_refuses_naming_its_config_and_the_merged_job_blocks_the_c
     (LEFTHOOK_JOBS, "pre-push", "after line 10 (the `jobs:` of `pre-push:`)",
      ["    - name: ocr-review", "      run: git ocr hook pre-push {1} {2}",
       "      use_stdin: true"]),
-])
+], ids=["commands", "compact-jobs", "hook-absent", "pre-push-jobs"])
 def test_printed_lefthook_lines_merge_into_each_layout_and_lefthook_runs_them(
     repo: GitRepo, llm: ScriptedLLM, npm_tools: NpmTools, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -204,6 +204,27 @@ def test_advice_for_several_hooks_pastes_in_the_printed_order(
     p = subprocess.run([str(npm_tools.lefthook), "validate"], cwd=repo.path, env=repo.env,
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    ('[[pre-commit.jobs]]\nname = "lint"\nrun = "echo"\n',
+     {"jobs": [{"name": "lint", "run": "echo"},
+               {"name": "ocr-review", "run": "git ocr hook pre-commit"}]}),
+    ('[pre-commit.commands.lint]\nrun = "echo"\n',
+     {"commands": {"lint": {"run": "echo"}, "ocr-review": {"run": "git ocr hook pre-commit"}}}),
+], ids=["jobs", "commands"])
+def test_printed_toml_lines_are_what_lefthook_reads(
+    repo: GitRepo, npm_tools: NpmTools, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], config: str, expected: dict[str, object],
+) -> None:
+    repo.commit({".config/lefthook.toml": config}, "lefthook")
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install")
+    assert rc == 2 and "run by lefthook (.config/lefthook.toml)" in out.splitlines()[0]
+    (repo.path / ".config" / "lefthook.toml").write_text(merge(config, out))
+    p = subprocess.run([str(npm_tools.lefthook), "dump", "--format", "json"], cwd=repo.path,
+                       env=repo.env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"pre-commit": expected}
 
 
 def test_uninstall_removes_the_hook_lefthook_set_aside_as_old(
@@ -303,7 +324,7 @@ def test_uninstall_finds_a_hook_that_husky_hid_behind_core_hooks_path(
      "run by lefthook (.config/lefthook.toml)"),
     ({".pre-commit-config.yaml": "repos: []\n"},
      "run by the pre-commit framework: add the hook id ocr-review to .pre-commit-config.yaml"),
-])
+], ids=["husky-dependency", "husky-prepare", "husky-folder", "lefthook-toml", "pre-commit"])
 def test_managers_are_detected_from_the_repository_and_force_installs_anyway(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     files: dict[str, str], expected: str,
