@@ -1,4 +1,5 @@
-"""Native git hooks: install, chain an existing hook, uninstall."""
+"""Native git hooks: install, chain an existing hook, uninstall; hook managers (lefthook,
+husky, the pre-commit framework) detected from the repository."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .native import HOOK_TYPES, hook_command, install, uninstall
+    from .managers import Refusal, paste_order
+    from .native import HOOK_TYPES, ManagedElsewhere, hook_command, install, uninstall
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "native": ("HOOK_TYPES", "hook_command", "install", "uninstall",),
+    "native": ("HOOK_TYPES", "ManagedElsewhere", "hook_command", "install", "uninstall",),
+    "managers": ("Refusal", "paste_order",),
 })

@@ -281,10 +281,13 @@ def test_native_pre_merge_commit_hook_reviews_what_the_merge_brings(
 
 
 @pytest.mark.parametrize(("setup", "expected"), [
-    ("husky", "pre-commit hooks here are managed by husky: add this line to .husky/pre-commit:"
-              " git ocr hook pre-commit"),
-    ("lefthook", "pre-commit hooks here are managed by lefthook: add to lefthook.yml:"
-                 " pre-commit: {commands: {ocr-review: {run: 'git ocr hook pre-commit'}}}"),
+    ("husky", "pre-commit hooks here are run by husky\n"
+              "add this line to .husky/pre-commit (create the file if there is none), then run"
+              " `npm install` (husky's prepare script points core.hooksPath at .husky/_):\n"
+              "git ocr hook pre-commit"),
+    ("lefthook", "pre-commit hooks here are run by lefthook (lefthook.yml)\n"
+                 "add ocr-review: {run: 'git ocr hook pre-commit'} to `commands: {}` at line 2"
+                 " of lefthook.yml, then run `lefthook install`"),
     ("tracked", "the hooks directory tools/hooks (core.hooksPath) is inside the work tree,"
                 " shared through the repository: add this line to tools/hooks/pre-commit:"
                 " git ocr hook pre-commit"),
@@ -309,7 +312,7 @@ def test_install_never_rewrites_hooks_of_the_repository_or_a_hook_manager(
     before = (repo.state(), hooks_folder(repo))
     rc, out = ocr(monkeypatch, capsys, repo.path, "install", "--pre-commit")
     assert rc == 2
-    assert out.splitlines()[0] == f"ocr-hook: not installed: {expected}"
+    assert out == f"ocr-hook: not installed: {expected}\n"
     assert (repo.state(), hooks_folder(repo)) == before  # nothing rewritten, no backup left
 
 
