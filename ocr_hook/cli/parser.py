@@ -267,7 +267,9 @@ def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
     ins.add_argument("--pre-merge-commit", action="store_true",
                      help="the pre-merge-commit hook (reviews clean merges)")
     ins.add_argument("--force", action="store_true",
-                     help="replace an existing hook instead of running it first")
+                     help="install even where a hook manager (lefthook, husky, the pre-commit"
+                     " framework) is configured, and replace an existing hook instead of running"
+                     " it first")
 
 
 def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
