@@ -48,6 +48,8 @@ def _hook_error_hint(hook: str, env: Mapping[str, str]) -> str:
 
     what, hook_id = hook_words(hook)
     host = hooks.hook_host(hook, env)
+    if host == "framework":
+        hook_id = hooks.framework_skip_id(hook_id, hook)
     if host in ("range", "ci"):
         return f"to pass anyway, {hooks.bypass_clause(host, what, hook_id)}"
     return f"to {what} anyway, " + hooks.bypass_clause(host, what, hook_id,

@@ -287,6 +287,8 @@ def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str,
 
     what, hook_id = hook_words(stage)
     host = hooks.hook_host(stage, environ)
+    if host == "framework":
+        hook_id = hooks.framework_skip_id(hook_id, stage)
     why = (f"{findings} finding(s) at or above {fail_on}" if verdict == "findings"
            else "the review is incomplete and gate.on_error = block")
     if host in ("range", "ci"):

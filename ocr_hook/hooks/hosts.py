@@ -27,6 +27,7 @@ Hosts, as seen from the hook's own process:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,9 @@ from pathlib import Path
 HOSTS = ("native", "framework", "range", "lefthook", "husky", "ci")
 LEFTHOOK_COMMAND = "ocr-review"  # the command name `git ocr install` suggests for lefthook.yml
 MAX_ANCESTORS = 8  # parent processes looked at, up to and including git
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+_ID = re.compile(r"^[ \t-]*id:[ \t]*['\"]?([^'\"\s#]+)", re.MULTILINE)
+_OURS = re.compile(r"ocr_hook|git-ocr|git ocr|ocr-hook")
 
 
 def _read(path: str) -> bytes:
@@ -117,6 +121,36 @@ def hook_host(stage: str, environ: Mapping[str, str],
     if environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
         return "ci"
     return "native"
+
+
+def framework_hook_ids(default: str, stage: str, config_text: str) -> str:
+    """The ``SKIP`` value for this hook under the pre-commit framework: ``default`` (the id in
+    this repository's ``.pre-commit-hooks.yaml``) when ``config_text`` (the user's
+    ``.pre-commit-config.yaml``) lists it or names no hook of ours; else the ids of the
+    ``repo: local`` hooks whose ``entry`` runs ocr-hook for ``stage`` (``hook <stage>``), or
+    failing that any of ours, comma-separated as ``SKIP`` takes them. A line scan, not YAML
+    (the framework does not tell a hook its id)."""
+    found = list(_ID.finditer(config_text))
+    ids = [m.group(1) for m in found]
+    if default in ids:
+        return default
+    blocks = [(m.group(1), config_text[m.end():found[i + 1].start() if i + 1 < len(found)
+                                       else len(config_text)]) for i, m in enumerate(found)]
+    ours = [(i, b) for i, b in blocks if _OURS.search(b)]
+    staged = [i for i, b in ours if f"hook {stage}" in b]
+    chosen = list(dict.fromkeys(staged or [i for i, _ in ours]))
+    return ",".join(chosen) if chosen else default
+
+
+def framework_skip_id(default: str, stage: str) -> str:
+    """:func:`framework_hook_ids` for the ``.pre-commit-config.yaml`` in the working
+    directory (the framework runs hooks at the top of the work tree); ``default`` when it
+    cannot be read."""
+    try:
+        text = Path(PRE_COMMIT_CONFIG).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return default
+    return framework_hook_ids(default, stage, text)
 
 
 def bypass_command(host: str, what: str, hook_id: str) -> str:

@@ -207,3 +207,35 @@ def test_ancestors_reads_this_process_chain() -> None:
     if found is None:
         pytest.skip("no /proc here")
     assert found[0][0] == Path(f"/proc/{os.getpid()}/comm").read_text().strip()
+
+
+def test_framework_commit_names_the_local_hook_id(repo: GitRepo, llm: ScriptedLLM) -> None:
+    """A ``repo: local`` hook under its own id: SKIP names that id."""
+    repo.commit({".pre-commit-config.yaml": LOCAL_CONFIG.replace("id: ocr-review", "id: ai"),
+                 "README.md": "hi\n"}, "init")
+    env = env_for(repo, llm)
+    assert run(repo, env, sys.executable, "-m", "pre_commit", "install").returncode == 0
+    p = blocked_commit(repo, llm, env)
+    assert advice(p) == [
+        f"ocr-hook: commit blocked: {WHY}. Fix and retry, or bypass once with"
+        " `SKIP=ai git commit` (pre-commit framework) or `OCR_HOOK_SKIP=1 git commit`."]
+
+
+REMOTE_CONFIG = "repos:\n- repo: https://example.invalid/ocr-hook\n  rev: abc\n  hooks:\n" \
+    "  - id: ocr-review\n  - id: 'ocr-review-push'\n"
+LOCAL_TWO = ("repos:\n- repo: local\n  hooks:\n  - id: ai\n    entry: git-ocr hook pre-commit\n"
+             "  - id: ai-push\n    entry: git-ocr hook pre-push\n  - id: lint\n"
+             "    entry: flake8\n")
+
+
+@pytest.mark.parametrize(("default", "stage", "text", "skip"), [
+    ("ocr-review", "pre-commit", REMOTE_CONFIG, "ocr-review"),
+    ("ocr-review-push", "pre-push", REMOTE_CONFIG, "ocr-review-push"),
+    ("ocr-review", "pre-commit", LOCAL_TWO, "ai"),
+    ("ocr-review-push", "pre-push", LOCAL_TWO, "ai-push"),
+    ("ocr-review-merge", "pre-merge-commit", LOCAL_TWO, "ai,ai-push"),  # none for merges
+    ("ocr-review", "pre-commit", "repos: []\n", "ocr-review"),
+])
+def test_framework_hook_ids_from_the_config(default: str, stage: str, text: str,
+                                            skip: str) -> None:
+    assert hosts.framework_hook_ids(default, stage, text) == skip
