@@ -18,7 +18,9 @@ Hosts, as seen from the hook's own process:
   the parent processes, or by a hooks path under ``.husky``. ``HUSKY=0`` disables every husky
   hook for one command.
 * ``ci``: ``CI`` is set (``true``/``1``; GitHub Actions, GitLab CI and most services set it):
-  nothing is being committed, so no commit advice.
+  nothing is being committed, so no commit advice. Under the framework only when git is not
+  committing (no ``GIT_INDEX_FILE``, which git sets for its pre-commit hooks), e.g.
+  ``pre-commit run --all-files`` in a CI job.
 * ``native``: anything else, e.g. the hook ``git ocr install`` writes (``--no-verify``).
 
 ``OCR_HOOK_SKIP=1`` works under every host and is always offered.
@@ -106,9 +108,15 @@ def hook_host(stage: str, environ: Mapping[str, str],
     ``pre-merge-commit``, ``pre-push``). ``processes``: the parent command lines
     (:func:`ancestors` when None and ``look``); ``look`` False reads neither processes nor
     the hook file (pure: the environment only)."""
+    ci = environ.get("CI", "").strip().lower() in ("true", "1", "yes")
     if environ.get("PRE_COMMIT") == "1":
         ranged = environ.get("PRE_COMMIT_FROM_REF") and environ.get("PRE_COMMIT_TO_REF")
-        return "range" if ranged and not environ.get("PRE_COMMIT_REMOTE_NAME") else "framework"
+        if environ.get("PRE_COMMIT_REMOTE_NAME"):  # its pre-push hook, on a real push
+            return "framework"
+        if ranged:
+            return "range"
+        # `pre-commit run --all-files` in CI: git sets GIT_INDEX_FILE only for a commit
+        return "ci" if ci and not environ.get("GIT_INDEX_FILE") else "framework"
     if environ.get("HUSKY_GIT_PARAMS") is not None:
         return "husky"
     if processes is None and look:
@@ -118,9 +126,7 @@ def hook_host(stage: str, environ: Mapping[str, str],
         found = _host_of_hook_file(stage, environ)
     if found:
         return found
-    if environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
-        return "ci"
-    return "native"
+    return "ci" if ci else "native"
 
 
 def framework_hook_ids(default: str, stage: str, config_text: str) -> str:

@@ -193,6 +193,8 @@ def test_a_setting_error_names_the_bypass_of_the_host(repo: GitRepo, llm: Script
      "lefthook"),
     ({}, [["sh", "sh", "-e", ".husky/pre-commit"], ["git", "git", "commit"]], "husky"),
     ({"CI": "true"}, [["git", "git", "commit"]], "ci"),
+    ({"CI": "true", "PRE_COMMIT": "1"}, [], "ci"),  # `pre-commit run --all-files` in CI
+    ({"CI": "true", "PRE_COMMIT": "1", "GIT_INDEX_FILE": ".git/index"}, [], "framework"),
     ({}, [["pre-commit", "/bin/sh", ".git/hooks/pre-commit"], ["git", "git", "commit"]],
      "native"),
 ])
