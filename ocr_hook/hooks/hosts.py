@@ -121,12 +121,9 @@ def hook_host(stage: str, environ: Mapping[str, str],
         return "husky"
     if processes is None and look:
         processes = ancestors()
-    found = _host_of_process(processes or [])
-    if not found and look and processes is None:
-        found = _host_of_hook_file(stage, environ)
-    if found:
-        return found
-    return "ci" if ci else "native"
+        if processes is None:  # no /proc: the hook file git runs tells instead
+            return _host_of_hook_file(stage, environ) or ("ci" if ci else "native")
+    return _host_of_process(processes or []) or ("ci" if ci else "native")
 
 
 def framework_hook_ids(default: str, stage: str, config_text: str) -> str:

@@ -241,3 +241,16 @@ LOCAL_TWO = ("repos:\n- repo: local\n  hooks:\n  - id: ai\n    entry: git-ocr ho
 def test_framework_hook_ids_from_the_config(default: str, stage: str, text: str,
                                             skip: str) -> None:
     assert hosts.framework_hook_ids(default, stage, text) == skip
+
+
+def test_without_proc_the_hook_file_tells(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit({"README.md": "hi\n"}, "init")
+    monkeypatch.chdir(repo.path)
+    monkeypatch.setattr(hosts, "ancestors", lambda: None)
+    env = {k: v for k, v in repo.env.items() if k not in CI_VARS}
+    assert hosts.hook_host("pre-commit", env) == "native"
+    executable(repo.path / ".git" / "hooks" / "pre-commit",
+               '#!/bin/sh\nexec lefthook run pre-commit "$@"\n')
+    assert hosts.hook_host("pre-commit", env) == "lefthook"
+    repo.git("config", "core.hooksPath", ".husky/_")
+    assert hosts.hook_host("pre-commit", env) == "husky"
