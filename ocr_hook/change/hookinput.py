@@ -40,13 +40,17 @@ def normalise_name(name: str) -> str:
 
 def filter_paths(files: Sequence[FileDiff], names: Sequence[str]) -> Filtered:
     """Keep the changed ``files`` whose path (new path; old path for a deletion) is one of
-    ``names``. An empty ``names`` keeps nothing: a filter never widens to "everything"."""
+    ``names``. An empty ``names`` keeps nothing: a filter never widens to "everything". When
+    some name is not a changed path, the hook was handed files, not changes (``pre-commit run
+    --all-files`` / ``--files``), and the framework may split that list into parallel slices
+    that cannot see each other's names: every changed file is kept, so each slice reviews the
+    same changes (one review through the lock and the cache) and prints the same verdict."""
     wanted = {normalise_name(n) for n in names if n}
     kept = [f for f in files if (f.path in wanted or f.old_path in wanted)]
     changed = {p for f in files for p in (f.path, f.old_path)}
     unchanged = [n for n in dict.fromkeys(normalise_name(n) for n in names if n)
                  if n not in changed]
-    return Filtered(kept, unchanged)
+    return Filtered(list(files) if unchanged else kept, unchanged)
 
 
 def changes_only_notice(unchanged_names: Sequence[str], changed_files: int,
@@ -63,8 +67,7 @@ def changes_only_notice(unchanged_names: Sequence[str], changed_files: int,
                 f" as with `pre-commit run --all-files`; only changed files are reviewed;"
                 f" {CI_HINT}")
     if mode == "staged" and changed_files == 0 and environ.get("PRE_COMMIT") == "1":
-        return ("this hook reviews changes, not files, and nothing is staged (as with"
-                f" `pre-commit run --all-files`); {CI_HINT}")
+        return f"this hook reviews changes, not files, and nothing is staged; {CI_HINT}"
     return ""
 
 

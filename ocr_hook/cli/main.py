@@ -39,14 +39,21 @@ def setup_logging(verbose: bool) -> logging.Logger:
     return root
 
 
-def _hook_error_hint(hook: str) -> str:
+def _hook_error_hint(hook: str, env: Mapping[str, str]) -> str:
     """The second stderr line of a hook that stops with a usage or configuration error (exit
     2): how to let this one commit or push through (e.g. the commit that fixes a typo in
-    ``.ocr-hook.toml``, which is read from HEAD)."""
+    ``.ocr-hook.toml``, which is read from HEAD), the one way that works under what runs the
+    hook (``hooks.hook_host``) plus ``OCR_HOOK_SKIP=1``."""
+    from .. import hooks
+
     what, hook_id = hook_words(hook)
-    return (f"to {what} anyway, bypass the review once: `git {what} --no-verify` (native hook),"
-            f" `SKIP={hook_id} git {what}` (pre-commit framework) or"
-            f" `OCR_HOOK_SKIP=1 git {what}`")
+    host = hooks.hook_host(hook, env)
+    if host == "framework":
+        hook_id = hooks.framework_skip_id(hook_id, hook)
+    if host in ("range", "ci"):
+        return f"to pass anyway, {hooks.bypass_clause(host, what, hook_id)}"
+    return f"to {what} anyway, " + hooks.bypass_clause(host, what, hook_id,
+                                                      "bypass the review once:")
 
 
 def _details_hint(args: argparse.Namespace) -> str:
@@ -157,7 +164,7 @@ def _main(argv: Sequence[str] | None, env: Mapping[str, str]) -> int:
     except OcrError as e:
         log.error("%s", util.one_line(str(e)))
         if args.command == "hook":  # a bad committed setting must not trap every commit
-            log.error("%s", _hook_error_hint(args.hook))
+            log.error("%s", _hook_error_hint(args.hook, env))
         return Exit.USAGE
     except KeyboardInterrupt:
         print("ocr-hook: interrupted", file=sys.stderr)

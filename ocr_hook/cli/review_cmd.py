@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import io
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -173,7 +174,8 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
             log.warning("%s", report.display_text(reason))
     if result.decision.blocked:
         log.warning("%s", _bypass_message(stage, result.decision.verdict,
-                                          result.decision.blocking_findings, result.gate.fail_on))
+                                          result.decision.blocking_findings, result.gate.fail_on,
+                                          environ))
         for line in dismiss_hints(result, environ):
             log.warning("%s", line)
     if problem and problem != "closed":  # the report is lost: never a silent success
@@ -245,7 +247,8 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     if len(blocking) > DISMISS_HINTS_MAX:
         lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`git ocr review`"
                      " lists every id)")
-    if environ.get("PRE_COMMIT") == "1" and any(comments.can_dismiss(f) for f in blocking):
+    if (environ.get("PRE_COMMIT") == "1" and any(comments.can_dismiss(f) for f in blocking)
+            and not _git_ocr_on_path(environ)):
         import shlex  # only a blocked run under the pre-commit framework quotes a command
 
         cmd = " ".join(shlex.quote(c) for c in hooks.hook_command())
@@ -254,17 +257,42 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     return lines
 
 
-def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str) -> str:
-    """How to proceed when the gate blocks (spec §9), worded for the stage. ``git ocr review``
-    run by hand or in CI blocks no commit: it states why the exit code is non-zero, without
-    commit hints."""
+def _git_ocr_on_path(environ: Mapping[str, str]) -> bool:
+    """Whether ``git ocr`` works from the user's shell: a ``git-ocr`` program on ``PATH``
+    (``shutil.which``, as git finds its ``git-<name>`` commands there), not counting the
+    directories inside the pre-commit framework's store (``$PRE_COMMIT_HOME``, else
+    ``$XDG_CACHE_HOME/pre-commit``, else ``~/.cache/pre-commit``), which the framework puts
+    first on the hook's ``PATH`` for a ``language: python`` hook and the user's shell lacks."""
+    import shutil
+
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME", "~"), ".cache")
+    store = os.path.realpath(os.path.expanduser(
+        environ.get("PRE_COMMIT_HOME") or os.path.join(cache, "pre-commit")))
+    dirs = [d for d in environ.get("PATH", os.defpath).split(os.pathsep)
+            if d and not (os.path.realpath(d) + os.sep).startswith(store + os.sep)]
+    return shutil.which("git-ocr", path=os.pathsep.join(dirs)) is not None
+
+
+def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str,
+                    environ: Mapping[str, str]) -> str:
+    """How to proceed when the gate blocks (spec §9), worded for the stage and for what runs
+    the hook (``hooks.hook_host``: the one bypass that works there, plus ``OCR_HOOK_SKIP=1``).
+    ``git ocr review`` run by hand, a framework range run and CI block no commit: they state
+    why the exit code is non-zero, without commit hints."""
     if stage == "review":
         if verdict == "findings":
             return f"blocking findings: {findings} at or above {fail_on}"
         return "review incomplete and gate.on_error = block"
+    from .. import hooks  # only a blocked hook looks at what runs it
+
     what, hook_id = hook_words(stage)
+    host = hooks.hook_host(stage, environ)
+    if host == "framework":
+        hook_id = hooks.framework_skip_id(hook_id, stage)
     why = (f"{findings} finding(s) at or above {fail_on}" if verdict == "findings"
            else "the review is incomplete and gate.on_error = block")
-    return (f"{what} blocked: {why}. Fix and retry, or bypass once with "
-            f"`git {what} --no-verify` (native hook), `SKIP={hook_id} git {what}` (pre-commit "
-            f"framework) or `OCR_HOOK_GATE_MODE=advisory git {what}`.")
+    if host in ("range", "ci"):
+        where = "a range run" if host == "range" else "a CI run"
+        return (f"review blocked: {why} ({where}: nothing is being committed). Fix and rerun,"
+                f" or {hooks.bypass_clause(host, what, hook_id)}.")
+    return f"{what} blocked: {why}. Fix and retry, or {hooks.bypass_clause(host, what, hook_id)}."

@@ -67,9 +67,15 @@ def test_hook_file_names_filter_before_the_max_files_bound(repo: GitRepo) -> Non
     repo.commit({"README.md": "x\n"}, "init")
     repo.stage({f"src/mod_{i}.py": f"X_{i} = {i}\n" for i in range(4)})
     cs = load(repo, selection.SelectionPolicy(max_files=1),
-              names=["src/mod_1.py", "./src/mod_3.py", "docs/unchanged.md"])
+              names=["src/mod_1.py", "./src/mod_3.py"])
     assert [(d.file.path, d.reason, d.file.loaded) for d in cs.decisions] == [
         ("src/mod_1.py", "", True), ("src/mod_3.py", "over_max_files", False)]
+    assert cs.unchanged_names == []
+    # an unchanged name: files handed, not changes (--all-files); every changed file is kept
+    cs = load(repo, selection.SelectionPolicy(max_files=1), names=["docs/unchanged.md"])
+    assert [(d.file.path, d.reason) for d in cs.decisions] == [
+        ("src/mod_0.py", ""), ("src/mod_1.py", "over_max_files"),
+        ("src/mod_2.py", "over_max_files"), ("src/mod_3.py", "over_max_files")]
     assert cs.unchanged_names == ["docs/unchanged.md"]
 
 

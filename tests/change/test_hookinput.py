@@ -120,8 +120,8 @@ def test_all_files_says_the_hook_reviews_changes_and_how_to_run_it_in_ci(
     assert ("ocr-hook: this hook reviews changes, not files: 2 of the file names it was given"
             " are not changed here (e.g. .pre-commit-config.yaml), as with `pre-commit run"
             f" --all-files`; only changed files are reviewed; {CI_HINT}") in lines
-    assert ("ocr-hook: this hook reviews changes, not files, and nothing is staged (as with"
-            f" `pre-commit run --all-files`); {CI_HINT}") in lines
+    assert (f"ocr-hook: this hook reviews changes, not files, and nothing is staged; {CI_HINT}"
+            in lines)
     assert llm.requests == []
 
 
@@ -131,8 +131,13 @@ def fd(path: str, status: str = "modified", old: str = "") -> FileDiff:
 
 def test_file_names_only_narrow_the_changed_set_and_an_empty_list_keeps_nothing() -> None:
     files = [fd("a.py"), fd("dir/b.py"), fd("new.py", "renamed", "old.py")]
-    kept = filter_paths(files, ["./dir//b.py", "new.py", "README.md"])
+    kept = filter_paths(files, ["./dir//b.py", "new.py"])
     assert [f.path for f in kept.files] == ["dir/b.py", "new.py"]
+    assert kept.unchanged_names == []
+    assert filter_paths(files, ["old.py"]).files == [files[2]]  # a rename by its old path
+    # a name that is not changed: files handed, not changes (--all-files): every changed file
+    kept = filter_paths(files, ["./dir//b.py", "README.md"])
+    assert [f.path for f in kept.files] == ["a.py", "dir/b.py", "new.py"]
     assert kept.unchanged_names == ["README.md"]
     assert filter_paths(files, []) == ([], [])
     assert changes_only_notice([], 0, {"PRE_COMMIT": "1"}, "range") == ""

@@ -271,8 +271,8 @@ def test_pre_push_without_arguments_outside_pre_commit_is_a_usage_error(
     assert err.splitlines() == [
         "ocr-hook: git ocr hook pre-push: expected REMOTE URL (native pre-push hook, ref lines on"
         " stdin) or PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF (pre-commit framework)",
-        "ocr-hook: to push anyway, bypass the review once: `git push --no-verify` (native hook),"
-        " `SKIP=ocr-review-push git push` (pre-commit framework) or `OCR_HOOK_SKIP=1 git push`",
+        "ocr-hook: to push anyway, bypass the review once: `git push --no-verify` or"
+        " `OCR_HOOK_SKIP=1 git push`",
     ]
 
 

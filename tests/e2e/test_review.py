@@ -272,8 +272,7 @@ def test_config_error_in_a_hook_says_how_to_bypass_once(
     assert (rc, out) == (2, "")
     assert err.splitlines() == [
         error,
-        "ocr-hook: to commit anyway, bypass the review once: `git commit --no-verify` (native"
-        " hook), `SKIP=ocr-review git commit` (pre-commit framework) or"
+        "ocr-hook: to commit anyway, bypass the review once: `git commit --no-verify` or"
         " `OCR_HOOK_SKIP=1 git commit`",
     ]
     rc, out, err = run_cli(["hook", "pre-commit"], {"OCR_HOOK_SKIP": "1"}, capsys)

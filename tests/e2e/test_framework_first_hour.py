@@ -1,0 +1,148 @@
+"""The pre-commit framework's first hour (issue 28, items 6-8), through the real framework with
+``repo: local`` hooks that run this checkout (no package index needed):
+
+* the "no `git ocr` on PATH?" hint only when no ``git-ocr`` is on the user's PATH (item 6);
+* ``--all-files`` split into parallel slices: every slice prints the same verdict, from one
+  review (item 7);
+* nothing staged without ``--all-files``: the notice does not claim ``--all-files`` (item 8).
+
+Real: pre-commit, git, the hooks pre-commit installs, HTTP to the scripted loopback model.
+Fake: the model's replies.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocr_hook.change.hookinput import CI_HINT
+from ocr_hook.cli.review_cmd import _git_ocr_on_path
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+BUGGY = "def div(a, b):\n    return a / b\n"
+HOOK = f"{sys.executable} -m ocr_hook.cli hook pre-commit"
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+VENV_BIN = Path(sys.executable).parent
+CONFIG = f"""\
+repos:
+- repo: local
+  hooks:
+  - id: ocr-defaults
+    name: ocr-hook with the framework defaults
+    entry: {HOOK}
+    language: system
+    verbose: true
+    stages: [manual]
+  - id: ocr-review
+    name: ocr-hook as in .pre-commit-hooks.yaml
+    entry: {HOOK}
+    language: system
+    pass_filenames: false
+    require_serial: true
+    always_run: true
+    verbose: true
+"""
+HINT = ("ocr-hook:   no `git ocr` on PATH? run `{}/git-ocr dismiss ID`, or install git-ocr"
+        " (README: Install for everyday use)")
+
+
+def finding() -> dict[str, Any]:
+    return {"comments": [{
+        "path": "calc.py", "content": "Division by zero when b is 0.",
+        "existing_code": "    return a / b", "suggestion_code": "    return a / b if b else 0",
+        "severity": "high", "category": "bug"}]}
+
+
+@pytest.fixture
+def project(repo: GitRepo, llm: ScriptedLLM, tmp_path: Path) -> tuple[GitRepo, dict[str, str]]:
+    repo.commit({".pre-commit-config.yaml": CONFIG,
+                 **{f"m{i}.py": f"M{i} = {i}\n" for i in range(12)}}, "init")
+    env = {k: v for k, v in repo.env.items() if k not in ("CI", "VIRTUAL_ENV", "SKIP")}
+    env.update(llm.env(OCR_HOOK_REVIEW_FILTER="false", OCR_HOOK_EFFORT="low"))
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "pc-home"), PRE_COMMIT_COLOR="never",
+               PATH=SYSTEM_PATH)
+    return repo, env
+
+
+def run(repo: GitRepo, env: dict[str, str], *cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), cwd=repo.path, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def lines(p: subprocess.CompletedProcess[str]) -> list[str]:
+    return (p.stdout + p.stderr).splitlines()
+
+
+@pytest.mark.parametrize("on_path", [False, True])
+def test_path_hint_only_without_git_ocr_on_path(
+    project: tuple[GitRepo, dict[str, str]], llm: ScriptedLLM, on_path: bool,
+) -> None:
+    repo, env = project
+    if on_path:
+        env["PATH"] = f"{VENV_BIN}:{SYSTEM_PATH}"
+    assert run(repo, env, sys.executable, "-m", "pre_commit", "install").returncode == 0
+    repo.stage({"calc.py": BUGGY})
+    llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = run(repo, env, "git", "commit", "-m", "calc")
+    assert p.returncode == 1, p.stdout + p.stderr
+    out = lines(p)
+    start = out.index("ocr-hook: not a problem? dismiss it (or put `ocr-hook: ignore <reason>`"
+                      " on its line):")
+    fid = out[start + 1].split()[4]
+    tail = [f"ocr-hook:   git ocr dismiss {fid} --reason '…'    # calc.py:2 [high · bug]"]
+    if not on_path:
+        tail.append(HINT.format(VENV_BIN))
+    assert [x for x in out[start + 1:] if x.startswith("ocr-hook:")] == tail
+
+
+def test_git_ocr_inside_the_framework_store_does_not_count(tmp_path: Path) -> None:
+    store_bin = tmp_path / "pc-home" / "repoabc" / "py_env-python3" / "bin"
+    user_bin = tmp_path / "user-bin"
+    for d in (store_bin, user_bin):
+        d.mkdir(parents=True)
+    (store_bin / "git-ocr").write_text("#!/bin/sh\n")
+    (store_bin / "git-ocr").chmod(stat.S_IRWXU)
+    env = {"PRE_COMMIT_HOME": str(tmp_path / "pc-home"), "PATH": f"{store_bin}:{user_bin}"}
+    assert not _git_ocr_on_path(env)
+    (user_bin / "git-ocr").write_text("#!/bin/sh\n")
+    (user_bin / "git-ocr").chmod(stat.S_IRWXU)
+    assert _git_ocr_on_path(env)
+
+
+def test_all_files_slices_print_one_verdict_from_one_review(
+    project: tuple[GitRepo, dict[str, str]], llm: ScriptedLLM,
+) -> None:
+    repo, env = project
+    repo.stage({"calc.py": BUGGY})
+    for _ in range(4):  # at most one is used
+        llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = run(repo, env, sys.executable, "-m", "pre_commit", "run", "ocr-defaults",
+            "--hook-stage", "manual", "--all-files")
+    assert p.returncode == 1, p.stdout + p.stderr
+    out = lines(p)
+    slices = [x for x in out if x.startswith("ocr-hook: this hook reviews changes, not files: ")]
+    verdicts = [x for x in out if x.startswith(("PASS:", "BLOCKED:"))]
+    assert len(slices) >= (2 if (os.cpu_count() or 1) >= 2 else 1), out
+    assert verdicts == ["BLOCKED: 1 finding at or above high (blocking mode)"] * len(slices)
+    assert len(llm.requests) == 1  # the other slices answered from the first one's result
+    assert sum("1 cache hit(s)" in x for x in out) == len(slices) - 1
+
+
+def test_nothing_staged_does_not_claim_all_files(
+    project: tuple[GitRepo, dict[str, str]], llm: ScriptedLLM,
+) -> None:
+    repo, env = project
+    p = run(repo, env, sys.executable, "-m", "pre_commit", "run", "ocr-review")
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = lines(p)
+    assert ("ocr-hook: this hook reviews changes, not files, and nothing is staged;"
+            f" {CI_HINT}") in out
+    assert not [x for x in out if "--all-files" in x]
+    assert llm.requests == []
