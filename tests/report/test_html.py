@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from tests.support.browser import Listener, dump_dom, page_requests
+from tests.support.browser import Listener, chromium_or_skip, dump_dom, page_requests
 from tests.support.cli import cli_environ
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -71,6 +71,7 @@ def test_review_page_renders_findings_inline_at_their_lines_with_no_request(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
+    chromium_or_skip()  # skips with the reason where no Chromium is installed, fails under CI
     trap = Listener()
     proxy = Listener()
     evil = (f'<img src="http://127.0.0.1:{trap.port}/leak.png">'
