@@ -242,6 +242,10 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
             buf.isatty = tty.isatty  # type: ignore[method-assign]
             text.write_text(result, buf, {})
             assert "\033[1;31m[critical · bug]\033[0m" in buf.getvalue()
+            # the location is bold, not the dimmest text of the line
+            assert ("\033[1;31mBLOCKING \033[0m\033[1ma.py:2\033[0m \033[1;31m[critical · bug]"
+                    "\033[0m id a.py-2\n") in buf.getvalue()
+            assert "\033[2m" not in buf.getvalue()
             buf2 = io.StringIO()
             buf2.isatty = tty.isatty  # type: ignore[method-assign]
             text.write_text(result, buf2, {"NO_COLOR": ""})
