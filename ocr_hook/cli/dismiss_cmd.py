@@ -27,6 +27,7 @@ from ..errors import UsageError
 from ..exitcodes import Exit
 from ..findings import SECRET_SOURCE
 from ..util import display_path, display_text
+from ..vocabulary import Severity
 
 ID_MIN_CHARS = 4
 _ID = re.compile(r"[0-9a-f]+")
@@ -154,8 +155,38 @@ def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:
     return Exit.OK
 
 
+def finding_severities(common: Path) -> dict[str, Severity]:
+    """Finding id -> severity of every finding the review sessions recorded (the newest session
+    wins). Unreadable sessions are left out."""
+    out: dict[str, Severity] = {}
+    try:
+        files = sorted(report.sessions_dir(common).glob("*.jsonl"), key=lambda p: p.name)
+    except OSError:
+        files = []
+    for path in files:  # oldest first: a newer record of the same id overwrites
+        try:
+            records = report.read_session_records(path)
+        except UsageError:
+            continue
+        for rec in records:
+            severity = Severity.parse(rec.get("severity"))
+            if rec.get("type") in FINDING_RECORDS and severity is not None:
+                out[str(rec.get("id", ""))] = severity
+    return out
+
+
+def list_order(items: list[comments.Dismissal], common: Path) -> list[comments.Dismissal]:
+    """The dismissals most severe first (the severity of the finding each was made from, as the
+    sessions recorded it; unknown last), then as stored: personal, then shared."""
+    if len(items) < 2:
+        return items
+    severities = finding_severities(common)
+    return sorted(items, key=lambda d: -int(severities.get(d.finding_id, 0)))
+
+
 def _list(repo: Path, common: Path, as_json: bool) -> int:
-    items = [*comments.load_personal(common), *comments.load_shared_worktree(repo)]
+    items = list_order([*comments.load_personal(common), *comments.load_shared_worktree(repo)],
+                       common)
     if as_json:
         for d in items:
             print(report.display_json({

@@ -19,7 +19,8 @@ from ..util import display_text as display_text
 from ..util import has_raw_bytes, path_bytes_b64, shown_text
 from ..vocabulary import Severity
 
-# ANSI SGR codes of the text output: one colour per severity, dim for locations, and the reset.
+# ANSI SGR codes of the text output: one colour per severity, bold for a finding's location
+# (``path:line``, the line a reader looks for first), and the reset.
 SEVERITY_COLORS = {
     Severity.CRITICAL: "\033[1;31m",
     Severity.HIGH: "\033[31m",
@@ -27,7 +28,7 @@ SEVERITY_COLORS = {
     Severity.LOW: "\033[34m",
 }
 RESET = "\033[0m"
-DIM = "\033[2m"
+BOLD = "\033[1m"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

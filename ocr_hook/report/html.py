@@ -48,7 +48,7 @@ h1{font-size:20px;margin:8px 0}h2{font-size:16px;margin:16px 0 8px}
 .verdict{font-size:18px;font-weight:600;padding:10px 14px;border-radius:6px;margin:8px 0}
 .verdict.blocked{background:#ffebe9;color:#82071e;border:1px solid #ff8182}
 .verdict.passed{background:#dafbe1;color:#116329;border:1px solid #4ac26b}
-.meta{color:#57606a;margin:4px 0}.meta span{margin-right:18px}
+.meta{color:#57606a;margin:4px 0}.meta span{margin-right:18px;white-space:nowrap}
 table{border-collapse:collapse;width:100%;background:#fff}
 .cov td,.cov th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left}
 .cov .no{color:#57606a}.cov .miss{color:#9a6700;font-weight:600}
@@ -73,8 +73,8 @@ color:#fff;background:#8c959f;margin-right:6px}
 .sev.low{background:#0969da}.blocking{color:#cf222e;font-weight:700;margin-right:6px}
 .fid{color:#6e7781;font-family:ui-monospace,monospace;font-size:12px}
 .msg{margin:6px 0;white-space:pre-wrap}
-pre.sugg{background:#f6f8fa;border-radius:4px;padding:6px 8px;margin:6px 0;
-white-space:pre-wrap;font-size:12px}
+pre.sugg,pre.quote{background:#f6f8fa;border-radius:4px;padding:6px 8px;margin:6px 0;
+white-space:pre-wrap;font-size:12px}pre.quote{border-left:3px solid #d0d7de}
 .outside{padding:6px 12px;border-bottom:1px solid #d0d7de}
 ul.index{padding-left:20px}
 """
@@ -295,13 +295,19 @@ def _finding_row(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any])
 
 
 def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
-    """One finding: badges, location, id, message, suggestion; a dismissed one folded."""
+    """One finding: badges, location, id, message, the model's quote when the finding has no
+    location (nothing else would show which code it means), suggestion; a dismissed one
+    folded."""
     sev = _e(c.get("severity", ""))
     mark = ('<span class="blocking">BLOCKING</span>'
             if not dismissed and is_blocking(c, gate) else "")
     head = (f'{mark}<span class="sev {sev}">{sev}</span><b>{_e(c.get("category", ""))}</b> '
             f'{_e(_where(c))} <span class="fid">id {_e(c.get("id", ""))}</span>')
     body = f'<div class="msg">{_e(c.get("content", ""))}</div>'
+    quote = str(c.get("existing_code", "") or "")
+    if not int(c.get("start_line", 0) or 0) and quote.strip():  # no line to show it under
+        body += ('<div>Quoted code (not found in the file):</div>'
+                 f'<pre class="quote">{_e(quote)}</pre>')
     sugg = str(c.get("suggestion_code", "") or "")
     if sugg.strip():
         body += f'<div>Suggestion:</div><pre class="sugg">{_e(sugg)}</pre>'

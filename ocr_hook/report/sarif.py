@@ -1,9 +1,12 @@
 """The SARIF 2.1.0 output (spec §11): one log with one run, for code-scanning tools, written to
 a stream it is given.
 
-One rule per category used (id = category), one result per finding (level from severity),
+One rule per category used (id = category; security findings one rule per severity,
+``security/<severity>``, each with GitHub code scanning's ``security-severity``), one result
+per finding (level from severity; a suggestion on anchored new-side lines as a SARIF fix),
 dismissed findings as results with suppressions, and files left unreviewed, files the secret
-scan did not read to the end and run warnings as tool notifications.
+scan did not read to the end and run warnings as tool notifications. The log validates with no
+warning under the SARIF multitool (``@microsoft/sarif-multitool validate``, 5.7.0).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from .. import __version__
-from ..findings import Finding
+from ..findings import Finding, normalized_quote
 from ..vocabulary import Category, Severity
 from .display import json_escape, utf8_safe
 from .result import ReviewResult
@@ -26,6 +29,18 @@ SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
+# The tool's ``informationUri`` (SARIF §3.19.11, an absolute URI): the project declares no home
+# page in its metadata, so this is its package name's index page.
+INFORMATION_URI = "https://pypi.org/project/ocr-hook/"
+# GitHub code scanning's ``properties.security-severity`` of a security rule: a string score in
+# (0.0, 10.0] it reads as over 9.0 critical, 7.0-8.9 high, 4.0-6.9 medium, 0.1-3.9 low
+# ("SARIF support for code scanning", reportingDescriptor object): one score inside each band.
+SECURITY_SEVERITY = {
+    Severity.CRITICAL: "9.5",
+    Severity.HIGH: "8.0",
+    Severity.MEDIUM: "5.5",
+    Severity.LOW: "2.0",
+}
 SARIF_LEVELS = {  # SARIF §3.27.10 level from our severity
     Severity.CRITICAL: "error",
     Severity.HIGH: "error",
@@ -50,21 +65,54 @@ def repo_uri(path: str) -> str | None:
     return quote(os.fsencode(path))
 
 
+def _has_region(f: Finding) -> bool:
+    """Whether ``f``'s lines exist in the reviewed version (anchored on the new side)."""
+    return f.side == "new" and f.start_line > 0
+
+
+def _region(f: Finding) -> dict[str, int]:
+    """The lines of an anchored new-side finding; line 1 for any other (file-level: old side or
+    location unknown; the message says which), as code scanning needs a line to show a result."""
+    if not _has_region(f):
+        return {"startLine": 1}
+    return {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
+
+
 def _sarif_locations(f: Finding) -> list[dict[str, Any]]:
-    """Physical location: region lines only for anchored new-side findings (the lines exist in
-    the reviewed version); old-side and unanchored findings are file-level (spec §11). None
-    (``[]``) for a path :func:`repo_uri` refuses: a SARIF URI never leaves the repository."""
+    """Physical location: the finding's lines when anchored on the new side (they exist in the
+    reviewed version), else line 1 of the file (see :func:`_region`). None (``[]``) for a path
+    :func:`repo_uri` refuses: a SARIF URI never leaves the repository."""
     uri = repo_uri(f.path)
     if uri is None:
         return []
-    loc: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
-    if f.side == "new" and f.start_line > 0:
-        loc["region"] = {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
-    return [{"physicalLocation": loc}]
+    return [{"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                                  "region": _region(f)}}]
+
+
+def _fixable(f: Finding) -> bool:
+    """Whether ``f``'s suggestion can be a SARIF fix: it has one, its lines exist in the reviewed
+    version, and the model quoted those whole lines (same text up to whitespace), so the
+    suggestion replaces exactly them."""
+    return (bool(f.suggestion_code.strip()) and _has_region(f) and repo_uri(f.path) is not None
+            and bool(f.code) and normalized_quote(f.code) == normalized_quote(f.existing_code))
+
+
+def _sarif_fix(f: Finding) -> dict[str, Any]:
+    """SARIF §3.55 fix: replace the anchored lines (a line region ends before the last line's
+    newline, §3.30.7) by the suggestion, given without its final newline."""
+    text = f.suggestion_code[:-1] if f.suggestion_code.endswith("\n") else f.suggestion_code
+    return {
+        "description": {"text": "Apply the suggested code."},
+        "artifactChanges": [{
+            "artifactLocation": {"uri": repo_uri(f.path), "uriBaseId": "%SRCROOT%"},
+            "replacements": [{"deletedRegion": _region(f), "insertedContent": {"text": text}}],
+        }],
+    }
 
 
 def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
-    """One SARIF result for ``f`` (message with the side note and the suggestion)."""
+    """One SARIF result for ``f``: the message with the side note, the suggestion as a fix
+    (:func:`_fixable`) or, when it cannot be one, at the end of the message."""
     text = f.content
     if f.side == "old" and f.start_line > 0:
         text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
@@ -72,10 +120,11 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
         text += "\n\n(Location in the file unknown.)"
     if repo_uri(f.path) is None:
         text += "\n\n(The path is outside the repository: no location given.)"
-    if f.suggestion_code.strip():
+    fixable = _fixable(f)
+    if f.suggestion_code.strip() and not fixable:
         text += "\n\nSuggestion:\n" + f.suggestion_code
-    return {
-        "ruleId": f.category,
+    out: dict[str, Any] = {
+        "ruleId": rule_id(f),
         "ruleIndex": rule_index,
         "level": SARIF_LEVELS[f.severity],
         "message": {"text": text},
@@ -88,28 +137,61 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
             "ambiguous": f.ambiguous,
         },
     }
+    if fixable:
+        out["fixes"] = [_sarif_fix(f)]
+    return out
+
+
+def rule_id(f: Finding) -> str:
+    """The SARIF rule of ``f``: its category, ``security/<severity>`` for a security finding
+    (GitHub's ``security-severity`` is a rule's, so each security severity is a rule)."""
+    if f.category == Category.SECURITY:
+        return f"security/{f.severity.label}"
+    return str(f.category)
+
+
+def _pascal(words: str) -> str:
+    return "".join(w[:1].upper() + w[1:] for w in re.split(r"[^0-9A-Za-z]+", words) if w)
+
+
+def _rule(rid: str) -> dict[str, Any]:
+    """The reporting descriptor of rule ``rid``: a readable ``name`` that differs from the id
+    (SARIF §3.49.7), the category's words, tags; security rules get ``security-severity``."""
+    if rid.startswith("security/"):
+        level = rid.partition("/")[2]
+        words = Category.SECURITY.words
+        return {"id": rid, "name": _pascal(f"{level} {words}"),
+                "shortDescription": {"text": f"{words} ({level})"},
+                "properties": {"tags": ["security"],
+                               "security-severity": SECURITY_SEVERITY[Severity[level.upper()]]}}
+    words = Category(rid).words if Category.lookup(rid) else f"{rid} finding"  # unknown: cache
+    return {"id": rid, "name": _pascal(words), "shortDescription": {"text": words},
+            "properties": {"tags": [rid]}}
+
+
+def _rule_ids(findings: list[Finding]) -> list[str]:
+    """The rules used, in category order (security by severity, most severe first), then the
+    unknown categories of cache entries by name."""
+    used = {rule_id(f) for f in findings}
+    order = []
+    for c in Category:
+        if c == Category.SECURITY:
+            order += [r for s in sorted(Severity, reverse=True)
+                      if (r := f"security/{s.label}") in used]
+        elif c.value in used:
+            order.append(c.value)
+    return order + sorted(used - set(order))
 
 
 def to_sarif(result: ReviewResult) -> dict[str, Any]:
-    """A SARIF 2.1.0 log with one run: one rule per category used (id = category), one result
-    per finding (level from severity), incomplete files and warnings as tool notifications."""
-    every = [*result.findings, *(d.finding for d in result.dismissed)]
-    used: list[str] = [c for c in Category if any(f.category == c for f in every)]
-    used += sorted({f.category for f in every} - set(used))
-    index = {c: i for i, c in enumerate(used)}
-    rules = [
-        {
-            "id": c,
-            "name": c.capitalize(),
-            "shortDescription": {"text": Category(c).words if Category.lookup(c) else
-                                 f"{c} finding"},  # unknown: from a cache entry
-            "properties": {"tags": [c]},
-        }
-        for c in used
-    ]
-    results = [_sarif_result(f, index[f.category]) for f in result.findings]
+    """A SARIF 2.1.0 log with one run: the rules used (:func:`rule_id`), one result per finding
+    (level from severity), incomplete files and warnings as tool notifications."""
+    used = _rule_ids([*result.findings, *(d.finding for d in result.dismissed)])
+    index = {r: i for i, r in enumerate(used)}
+    rules = [_rule(r) for r in used]
+    results = [_sarif_result(f, index[rule_id(f)]) for f in result.findings]
     for d in result.dismissed:  # SARIF §3.35 suppressions: shown as dismissed by viewers
-        entry = _sarif_result(d.finding, index[d.finding.category])
+        entry = _sarif_result(d.finding, index[rule_id(d.finding)])
         entry["suppressions"] = [{
             "kind": "inSource" if d.by == "inline" else "external",
             "status": "accepted",
@@ -146,6 +228,7 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
             "tool": {"driver": {
                 "name": "ocr-hook",
                 "version": __version__,
+                "informationUri": INFORMATION_URI,
                 "rules": rules,
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "repository root"}}},

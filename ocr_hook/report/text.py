@@ -27,7 +27,7 @@ from ..change import SelectionReason, reason_words
 from ..findings import Finding
 from ..llm import Usage
 from ..vocabulary import AnchorMethod, Severity
-from .display import DIM, RESET, SEVERITY_COLORS, display_path, display_text, use_color
+from .display import BOLD, RESET, SEVERITY_COLORS, display_path, display_text, use_color
 from .result import FileOutcome, ReviewResult
 
 CODE_LINES_MAX = 8  # anchored lines shown under a finding; the rest are counted
@@ -105,7 +105,7 @@ def finding_block(f: Finding, blocking: bool, paint: Painter) -> list[str]:
     """The lines of one finding (see the module docstring)."""
     badge = paint(SEVERITY_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
     mark = paint(_BOLD_RED, "BLOCKING ") if blocking else ""
-    out = [f"{mark}{paint(DIM, finding_location(f))} {badge} id {f.id}"]
+    out = [f"{mark}{paint(BOLD, finding_location(f))} {badge} id {f.id}"]
     out += [f"  {line}" for line in display_text(f.content, keep="\n\t").split("\n")]
     out += [f"  {line}" for line in code_lines(f)]
     diff = suggestion_lines(display_text(f.code or f.existing_code, keep="\n\t"),

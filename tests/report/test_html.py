@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ocr_hook import cli
-from tests.support.browser import Listener, dump_dom, page_requests
+from tests.support.browser import Listener, chromium_or_skip, dump_dom, page_requests
 from tests.support.cli import cli_environ
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -71,6 +71,7 @@ def test_review_page_renders_findings_inline_at_their_lines_with_no_request(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
+    chromium_or_skip()  # skips with the reason where no Chromium is installed, fails under CI
     trap = Listener()
     proxy = Listener()
     evil = (f'<img src="http://127.0.0.1:{trap.port}/leak.png">'
@@ -169,3 +170,30 @@ def test_review_page_of_a_non_utf8_file_name_is_utf8_and_the_same_from_the_sessi
     capsys.readouterr()
     assert cli.main(["session", "show", sid, "--html", "--output", str(again)], environ=env) == 0
     assert again.read_bytes() == page.read_bytes()
+
+
+def test_review_page_shows_the_quote_of_a_location_unknown_finding_and_keeps_meta_items_whole(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    repo.commit({"app.py": APP_OLD}, "init")
+    repo.stage({"app.py": APP_NEW})
+    llm.tool_calls(("code_comment", {"comments": [
+        comment("app.py", "cursor.execute(q % name)\n  <b>x</b>", "Formats SQL by hand.",
+                "medium", "security"),
+        comment("app.py", "    return db.run(q)", "Runs the query unchecked.", "low", "bug"),
+    ]}), ("task_done", {"state": "DONE"}))
+    monkeypatch.chdir(repo.path)
+    page = tmp_path / "review.html"
+    env = cli_environ(llm.env(), review_filter=False)
+    assert cli.main(["review", "--format", "html", "--output", str(page)], environ=env) == 0
+    html = page.read_text(encoding="utf-8")
+    # the location-unknown finding leads its file with the model's quote, escaped
+    assert ('<div class="msg">Formats SQL by hand.</div><div>Quoted code (not found in the'
+            ' file):</div><pre class="quote">cursor.execute(q % name)\n  &lt;b&gt;x&lt;/b&gt;'
+            '</pre></div>') in html
+    assert "app.py (location unknown)" in html
+    # an anchored finding shows its lines in the diff, not the quote again
+    assert html.count('<pre class="quote">') == 1
+    # each metadata item keeps its label and value on one line
+    assert ".meta span{margin-right:18px;white-space:nowrap}" in html
+    assert "<span>files reviewed: 1</span>" in html

@@ -73,8 +73,15 @@ def test_sarif_from_a_real_review_validates_and_places_new_and_old_side_findings
     assert log["version"] == "2.1.0"
     [run] = log["runs"]
     assert run["tool"]["driver"]["name"] == "ocr-hook"
+    assert run["tool"]["driver"]["informationUri"] == "https://pypi.org/project/ocr-hook/"
     rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == ["bug", "security"]
+    assert rules == [
+        {"id": "bug", "name": "CorrectnessDefect",
+         "shortDescription": {"text": "Correctness defect"}, "properties": {"tags": ["bug"]}},
+        {"id": "security/low", "name": "LowSecurityIssue",
+         "shortDescription": {"text": "Security issue (low)"},
+         "properties": {"tags": ["security"], "security-severity": "2.0"}},
+    ]
     by_rule = {r["ruleId"]: r for r in run["results"]}
     new = by_rule["bug"]
     assert new["level"] == "error"
@@ -83,11 +90,13 @@ def test_sarif_from_a_real_review_validates_and_places_new_and_old_side_findings
         "artifactLocation": {"uri": "tool.py", "uriBaseId": "%SRCROOT%"},
         "region": {"startLine": 6, "endLine": 6},
     }
-    old = by_rule["security"]
+    old = by_rule["security/low"]
     assert old["level"] == "note" and old["ruleIndex"] == 1
     assert old["properties"]["side"] == "old"
-    assert old["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "tool.py", "uriBaseId": "%SRCROOT%"}}
+    assert old["locations"][0]["physicalLocation"] == {  # file-level: line 1
+        "artifactLocation": {"uri": "tool.py", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 1}}
+    assert "fixes" not in new and "fixes" not in old  # no suggestion
     assert "(On the previous version of the file, lines 5-5.)" in old["message"]["text"]
     assert run["invocations"] == [{"executionSuccessful": True}]
     assert run["properties"]["verdict"] == "findings"
@@ -125,16 +134,23 @@ def test_sarif_levels_rules_and_file_level_results(
     log = sarif.to_sarif(_result(findings, files, status="partial", incomplete=True))
     assert list(sarif_validator.iter_errors(log)) == []
     [run] = log["runs"]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["security", "performance", "style"]
+    assert [(r["id"], r["name"], r["properties"].get("security-severity"))
+            for r in run["tool"]["driver"]["rules"]] == [
+        ("security/critical", "CriticalSecurityIssue", "9.5"),
+        ("security/high", "HighSecurityIssue", "8.0"),
+        ("performance", "PerformanceProblem", None), ("style", "StyleIssue", None)]
     got = [(r["ruleId"], r["ruleIndex"], r["level"],
             r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
             r["locations"][0]["physicalLocation"].get("region")) for r in run["results"]]
     assert got == [
-        ("security", 0, "error", "src/a%20b.py", {"startLine": 3, "endLine": 5}),
-        ("performance", 1, "warning", "src/a%20b.py", None),
-        ("security", 0, "error", "lib/%C3%BC.py", None),
-        ("style", 2, "note", "x.py", {"startLine": 1, "endLine": 1}),
+        ("security/high", 1, "error", "src/a%20b.py", {"startLine": 3, "endLine": 5}),
+        ("performance", 2, "warning", "src/a%20b.py", {"startLine": 1}),
+        ("security/critical", 0, "error", "lib/%C3%BC.py", {"startLine": 1}),
+        ("style", 3, "note", "x.py", {"startLine": 1, "endLine": 1}),
     ]
+    # the anchored code is not the quoted "x = 1" (no ``code``): the suggestion stays in the text
+    assert [("fixes" in r, r["message"]["text"].endswith("Suggestion:\nx = 2"))
+            for r in run["results"]] == [(False, True)] * 4
     assert run["results"][0]["partialFingerprints"] == {"ocrHookFindingId/v1": "src/a b.py-3"}
     assert run["results"][1]["message"]["text"] == (
         "problem in src/a b.py\n\n(Location in the file unknown.)\n\nSuggestion:\nx = 2")
@@ -226,6 +242,10 @@ def test_text_colours_only_on_a_terminal_and_never_with_no_color() -> None:
             buf.isatty = tty.isatty  # type: ignore[method-assign]
             text.write_text(result, buf, {})
             assert "\033[1;31m[critical · bug]\033[0m" in buf.getvalue()
+            # the location is bold, not the dimmest text of the line
+            assert ("\033[1;31mBLOCKING \033[0m\033[1ma.py:2\033[0m \033[1;31m[critical · bug]"
+                    "\033[0m id a.py-2\n") in buf.getvalue()
+            assert "\033[2m" not in buf.getvalue()
             buf2 = io.StringIO()
             buf2.isatty = tty.isatty  # type: ignore[method-assign]
             text.write_text(result, buf2, {"NO_COLOR": ""})
@@ -354,3 +374,27 @@ def test_a_sarif_uri_never_leaves_the_repository(
 ])
 def test_repo_uri_keeps_real_repository_paths(path: str, uri: str) -> None:
     assert sarif.repo_uri(path) == uri
+
+
+def test_a_suggestion_on_whole_anchored_lines_is_a_sarif_fix_and_otherwise_stays_in_the_text(
+    sarif_validator: jsonschema.Draft4Validator,
+) -> None:
+    whole = _finding("a.py", "new", 4, 5, Severity.HIGH, "bug", "hunk_new")._replace(
+        code="x  =  1\n", existing_code="+x = 1", suggestion_code="x = 2\ny = 3\n")
+    part = whole._replace(id="part", code="y = x = 1")  # the quote is part of the line
+    old = whole._replace(id="old", side="old")
+    log = sarif.to_sarif(_result([whole, part, old], []))
+    assert list(sarif_validator.iter_errors(log)) == []
+    first, second, third = log["runs"][0]["results"]
+    assert first["message"] == {"text": "problem in a.py"}
+    assert first["fixes"] == [{
+        "description": {"text": "Apply the suggested code."},
+        "artifactChanges": [{
+            "artifactLocation": {"uri": "a.py", "uriBaseId": "%SRCROOT%"},
+            "replacements": [{"deletedRegion": {"startLine": 4, "endLine": 5},
+                              "insertedContent": {"text": "x = 2\ny = 3"}}]}],
+    }]
+    assert "fixes" not in second and "fixes" not in third
+    assert second["message"]["text"] == "problem in a.py\n\nSuggestion:\nx = 2\ny = 3\n"
+    assert third["message"]["text"] == ("problem in a.py\n\n(On the previous version of the file,"
+                                        " lines 4-5.)\n\nSuggestion:\nx = 2\ny = 3\n")

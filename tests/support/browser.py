@@ -1,6 +1,9 @@
 """A real headless Chromium for checking the review page (spec §11.4).
 
-``.ci/run`` installs the system package (``/usr/bin/chromium``) when it is missing. Every run
+``.ci/run`` installs the system package (``/usr/bin/chromium``) when it is missing and sets
+``OCR_TEST_REQUIRE_CHROMIUM=1``: a test that needs the browser (:func:`chromium_or_skip`) skips
+with the reason where none is installed, and fails instead under that variable, so CI always
+runs it. Every run
 gets a fresh profile directory and the flags that keep the browser itself off the network
 (no background networking, component updates, sync or first-run tasks), so any request seen
 while a page loads came from the page.
@@ -8,6 +11,7 @@ while a page loads came from the page.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -15,7 +19,13 @@ import tempfile
 import threading
 from pathlib import Path
 
+import pytest
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+# set to 1 by .ci/run: a missing Chromium fails the browser tests instead of skipping them (read
+# at import: the test fixtures clear the process environment of the tests' own variables)
+REQUIRE_VARIABLE = "OCR_TEST_REQUIRE_CHROMIUM"
+REQUIRED = os.environ.get(REQUIRE_VARIABLE, "") not in ("", "0")
 QUIET_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -31,6 +41,18 @@ def chromium() -> str:
             return found
     raise RuntimeError("no Chromium found: install the system package (`apt-get install -y "
                        "chromium`, as .ci/run does)")
+
+
+def chromium_or_skip(required: bool | None = None) -> str:
+    """Path of the Chromium binary for a test that needs it. None found: skips the test with the
+    reason, or fails it when Chromium is ``required`` (default :data:`REQUIRED`, the CI
+    variable)."""
+    try:
+        return chromium()
+    except RuntimeError as exc:
+        if REQUIRED if required is None else required:
+            pytest.fail(f"{exc} ({REQUIRE_VARIABLE} is set: this run must have the browser)")
+        pytest.skip(f"{exc}; set {REQUIRE_VARIABLE}=1 to fail instead")
 
 
 def run_chromium(page: Path, *flags: str, proxy_port: int | None = None,
