@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import functools
 import re
+import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..util import Bound, Check, field_types
+from ..util import Bound, Check, field_types, plain_type
 
 REPO_FILE = ".ocr-hook.toml"
 
@@ -319,3 +320,52 @@ def all_keys() -> list[str]:
     """Every ``section.name`` key, in model order."""
     return [f"{s}.{n}" for s, m in SECTIONS.items() for n in field_types(m)]
 
+
+
+def _bound_of(tp: Any) -> Bound:
+    """The ``Bound`` of annotation ``tp`` (also inside ``… | None``), or an empty one."""
+    for arm in (tp, *typing.get_args(tp)):
+        if typing.get_origin(arm) is Annotated:
+            found = [m for m in arm.__metadata__ if isinstance(m, Bound)]
+            if found:
+                return found[0]
+    return Bound()
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _one_of(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def expected_value(tp: Any) -> str:
+    """What a value of a key with annotation ``tp`` (``field_of``'s third value) must be, in
+    words, for error messages: "low, medium or high" (a ``Literal``; "" means the default and
+    is not listed), "true or false", "a whole number from 1 to 64", "a number above 0 and at
+    most 86400", "a whole number of 0 or more", "a list of texts", "a table of texts",
+    "text"."""
+    base = plain_type(tp)
+    args = typing.get_args(base)
+    if typing.get_origin(base) is Literal:
+        return _one_of([str(a) for a in args if a != ""])
+    if base is bool:
+        return "true or false"
+    if base in (int, float):
+        b = _bound_of(tp)
+        noun = "a whole number" if base is int else "a number"
+        low = (f"above {_num(b.gt)}" if b.gt is not None else
+               f"{_num(b.ge)}" if b.ge is not None else "")
+        if low and b.le is not None:
+            return (f"{noun} from {low} to {_num(b.le)}" if b.gt is None
+                    else f"{noun} {low} and at most {_num(b.le)}")
+        if low:
+            return f"{noun} {low}" if b.gt is not None else f"{noun} of {low} or more"
+        return noun
+    origin = typing.get_origin(base)
+    if origin is list:
+        return "a list of texts" if args and plain_type(args[0]) is str else "a list"
+    if origin is dict:
+        return "a table of texts" if len(args) == 2 and plain_type(args[1]) is str else "a table"
+    return "text" if base is str else getattr(base, "__name__", str(base))
