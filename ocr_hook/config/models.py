@@ -78,6 +78,19 @@ def check_extra_headers(v: dict[str, str]) -> dict[str, str]:
     return v
 
 
+def check_provider(v: str) -> str:
+    """``llm.provider``: "", ``custom`` or a preset of ``config/providers.json`` (read only for
+    a named provider); raises ValueError listing them."""
+    if v in ("", "custom"):
+        return v
+    from ..util import load_builtin_json
+
+    names = list(load_builtin_json("providers.json")["providers"])
+    if v not in names:
+        raise ValueError(f"must be {_one_of(['custom', *names])} (`git ocr llm providers`)")
+    return v
+
+
 def check_api_key(v: str) -> str:
     """``llm.api_key`` that can be sent in a header; raises ValueError (never showing the
     key; layering.build_config masks the value too)."""
@@ -116,7 +129,7 @@ def check_allow_patterns(entries: list[str]) -> list[str]:
 class LlmConfig:
     __pydantic_config__ = _STRICT
 
-    provider: str = ""
+    provider: Annotated[str, Check(check_provider)] = ""
     base_url: Annotated[str, Check(check_http_url)] = ""
     api_key: Annotated[str, Check(check_api_key)] = field(default="", repr=False)
     api_key_cmd: str = ""

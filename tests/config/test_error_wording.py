@@ -175,6 +175,24 @@ def test_a_bad_value_in_the_repository_file_names_it(staged: GitRepo, llm: Scrip
                                      " (HEAD): must be low, medium or high\n")
 
 
+PROVIDERS = ("must be custom, openai, anthropic, azure-openai, deepseek, dashscope, moonshot,"
+             " openrouter, mistral, gemini, ollama, llama-cpp, vllm or litellm"
+             " (`git ocr llm providers`)")
+
+
+def test_an_unknown_provider_names_its_source_and_the_presets(
+        staged: GitRepo, llm: ScriptedLLM) -> None:
+    rc, out, err = git_ocr(staged, "review", env=llm.env(OCR_HOOK_LLM_PROVIDER="openia"))
+    assert (rc, out, err) == (2, "", "ocr-hook: invalid llm.provider = 'openia' in environment"
+                                     f" variable OCR_HOOK_LLM_PROVIDER: {PROVIDERS}\n")
+    rc, out, err = git_ocr(staged, "review", "--provider", "openia", env=llm.env())
+    assert (rc, out, err) == (2, "", "ocr-hook: invalid llm.provider = 'openia' in command-line"
+                                     f" option --provider: {PROVIDERS}\n")
+    rc, out, err = git_ocr(staged, "config", "set", "llm.provider", "openia")
+    assert (rc, out, err) == (2, "", "ocr-hook: invalid llm.provider = 'openia' in `git ocr"
+                                     f" config set llm.provider`: {PROVIDERS}\n")
+
+
 def test_show_origin_names_the_variable(repo: GitRepo) -> None:
     rc, out, _ = git_ocr(repo, "config", "list", "--show-origin",
                          env={"OCR_HOOK_GATE_MODE": "advisory", "OCR_LLM_MODEL": "m"})

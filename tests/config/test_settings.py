@@ -164,9 +164,11 @@ def test_unknown_key_names_the_allowed_keys() -> None:
 def test_unknown_provider_lists_presets(tmp_path: Path) -> None:
     env = {"OCR_HOOK_LLM_PROVIDER": "openia", "OCR_HOOK_LLM_MODEL": "m"}
     with pytest.raises(ConfigError) as e:
-        resolve_llm_endpoint(build_config(config_layers(None, env)), env)
-    assert str(e.value).startswith("invalid llm.provider = 'openia'; allowed: custom, openai,"
-                                   " anthropic, azure-openai")
+        build_config(config_layers(None, env))
+    assert str(e.value).startswith("invalid llm.provider = 'openia' in environment variable"
+                                   " OCR_HOOK_LLM_PROVIDER: must be custom, openai, anthropic,"
+                                   " azure-openai")
+    assert str(e.value).endswith(" (`git ocr llm providers`)")
 
 
 def test_api_key_cmd_supplies_the_key(tmp_path: Path) -> None:
