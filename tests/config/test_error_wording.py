@@ -188,6 +188,9 @@ def test_an_unknown_provider_names_its_source_and_the_presets(
     rc, out, err = git_ocr(staged, "review", "--provider", "openia", env=llm.env())
     assert (rc, out, err) == (2, "", "ocr-hook: invalid llm.provider = 'openia' in command-line"
                                      f" option --provider: {PROVIDERS}\n")
+    rc, out, err = git_ocr(staged, "llm", "test", "--provider", "openia", env=llm.env())
+    assert (rc, out, err) == (2, "", "ocr-hook: invalid llm.provider = 'openia' in command-line"
+                                     f" option --provider: {PROVIDERS}\n")
     rc, out, err = git_ocr(staged, "config", "set", "llm.provider", "openia")
     assert (rc, out, err) == (2, "", "ocr-hook: invalid llm.provider = 'openia' in `git ocr"
                                      f" config set llm.provider`: {PROVIDERS}\n")
