@@ -98,10 +98,11 @@ def _set_or_unset(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             where = "no value on stdin" if args.value == "-" else "empty value"
             raise ConfigError(f"{where} for {args.key}; nothing written (to remove the key:"
                               f" git ocr config unset {args.key})")
-        new_value = config.parse_value(args.key, raw)
+        source = f"`git ocr config set {args.key}`"
+        new_value = config.parse_value(args.key, raw, source)
         section, _, name = args.key.partition(".")
-        # the value itself first: its error names the command line, not the file
-        config.build_config([config.Layer("command line", {section: {name: new_value}})])
+        # the value itself first: its error names the command, not the file
+        config.build_config([config.Layer(source, {section: {name: new_value}})])
     new_text = config.edit_toml(text, args.key, new_value, str(path))
     # then what the file will hold, naming the file in the error
     config.build_config([config.Layer(str(path), config.parse_toml(new_text, str(path)))])

@@ -66,7 +66,8 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.model:
         flags["model"] = args.model
     layers = config.config_layers(repo_or_none(), environ,
-                           config.Layer("command line", {"llm": flags} if flags else {}),
+                           config.Layer("command line", {"llm": flags} if flags else {},
+                                        {f"llm.{k}": f"command-line option --{k}" for k in flags}),
                            llm_command=True)
     cfg = config.build_config(layers)
     endpoint, why = config.resolve_llm_endpoint(cfg, environ)

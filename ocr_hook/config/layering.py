@@ -39,6 +39,7 @@ from .models import (
     SelectConfig,
     ToolsConfig,
     all_keys,
+    expected_value,
     field_names,
     field_of,
 )
@@ -83,10 +84,14 @@ def resolve_endpoint(cfg: LlmConfig, environ: Mapping[str, str], api_key_from_cm
 
 
 class Layer(NamedTuple):
-    """One configuration source: nested ``data`` and a ``source`` name for error messages."""
+    """One configuration source: nested ``data`` and a ``source`` name for error messages;
+    ``names`` (dotted key → source) names a key's own source when it is more precise than
+    ``source``: "environment variable OCR_HOOK_REVIEW_CONCURRENCY", "command-line option
+    --concurrency"."""
 
     source: str
     data: Mapping[str, Any]
+    names: Mapping[str, str] | None = None
 
 
 def parse_toml(text: str, source: str) -> dict[str, Any]:
@@ -124,8 +129,11 @@ def _get(d: Mapping[str, Any], dotted: str) -> Any:
 def env_layer(environ: Mapping[str, str]) -> Layer:
     """``OCR_HOOK_<SECTION>_<KEY>`` (e.g. OCR_HOOK_GATE_MODE), flag-named short forms
     (OCR_HOOK_FAIL_ON, OCR_HOOK_EFFORT…), and the reference project's OCR_LLM_URL / TOKEN /
-    MODEL / PROTOCOL. Values stay strings; pydantic converts them."""
+    MODEL / PROTOCOL. Values stay strings; pydantic converts them. ``names`` says which
+    variable set each key (errors name it). Raises ConfigError for a JSON key that is not JSON.
+    """
     data: dict[str, Any] = {}
+    names: dict[str, str] = {}
     for name, value in environ.items():
         if not name.startswith("OCR_HOOK_") or name in ("OCR_HOOK_SKIP",):
             continue
@@ -142,13 +150,15 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
                 value = "false" if value.strip().lower() in ("1", "true", "yes") else "true"
         if key is None:
             continue
+        names[key] = f"environment variable {name}"
         if key in LIST_KEYS:
             _set(data, key, [v.strip() for v in value.split(",") if v.strip()])
         elif key in ("llm.extra_headers", "llm.extra_body", "mcp.servers"):
             try:
                 _set(data, key, json.loads(value))
             except ValueError as e:
-                raise ConfigError(f"environment {name}: not valid JSON ({e})") from e
+                raise ConfigError(f"invalid {key} in environment variable {name}: not valid"
+                                  f" JSON ({e})") from e
         else:
             _set(data, key, value)
     for env_name, key in (
@@ -159,7 +169,8 @@ def env_layer(environ: Mapping[str, str]) -> Layer:
     ):
         if environ.get(env_name, "").strip() and _get(data, key) is None:
             _set(data, key, environ[env_name].strip())
-    return Layer("environment", data)
+            names[key] = f"environment variable {env_name}"
+    return Layer("environment", data, names)
 
 
 def merge_layers(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -178,19 +189,18 @@ def merge_layers(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str
 
     for layer in layers:
         walk(layer.data, "", layer.source)
+        for key, name in (layer.names or {}).items():
+            if key in origin and origin[key] == layer.source:
+                origin[key] = name
     return data, origin
 
 
-def _allowed(model: type, name: str) -> str:
-    ann = field_types(model).get(name)
-    if ann is None:
-        return ", ".join(field_names(model))
-    ann = plain_type(ann)
-    args = getattr(ann, "__args__", ())
-    lits = [a for a in args if isinstance(a, str) and a]
-    if lits:
-        return ", ".join(lits)
-    return getattr(ann, "__name__", str(ann))
+def expected(key: str) -> str:
+    """What a value of ``key`` must be, in words (``models.expected_value``; a time in
+    seconds, a ``_s`` key, says so): "a whole number from 1 to 64", "low, medium or high".
+    Raises ConfigError for an unknown key."""
+    words = expected_value(field_of(key)[2])
+    return words.replace("a number", "a number of seconds", 1) if key.endswith("_s") else words
 
 
 @functools.cache
@@ -236,14 +246,11 @@ def build_config(layers: Sequence[Layer]) -> Config:
         if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             allowed = ", ".join(field_names(model)) if model else ""
             raise ConfigError(f"unknown key {key} in {src}; allowed keys: {allowed}") from None
-        allowed = _allowed(model, loc[1]) if model and len(loc) > 1 else ""
-        msg = err["msg"]
         if err["type"] == "value_error":  # our own validators: their message says it all
-            msg, allowed = msg.removeprefix("Value error, "), ""
-        raise ConfigError(
-            f"invalid {key} = {value!r} in {src}: {msg}"
-            + (f"; allowed: {allowed}" if allowed else "")
-        ) from None
+            why = str(err["msg"]).removeprefix("Value error, ")
+        else:  # a type, choice or bound: what the key takes, in words
+            why = f"must be {expected(key)}" if model and len(loc) > 1 else str(err["msg"])
+        raise ConfigError(f"invalid {key} = {value!r} in {src}: {why}") from None
 
 
 def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Layer:
@@ -258,6 +265,7 @@ def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Lay
     preset = provider_presets().get(name) if isinstance(name, str) and name not in ("", "custom") \
         else None
     out: dict[str, Any] = {}
+    names: dict[str, str] = {}
     if preset:
         for env_key, key in (("key_env", "api_key"), ("base_url_env", "base_url"),
                              ("api_version_env", "api_version")):
@@ -265,7 +273,8 @@ def preset_env_layer(layers: Sequence[Layer], environ: Mapping[str, str]) -> Lay
             value = environ.get(var, "").strip() if var else ""
             if value:
                 out[key] = value
-    return Layer(f"environment ({name} preset variables)", {"llm": out} if out else {})
+                names[f"llm.{key}"] = f"environment variable {var} ({name} preset)"
+    return Layer(f"environment ({name} preset variables)", {"llm": out} if out else {}, names)
 
 
 SECRET_KEYS = ("llm.api_key", "llm.api_key_cmd")
@@ -284,11 +293,13 @@ def check_repo_layer(layer: Layer) -> Layer:
     return layer
 
 
-def parse_value(key: str, text: str) -> Any:
+def parse_value(key: str, text: str, source: str = "") -> Any:
     """A command-line value for ``key`` → the value to store, by the key's type: text for
     string keys; ``true``/``false`` (also 1/0, yes/no, on/off) for booleans; numbers; for
     lists a TOML array or comma-separated text; for tables a TOML inline table or JSON object.
-    Raises ConfigError naming the key and the expected form."""
+    Raises ConfigError naming the key, ``source`` (where the text came from: "`git ocr config
+    set review.concurrency`") and what the key takes, in words."""
+    at = f" in {source}" if source else ""
     section, name, info = field_of(key)
     ann = plain_type(info)
     origin = getattr(ann, "__origin__", None)
@@ -299,17 +310,18 @@ def parse_value(key: str, text: str) -> Any:
             return True
         if low in ("false", "0", "no", "off"):
             return False
-        raise ConfigError(f"invalid {key} = {text!r}; allowed: true, false")
+        raise ConfigError(f"invalid {key} = {text!r}{at}: must be true or false")
     if ann in (int, float) or (args and all(a in (int, float) for a in args)):
         kind = int if int in (args or [ann]) and ann is not float else float
         try:
             return kind(text.strip())
         except ValueError:
-            raise ConfigError(f"invalid {key} = {text!r}; expected {kind.__name__}") from None
+            raise ConfigError(f"invalid {key} = {text!r}{at}: must be {expected(key)}"
+                              ) from None
     if origin is list:
         t = text.strip()
         if t.startswith("["):
-            return _toml_value(t, key)
+            return _toml_value(t, key, at)
         return [v.strip() for v in t.split(",") if v.strip()]
     if origin is dict:
         t = text.strip()
@@ -317,19 +329,19 @@ def parse_value(key: str, text: str) -> Any:
             try:
                 value = json.loads(t)
             except ValueError:
-                value = _toml_value(t, key)
+                value = _toml_value(t, key, at)
             if isinstance(value, dict):
                 return value
-        raise ConfigError(f"invalid {key} = {text!r}; expected a table such as"
+        raise ConfigError(f"invalid {key} = {text!r}{at}: must be a table such as"
                           ' {"X-Team" = "core"} or a JSON object')
     return text
 
 
-def _toml_value(text: str, key: str) -> Any:
+def _toml_value(text: str, key: str, at: str = "") -> Any:
     try:
         return parse_toml(f"v = {text}", "value")["v"]
     except ConfigError as e:
-        raise ConfigError(f"invalid {key} = {text!r}: not a TOML value ({e})") from None
+        raise ConfigError(f"invalid {key} = {text!r}{at}: not a TOML value ({e})") from None
 
 
 # command-line flag (argparse dest) → config key; boolean switches are handled below
@@ -353,24 +365,28 @@ def flag_layer(flags: Mapping[str, Any]) -> Layer:
     """The command-line layer from parsed flag values (argparse dest → value; None means not
     given): ``--exclude`` items are split on commas, ``--no-cache``/``--no-filter`` turn
     ``cache.enabled``/``review.filter`` off, ``--filter`` turns ``review.filter`` on
-    (``--no-filter`` wins when both are given). Pure."""
+    (``--no-filter`` wins when both are given). ``names`` names each key's option
+    ("command-line option --concurrency"). Pure."""
     data: dict[str, dict[str, object]] = {}
+    names: dict[str, str] = {}
 
-    def put(key: str, value: object) -> None:
+    def put(key: str, value: object, attr: str) -> None:
         section, name = key.split(".")
         data.setdefault(section, {})[name] = value
+        names[key] = f"command-line option --{attr.replace('_', '-')}"
 
     for attr, key in _FLAG_LAYER_KEYS.items():
         v = flags.get(attr)
         if v is not None:
-            put(key, v)
+            put(key, v, attr)
     if flags.get("exclude"):
         put("select.exclude",
-            [g.strip() for item in flags["exclude"] for g in item.split(",") if g.strip()])
+            [g.strip() for item in flags["exclude"] for g in item.split(",") if g.strip()],
+            "exclude")
     if flags.get("no_cache"):
-        put("cache.enabled", False)
+        put("cache.enabled", False, "no_cache")
     if flags.get("filter"):
-        put("review.filter", True)
+        put("review.filter", True, "filter")
     if flags.get("no_filter"):
-        put("review.filter", False)
-    return Layer("command line", data)
+        put("review.filter", False, "no_filter")
+    return Layer("command line", data, names)

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import functools
 import re
+import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..util import Bound, Check, field_types
+from ..util import Bound, Check, field_types, plain_type
 
 REPO_FILE = ".ocr-hook.toml"
 
@@ -77,6 +78,19 @@ def check_extra_headers(v: dict[str, str]) -> dict[str, str]:
     return v
 
 
+def check_provider(v: str) -> str:
+    """``llm.provider``: "", ``custom`` or a preset of ``config/providers.json`` (read only for
+    a named provider); raises ValueError listing them."""
+    if v in ("", "custom"):
+        return v
+    from ..util import load_builtin_json
+
+    names = list(load_builtin_json("providers.json")["providers"])
+    if v not in names:
+        raise ValueError(f"must be {_one_of(['custom', *names])} (`git ocr llm providers`)")
+    return v
+
+
 def check_api_key(v: str) -> str:
     """``llm.api_key`` that can be sent in a header; raises ValueError (never showing the
     key; layering.build_config masks the value too)."""
@@ -115,7 +129,7 @@ def check_allow_patterns(entries: list[str]) -> list[str]:
 class LlmConfig:
     __pydantic_config__ = _STRICT
 
-    provider: str = ""
+    provider: Annotated[str, Check(check_provider)] = ""
     base_url: Annotated[str, Check(check_http_url)] = ""
     api_key: Annotated[str, Check(check_api_key)] = field(default="", repr=False)
     api_key_cmd: str = ""
@@ -319,3 +333,52 @@ def all_keys() -> list[str]:
     """Every ``section.name`` key, in model order."""
     return [f"{s}.{n}" for s, m in SECTIONS.items() for n in field_types(m)]
 
+
+
+def _bound_of(tp: Any) -> Bound:
+    """The ``Bound`` of annotation ``tp`` (also inside ``… | None``), or an empty one."""
+    for arm in (tp, *typing.get_args(tp)):
+        if typing.get_origin(arm) is Annotated:
+            found = [m for m in arm.__metadata__ if isinstance(m, Bound)]
+            if found:
+                return found[0]
+    return Bound()
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _one_of(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def expected_value(tp: Any) -> str:
+    """What a value of a key with annotation ``tp`` (``field_of``'s third value) must be, in
+    words, for error messages: "low, medium or high" (a ``Literal``; "" means the default and
+    is not listed), "true or false", "a whole number from 1 to 64", "a number above 0 and at
+    most 86400", "a whole number of 0 or more", "a list of texts", "a table of texts",
+    "text"."""
+    base = plain_type(tp)
+    args = typing.get_args(base)
+    if typing.get_origin(base) is Literal:
+        return _one_of([str(a) for a in args if a != ""])
+    if base is bool:
+        return "true or false"
+    if base in (int, float):
+        b = _bound_of(tp)
+        noun = "a whole number" if base is int else "a number"
+        low = (f"above {_num(b.gt)}" if b.gt is not None else
+               f"{_num(b.ge)}" if b.ge is not None else "")
+        if low and b.le is not None:
+            return (f"{noun} from {low} to {_num(b.le)}" if b.gt is None
+                    else f"{noun} {low} and at most {_num(b.le)}")
+        if low:
+            return f"{noun} {low}" if b.gt is not None else f"{noun} of {low} or more"
+        return noun
+    origin = typing.get_origin(base)
+    if origin is list:
+        return "a list of texts" if args and plain_type(args[0]) is str else "a list"
+    if origin is dict:
+        return "a table of texts" if len(args) == 2 and plain_type(args[1]) is str else "a table"
+    return "text" if base is str else getattr(base, "__name__", str(base))

@@ -12,16 +12,14 @@ Retry policy (spec §13; that of the official OpenAI and Anthropic Python SDKs):
 ``max_retries`` times. The wait is ``retry-after-ms`` (milliseconds) or ``retry-after``
 (seconds or an HTTP date) when the server sends one; a wait above 120 s means "do not retry";
 otherwise 0.5 s·2^n capped at 8 s with up to 25 % jitter. ``x-should-retry: true|false``
-overrides the status rule. 400/401/402/403/404/413/422 are never retried, and neither is a
-context-length error (the same payload would fail again). An error object inside a 200 body is
-an error, classified by its own code. The loop is ours rather than urllib3's ``Retry`` because
-the decision depends on the response body (``insufficient_quota``) and every attempt must pass
-the run's budget/deadline check (``before_attempt``).
+overrides the status rule. 400/401/402/403/404/405/413/422/501 (405, 501: a server that does
+not speak the API) and context-length errors are never retried. An error object in a 200 body
+is an error, classified by its own code. The loop is ours, not urllib3's ``Retry``: the
+decision reads the body (``insufficient_quota``) and each attempt passes ``before_attempt``.
 
-Bodies are streamed and read up to RESPONSE_MAX_BYTES; a larger reply is a final error
-(``kind`` ``too_large``), never parsed. A lone surrogate escaped in a reply (``"\\ud800"``:
-valid JSON, but no UTF-8 can carry it) is replaced by U+FFFD where the reply is decoded, so
-the model's text can go into the next request and the output.
+Bodies are read up to RESPONSE_MAX_BYTES; a larger reply is a final error (``too_large``),
+never parsed. A lone surrogate escaped in a reply (``"\\ud800"``: valid JSON no UTF-8 can
+carry) becomes U+FFFD where the reply is decoded.
 """
 
 from __future__ import annotations
@@ -78,9 +76,8 @@ _QUOTA_MARKERS = (
 
 
 class SessionPerThread:
-    """One ``requests.Session`` per calling thread, created on first use: requests promises no
-    thread safety for a shared Session, and a per-thread one keeps connections alive across a
-    group's requests. Each comes with its watchdog (``watchdog.watched_session``)."""
+    """One ``requests.Session`` (with its ``watchdog.watched_session``) per calling thread,
+    made on first use: requests promises no thread safety for a shared Session."""
 
     def __init__(self) -> None:
         self._local = threading.local()
@@ -130,9 +127,28 @@ def _plain_text(text: str) -> str:
     return shorten(html.unescape(found), HTML_MESSAGE_MAX_CHARS) or "(HTML page)"
 
 
-def classify(status: int, body: Any) -> LlmError:
+def _endpoint_hint(status: int, url: str, model: str) -> tuple[str, str]:
+    """(" from URL", "; check …") for a 404, 405 or 501: the settings that decide where a
+    request goes, with this request's values (protocol: from the URL's ``/chat/completions``
+    or ``/messages``)."""
+    shown = _loggable_url(url) if url else ""
+    where = f" from {shown}" if shown else ""
+    path = urlsplit(url).path.rstrip("/") if url else ""
+    protocol = ("openai" if path.endswith("/chat/completions")
+                else "anthropic" if path.endswith("/messages") else "")
+    proto = f"llm.protocol ({protocol})" if protocol else "llm.protocol"
+    if status == 404:
+        named = f"llm.model ({shorten(model, 80)})" if model else "llm.model"
+        return where, f"; check {named}, {proto} and the base URL (llm.base_url)"
+    speaks = f"the {protocol} API" if protocol else "this API"
+    return where, (f"; the server at this URL does not take {speaks}: check the base URL"
+                   f" (llm.base_url) and {proto}")
+
+
+def classify(status: int, body: Any, *, url: str = "", model: str = "") -> LlmError:
     """Map an HTTP status and error body to a typed, one-line LlmError (``kind`` one of auth,
-    quota, rate_limit, overloaded, context_length, bad_request, server)."""
+    quota, rate_limit, overloaded, context_length, bad_request, server). The request's ``url``
+    (shown without user info or query) and ``model`` go into the hint of a 404, 405 or 501."""
     msg, code = _error_text(body)
     low = f"{msg} {code}".lower()
     if status == 402 or any(m in low for m in _QUOTA_MARKERS):
@@ -145,6 +161,11 @@ def classify(status: int, body: Any) -> LlmError:
         return LlmError(f"LLM authentication failed (HTTP {status}): {msg}; check the API key"
                         " (llm.api_key, llm.api_key_cmd or the provider's key variable)",
                         kind="auth", status=status)
+    if status in (404, 405, 501):
+        where, hint = _endpoint_hint(status, url, model)
+        what = "endpoint or model not found" if status == 404 else "endpoint refused the call"
+        return LlmError(f"LLM {what} (HTTP {status}{where}): {msg}{hint}", kind="bad_request",
+                        status=status)
     if status == 429:
         return LlmError(f"LLM rate limited (HTTP 429): {msg}", kind="rate_limit", status=status,
                         retryable=True)
@@ -154,9 +175,6 @@ def classify(status: int, body: Any) -> LlmError:
     if status in (408, 409) or status >= 500:
         return LlmError(f"LLM server error (HTTP {status}): {msg}", kind="server", status=status,
                         retryable=True)
-    if status == 404:
-        return LlmError(f"LLM endpoint or model not found (HTTP 404): {msg}",
-                        kind="bad_request", status=status)
     return LlmError(f"LLM rejected the request (HTTP {status}): {msg}", kind="bad_request",
                     status=status)
 
@@ -311,6 +329,7 @@ def post_json(
     except UnicodeEncodeError:  # a lone surrogate from elsewhere (a tool's output): U+FFFD too
         data = json.dumps(replace_surrogates(body), ensure_ascii=False).encode("utf-8")
     end = time.monotonic() + timeout_s if deadline is None else deadline
+    model = str(body.get("model") or "")
     attempt = 0
     while True:
         cap_s = before_attempt(attempt) if before_attempt is not None else None
@@ -327,7 +346,7 @@ def post_json(
         shown = _loggable_url(url)
         log.debug("LLM request %d: POST %s (%d bytes)", attempt + 1, shown, len(data))
         t0 = time.monotonic()
-        payload, err = _attempt(session, url, data, headers, limits, body_error)
+        payload, err = _attempt(session, url, data, headers, limits, body_error, model)
         log.debug("LLM request %d: %s after %.2fs", attempt + 1,
                   "answer" if err is None else err.kind, time.monotonic() - t0)
         if payload is not None:
@@ -368,9 +387,11 @@ def _attempt(
     headers: Mapping[str, str],
     limits: _Limits,
     body_error: Callable[[dict[str, Any]], Any],
+    model: str = "",
 ) -> tuple[dict[str, Any] | None, LlmError | None]:
     """One POST within ``limits``: (answer payload, None) or (None, the LlmError describing
-    the failure). Running out of ``limits.total_s`` is a ``timeout`` LlmError naming
+    the failure; ``model``, the request's, is named in the hint of a 404). Running out of
+    ``limits.total_s`` is a ``timeout`` LlmError naming
     ``llm.timeout_s``, or DeadlineExceeded (raised) when it was the run's time left."""
     watch = _watch_of(session, url)
     try:
@@ -402,7 +423,7 @@ def _attempt(
     inner = body_error(payload) if status == 200 and isinstance(payload, dict) else None
     if status == 200 and isinstance(payload, dict) and not inner:
         return payload, None
-    err = _reply_error(text, status, payload, inner)
+    err = _reply_error(text, status, payload, inner, url, model)
     err.retry_after_s = retry_after_s(resp.headers)
     should_retry = resp.headers.get("x-should-retry", "").strip().lower()
     if should_retry == "true" and err.kind not in ("context_length", "quota"):
@@ -412,10 +433,11 @@ def _attempt(
     return None, err
 
 
-def _reply_error(text: str, status: int, payload: Any, inner: Any) -> LlmError:
+def _reply_error(text: str, status: int, payload: Any, inner: Any, url: str = "",
+                 model: str = "") -> LlmError:
     """The LlmError for an HTTP reply that is not an answer: ``text`` is the body, ``payload``
     the decoded JSON body (None when not JSON), ``inner`` what ``body_error`` found in a 200
-    JSON object."""
+    JSON object; ``url`` and ``model`` those of the request (for :func:`classify`'s hints)."""
     if isinstance(inner, LlmError):  # a 200 reply without an answer, described as such
         return inner
     if status == 200 and not isinstance(payload, dict):
@@ -428,8 +450,8 @@ def _reply_error(text: str, status: int, payload: Any, inner: Any) -> LlmError:
         if not isinstance(code, int):
             code = inner.get("status") if isinstance(inner, dict) else None
         return classify(code if isinstance(code, int) and code >= 400 else 500,
-                        {"error": inner})
-    return classify(status, payload if payload is not None else text)
+                        {"error": inner}, url=url, model=model)
+    return classify(status, payload if payload is not None else text, url=url, model=model)
 
 
 def read_capped(resp: requests.Response, max_bytes: int) -> bytes:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__, config, git, report
 from ..config import REPO_SOURCE, read_repo_path, repo_mcp_servers
-from ..errors import ConfigError
 from ..findings import RunWarning
 from . import review
 
@@ -154,10 +153,7 @@ def tool_defs(cfg: Config, repo: Path | None = None,
     if "tools.file" in from_repo and repo is not None:
         text = read_repo_path(repo, "tools.file", cfg.tools.file, REPO_SOURCE)
         return tools.apply_tools_file(tools.parse_tools_json(), text, f"{cfg.tools.file} (HEAD)")
-    try:
-        text = Path(cfg.tools.file).expanduser().read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read tools file {cfg.tools.file}: {e}") from e
+    text = tools.read_tools_file(cfg.tools.file)
     return tools.apply_tools_file(tools.parse_tools_json(), text, cfg.tools.file)
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         build_registry,
         load_tool_specs,
         parse_tools_json,
+        read_tools_file,
     )
     from .snapshot import SnapshotView
 
@@ -38,6 +39,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "build_registry",
         "load_tool_specs",
         "parse_tools_json",
+        "read_tools_file",
     ),
     "snapshot": ("SnapshotView",),
 })

@@ -19,6 +19,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import util
@@ -130,6 +131,20 @@ def _strip_descriptions(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_strip_descriptions(v) for v in schema]
     return schema
+
+
+def read_tools_file(path: str) -> str:
+    """The text of the tools file at ``path`` (``tools.file`` / ``--tools``; ``~`` expanded,
+    relative to the working directory). Raises ConfigError("cannot read tools file PATH
+    (tools.file, --tools): <reason in words>") when it is missing, unreadable or not UTF-8
+    text: one line, no ``[Errno N]``."""
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    raise ConfigError(f"cannot read tools file {path} (tools.file, --tools): {why}")
 
 
 def apply_tools_file(

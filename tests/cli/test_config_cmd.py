@@ -53,13 +53,13 @@ def test_config_set_keeps_comments_and_refuses_bad_values(
                                 'mode = "advisory"\n')
     rc, out, err = run_cli(["config", "set", "gate.mode", "lenient"], {}, capsys)
     assert rc == 2 and out == ""
-    assert err.splitlines() == ["ocr-hook: invalid gate.mode = 'lenient' in command line: Input"
-                                " should be 'blocking' or 'advisory'; allowed: blocking,"
-                                " advisory"]  # the value given, not the file, is wrong
+    assert err.splitlines() == ["ocr-hook: invalid gate.mode = 'lenient' in `git ocr config set"
+                                " gate.mode`: must be blocking or advisory"]  # not the file
     rc, _, err = run_cli(["config", "set", "llm.modle", "x"], {}, capsys)
     assert rc == 2 and "unknown configuration key 'llm.modle'; allowed keys: llm.provider" in err
     rc, _, err = run_cli(["config", "set", "review.concurrency", "many"], {}, capsys)
-    assert rc == 2 and "invalid review.concurrency = 'many'; expected int" in err
+    assert rc == 2 and err == ("ocr-hook: invalid review.concurrency = 'many' in `git ocr config"
+                               " set review.concurrency`: must be a whole number from 1 to 64\n")
     assert 'mode = "advisory"' in path.read_text()
 
 

@@ -40,7 +40,7 @@ def test_precedence_flags_env_repo_user_defaults(repo: GitRepo) -> None:
     assert cfg.gate.fail_on == "high"  # default
     _, origin = layering.merge_layers(config_layers(repo.path, env))
     assert origin["llm.model"] == ".ocr-hook.toml (HEAD)"
-    assert origin["review.concurrency"] == "environment"
+    assert origin["review.concurrency"] == "environment variable OCR_HOOK_REVIEW_CONCURRENCY"
 
 
 def test_ocr_llm_variables_and_ocr_hook_names(tmp_path: Path) -> None:
@@ -150,8 +150,8 @@ def test_invalid_value_is_one_line_naming_key_file_and_allowed_values(
     rc, _, err = run_cli(["review"], {}, capsys)
     assert rc == 2
     assert err.count("\n") == 1
-    assert "gate.fail_on = 'severe' in .ocr-hook.toml (HEAD)" in err
-    assert "allowed: critical, high, medium, low" in err
+    assert err == ("ocr-hook: invalid gate.fail_on = 'severe' in .ocr-hook.toml (HEAD): must be"
+                   " critical, high, medium or low\n")
 
 
 def test_unknown_key_names_the_allowed_keys() -> None:
@@ -164,9 +164,11 @@ def test_unknown_key_names_the_allowed_keys() -> None:
 def test_unknown_provider_lists_presets(tmp_path: Path) -> None:
     env = {"OCR_HOOK_LLM_PROVIDER": "openia", "OCR_HOOK_LLM_MODEL": "m"}
     with pytest.raises(ConfigError) as e:
-        resolve_llm_endpoint(build_config(config_layers(None, env)), env)
-    assert str(e.value).startswith("invalid llm.provider = 'openia'; allowed: custom, openai,"
-                                   " anthropic, azure-openai")
+        build_config(config_layers(None, env))
+    assert str(e.value).startswith("invalid llm.provider = 'openia' in environment variable"
+                                   " OCR_HOOK_LLM_PROVIDER: must be custom, openai, anthropic,"
+                                   " azure-openai")
+    assert str(e.value).endswith(" (`git ocr llm providers`)")
 
 
 def test_api_key_cmd_supplies_the_key(tmp_path: Path) -> None:

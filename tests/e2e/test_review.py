@@ -144,8 +144,8 @@ def test_invalid_config_value_is_one_line_exit_2(
     assert rc == 2
     assert out == ""
     assert err.strip().splitlines() == [
-        "ocr-hook: invalid gate.mode = 'sometimes' in environment: Input should be 'blocking' or"
-        " 'advisory'; allowed: blocking, advisory"
+        "ocr-hook: invalid gate.mode = 'sometimes' in environment variable OCR_HOOK_GATE_MODE:"
+        " must be blocking or advisory"
     ]
 
 

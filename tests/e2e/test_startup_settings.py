@@ -60,7 +60,8 @@ def test_allow_secrets_entries_still_build_their_probes_and_refuse_a_catch_all(
     p = fresh(SETTINGS, [], repo.path, {"OCR_HOOK_SECURITY_ALLOW_SECRETS": ".*"})
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr.strip().splitlines()[-1].startswith(
-        "ocr_hook.errors.ConfigError: invalid security.allow_secrets = ['.*'] in environment:")
+        "ocr_hook.errors.ConfigError: invalid security.allow_secrets = ['.*'] in environment"
+        " variable OCR_HOOK_SECURITY_ALLOW_SECRETS: '.*' matches arbitrary values")
 
 
 def test_reviews_read_builtin_data_without_importlib_resources(

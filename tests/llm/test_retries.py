@@ -253,10 +253,14 @@ UNTITLED_404 = (b"<html><head><script>var x = '<p>not this</p>';</script></head>
 
 
 @pytest.mark.parametrize(("status", "body", "expected"), [
-    (501, NGINX_501, "LLM server error (HTTP 501): 501 Not Implemented"),
-    (404, UNTITLED_404, "LLM endpoint or model not found (HTTP 404): Not Found The requested URL"
-                        " was not found on this server. Lorem ipsum dolor sit amet. Lorem ipsum"
-                        " dolor sit amet.…"),
+    (501, NGINX_501, "LLM endpoint refused the call (HTTP 501 from {url}/chat/completions): 501"
+                     " Not Implemented; the server at this URL does not take the openai API:"
+                     " check the base URL (llm.base_url) and llm.protocol (openai)"),
+    (404, UNTITLED_404, "LLM endpoint or model not found (HTTP 404 from {url}/chat/completions):"
+                        " Not Found The requested URL was not found on this server. Lorem ipsum"
+                        " dolor sit amet. Lorem ipsum dolor sit amet.…; check llm.model"
+                        " (scripted-model), llm.protocol (openai) and the base URL"
+                        " (llm.base_url)"),
 ])
 def test_html_error_page_becomes_one_short_line(
     llm: ScriptedLLM, status: int, body: bytes, expected: str,
@@ -264,7 +268,7 @@ def test_html_error_page_becomes_one_short_line(
     llm.reply(body, status=status, headers=FAST)
     with pytest.raises(LlmError) as e:
         make_client(endpoint(llm, max_retries=0)).complete(MSGS)
-    assert str(e.value) == expected
+    assert str(e.value) == expected.format(url=llm.url)
     assert len(llm.requests) == 1
 
 
