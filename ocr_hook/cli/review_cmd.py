@@ -79,8 +79,11 @@ def _read_background(cfg: Config, repo: Path, from_repo: frozenset[str]) -> str:
                                      cfg.review.background_file, config.REPO_SOURCE)
     try:
         return Path(cfg.review.background_file).read_text(encoding="utf-8")
-    except OSError as e:
-        raise OcrError(f"cannot read background file {cfg.review.background_file}: {e}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else (
+            "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e))
+        raise OcrError(f"cannot read background file {cfg.review.background_file}"
+                       f" (review.background_file, --background-file): {why}") from e
 
 
 def _snapshot_ahead(repo: Path, mode: str, stage: str, environ: Mapping[str, str]) -> None:

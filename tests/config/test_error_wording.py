@@ -104,6 +104,8 @@ FLAG_CASES = [
     (["--tools", "nosuch.json"], "cannot read tools file nosuch.json (tools.file, --tools): No"
      " such file or directory"),
     (["--tools", "."], "cannot read tools file . (tools.file, --tools): Is a directory"),
+    (["--background-file", "nosuch.txt"], "cannot read background file nosuch.txt"
+     " (review.background_file, --background-file): No such file or directory"),
 ]
 
 
