@@ -52,8 +52,9 @@ def _read(path: str) -> bytes:
 
 def ancestors(proc: str = "/proc", start: int | None = None) -> list[list[str]] | None:
     """The command lines (argv, the process's ``comm`` first) of this process's parents,
-    nearest first, up to and including the first ``git`` and at most MAX_ANCESTORS; None
-    when ``proc`` cannot be read (not Linux)."""
+    nearest first, up to and including the first ``git`` that is not a ``git ocr …`` (which
+    only started this program) and at most MAX_ANCESTORS; None when ``proc`` cannot be read
+    (not Linux)."""
     if not os.path.isdir(os.path.join(proc, "self")):
         return None
     pid, found = os.getppid() if start is None else start, []
@@ -65,7 +66,10 @@ def ancestors(proc: str = "/proc", start: int | None = None) -> list[list[str]] 
             break
         comm = stat[stat.find("(") + 1:stat.rfind(")")]
         found.append([comm, *argv])
-        if comm == "git" or (argv and os.path.basename(argv[0]) == "git"):
+        # the git that ran the hook ends the walk; a `git ocr …` that only started this
+        # program (a hook manager's command line) does not
+        dispatcher = len(argv) > 1 and argv[1] == "ocr"
+        if (comm == "git" or (argv and os.path.basename(argv[0]) == "git")) and not dispatcher:
             break
         try:
             pid = int(stat[stat.rfind(")") + 1:].split()[1])

@@ -122,7 +122,16 @@ def test_lefthook_repo_refuses_naming_its_config_and_the_merged_job_blocks_the_c
     shown = p.stdout + p.stderr
     assert "BLOCKING calc.py:2 [high · bug] id " in shown
     assert "Division by zero when b is 0." in shown
+    # the bypass words of the host that ran the hook: real lefthook, seen as our parent
+    assert ("bypass once with `LEFTHOOK_EXCLUDE=ocr-review git commit` (lefthook) or"
+            " `OCR_HOOK_SKIP=1 git commit`.") in " ".join(shown.split())
+    assert "--no-verify" not in shown and "SKIP=ocr-review git" not in shown
     assert len(llm.requests) == 1
+    # ... and those words do skip it: the commit goes through with no request
+    p = git(repo, llm, "commit", "-m", "add calc", PATH=VENV_PATH,
+            LEFTHOOK_EXCLUDE="ocr-review")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert head(repo) != init and len(llm.requests) == 1
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")  # nothing more to do
     assert (rc, out) == (2, "ocr-hook: not installed: pre-commit hooks here are run by lefthook,"
                          " and lefthook.yml already runs `git ocr hook pre-commit`: nothing to"
@@ -296,7 +305,12 @@ def test_husky_before_and_after_npm_install_ends_with_a_working_gate(
     assert head(repo) == init
     assert "husky-ran" in p.stderr
     assert "BLOCKING calc.py:2 [high · bug] id " in p.stderr
+    assert "`HUSKY=0 git commit` (husky; skips every husky hook)" in " ".join(p.stderr.split())
     assert len(llm.requests) == 1
+    skipped = git(repo, llm, "commit", "-m", "add calc", PATH=VENV_PATH, HUSKY="0")
+    assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+    assert head(repo) != init and len(llm.requests) == 1
+    repo.git("reset", "-q", "--soft", "HEAD~1")  # back to the staged change for what follows
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")  # after npm install
     assert (rc, out) == (2, "ocr-hook: not installed: pre-commit hooks here are run by husky,"
                          " and .husky/pre-commit already runs `git ocr hook pre-commit`: nothing"
