@@ -228,8 +228,8 @@ def yaml_advice(text: str, config: str, hook: str, run: str) -> tuple[int, tuple
     else:
         lead = " " * (_indent(first) if first else child + unit)
         body = _entry("commands", lead, " " * unit, run, stdin)
-    return last + 1, (f"add these lines to {config} after line {last + 1} (the `{style}:` of "
-                      f"`{hook}:`){tail}", *body)
+    return last + 1, (f"add these lines to {config} after line {last + 1} (the end of the "
+                      f"`{style}:` of `{hook}:`){tail}", *body)
 
 
 def _entry(style: str, lead: str, step: str, run: str, extra: list[str]) -> list[str]:

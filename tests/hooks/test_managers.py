@@ -100,7 +100,7 @@ def test_lefthook_repo_refuses_naming_its_config_and_the_merged_job_blocks_the_c
         "ocr-hook: not installed: pre-commit hooks here are run by lefthook (lefthook.yml):"
         " `lefthook install` (also run by npm install) would rename a hook written to"
         " .git/hooks to pre-commit.old and never run it",
-        "add these lines to lefthook.yml after line 6 (the `jobs:` of `pre-commit:`), then run"
+        "add these lines to lefthook.yml after line 6 (the end of the `jobs:` of `pre-commit:`), then run"
         " `lefthook install`:",
         "    - name: ocr-review",
         "      run: git ocr hook pre-commit",
@@ -139,13 +139,13 @@ def test_lefthook_repo_refuses_naming_its_config_and_the_merged_job_blocks_the_c
 
 
 @pytest.mark.parametrize(("config", "hook", "heading", "lines"), [
-    (LEFTHOOK_COMMANDS, "pre-commit", "after line 4 (the `commands:` of `pre-commit:`)",
+    (LEFTHOOK_COMMANDS, "pre-commit", "after line 4 (the end of the `commands:` of `pre-commit:`)",
      ["    ocr-review:", "      run: git ocr hook pre-commit"]),
-    (LEFTHOOK_COMPACT, "pre-commit", "after line 4 (the `jobs:` of `pre-commit:`)",
+    (LEFTHOOK_COMPACT, "pre-commit", "after line 4 (the end of the `jobs:` of `pre-commit:`)",
      ["  -   name: ocr-review", "      run: git ocr hook pre-commit"]),
     (LEFTHOOK_OTHER, "pre-commit", "at the end",
      ["pre-commit:", "  jobs:", "    - name: ocr-review", "      run: git ocr hook pre-commit"]),
-    (LEFTHOOK_JOBS, "pre-push", "after line 10 (the `jobs:` of `pre-push:`)",
+    (LEFTHOOK_JOBS, "pre-push", "after line 10 (the end of the `jobs:` of `pre-push:`)",
      ["    - name: ocr-review", "      run: git ocr hook pre-push {1} {2}",
       "      use_stdin: true"]),
 ], ids=["commands", "compact-jobs", "hook-absent", "pre-push-jobs"])
@@ -198,8 +198,8 @@ def test_advice_for_several_hooks_pastes_in_the_printed_order(
     headings = [x for x in out.splitlines() if x.startswith("add these lines ")]
     assert [h.split(", then")[0] for h in headings] == [
         "add these lines at the end of lefthook.yml",
-        "add these lines to lefthook.yml after line 10 (the `jobs:` of `pre-push:`)",
-        "add these lines to lefthook.yml after line 6 (the `jobs:` of `pre-commit:`)"]
+        "add these lines to lefthook.yml after line 10 (the end of the `jobs:` of `pre-push:`)",
+        "add these lines to lefthook.yml after line 6 (the end of the `jobs:` of `pre-commit:`)"]
     merged = merge(LEFTHOOK_JOBS, out)
     (repo.path / "lefthook.yml").write_text(merged)
     assert yaml.safe_load(merged) == {
