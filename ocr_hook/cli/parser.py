@@ -153,7 +153,8 @@ def _add_review_flags(p: argparse.ArgumentParser, hook: bool = False) -> None:
                        help="show which files would be reviewed; no LLM call")
     g.add_argument("--format", choices=tuple(OUTPUT_FORMATS), default=None,
                    help=f"output format (default {DEFAULT_FORMAT});"
-                   " html: a self-contained review page")
+                   " html: a self-contained review page; ndjson: one JSON event per line"
+                   " as the review runs")
     g.add_argument("--output", metavar="FILE", help="write the result to FILE instead of stdout")
     g.add_argument("--effort", choices=("low", "medium", "high"),
                    help="review rounds: low 1 (default), medium 2, high 3")

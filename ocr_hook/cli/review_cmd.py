@@ -144,11 +144,16 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
 
 
 def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
-                  environ: Mapping[str, str]) -> None:
+                  environ: Mapping[str, str], live: Any = None) -> None:
     """Write ``result`` in format ``fmt`` (a name of ``report.OUTPUT_FORMATS``) to stdout, or
-    atomically to ``out_path``."""
-    stream: Any = io.StringIO() if out_path is not None else sys.stdout
-    report.format_writer(fmt)(result, stream, environ)
+    atomically to ``out_path``. ``live``: the format's live writer (``report.live_writer``),
+    which has written the events so far to stdout or to its buffer, and ends them now."""
+    stream: Any = (live.stream if live is not None
+                   else io.StringIO() if out_path is not None else sys.stdout)
+    if live is not None:
+        live.finish(result)
+    else:
+        report.format_writer(fmt)(result, stream, environ)
     if out_path is not None:
         report.write_output(out_path, stream.getvalue())
 
@@ -159,17 +164,20 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     gate's exit code (``Exit.OK`` for ``--preview``). Raises OcrError for bad input."""
     out_path = report.check_output_path(args.output) if args.output else None
     req, layers = _build_request(args, environ, stage)
+    fmt = args.format or report.DEFAULT_FORMAT
+    # --format ndjson: events as they happen, to stdout (or a buffer that replaces --output)
+    live = report.live_writer(fmt, io.StringIO() if out_path is not None else sys.stdout)
     try:
-        result = pipeline.run_with_services(req, layers.text_for)
+        result = pipeline.run_with_services(req, layers.text_for,
+                                            events=None if live is None else live.event)
     finally:
         if req.mcp is not None:
             req.mcp.close()
-    fmt = args.format or report.DEFAULT_FORMAT
     for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
         if w.type in STDERR_WARNINGS:
             log.warning("%s", report.display_text(w.message))
     # stdout that fails (a reader gone, a full disk) never changes the gate's exit code
-    problem = report.to_stdout(lambda: _write_result(result, fmt, out_path, environ))
+    problem = report.to_stdout(lambda: _write_result(result, fmt, out_path, environ, live))
     if problem and problem != "closed":
         log.warning("cannot write the report to stdout: %s", problem)
     for reason in result.incomplete_reasons:

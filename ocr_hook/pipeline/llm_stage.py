@@ -195,7 +195,11 @@ class _GroupRunner:
             count=st.count, record=self.record, redact=self.redact,
             spawn=self.background_pool.submit, cache=st.cache_policy,
             line_count=self._line_count)
-        outcomes = run_groups(groups, lambda g, rank: review_group(deps, g, rank),
+        def review(g: Group, rank: int) -> GroupOutcome:  # its start: --format ndjson
+            self.record("group_start", {"group": g.label, "files": [f.path for f in g.files]})
+            return review_group(deps, g, rank)
+
+        outcomes = run_groups(groups, review,
                               concurrency=cfg.review.concurrency, meter=self.meter,
                               background=self.background_pool, on_done=self.group_done)
         self.comment_workers.shutdown(

@@ -7,7 +7,7 @@ with the user's recorded consent (§7.3). Prints nothing; heavy modules are impo
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +25,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("ocr_hook")
 
 
-def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
+def run_with_services(req: ReviewRequest, rules_for: Any,
+                      events: Callable[[str, Mapping[str, Any]], None] | None = None,
+                      ) -> ReviewResult:
     """Run ``pipeline.review.run`` with the run's services: the session log (spec §12), the
     result cache (§10, opened only by a run with something for the model, pruned only after a
-    run that wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
+    run that wrote to it) and the stderr heartbeat (§11). Preview runs use none of them.
+    ``events`` (``--format ndjson``'s ``report.EventStream.event``) sees every session record
+    after the heartbeat does."""
     if req.preview:
         return review.run(req, rules_for=rules_for)
     common = git.git_common_dir(req.repo)
@@ -46,7 +50,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     endpoint = req.endpoint
     session = report.Session(sid, report.sessions_dir(common) / f"{sid}.jsonl",
                       secret_values=[endpoint.api_key] if endpoint else [],
-                      observer=progress.event)
+                      observer=progress.event if events is None
+                      else _both(progress.event, events))
     session.record("start", {
         "mode": req.mode, "stage": req.stage, "effort": req.effort,
         "provider": endpoint.provider if endpoint else "",
@@ -79,6 +84,16 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
         if opened and opened[0].writes:  # only a write can take it over cache.max_mb
             opened[0].prune()
     return result
+
+
+def _both(first: Callable[[str, Mapping[str, Any]], None],
+          second: Callable[[str, Mapping[str, Any]], None],
+          ) -> Callable[[str, Mapping[str, Any]], None]:
+    """A session observer that calls ``first`` then ``second``."""
+    def observe(kind: str, data: Mapping[str, Any]) -> None:
+        first(kind, data)
+        second(kind, data)
+    return observe
 
 
 def apply_dismissals(req: ReviewRequest, common_dir: Path, result: ReviewResult) -> None:

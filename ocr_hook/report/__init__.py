@@ -11,9 +11,10 @@ from ..util import TYPE_CHECKING, lazy_exports
 if TYPE_CHECKING:
     from .destination import check_output_path, stdout_to_devnull, to_stdout, write_output
     from .display import display_json, display_path, display_text, json_escape, utf8_safe
-    from .formats import DEFAULT_FORMAT, OUTPUT_FORMATS, format_writer
+    from .formats import DEFAULT_FORMAT, LIVE_FORMATS, OUTPUT_FORMATS, format_writer, live_writer
     from .html import diff_from_record, render_html
     from .json_format import to_json
+    from .ndjson import EVENT_SCHEMA, EventStream
     from .progress import Progress
     from .result import (
         CACHEABLE_STOPS,
@@ -39,9 +40,11 @@ if TYPE_CHECKING:
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
     "display": ("display_json", "display_path", "display_text", "json_escape", "utf8_safe",),
-    "formats": ("DEFAULT_FORMAT", "OUTPUT_FORMATS", "format_writer",),
+    "formats": ("DEFAULT_FORMAT", "LIVE_FORMATS", "OUTPUT_FORMATS", "format_writer",
+                "live_writer",),
     "html": ("diff_from_record", "render_html",),
     "json_format": ("to_json",),
+    "ndjson": ("EVENT_SCHEMA", "EventStream",),
     "progress": ("Progress",),
     "result": (
         "CACHEABLE_STOPS",

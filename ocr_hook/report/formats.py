@@ -42,7 +42,7 @@ from ..util import TYPE_CHECKING  # without importing typing: the parser of ever
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from typing import TextIO
+    from typing import Any, TextIO
 
     from .result import ReviewResult
 
@@ -53,8 +53,17 @@ OUTPUT_FORMATS: dict[str, str] = {
     "json": "json_format:write_json",
     "sarif": "sarif:write_sarif",
     "html": "html:write_html",
+    "ndjson": "ndjson:write_ndjson",
 }
 DEFAULT_FORMAT = "text"
+
+# Formats written while the review runs: name -> "module:Class", a class built on the output
+# stream whose ``event(kind, data)`` is a session observer and whose ``finish(result)`` ends
+# the output (``report.ndjson.EventStream``). ``cli/review_cmd.py`` uses it instead of the
+# format's writer; the writer of OUTPUT_FORMATS stays for a finished result.
+LIVE_FORMATS: dict[str, str] = {
+    "ndjson": "ndjson:EventStream",
+}
 
 
 def format_writer(name: str) -> Writer:
@@ -65,3 +74,14 @@ def format_writer(name: str) -> Writer:
     __import__(full)
     writer: Writer = getattr(sys.modules[full], function)
     return writer
+
+
+def live_writer(name: str, stream: TextIO) -> Any:
+    """The live writer of format ``name`` over ``stream`` (see :data:`LIVE_FORMATS`), or None
+    for a format that is written only once the result is known."""
+    if name not in LIVE_FORMATS:
+        return None
+    module, _, cls = LIVE_FORMATS[name].partition(":")
+    full = f"{__package__}.{module}"
+    __import__(full)
+    return getattr(sys.modules[full], cls)(stream)

@@ -127,10 +127,18 @@ def check_html(out: str, result: ReviewResult) -> None:
         ("c3", "yes"), ("a1", "no")]  # inline under lines 1 and 2 of the shown diff
 
 
+def check_ndjson(out: str, result: ReviewResult) -> None:
+    events = [json.loads(ln) for ln in out.splitlines()]
+    assert [e["type"] for e in events] == ["start", "finding", "finding", "verdict"]
+    assert [e["comment"]["id"] for e in events[1:3]] == ["a1", "b2"]
+    assert (events[-1]["status"], events[-1]["verdict"]) == ("partial", "findings")
+
+
 # The content check of each shipped format; a format added later is held to the generic
 # checks of test_every_registered_writer_renders_the_sample_result until it has its own.
 CONTENT_CHECKS: dict[str, Callable[[str, ReviewResult], None]] = {
     "text": check_text, "json": check_json, "sarif": check_sarif, "html": check_html,
+    "ndjson": check_ndjson,
 }
 
 
@@ -253,7 +261,7 @@ def test_a_format_added_as_one_module_and_one_entry_is_offered_and_written(
     monkeypatch.chdir(repo.path)
     environ: dict[str, Any] = cli_environ()
     assert cli.main(["review", "-h"], environ=environ) == 0
-    assert "{text,json,sarif,html,lines}" in capsys.readouterr().out
+    assert "{text,json,sarif,html,ndjson,lines}" in capsys.readouterr().out
     rc, out, err = run_cli(["review", "--preview", "--format", "lines"], {}, capsys)
     assert (rc, out) == (0, "app.py\treview\npackage-lock.json\tskip\npass\n"), err
     dest = tmp_path / "out.txt"
