@@ -1,4 +1,4 @@
-"""The event stream of ``--format ndjson`` (spec §11.5): one JSON object per line, written and
+"""The event stream of ``--format ndjson`` (spec §11.6): one JSON object per line, written and
 flushed as the review goes, for agents and CI that follow a review while it runs.
 
 Every line is an object ``{"schema": EVENT_SCHEMA, "type": TYPE, "ts": TIME, …}``:

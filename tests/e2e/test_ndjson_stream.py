@@ -1,4 +1,4 @@
-"""``--format ndjson`` on a real review (spec §11.5): a ``git ocr review`` process over three
+"""``--format ndjson`` on a real review (spec §11.6): a ``git ocr review`` process over three
 groups streams its events as they happen, every line parses, the types come in the exact
 order, and the verdict, findings and warnings equal those of ``--format json`` on the same
 input. Also through ``--output FILE`` and a pre-commit hook.
@@ -173,3 +173,29 @@ def test_output_file_and_a_pre_commit_hook_get_the_same_events(
                            capsys, review_filter=False)
     assert rc == 1, err
     check_against_json(parse(out), data)
+
+
+def test_a_result_served_from_the_cache_streams_start_findings_and_verdict(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The second run of the same input is a whole-run cache hit: no group ran, so no group
+    lines; the start comes at the end with the cached groups, the findings and warning are
+    the first run's, and the verdict counts the hit."""
+    stage_three(repo)
+    script(llm)
+    monkeypatch.chdir(repo.path)
+    flags = ["review", "--format", "ndjson", "--effort", "low", "--concurrency", "1"]
+    rc, out, err = run_cli(flags, llm.env(), capsys, review_filter=False)
+    first = parse(out)
+    assert rc == 1 and [e["type"] for e in first] == EXPECTED_TYPES, err
+    asked = len(llm.requests)
+    rc, out, err = run_cli(flags, llm.env(), capsys, review_filter=False)
+    events = parse(out)
+    assert rc == 1, err
+    assert len(llm.requests) == asked  # no model call
+    assert [e["type"] for e in events] == ["start", "finding", "finding", "warning", "verdict"]
+    assert (events[0]["files"], events[0]["groups"]) == (3, first[0]["groups"])
+    assert [e["comment"] for e in events[1:3]] == [e["comment"] for e in first[7:9]]
+    assert events[3]["warning"] == first[9]["warning"]  # the cached comments' warning
+    assert (events[-1]["verdict"], events[-1]["summary"]["cache_hits"]) == ("findings", 1)

@@ -1,4 +1,4 @@
-"""``--format ndjson`` (spec §11.5): the event lines of :mod:`ocr_hook.report.ndjson`, exact.
+"""``--format ndjson`` (spec §11.6): the event lines of :mod:`ocr_hook.report.ndjson`, exact.
 
 Real: the writer and the live stream over real text streams, ``cli.main`` on a real git
 repository for a preview and a run with nothing to review. The review with a model is in
