@@ -199,3 +199,37 @@ def test_a_result_served_from_the_cache_streams_start_findings_and_verdict(
     assert [e["comment"] for e in events[1:3]] == [e["comment"] for e in first[7:9]]
     assert events[3]["warning"] == first[9]["warning"]  # the cached comments' warning
     assert (events[-1]["verdict"], events[-1]["summary"]["cache_hits"]) == ("findings", 1)
+
+
+def test_a_reader_that_goes_away_after_the_first_line_leaves_the_gate_exit_code(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """``git ocr review --format ndjson | head -1``: the reader closes the pipe after the
+    start line, while b.py's reply is held; the review finishes and exits with the gate's 1,
+    and says nothing about the pipe on stderr."""
+    stage_three(repo)
+    hold = Hold(limit_s=60)
+    script(llm, hold)
+    env = cli_environ(llm.env(), review_filter=False)
+    env.pop("PYTHONUNBUFFERED", None)
+    proc = subprocess.Popen(
+        [str(GIT_OCR), "review", "--format", "ndjson", *FLAGS], cwd=repo.path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        proc.stdout.close()
+        assert hold.asked.wait(30)
+        hold.release()
+        rc = proc.wait(timeout=60)
+    finally:
+        hold.release()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert first["type"] == "start"
+    assert rc == 1, err
+    assert "Traceback" not in err and "Broken pipe" not in err and "stdout" not in err, err
+    assert "blocking findings: 1 at or above high" in err
