@@ -195,6 +195,7 @@ class _GroupRunner:
             count=st.count, record=self.record, redact=self.redact,
             spawn=self.background_pool.submit, cache=st.cache_policy,
             line_count=self._line_count)
+
         def review(g: Group, rank: int) -> GroupOutcome:  # its start: --format ndjson
             self.record("group_start", {"group": g.label, "files": [f.path for f in g.files]})
             return review_group(deps, g, rank)

@@ -13,7 +13,8 @@ wall-clock time the event was written, ISO 8601 UTC with milliseconds
   result served whole from the cache);
 - ``group_started`` — ``group`` (its label), ``files``: as the group's review begins;
 - ``group_done`` — ``group``, ``stop_reason`` (``task_done``, ``max_rounds``, ``timeout``…),
-  ``reason`` (why its files were not reviewed, else ``""``), ``done`` and ``total`` (groups
+  ``reason`` (the code of why its files were not reviewed, as the JSON
+  ``files[].reason``, else ``""``), ``done`` and ``total`` (groups
   finished so far, groups of the run): as it finishes, in the order groups finish;
 - ``finding`` — ``comment``: exactly an entry of the JSON ``comments[]``, one line each, in
   that order, after the last group (a finding's id, anchor and dismissal are final only then);
