@@ -1,7 +1,7 @@
 """The main-task prompt of one group (spec §6.2), assembled from explicit fields with
 ``util.render_template``: the other changed files, the group's numbered diffs, rules,
-background and the findings of earlier rounds (rounds ≥ 2); plus the prompt
-size check (spec §6.3). Pure: the date, rules and redaction are passed in.
+the repository's agent guidance, background and the findings of earlier rounds (rounds ≥ 2);
+plus the prompt size check (spec §6.3). Pure: the date, rules and redaction are passed in.
 """
 
 from __future__ import annotations
@@ -71,17 +71,20 @@ def _deleted_note(f: FileDiff) -> str:
 def group_fields(
     group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str,
     line_count: Callable[[str], int | None] = lambda _path: None, *, as_git: bool = False,
+    guidance: str = "",
 ) -> dict[str, str]:
     """Template fields of the main prompt of ``group``: date, other changed
     files (status + path, spec §6.2), the group's numbered diffs in ``<file>`` elements (with
     the new file's line count from ``line_count``; ``as_git``: git's hunks, for a group whose
-    prompt with the scope context does not fit, spec §6.3), rules and background."""
+    prompt with the scope context does not fit, spec §6.3), rules, background and ``guidance``
+    (the ``<project_guidance>`` body, ``change.Guidance.block``: escaped already)."""
     return {
         "date": now,
         "other_files": _other_files(all_files, group),
         "diffs": "\n".join(_file_element(f, line_count, as_git) for f in group.files),
         "rules": rules_text,
         "background": background,
+        "guidance": guidance,
     }
 
 
@@ -102,9 +105,10 @@ def group_messages(
     ``confirmed`` (earlier findings) only in rounds ≥ 2.
 
     The user message comes in parts, most stable first, so a provider's prompt cache reads as
-    much as it can (spec §13.6): the checklist and background (the same for every group with
-    the same rules in a run; its stable head), then the date, the other changed files and the
-    diffs (the same in every round of the group), then the earlier findings."""
+    much as it can (spec §13.6): the checklist, the project guidance and background (the same
+    for every group with the same rules in a run; its stable head), then the date, the other
+    changed files and the diffs (the same in every round of the group), then the earlier
+    findings."""
     system = util.render_template("main_system", contract_fields(language))
     parts = [util.render_template("main_user_head", fields),
              util.render_template("main_user", fields)]

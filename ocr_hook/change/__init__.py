@@ -1,5 +1,6 @@
 """The change a review reads: the change set loaded within bounds, file selection, review rules,
-the hook's file names, deleted files still referred to, findings made without the model.
+the repository's agent guidance, the hook's file names, deleted files still referred to, findings
+made without the model.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .changeset import ChangeSet, ScanPolicy, load_change_set
+    from .guidance import GUIDANCE_FILES, NO_GUIDANCE, Guidance, GuidanceFile, load_guidance
     from .hookinput import changes_only_notice, filter_paths
     from .notes import input_warnings
     from .rule_sources import RuleLayers, load_rule_layers, selection_globs
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "changeset": ("ChangeSet", "ScanPolicy", "load_change_set",),
+    "guidance": ("GUIDANCE_FILES", "NO_GUIDANCE", "Guidance", "GuidanceFile", "load_guidance",),
     "hookinput": ("changes_only_notice", "filter_paths",),
     "notes": ("input_warnings",),
     "rule_sources": ("RuleLayers", "load_rule_layers", "selection_globs",),

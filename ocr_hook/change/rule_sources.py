@@ -18,6 +18,7 @@ from typing import NamedTuple
 from .. import git
 from ..errors import ConfigError
 from ..util import user_config_dir
+from . import guidance as guidance_mod
 from . import rules
 
 OCR_RULE_FILE = ".opencodereview/rule.json"  # the reference project's repository rule file
@@ -32,6 +33,8 @@ class RuleLayers(NamedTuple):
 
     sources: tuple[rules.RuleSource, ...]
     protected_paths: tuple[str, ...]
+    # the agent guidance files at HEAD (AGENTS.md…, ``guidance.load_guidance``)
+    guidance: guidance_mod.Guidance = guidance_mod.NO_GUIDANCE
 
     def text_for(self, paths: list[str]) -> str:
         return rules.group_rule_text(paths, self.sources)
@@ -88,11 +91,14 @@ def load_rule_layers(
     repo_rule_file: str = "",
     environ: Mapping[str, str] = os.environ,
     cwd: Path | None = None,
+    guidance: bool = False,
 ) -> RuleLayers:
     """Read every layer. ``repo_rule_file`` is ``rules.file`` from the configuration: a
     repository path read from HEAD; an absolute or ``~`` path (only the user file, the
     environment or a flag may set one: ``config.repo_file.check_repo_paths``) is read from disk as
-    a user-level file. Raises ConfigError for unreadable or invalid rule files."""
+    a user-level file. ``guidance`` (``rules.guidance``): also read the agent guidance files at
+    HEAD (``guidance.load_guidance``). Raises ConfigError for unreadable or invalid rule
+    files."""
     sources: list[rules.RuleSource] = []
     protected = [REPO_CONFIG_FILE, OCR_RULE_FILE, SHARED_DISMISSALS]
     if cli_rule:
@@ -135,7 +141,8 @@ def load_rule_layers(
                                   name=str(user_file))
         )
     sources.append(rules.builtin_rules())
-    return RuleLayers(tuple(sources), tuple(dict.fromkeys(protected)))
+    return RuleLayers(tuple(sources), tuple(dict.fromkeys(protected)),
+                      guidance_mod.load_guidance(repo, guidance))
 
 
 def selection_globs(layers: RuleLayers) -> tuple[list[str], list[str]]:

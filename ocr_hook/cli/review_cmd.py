@@ -136,6 +136,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         preview=preview,
         use_cache=cfg.cache.enabled,
         background=background,
+        guidance=layers.guidance,
         protected_paths=layers.protected_paths,
         tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
         mcp=None if preview else pipeline.mcp_bridge(repo, cfg, environ),
@@ -229,6 +230,7 @@ def rule_layers(repo: Path, cfg: Config, args: argparse.Namespace,
         cli_rule=getattr(args, "rule", None) or "",
         repo_rule_file=getattr(getattr(cfg, "rules", None), "file", "") or "",
         environ=environ,
+        guidance=bool(getattr(getattr(cfg, "rules", None), "guidance", False)),
     )
 
 

@@ -24,10 +24,11 @@ from .repo_file import check_repo_paths, endpoint_settings, needs_endpoint_conse
 log = logging.getLogger(__name__)
 
 REPO_SOURCE = f"{REPO_FILE} (HEAD)"  # how errors name the committed repository file
-# The repository files a review reads at HEAD (this one, ``change.rule_sources.OCR_RULE_FILE``
-# and ``comments.dismissals.SHARED_FILE``): read in the same ``git cat-file --batch`` as this
-# one (``git.head_blobs``), so each costs no process of its own
-HEAD_FILES = (REPO_FILE, ".opencodereview/rule.json", ".ocr-hook-dismissed.json")
+# The repository files a review reads at HEAD (this one, ``change.rule_sources.OCR_RULE_FILE``,
+# ``comments.dismissals.SHARED_FILE`` and ``change.guidance.GUIDANCE_FILES``): read in the same
+# ``git cat-file --batch`` as this one (``git.head_blobs``), so each costs no process of its own
+HEAD_FILES = (REPO_FILE, ".opencodereview/rule.json", ".ocr-hook-dismissed.json",
+              "AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md", ".cursorrules")
 
 
 def user_config_path(environ: Mapping[str, str]) -> Path:

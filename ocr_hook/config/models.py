@@ -191,6 +191,9 @@ class RulesConfig:
     __pydantic_config__ = _STRICT
 
     file: str = ""
+    # the agent guidance files at HEAD (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md,
+    # .cursorrules) in the main prompt as project conventions (change.guidance)
+    guidance: bool = True
 
 
 @dataclass(frozen=True, eq=False)

@@ -95,6 +95,7 @@ class GroupDeps:
     spawn: Callable[[Callable[[], str]], Future[str]]
     cache: CachePolicy | None = None
     line_count: Callable[[str], int | None] = lambda _path: None
+    guidance: str = ""  # the <project_guidance> text (change.Guidance.block)
 
     @property
     def language(self) -> str:
@@ -199,13 +200,14 @@ class _GroupRun:
         when a round adds nothing or CONFIRMED_CAP is reached). Returns (stop, error)."""
         d, group = self.deps, self.group
         rules_text = d.rules([f.path for f in group.files])
-        fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count)
+        fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count,
+                              guidance=d.guidance)
         first = group_messages(fields, d.language, d.redact)
         if (any(f.git_hunks is not None for f in group.files)
                 and exceeds_tokens([m.content for m in first], d.context_limit, d.count)):
             self.as_git = True  # the scope context (diff.context) does not fit: git's hunks
             fields = group_fields(group, d.files, rules_text, d.background, d.now,
-                                  d.line_count, as_git=True)
+                                  d.line_count, as_git=True, guidance=d.guidance)
             first = group_messages(fields, d.language, d.redact)
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "

@@ -64,6 +64,8 @@ class RunState:
 
             self.result.input["ranges"] = ranges_json(targets)
             self.result.warnings.extend(skipped_commits_warnings(targets))
+        if req.guidance.files:
+            self.result.input["guidance"] = req.guidance.listing()
         self.result.warnings.extend(input_warnings(self.files, notice, scan_warnings))
         self.cache_policy: CachePolicy | None = None  # set by run_cache_hit
 
@@ -173,7 +175,7 @@ class RunState:
 
         self.cache_policy = CachePolicy.for_run(
             cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
-            self.rules, self.record, req.tool_defs)
+            self.rules, self.record, req.tool_defs, guidance=req.guidance.block)
         hit = self.cache_policy.lookup_run(self.reviewable)
         if hit is None:
             return None

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..change import SelectionPolicy
+from ..change import NO_GUIDANCE, Guidance, SelectionPolicy
 from ..errors import ConfigError
 from ..gate import GateOptions
 
@@ -45,6 +45,7 @@ class ReviewRequest(NamedTuple):
     preview: bool = False
     use_cache: bool = True
     background: str = ""
+    guidance: Guidance = NO_GUIDANCE  # the agent guidance files at HEAD (rules.guidance)
     protected_paths: tuple[str, ...] = ()  # review-configuration files (spec §5)
     # spec §7.2/§7.3: built-in tool definitions after tools.file (None = shipped tools.json),
     # and the MCP bridge (tools.McpBridge, built by cli, started by pipeline.llm_stage only

@@ -223,7 +223,8 @@ def scope_lines(inp: Mapping[str, Any]) -> list[str]:
 
 def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
     """``--preview`` as text (spec §4): path (``old → new`` for renames), status, +/-, and
-    ``yes`` or ``no (why, in words)``; then a count line."""
+    ``yes`` or ``no (why, in words)``; then a count line, and one line per agent guidance file
+    the model is given (``input.guidance``, read from HEAD)."""
     rows = []
     for o in result.files:
         path = display_path(o.path)
@@ -237,6 +238,9 @@ def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
         stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
     n = sum(1 for o in result.files if o.will_review and not o.reason)
     stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
+    for g in result.input.get("guidance") or ():
+        cut = f", cut to {g['shown_bytes']} bytes" if g.get("cut") else ""
+        stream.write(f"guidance (HEAD): {display_path(g['path'])} ({g['bytes']} bytes{cut})\n")
 
 
 def verdict_line(result: ReviewResult) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ocr_hook.change.guidance import GUIDANCE_FILES
 from ocr_hook.change.rule_sources import OCR_RULE_FILE, REPO_CONFIG_FILE, SHARED_DISMISSALS
 from ocr_hook.comments.dismissals import SHARED_FILE
 from ocr_hook.config.load import HEAD_FILES
@@ -248,7 +249,7 @@ def test_head_blobs_reads_every_kind_of_path_in_one_process(
 
 
 def test_head_files_read_with_the_settings_are_the_ones_the_review_reads() -> None:
-    assert HEAD_FILES == (".ocr-hook.toml", OCR_RULE_FILE, SHARED_FILE)
+    assert HEAD_FILES == (".ocr-hook.toml", OCR_RULE_FILE, SHARED_FILE, *GUIDANCE_FILES)
     assert (REPO_CONFIG_FILE, SHARED_DISMISSALS) == (REPO_FILE, SHARED_FILE)
 
 

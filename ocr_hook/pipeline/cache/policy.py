@@ -67,12 +67,13 @@ class CachePolicy:
     def for_run(
         cls, cache: cache_mod.ResultCache, cfg: Config, endpoint: Endpoint, effort: str,
         background: str, files: Sequence[FileDiff], rules: Callable[[Sequence[str]], str],
-        record: Record, tool_defs: Any = None,
+        record: Record, tool_defs: Any = None, *, guidance: str = "",
     ) -> CachePolicy:
         """The policy of a run with these settings (reads the shipped templates and tool
-        definitions once, see ``store.result_settings``)."""
+        definitions once, see ``store.result_settings``; ``guidance``: the prompt's guidance
+        text)."""
         settings = cache_mod.result_settings(cfg, endpoint, background, __version__,
-                                             tool_defs)
+                                             tool_defs, guidance)
         return cls(cache, settings, files, rules, record, effort)
 
     @property

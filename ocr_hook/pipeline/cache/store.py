@@ -155,6 +155,7 @@ NOT_IN_KEY: dict[str, str] = {
     "select.max_files": _SELECTION,
     "select.max_total_bytes": _SELECTION,
     "rules.file": "the rule text of the reviewed files is in the keys",
+    "rules.guidance": "the guidance text is in the keys (``guidance``)",
     "gate.mode": "the verdict, decided after a hit",
     "gate.fail_on": "the verdict, decided after a hit",
     "gate.on_error": "the verdict, decided after a hit",
@@ -184,7 +185,7 @@ def config_settings(cfg: Config) -> dict[str, Any]:
 
 def result_settings(
     cfg: Config, endpoint: Endpoint, background: str, version: str,
-    tool_defs: Mapping[str, Any] | None = None,
+    tool_defs: Mapping[str, Any] | None = None, guidance: str = "",
 ) -> dict[str, Any]:
     """Every setting besides content, rules and effort that can change a request or its
     answer (effort is stored in the entries, see the module doc): the configuration but
@@ -195,7 +196,8 @@ def result_settings(
     Reads the built-in prompt templates and tool definitions (package data); their texts
     enter as SHA-256 digests, and so do ``tool_defs`` (the definitions after ``tools.file``,
     as the run uses them: a repository's tools file comes from HEAD, never from disk) or,
-    without them, the text of ``tools.file`` on disk.
+    without them, the text of ``tools.file`` on disk. ``guidance`` is the prompt's
+    ``<project_guidance>`` text (``change.Guidance.block``: the guidance files at HEAD).
     """
     templates = {
         name: hashlib.sha256(util.read_builtin_text(f"templates/{name}").encode()).hexdigest()
@@ -216,6 +218,7 @@ def result_settings(
         "config": digest(config_settings(cfg)),
         "endpoint": digest(shaping),
         "background": hashlib.sha256(background.encode("utf-8", "replace")).hexdigest(),
+        "guidance": hashlib.sha256(guidance.encode("utf-8", "replace")).hexdigest(),
     }
 
 
