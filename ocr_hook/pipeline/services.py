@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("ocr_hook")
 
 
-def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
-    """Run ``pipeline.review.run`` with the run's services: the session log (spec §12), the
-    result cache (§10, opened only by a run with something for the model, pruned only after a
-    run that wrote to it) and the stderr heartbeat (§11). Preview runs use none of them."""
+def run_with_services(req: ReviewRequest, rules_for: Any, runner: Any = None) -> ReviewResult:
+    """Run ``pipeline.review.run`` (or ``runner``, of its signature: a delegated submit) with
+    the run's services: the session log (spec §12), the result cache (§10, opened only by a run
+    with something for the model, pruned only after a run that wrote to it) and the stderr
+    heartbeat (§11). Preview runs use none of them."""
+    run = runner or review.run
     if req.preview:
         return review.run(req, rules_for=rules_for)
     common = git.git_common_dir(req.repo)
@@ -57,8 +59,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any) -> ReviewResult:
     result: ReviewResult | None = None
     try:
         with progress:
-            result = review.run(req, session=session, rules_for=rules_for,
-                                cache=open_cache if req.use_cache else None)
+            result = run(req, session=session, rules_for=rules_for,
+                         cache=open_cache if req.use_cache else None)
         apply_dismissals(req, common, result)
         record_findings(session, result)
     finally:
