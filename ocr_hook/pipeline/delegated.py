@@ -174,14 +174,14 @@ class Delegation:
 
 def task_text(d: Delegation, flags: str = "") -> str:
     """The task ``git ocr delegate`` prints: framing, scope, severity scale, tools (each
-    command with ``flags``, e.g. `` --commit HEAD``), the findings format and every group's
+    command ending in ``flags``, e.g. `` --commit HEAD``), the findings format and every group's
     checklist, other changed files and numbered diffs (``agent.group_fields``, as the main
     prompt shows them). Redacted as a request is."""
     from .. import agent, util
 
     groups = d.groups()
     st = d.state
-    tools = "\n".join(f"  git ocr tool {name}{flags} {usage}" for name, usage in TOOL_USAGE.items())
+    tools = "\n".join(f"  git ocr tool {name} {usage}{flags}" for name, usage in TOOL_USAGE.items())
     parts = [
         "# Code review task (ocr-hook delegation)\n",
         f"Review the change below ({st.head.base_label} -> {st.head.head_label}, "
@@ -205,7 +205,7 @@ def task_text(d: Delegation, flags: str = "") -> str:
         " input, and the fix, \"severity\": \"critical\" | \"high\" | \"medium\" | \"low\","
         " \"category\": e.g. \"bug\", \"security\", \"performance\", \"maintainability\","
         " \"suggestion_code\" (optional): code that replaces existing_code exactly}. No finding:"
-        " []. Then run: git ocr delegate submit" + flags + " FILE (or - for stdin).",
+        " []. Then run: git ocr delegate submit FILE" + flags + " (FILE - reads stdin).",
     ]
     now = time.strftime("%Y-%m-%d")
     for i, g in enumerate(groups, 1):
