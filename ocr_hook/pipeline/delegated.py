@@ -94,8 +94,8 @@ def delegated_hit(state: RunState, cache: ResultCache | None) -> ReviewResult | 
     """A run without an endpoint: the stored delegated result of this snapshot, finished and
     gated, or None (no cache, no entry). Redacts the reviewed diffs in place (the key is taken
     on the redacted text, as ``git ocr delegate submit`` took it)."""
-    if cache is None or not state.reviewable:
-        return None
+    if cache is None or not state.reviewable or not (cache.root / DELEGATED).is_dir():
+        return None  # no delegated entry at all: no redaction, agent and secrets not loaded
     from .. import agent
     from .cache.entries import entry_to_finding
 
@@ -185,7 +185,7 @@ def task_text(d: Delegation, flags: str = "") -> str:
     parts = [
         "# Code review task (ocr-hook delegation)\n",
         f"Review the change below ({st.head.base_label} -> {st.head.head_label}, "
-        f"{len(st.reviewable)} files in {len(groups)} groups) as a careful senior reviewer "
+        f"{len(st.reviewable)} file(s) in {len(groups)} group(s)) as a careful senior reviewer "
         "would, and write your findings to a file in the format given at the end.",
         "\n## Scope\n",
         "Report the problems this change introduces: on added lines, on deleted lines (a check"

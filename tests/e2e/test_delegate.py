@@ -4,7 +4,8 @@ reads that snapshot with the confined tools, ``git ocr delegate submit FILE`` an
 stores the findings, and the pre-commit hook without an endpoint answers from the stored result.
 
 Real: ``git ocr`` processes, git repositories in temporary folders, the session and cache files
-they write. Nothing is faked, and no LLM endpoint is configured anywhere in this file.
+they write. Nothing is faked; an LLM endpoint (the scripted loopback model) is configured
+only to show that with one the model reviews and the delegated result is not used.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ocr_hook import util
 from tests.support.cli import GIT_OCR
 from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
 
 OLD = "def div(a, b):\n    return a / b\n"
 NEW = ("def div(a, b):\n    if b == 0:\n        return None\n    return a // b\n\n\n"
@@ -28,9 +30,12 @@ ENDPOINT_VARS = ("OCR_LLM_URL", "OCR_LLM_MODEL", "OCR_LLM_TOKEN", "OPENAI_API_KE
                  "ANTHROPIC_API_KEY")
 
 
-def ocr(repo: GitRepo, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """A real ``git ocr ARGS`` process in ``repo``, with no LLM endpoint in its environment."""
-    env = {k: v for k, v in repo.env.items() if k not in ENDPOINT_VARS}
+def ocr(repo: GitRepo, *args: str, stdin: str | None = None,
+        **extra: str) -> subprocess.CompletedProcess[str]:
+    """A real ``git ocr ARGS`` process in ``repo``, with no LLM endpoint in its environment
+    (unless ``extra`` gives one)."""
+    env = {**{k: v for k, v in repo.env.items() if k not in ENDPOINT_VARS},
+           "OCR_HOOK_REVIEW_FILTER": "false", **extra}
     return subprocess.run([str(GIT_OCR), *args], cwd=repo.path, env=env, capture_output=True,
                           text=True, timeout=120, input=stdin)
 
@@ -210,3 +215,18 @@ def test_submit_from_stdin_with_no_finding_passes_the_hook(repo: GitRepo) -> Non
     data = json.loads(hook.stdout)
     assert (data["status"], data["verdict"], data["summary"]["cache_hits"]) == (
         "complete", "pass", 1)
+
+
+def test_with_an_endpoint_the_model_reviews_and_the_delegated_result_is_not_used(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    staged_change(repo)
+    rc, _data, _err = submit(repo, [DEFECT])
+    assert rc == 1
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    p = ocr(repo, "hook", "pre-commit", "--format", "json", **llm.env())
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert (data["status"], data["verdict"], data["comments"]) == ("complete", "pass", [])
+    assert (len(llm.requests), data["summary"]["llm_calls"], data["summary"]["cache_hits"]) == (
+        1, 1, 0)
