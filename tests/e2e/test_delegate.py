@@ -163,6 +163,13 @@ def test_commit_mode_task_and_tools_name_the_commit(repo: GitRepo) -> None:
     rc, data, err = submit(repo, [DEFECT], "--commit", "HEAD")
     assert rc == 1, err
     assert [(c["start_line"], c["anchor"]) for c in data["comments"]] == [(8, "hunk_new")]
+    r = ocr(repo, "delegate", "--from", "HEAD~1", "--to", "HEAD")
+    assert r.returncode == 0, r.stderr
+    assert "  git ocr tool file_find NAME --from 'HEAD~1' --to HEAD\n" in r.stdout  # shell-quoted
+    assert "8 +    return sum(xs) / len(xs)\n" in r.stdout
+    rc, data, err = submit(repo, [DEFECT], "--from", "HEAD~1", "--to", "HEAD")
+    assert (rc, data["input"]["mode"]) == (1, "range"), err
+    assert [c["start_line"] for c in data["comments"]] == [8]
 
 
 def test_a_quote_not_in_the_diff_is_reported_unanchored_and_other_files_dropped(
