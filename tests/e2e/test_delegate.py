@@ -237,3 +237,17 @@ def test_with_an_endpoint_the_model_reviews_and_the_delegated_result_is_not_used
     assert (data["status"], data["verdict"], data["comments"]) == ("complete", "pass", [])
     assert (len(llm.requests), data["summary"]["llm_calls"], data["summary"]["cache_hits"]) == (
         1, 1, 0)
+
+
+def test_task_and_tools_redact_a_staged_secret_as_requests_do(repo: GitRepo) -> None:
+    key = "AKIA" + "IOSFODNN7LATEKEY"  # fake; assembled so scanners skip this file
+    repo.commit({"calc.py": OLD}, "init")
+    repo.stage({"calc.py": OLD + f'KEY = "{key}"\n'})
+    task = ocr(repo, "delegate")
+    assert task.returncode == 0, task.stderr
+    assert key not in task.stdout and '3 +KEY = "' in task.stdout
+    read = ocr(repo, "tool", "file_read", "calc.py")
+    assert read.returncode == 0, read.stderr
+    assert key not in read.stdout and '3|KEY = "' in read.stdout
+    found = ocr(repo, "tool", "code_search", "KEY")
+    assert found.returncode == 0 and key not in found.stdout
