@@ -100,6 +100,17 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .cache_cmd import run_cache_command
 
         return run_cache_command(args, env)
+    if command in ("delegate", "tool"):
+        from .. import git
+
+        with git.run_scope():
+            if command == "tool":
+                from .tool_cmd import run_tool_command
+
+                return run_tool_command(args, env)
+            from .delegate_cmd import run_delegate_command
+
+            return run_delegate_command(args, env)
     if command == "session":
         from .session_cmd import run_session_command
 

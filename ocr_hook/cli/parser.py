@@ -32,6 +32,9 @@ COMMAND_HELP = {
     "dismiss": "record that a finding is not a problem (it no longer blocks)",
     "config": "configuration commands",
     "llm": "check the LLM endpoint or list provider presets",
+    "delegate": "print a review task for your own agent; `delegate submit FILE` records its"
+                " findings",
+    "tool": "the reviewer's read-only tools on the reviewed snapshot (for a delegated review)",
 }
 
 
@@ -362,6 +365,27 @@ def _add_llm(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> N
     lpr.add_argument("--json", action="store_true", help="the presets as JSON")
 
 
+def _add_delegate(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
+    """``delegate [submit FILE|-]`` with the review flags (README "Delegation (no API
+    key)")."""
+    d = sub.add_parser("delegate", help=COMMAND_HELP["delegate"])
+    d.add_argument("action", nargs="?", choices=("submit",),
+                   help="submit: anchor, gate and store the findings of FILE")
+    d.add_argument("file", nargs="?", metavar="FILE", help="the findings (JSON list); - stdin")
+    _add_review_flags(d)
+
+
+def _add_tool(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
+    """``tool NAME ARG…``: one confined tool call on the snapshot (``--commit``/``--from``)."""
+    t = sub.add_parser("tool", help=COMMAND_HELP["tool"])
+    t.add_argument("name", metavar="NAME", help="file_read, code_search or file_find")
+    t.add_argument("args", nargs="*", metavar="ARG",
+                   help="file_read PATH [START END]; code_search TEXT [PATHSPEC…]; file_find NAME")
+    t.add_argument("--commit", metavar="REF", help="the snapshot of commit REF")
+    t.add_argument("--from", dest="from_ref", metavar="A", help="the range's snapshot (with --to)")
+    t.add_argument("--to", dest="to_ref", metavar="B", help="end of the range (with --from)")
+
+
 # Every command in the order of the full parser's help; each adder takes the rest of the path.
 _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequence[str]], None]] = {
     "review": _add_review,
@@ -374,6 +398,8 @@ _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequenc
     "dismiss": _add_dismiss,
     "config": _add_config,
     "llm": _add_llm,
+    "delegate": _add_delegate,
+    "tool": _add_tool,
 }
 COMMANDS = tuple(_COMMAND_ADDERS)
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")

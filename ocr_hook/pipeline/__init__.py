@@ -1,5 +1,6 @@
 """A review run: the request, input, run-level preparation, the LLM stage with its group pool and
-deadline, ranges, the lock, the result cache and the services around a run.
+deadline, ranges, the lock, the result cache, the services around a run and delegation
+(``delegated``).
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from ..util import lazy_exports
 
 if TYPE_CHECKING:
     from .cache.store import ResultCache
+    from .delegated import Delegation, parse_findings, run_submitted, run_tool, task_text
     from .request import ReviewRequest
     from .services import mcp_bridge, run_with_services, tool_defs
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "cache.store": ("ResultCache",),
+    "delegated": ("Delegation", "parse_findings", "run_submitted", "run_tool", "task_text",),
     "request": ("ReviewRequest",),
     "services": ("mcp_bridge", "run_with_services", "tool_defs",),
 })

@@ -75,8 +75,12 @@ def run(
     state = RunState(req, targets, t0, session=session, rules_for=rules_for)
     if req.preview or not state.reviewable:
         return state.finish_without_llm()
-    if req.endpoint is None:
-        return state.not_reviewed(StopReason.NO_ENDPOINT, req.endpoint_error)
+    if req.endpoint is None:  # a result `git ocr delegate submit` stored, else not reviewed
+        from .delegated import DELEGATE_HINT, delegated_hit
+
+        hit = delegated_hit(state, cache() if cache else None)
+        return hit or state.not_reviewed(StopReason.NO_ENDPOINT,
+                                         req.endpoint_error + DELEGATE_HINT)
     from . import lock  # only a run with something for the model takes the lock
 
     redactor = state.redact_reviewed()

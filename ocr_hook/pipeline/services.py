@@ -27,12 +27,13 @@ log = logging.getLogger("ocr_hook")
 
 def run_with_services(req: ReviewRequest, rules_for: Any,
                       events: Callable[[str, Mapping[str, Any]], None] | None = None,
-                      ) -> ReviewResult:
-    """Run ``pipeline.review.run`` with the run's services: the session log (spec §12), the
-    result cache (§10, opened only by a run with something for the model, pruned only after a
-    run that wrote to it) and the stderr heartbeat (§11). Preview runs use none of them.
-    ``events`` (``--format ndjson``'s ``report.EventStream.event``) sees every session record
-    after the heartbeat does."""
+                      runner: Any = None) -> ReviewResult:
+    """Run ``pipeline.review.run`` (or ``runner``, of its signature: a delegated submit) with
+    the run's services: the session log (spec §12), the result cache (§10, opened only by a run
+    with something for the model, pruned only after a run that wrote to it) and the stderr
+    heartbeat (§11). Preview runs use none of them. ``events`` (``--format ndjson``'s
+    ``report.EventStream.event``) sees every session record after the heartbeat does."""
+    run = runner or review.run
     if req.preview:
         return review.run(req, rules_for=rules_for)
     common = git.git_common_dir(req.repo)
@@ -62,8 +63,8 @@ def run_with_services(req: ReviewRequest, rules_for: Any,
     result: ReviewResult | None = None
     try:
         with progress:
-            result = review.run(req, session=session, rules_for=rules_for,
-                                cache=open_cache if req.use_cache else None)
+            result = run(req, session=session, rules_for=rules_for,
+                         cache=open_cache if req.use_cache else None)
         apply_dismissals(req, common, result)
         record_findings(session, result)
     finally:

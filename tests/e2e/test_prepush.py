@@ -295,7 +295,9 @@ def test_push_of_two_unreviewed_ranges_prints_one_not_reviewed_line(
     assert [ln for ln in p.stderr.splitlines() if "NOT REVIEWED" in ln] == [
         "ocr-hook: NOT REVIEWED: no LLM endpoint configured (missing url, model); set"
         " OCR_LLM_URL, OCR_LLM_MODEL and OCR_LLM_TOKEN (no token for a local server), or"
-        " llm.provider and llm.model (`git ocr config set KEY VALUE`)"]
+        " llm.provider and llm.model (`git ocr config set KEY VALUE`); or let your own coding"
+        " agent review without an API key: `git ocr delegate` prints the task, `git ocr"
+        " delegate submit FILE` records its findings"]
 
 
 def test_push_text_output_names_the_preview_command_of_the_pushed_range(

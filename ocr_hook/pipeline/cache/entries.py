@@ -5,7 +5,8 @@ reading an entry needs them: ``store`` writes plain JSON (``store.finding_to_ent
 review that misses the cache and stores its result never imports this module.
 
 An entry file is an :class:`Envelope` (format, kind, key, creation time, ocr-hook version) whose
-``data`` is a :class:`RunData`, :class:`GroupData` or :class:`GroupingData`. Run and group data
+``data`` is a :class:`RunData` (kinds run and delegated), :class:`GroupData` or
+:class:`GroupingData`. Run and group data
 carry the effort they were reviewed at (:func:`effort_covers`).
 """
 
@@ -79,7 +80,7 @@ class Envelope(NamedTuple):
     """One entry file: ``format`` is ``store.CACHE_FORMAT``; ``data`` the kind's shape."""
 
     format: Literal[4]  # store.CACHE_FORMAT
-    kind: Literal["run", "group", "grouping"]
+    kind: Literal["run", "group", "grouping", "delegated"]
     key: str
     created: float
     version: str

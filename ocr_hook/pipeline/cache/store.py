@@ -1,13 +1,15 @@
 """Result cache by diff hash (spec §10).
 
 Location: ``<git common dir>/ocr-hook/cache/`` (shared by linked worktrees, never committed).
-Three kinds of entries, each a JSON file ``<kind>/<key>.json``:
+Four kinds of entries, each a JSON file ``<kind>/<key>.json``:
 
 - ``run``: the whole run (findings, groups, warnings) → an unchanged staged snapshot returns the
   previous result with zero LLM calls;
 - ``group``: one group's anchored findings → when one file of ten changes only its group is
   reviewed again;
-- ``grouping``: the grouping answer (labels and paths), keyed by the file list and its stats.
+- ``grouping``: the grouping answer (labels and paths), keyed by the file list and its stats;
+- ``delegated``: a run's result from ``git ocr delegate submit`` (``pipeline.delegated``), keyed
+  by content, rules and version only: a hook without an endpoint answers from it.
 
 Keys are SHA-256 of canonical JSON (sorted keys, no whitespace, UTF-8) of everything that can
 change a request or its answer: tool version, prompt template texts, rule texts, tool
@@ -60,7 +62,7 @@ log = logging.getLogger(__name__)
 CACHE_FORMAT = 4  # bump when the entry layout or key recipe changes: entries store the
 #                  effort and each finding's anchored code (dismissals key on it); keys take
 #                  every setting not in NOT_IN_KEY
-KINDS = ("run", "group", "grouping")
+KINDS = ("run", "group", "grouping", "delegated")  # delegated: RunData (pipeline.delegated)
 # Test-only: seconds every cache write sleeps between its complete temporary file and the rename,
 # so a test can kill a review exactly mid-write. Never set it otherwise.
 TEST_WRITE_PAUSE_ENV = "OCR_HOOK_TEST_CACHE_WRITE_PAUSE_S"
@@ -347,9 +349,10 @@ class ResultCache:
             self.hits += 1
 
     # run level
-    def get_run(self, key: str, effort: str) -> RunData | None:
-        """The run entry under ``key`` if it was reviewed at ``effort`` or higher."""
-        data = self._get("run", key)
+    def get_run(self, key: str, effort: str, kind: str = "run") -> RunData | None:
+        """The run entry (``kind`` run or delegated) under ``key`` if it was reviewed at
+        ``effort`` or higher."""
+        data = self._get(kind, key)
         if data is None:
             return None
         from .entries import RunData, effort_covers
@@ -370,8 +373,9 @@ class ResultCache:
         warnings: Sequence[RunWarning] = (),
         *,
         effort: str,
+        kind: str = "run",
     ) -> None:
-        self._put("run", key, {
+        self._put(kind, key, {
             "findings": [finding_to_entry(f) for f in findings],
             "groups": [{"label": label, "files": list(paths)} for label, paths in groups],
             "warnings": [warning_to_entry(w) for w in warnings],

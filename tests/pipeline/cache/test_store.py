@@ -232,7 +232,7 @@ def test_cache_commands_stats_prune_and_clear(
     root = cache_dir(repo.path / ".git")
     assert f"location: {root}" in out
     # a.py alone, then a.py + b.py as one bundle: two runs, two groups
-    assert "entries:  2 run, 2 group, 0 grouping" in out
+    assert "entries:  2 run, 2 group, 0 grouping, 0 delegated" in out
     cache = ResultCache(root, 64 << 20)
     total = cache.stats().total_bytes
     assert f"({total} bytes)" in out
@@ -241,7 +241,7 @@ def test_cache_commands_stats_prune_and_clear(
     assert cache.stats().total_bytes == 0
     run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys,
              review_filter=False)
-    assert cache.stats().entries == {"run": 1, "group": 1, "grouping": 0}
+    assert cache.stats().entries == {"run": 1, "group": 1, "grouping": 0, "delegated": 0}
     assert cli.main(["cache", "clear"], environ=cli_environ()) == 0
     assert capsys.readouterr().out == f"removed 2 cache entries from {root}\n"
     assert cache_files(repo) == []
