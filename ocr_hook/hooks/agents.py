@@ -37,6 +37,7 @@ COMMIT_VALUE_SHORT = "mFCctS"
 COMMIT_VALUE_LONG = frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
                                "--fixup", "--squash", "--template", "--author", "--date",
                                "--cleanup", "--pathspec-from-file", "--trailer"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 PREVIEW_IDENTITY = {"GIT_AUTHOR_NAME": "ocr-hook", "GIT_AUTHOR_EMAIL": "ocr-hook@localhost",
                     "GIT_COMMITTER_NAME": "ocr-hook", "GIT_COMMITTER_EMAIL": "ocr-hook@localhost"}
 
@@ -175,11 +176,15 @@ def _commit_call(args: Sequence[str], cwd: Path) -> CommitCall:
 def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
     """Every ``git commit`` in the shell ``command`` run from ``cwd``, in order: ``cd DIR``
     before it moves the directory (for the rest of the line), ``git -C DIR`` for that one
-    command, ``VAR=x``/``env`` prefixes skipped, ``git`` by any path (``/usr/bin/git``)."""
+    command, ``VAR=x``/``env`` prefixes skipped, ``git`` by any path (``/usr/bin/git``), the
+    line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well."""
     found = []
     for words in split_commands(command):
         words = _strip_prefix(words)
         if not words:
+            continue
+        if os.path.basename(words[0]) in SHELLS and len(words) > 2 and words[1] == "-c":
+            found += commit_invocations(words[2], cwd)  # `bash -c '…'`: its own line
             continue
         if words[0] in ("cd", "pushd") and len(words) > 1 and words[1] != "-":
             cwd = cwd / os.path.expanduser(words[1])

@@ -133,7 +133,9 @@ def test_another_tool_exits_0_without_a_request(repo: GitRepo, llm: ScriptedLLM)
 
 
 @pytest.mark.parametrize("command", ["git commit -a -m x", "git commit --all -m x",
-                                     "git commit -am 'fix it'"])
+                                     "git commit -am 'fix it'",
+                                     "git add -N x; FOO=1 git commit -qam \"a; b\"",
+                                     "bash -c 'git status\ngit commit --all -m x'"])
 def test_commit_all_reviews_tracked_work_tree_changes_without_touching_the_index(
     repo: GitRepo, llm: ScriptedLLM, command: str,
 ) -> None:
@@ -244,7 +246,10 @@ def test_a_failing_model_follows_gate_on_error(
         llm.reply({"error": {"message": "bad request"}}, status=400)
     p = hook(repo, llm, event("git commit -m x", repo.path))
     assert p.returncode == rc, p.stderr
-    assert "calc.py" in p.stderr
+    lines = p.stderr.splitlines()
+    assert "not reviewed: calc.py (LLM request failed)" in lines
+    assert "NOT REVIEWED: LLM rejected the request (HTTP 400): bad request" in lines
+    assert len(llm.requests) == 1
 
 
 SETTINGS = {"permissions": {"allow": ["Bash(npm test)"]}, "hooks": {
@@ -293,3 +298,24 @@ def test_install_claude_code_creates_the_file_and_refuses_a_broken_one(
     assert (rc, out) == (2, "")
     assert f"{settings} is not valid JSON" in err
     assert settings.read_text(encoding="utf-8") == "{broken"
+
+
+@pytest.mark.parametrize("command, found", [
+    ("git commit -m -a", [("/w", False, False, ())]),  # "-a" is the message
+    ("git commit --message=--all --amend", [("/w", False, True, ())]),
+    ("git -C a -C b commit -qam x", [("/w/a/b", True, False, ())]),
+    ("cd sub; git --no-pager -c x=y commit -- one.py 'two words.py'",
+     [("/w/sub", False, False, ("one.py", "two words.py"))]),
+    ("git commit -C HEAD -a", [("/w", True, False, ())]),
+    ("make && /usr/bin/git commit --all --amend --no-edit || echo failed",
+     [("/w", True, True, ())]),
+    ("git stash && git commit-tree x && git commitx", []),
+    ("echo git commit # git commit", []),
+])
+def test_the_commits_a_command_line_runs(command: str,
+                                         found: list[tuple[str, bool, bool, tuple[str, ...]]],
+                                         ) -> None:
+    from ocr_hook.hooks import commit_invocations
+
+    calls = commit_invocations(command, Path("/w"))
+    assert [(str(c.cwd), c.all, c.amend, c.paths) for c in calls] == found
