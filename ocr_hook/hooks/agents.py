@@ -33,7 +33,7 @@ SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", "|&", ";;", "(", ")"})
 GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
                                "--config-env", "--exec-path", "--super-prefix"})
 # `git commit` short options whose value is the rest of the word or the next word
-COMMIT_VALUE_SHORT = "mFCctS"
+COMMIT_VALUE_SHORT = "mFCctSu"  # S, u: an optional value, attached only
 COMMIT_VALUE_LONG = frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
                                "--fixup", "--squash", "--template", "--author", "--date",
                                "--cleanup", "--pathspec-from-file", "--trailer"})
@@ -45,7 +45,7 @@ PREVIEW_IDENTITY = {"GIT_AUTHOR_NAME": "ocr-hook", "GIT_AUTHOR_EMAIL": "ocr-hook
 @dataclass(frozen=True, slots=True)
 class AgentEvent:
     """One ``PreToolUse`` event: ``tool`` (``Bash``), its shell ``command`` ("" for another
-    tool) and the ``cwd`` it runs in (absolute)."""
+    tool or another event, which nothing can stop) and the ``cwd`` it runs in (absolute)."""
 
     tool: str
     command: str
@@ -79,7 +79,8 @@ def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
     tool_input = event.get("tool_input") or {}
     if not isinstance(tool, str) or not isinstance(tool_input, dict):
         raise UsageError("the hook input has no tool_name/tool_input of the PreToolUse event")
-    command = tool_input.get("command", "") if tool == "Bash" else ""
+    name = event.get("hook_event_name", "PreToolUse")
+    command = tool_input.get("command", "") if tool == "Bash" and name == "PreToolUse" else ""
     if not isinstance(command, str):
         raise UsageError("tool_input.command of the Bash event is not a string")
     cwd = event.get("cwd") or ""
@@ -165,7 +166,7 @@ def _commit_call(args: Sequence[str], cwd: Path) -> CommitCall:
                 if ch == "a":
                     flags["all"] = True
                 elif ch in COMMIT_VALUE_SHORT:
-                    if j == len(a) - 2 and ch != "S":  # the value is the next word
+                    if j == len(a) - 2 and ch not in "Su":  # the value is the next word
                         next(it, None)
                     break
         else:

@@ -123,12 +123,15 @@ def test_other_commands_exit_0_at_once_without_a_model_request(
     assert llm.requests == []
 
 
-def test_another_tool_exits_0_without_a_request(repo: GitRepo, llm: ScriptedLLM) -> None:
+def test_another_tool_or_event_exits_0_without_a_request(repo: GitRepo, llm: ScriptedLLM) -> None:
     repo.commit({"calc.py": SOURCE}, "base")
     repo.stage({"calc.py": BUGGY})
     e = {**event("", repo.path), "tool_name": "Write",
          "tool_input": {"file_path": "calc.py", "content": "git commit -m x"}}
     p = hook(repo, llm, e)
+    assert (p.returncode, p.stderr, llm.requests) == (0, "", [])
+    e = {**event("git commit -m x", repo.path), "hook_event_name": "PostToolUse"}
+    p = hook(repo, llm, e)  # after the command: nothing left to stop
     assert (p.returncode, p.stderr, llm.requests) == (0, "", [])
 
 
@@ -307,6 +310,7 @@ def test_install_claude_code_creates_the_file_and_refuses_a_broken_one(
     ("cd sub; git --no-pager -c x=y commit -- one.py 'two words.py'",
      [("/w/sub", False, False, ("one.py", "two words.py"))]),
     ("git commit -C HEAD -a", [("/w", True, False, ())]),
+    ("git commit -uall -m x", [("/w", False, False, ())]),
     ("make && /usr/bin/git commit --all --amend --no-edit || echo failed",
      [("/w", True, True, ())]),
     ("git stash && git commit-tree x && git commitx", []),
