@@ -27,7 +27,7 @@ from ..errors import UsageError
 
 CLAUDE_SETTINGS = Path(".claude") / "settings.json"
 CLAUDE_COMMAND = "git ocr hook claude-code"  # on PATH: the settings file is shared
-CLAUDE_TIMEOUT_S = 300  # the hook's timeout in the settings entry (a review with tool rounds)
+CLAUDE_TIMEOUT_S = 360  # s: past review.timeout_s (300 s by default), so gate.on_error decides
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", "|&", ";;", "(", ")"})
 # git options before the subcommand that take the next word as their value
 GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",

@@ -260,7 +260,7 @@ SETTINGS = {"permissions": {"allow": ["Bash(npm test)"]}, "hooks": {
     "PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command",
                                                          "command": "prettier --write ."}]}]}}
 OURS = {"matcher": "Bash", "hooks": [{"type": "command", "command": "git ocr hook claude-code",
-                                      "timeout": 300}]}
+                                      "timeout": 360}]}
 
 
 def test_install_claude_code_keeps_the_other_hooks_and_uninstall_removes_only_ours(
