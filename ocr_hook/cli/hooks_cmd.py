@@ -60,17 +60,18 @@ def run_hooks_command(args: argparse.Namespace) -> int:
 
 
 def _on_error_code(args: argparse.Namespace, environ: Mapping[str, str], repo: Path | None) -> int:
-    """The exit code of an internal error under ``gate.on_error`` (the repository's settings
-    when they load, else ``OCR_HOOK_GATE_ON_ERROR``): 2 for ``block``, else 0. Never another
-    code: Claude Code runs the command after any exit code but 2."""
+    """The exit code of an internal error under ``gate.on_error`` (the settings of ``repo``, or
+    of the repository around the working directory, when they load, else
+    ``OCR_HOOK_GATE_ON_ERROR``): 2 for ``block``, else 0. Never another code: Claude Code runs
+    the command after any exit code but 2."""
     on_error = environ.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower()
-    if repo is not None:
-        try:
-            from .. import config
+    try:
+        from .. import config
 
-            on_error = config.load_settings(repo, vars(args), environ)[0].gate.on_error
-        except Exception:  # noqa: BLE001 - the settings are what failed: the environment decides
-            pass
+        repo = repo or git.find_toplevel(Path.cwd())  # Claude Code runs hooks in the project
+        on_error = config.load_settings(repo, vars(args), environ)[0].gate.on_error
+    except Exception:  # noqa: BLE001 - the settings are what failed: the environment decides
+        pass
     return CLAUDE_BLOCK if on_error == "block" else int(Exit.OK)
 
 

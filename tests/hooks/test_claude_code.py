@@ -238,6 +238,14 @@ def test_a_malformed_event_follows_gate_on_error(
     assert llm.requests == []
 
 
+def test_a_malformed_event_follows_the_repository_setting(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({".ocr-hook.toml": '[gate]\non_error = "block"\n'}, "base")
+    p = hook(repo, llm, '{"hook_event_name": "PreToolUse", "tool_name": 7}')
+    assert p.returncode == 2
+    assert p.stderr == ("ocr-hook: NOT REVIEWED: UsageError: the hook input has no"
+                        " tool_name/tool_input of the PreToolUse event\n")
+
+
 @pytest.mark.parametrize("on_error, rc", [("allow", 0), ("block", 2)])
 def test_a_failing_model_follows_gate_on_error(
     repo: GitRepo, llm: ScriptedLLM, on_error: str, rc: int,
