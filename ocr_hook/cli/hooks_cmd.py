@@ -1,15 +1,23 @@
-"""``git ocr install|uninstall [--pre-commit] [--pre-merge-commit] [--pre-push]``: the native git
-hooks (spec §1.1), one line printed per change."""
+"""``git ocr install|uninstall [--pre-commit] [--pre-merge-commit] [--pre-push]
+[--claude-code]``: the native git hooks (spec §1.1) and the Claude Code hook entry, one line
+printed per change; ``git ocr hook claude-code``: the gate inside the coding agent."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from .. import git, hooks
+from .. import git, hooks, util
+from ..errors import GitError
 from ..exitcodes import Exit
 from ..util import display_text
+
+log = logging.getLogger("ocr_hook")
+CLAUDE_BLOCK = 2  # the one exit code that stops a Claude Code tool call (stderr to the agent)
 
 
 def run_hooks_command(args: argparse.Namespace) -> int:
@@ -17,21 +25,108 @@ def run_hooks_command(args: argparse.Namespace) -> int:
     every hook of ocr-hook for uninstall) in the repository around the working directory.
     A refused install (a hook manager runs the hooks here) prints ``ocr-hook: not installed:
     <reasons>`` and then, verbatim, the lines to add to the manager's configuration, on
-    stderr; exit 2."""
+    stderr; exit 2. ``--claude-code`` alone touches only ``.claude/settings.json``."""
     repo = git.find_toplevel(Path.cwd())
     chosen = [h for h, on in (("pre-commit", args.pre_commit),
                               ("pre-merge-commit", args.pre_merge_commit),
                               ("pre-push", args.pre_push)) if on]
+    agent = bool(getattr(args, "claude_code", False))
+    lines = []
     if args.command == "install":
-        try:
-            changes = hooks.install(repo, chosen or ["pre-commit"], force=args.force)
-        except hooks.ManagedElsewhere as e:
-            advice = hooks.paste_order(e.refusals)  # bottom-up: each "after line N" holds
-            lines = [f"ocr-hook: {e}"] + [x for r in advice for x in r.advice]
-            print("\n".join(display_text(x) for x in lines), file=sys.stderr)
-            return Exit.USAGE
+        if chosen or not agent:
+            try:
+                changes = hooks.install(repo, chosen or ["pre-commit"], force=args.force)
+            except hooks.ManagedElsewhere as e:
+                advice = hooks.paste_order(e.refusals)  # bottom-up: each "after line N" holds
+                lines = [f"ocr-hook: {e}"] + [x for r in advice for x in r.advice]
+                print("\n".join(display_text(x) for x in lines), file=sys.stderr)
+                return Exit.USAGE
+            lines = [c.describe() for c in changes]
+        if agent:
+            path, action = hooks.install_claude_code(repo)
+            lines.append(f"installed Claude Code hook (PreToolUse, Bash): {path}"
+                         if action == "installed"
+                         else f"Claude Code hook already installed: {path}")
     else:
-        changes = hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))
-    for c in changes:
-        print(display_text(c.describe()))  # paths of the repository
+        if chosen or not agent:
+            lines = [c.describe() for c in hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))]
+        if agent:
+            path, action = hooks.uninstall_claude_code(repo)
+            lines.append(f"removed Claude Code hook: {path}" if action == "removed"
+                         else "Claude Code hook not installed")
+    for line in lines:
+        print(display_text(line))  # paths of the repository
     return Exit.OK
+
+
+def _on_error_code(args: argparse.Namespace, environ: Mapping[str, str], repo: Path | None) -> int:
+    """The exit code of an internal error under ``gate.on_error`` (the settings of ``repo``, or
+    of the repository around the working directory, when they load, else
+    ``OCR_HOOK_GATE_ON_ERROR``): 2 for ``block``, else 0. Never another code: Claude Code runs
+    the command after any exit code but 2."""
+    on_error = environ.get("OCR_HOOK_GATE_ON_ERROR", "").strip().lower()
+    try:
+        from .. import config
+
+        repo = repo or git.find_toplevel(Path.cwd())  # Claude Code runs hooks in the project
+        on_error = config.load_settings(repo, vars(args), environ)[0].gate.on_error
+    except Exception:  # noqa: BLE001 - the settings are what failed: the environment decides
+        pass
+    return CLAUDE_BLOCK if on_error == "block" else int(Exit.OK)
+
+
+def run_claude_code_hook(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``git ocr hook claude-code``: Claude Code's ``PreToolUse`` event on stdin. A Bash
+    command that runs ``git commit`` gets what that commit would contain reviewed; a blocked
+    gate exits 2 with the findings, how to dismiss them and what to do on stderr. Any other
+    command exits 0 at once. An internal error (a malformed event included) exits 0 or 2 per
+    ``gate.on_error``; this function never raises and never returns another code."""
+    repo: Path | None = None
+    try:
+        data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        event = hooks.parse_event(data, Path.cwd())
+        calls = list(dict.fromkeys(c for c in hooks.commit_invocations(event.command, event.cwd)
+                                   if not c.dry_run))
+        for call in calls:
+            try:
+                repo = git.find_toplevel(call.cwd)
+            except (GitError, OSError):
+                continue  # not a repository: that git commit fails by itself
+            code = _review_commit(args, environ, repo, call)
+            if code:
+                return code
+        return int(Exit.OK)
+    except Exception as e:  # noqa: BLE001 - any code but 0 and 2 would let the command run
+        log.error("NOT REVIEWED: %s: %s", type(e).__name__, util.one_line(str(e)))
+        log.debug("traceback", exc_info=True)
+        return _on_error_code(args, environ, repo)
+
+
+def _review_commit(args: argparse.Namespace, environ: Mapping[str, str], repo: Path,
+                   call: hooks.CommitCall) -> int:
+    """Review what ``call`` would commit (``hooks.prepare_commit``), its report on stderr;
+    0 when the commit may run, 2 when the gate blocks it."""
+    import contextlib
+
+    from .review_cmd import run_review_command
+
+    preview = hooks.prepare_commit(repo, call, environ)
+    try:
+        ns = argparse.Namespace(**vars(args))
+        ns.commit, ns.from_ref, ns.to_ref, ns.preview, ns.files = (
+            preview.commit or None, None, None, False, None)
+        os.chdir(repo)
+        with contextlib.redirect_stdout(sys.stderr), git.run_scope():
+            code = run_review_command(ns, preview.environ, "review")
+    finally:
+        preview.close()
+    if code == Exit.FINDINGS:
+        print("ocr-hook: the `git commit` did not run. Fix the findings above and commit again;"
+              " a finding that is not a problem: `git ocr dismiss ID --reason '…'`, then commit"
+              " again.", file=sys.stderr)
+        return CLAUDE_BLOCK
+    if code == Exit.INCOMPLETE:
+        return CLAUDE_BLOCK  # gate.on_error = block: the review said why
+    if code:
+        return _on_error_code(args, environ, repo)
+    return int(Exit.OK)

@@ -69,6 +69,10 @@ def _details_hint(args: argparse.Namespace) -> str:
 def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Run the chosen command; returns its exit code. Commands are imported in their branch."""
     command = args.command
+    if command == "hook" and args.hook == "claude-code":
+        from .hooks_cmd import run_claude_code_hook
+
+        return run_claude_code_hook(args, env)  # 0 or 2 only: Claude Code's exit codes
     if command == "review" or command == "hook":
         from .. import git
         from .review_cmd import run_review_command

@@ -250,6 +250,11 @@ def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> N
             "files", nargs="*", metavar="FILE",
             help="only review these of the staged files (the pre-commit framework passes the"
             " file names; a name that is not staged is ignored, never \"review everything\")")
+    if not path or path[0] == "claude-code":
+        hcc = hs.add_parser(
+            "claude-code", help="Claude Code PreToolUse hook: review what a `git commit` of the"
+            " agent would commit (event JSON on stdin; exit 2 blocks)")
+        _add_review_flags(hcc, hook=True)
     if path and path[0] != "pre-push":
         return
     hpp = hs.add_parser(
@@ -274,6 +279,8 @@ def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
                      help="install even where a hook manager (lefthook, husky, the pre-commit"
                      " framework) is configured, and replace an existing hook instead of running"
                      " it first")
+    ins.add_argument("--claude-code", action="store_true",
+                     help="the Claude Code hook in .claude/settings.json (alone: no git hook)")
 
 
 def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
@@ -283,6 +290,8 @@ def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]
     uns.add_argument("--pre-push", action="store_true", help="only the pre-push hook")
     uns.add_argument("--pre-merge-commit", action="store_true",
                      help="only the pre-merge-commit hook")
+    uns.add_argument("--claude-code", action="store_true",
+                     help="only the Claude Code hook in .claude/settings.json")
 
 
 def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
@@ -402,4 +411,4 @@ _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequenc
     "tool": _add_tool,
 }
 COMMANDS = tuple(_COMMAND_ADDERS)
-HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code")

@@ -1,6 +1,6 @@
 """Native git hooks: install, chain an existing hook, uninstall; hook managers (lefthook,
 husky, the pre-commit framework) detected from the repository; the host running a hook and its
-bypass words."""
+bypass words; the Claude Code hook (a gate inside the coding agent)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,22 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
+    from .agents import (
+        AgentEvent,
+        CommitCall,
+        commit_invocations,
+        install_claude_code,
+        parse_event,
+        prepare_commit,
+        uninstall_claude_code,
+    )
     from .hosts import HOSTS, bypass_clause, framework_skip_id, hook_host
     from .managers import Refusal, paste_order
     from .native import HOOK_TYPES, ManagedElsewhere, hook_command, install, uninstall
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "agents": ("AgentEvent", "CommitCall", "commit_invocations", "install_claude_code",
+               "parse_event", "prepare_commit", "uninstall_claude_code",),
     "native": ("HOOK_TYPES", "ManagedElsewhere", "hook_command", "install", "uninstall",),
     "managers": ("Refusal", "paste_order",),
     "hosts": ("HOSTS", "bypass_clause", "framework_skip_id", "hook_host",),

@@ -1,0 +1,333 @@
+"""The gate inside a coding agent: Claude Code's ``PreToolUse`` hook on its ``Bash`` tool.
+
+Claude Code runs each command hook of ``.claude/settings.json`` (``{"hooks": {"PreToolUse":
+[{"matcher": "Bash", "hooks": [{"type": "command", "command": …}]}]}}``) before a tool call,
+with one JSON object on stdin (``hook_event_name``, ``tool_name``, ``tool_input.command``,
+``cwd``, …). Exit 0 lets the call run; exit 2 stops it and hands stderr to the agent as the
+reason; any other exit code is reported and the call runs anyway (Claude Code hooks reference).
+
+This module reads the event (:func:`parse_event`), finds the ``git commit`` invocations of a
+shell command line (:func:`commit_invocations`), prepares what such a commit would contain
+without touching the index, work tree or refs (:func:`prepare_commit`), and merges our entry
+into (or out of) a project's settings file (:func:`install_claude_code`,
+:func:`uninstall_claude_code`). The review itself runs in ``cli.hooks_cmd``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import git, util
+from ..errors import UsageError
+
+CLAUDE_SETTINGS = Path(".claude") / "settings.json"
+CLAUDE_COMMAND = "git ocr hook claude-code"  # on PATH: the settings file is shared
+CLAUDE_TIMEOUT_S = 360  # s: past review.timeout_s (300 s by default), so gate.on_error decides
+SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", "|&", ";;", "(", ")"})
+# git options before the subcommand that take the next word as their value
+GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                               "--config-env", "--exec-path", "--super-prefix"})
+# `git commit` short options whose value is the rest of the word or the next word
+COMMIT_VALUE_SHORT = "mFCctSu"  # S, u: an optional value, attached only
+COMMIT_VALUE_LONG = frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
+                               "--fixup", "--squash", "--template", "--author", "--date",
+                               "--cleanup", "--pathspec-from-file", "--trailer"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+PREVIEW_IDENTITY = {"GIT_AUTHOR_NAME": "ocr-hook", "GIT_AUTHOR_EMAIL": "ocr-hook@localhost",
+                    "GIT_COMMITTER_NAME": "ocr-hook", "GIT_COMMITTER_EMAIL": "ocr-hook@localhost"}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """One ``PreToolUse`` event: ``tool`` (``Bash``), its shell ``command`` ("" for another
+    tool or another event, which nothing can stop) and the ``cwd`` it runs in (absolute)."""
+
+    tool: str
+    command: str
+    cwd: Path
+
+
+@dataclass(frozen=True, slots=True)
+class CommitCall:
+    """One ``git commit`` in a command line: the directory git runs in (``cd`` and ``-C``
+    applied), ``all`` for ``-a``/``--all``, ``amend``, the pathspecs (``git commit PATH…``),
+    ``dry_run`` (nothing is committed)."""
+
+    cwd: Path
+    all: bool = False
+    amend: bool = False
+    paths: tuple[str, ...] = ()
+    dry_run: bool = False
+
+
+def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
+    """The event of Claude Code's hook input (UTF-8 JSON object). ``cwd`` defaults to
+    ``default_cwd``; a relative one is taken from it. Raises UsageError for input that is not
+    such an object, or a ``tool_input.command`` that is not a string."""
+    try:
+        event = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"the hook input is not a JSON object: {util.one_line(str(e))}") from e
+    if not isinstance(event, dict):
+        raise UsageError("the hook input is not a JSON object")
+    tool = event.get("tool_name", "")
+    tool_input = event.get("tool_input") or {}
+    if not isinstance(tool, str) or not isinstance(tool_input, dict):
+        raise UsageError("the hook input has no tool_name/tool_input of the PreToolUse event")
+    name = event.get("hook_event_name", "PreToolUse")
+    command = tool_input.get("command", "") if tool == "Bash" and name == "PreToolUse" else ""
+    if not isinstance(command, str):
+        raise UsageError("tool_input.command of the Bash event is not a string")
+    cwd = event.get("cwd") or ""
+    where = default_cwd / cwd if isinstance(cwd, str) and cwd else default_cwd
+    return AgentEvent(tool, command, where)
+
+
+def split_commands(command: str) -> list[list[str]]:
+    """The simple commands of a shell command line, each as its words: split on ``&&``,
+    ``||``, ``;``, ``|``, ``&``, parentheses and newlines (quoted ones kept). A line shlex
+    cannot split (an open quote) is split as far as it goes. Comments are dropped."""
+    lex = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
+    lex.whitespace = " \t\r"
+    lex.commenters = "#"
+    lex.whitespace_split = True
+    words: list[str] = []
+    found: list[list[str]] = []
+    try:
+        for token in lex:
+            if token in SEPARATORS or set(token) <= set("();|&\n"):
+                found.append(words)
+                words = []
+            else:
+                words.append(token)
+    except ValueError:  # no closing quotation: what was read still counts
+        pass
+    found.append(words)
+    return [w for w in found if w]
+
+
+def _strip_prefix(words: list[str]) -> list[str]:
+    """The command without leading ``NAME=value`` assignments and ``env``/``command``/
+    ``exec``/``time``/``nohup`` words."""
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if "=" in w and not w.startswith("-") and w.split("=", 1)[0].isidentifier():
+            i += 1
+        elif w in ("env", "command", "exec", "time", "nohup", "builtin"):
+            i += 1
+        else:
+            break
+    return words[i:]
+
+
+def _git_subcommand(words: Sequence[str], cwd: Path) -> tuple[str, Path, list[str]]:
+    """(subcommand, directory, its arguments) of ``git [options] SUB ARGS``; ``-C`` applied."""
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w == "-C" and i + 1 < len(words):
+            cwd = cwd / words[i + 1]
+            i += 2
+        elif w in GIT_VALUE_OPTIONS:
+            i += 2
+        elif w.startswith("-"):
+            i += 1
+        else:
+            return w, cwd, list(words[i + 1:])
+    return "", cwd, []
+
+
+def _commit_call(args: Sequence[str], cwd: Path) -> CommitCall:
+    """The :class:`CommitCall` of ``git commit ARGS`` run in ``cwd``."""
+    flags = {"all": False, "amend": False, "dry_run": False}
+    paths: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a == "--":
+            paths.extend(it)
+        elif a.startswith("--"):
+            name = a.split("=", 1)[0]
+            if name in ("--all",):
+                flags["all"] = True
+            elif name == "--amend":
+                flags["amend"] = True
+            elif name == "--dry-run":
+                flags["dry_run"] = True
+            elif name in COMMIT_VALUE_LONG and "=" not in a:
+                next(it, None)
+        elif a.startswith("-") and len(a) > 1:
+            for j, ch in enumerate(a[1:]):
+                if ch == "a":
+                    flags["all"] = True
+                elif ch in COMMIT_VALUE_SHORT:
+                    if j == len(a) - 2 and ch not in "Su":  # the value is the next word
+                        next(it, None)
+                    break
+        else:
+            paths.append(a)
+    return CommitCall(cwd, flags["all"], flags["amend"], tuple(paths), flags["dry_run"])
+
+
+def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
+    """Every ``git commit`` in the shell ``command`` run from ``cwd``, in order: ``cd DIR``
+    before it moves the directory (for the rest of the line), ``git -C DIR`` for that one
+    command, ``VAR=x``/``env`` prefixes skipped, ``git`` by any path (``/usr/bin/git``), the
+    line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well."""
+    found = []
+    for words in split_commands(command):
+        words = _strip_prefix(words)
+        if not words:
+            continue
+        if os.path.basename(words[0]) in SHELLS and len(words) > 2 and words[1] == "-c":
+            found += commit_invocations(words[2], cwd)  # `bash -c '…'`: its own line
+            continue
+        if words[0] in ("cd", "pushd") and len(words) > 1 and words[1] != "-":
+            cwd = cwd / os.path.expanduser(words[1])
+            continue
+        if os.path.basename(words[0]) != "git":
+            continue
+        sub, where, args = _git_subcommand(words, cwd)
+        if sub == "commit":
+            found.append(_commit_call(args, where))
+    return found
+
+
+@dataclass
+class CommitPreview:
+    """What a :class:`CommitCall` would commit, ready for review: ``environ`` for the review
+    (``GIT_INDEX_FILE`` set to a private index when the commit takes work-tree changes) and
+    ``commit``, a commit object made for ``--amend`` (its tree, HEAD's parents), else "".
+    :meth:`close` removes the private index. No ref, index or work-tree file is written."""
+
+    environ: dict[str, str]
+    commit: str = ""
+    scratch: list[Path] = field(default_factory=list)
+
+    def close(self) -> None:
+        for p in self.scratch:
+            p.unlink(missing_ok=True)
+            Path(f"{p}.lock").unlink(missing_ok=True)
+
+
+def prepare_commit(repo: Path, call: CommitCall, environ: Mapping[str, str]) -> CommitPreview:
+    """The :class:`CommitPreview` of ``call`` in the repository whose top is ``repo``.
+    ``-a``/``--all`` and pathspecs: a private copy of the index (``git.private_copy``) takes
+    the tracked work-tree changes (``git add -u [-- PATHS]``, run in the commit's directory so
+    the paths mean what they mean to git commit). ``--amend``: that index's tree is written
+    and committed with HEAD's parents (``git commit-tree``: an object, no ref). Raises
+    GitError."""
+    env = dict(environ)
+    preview = CommitPreview(env)
+    try:
+        if call.all or call.paths or call.amend:
+            index = git.private_copy(git.git_path(repo, "index"), environ)
+            preview.scratch.append(index)
+            env["GIT_INDEX_FILE"] = str(index)
+            if call.all or call.paths:
+                git.run_git(call.cwd, "add", "-u", "--", *call.paths, env=env)
+        if call.amend:
+            tree = git.run_git(repo, "write-tree", env=env).decode().strip()
+            parents = git.run_git(repo, "rev-parse", "HEAD^@", env=env).decode().split()
+            message = b"ocr-hook: what `git commit --amend` would commit\n"
+            parent_args = [x for p in parents for x in ("-p", p)]
+            preview.commit = git.run_git(
+                repo, "commit-tree", tree, *parent_args, stdin=message, env=env,
+                extra_env=PREVIEW_IDENTITY).decode().strip()
+            env.pop("GIT_INDEX_FILE")
+    except BaseException:
+        preview.close()
+        raise
+    return preview
+
+
+def _ours(hook: object) -> bool:
+    return isinstance(hook, dict) and str(hook.get("command", "")).strip().endswith(
+        "hook claude-code")
+
+
+def _read_settings(path: Path) -> dict[str, object]:
+    """The JSON object of a Claude Code settings file ({} when absent). Raises UsageError
+    for a file that is not a JSON object (it is never overwritten then)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from e
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as e:
+        raise UsageError(f"{path} is not valid JSON ({util.one_line(str(e))}); fix it first"
+                         ) from e
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} is not a JSON object; fix it first")
+    return data
+
+
+def _groups(data: dict[str, object], path: Path) -> Iterator[dict[str, object]]:
+    hooks = data.get("hooks", {})
+    groups = hooks.get("PreToolUse", []) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        raise UsageError(f"{path}: \"hooks\".\"PreToolUse\" is not a list; fix it first")
+    yield from (g for g in groups if isinstance(g, dict))
+
+
+def _write_settings(path: Path, data: dict[str, object]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        util.write_atomic(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from e
+
+
+def install_claude_code(repo: Path) -> tuple[Path, str]:
+    """Merge our ``PreToolUse`` entry (matcher ``Bash``, command ``git ocr hook claude-code``)
+    into ``repo/.claude/settings.json``, keeping every other key and hook as it is. Returns
+    (path, ``installed``|``unchanged``). Raises UsageError for a settings file that is not a
+    JSON object (left untouched) or cannot be written."""
+    path = repo / CLAUDE_SETTINGS
+    data = _read_settings(path)
+    if any(_ours(h) for g in _groups(data, path) for h in g.get("hooks") or []  # type: ignore[union-attr]
+           if g.get("matcher") == "Bash"):
+        return path, "unchanged"
+    hooks = data.setdefault("hooks", {})
+    assert isinstance(hooks, dict)
+    groups = hooks.setdefault("PreToolUse", [])
+    assert isinstance(groups, list)
+    groups.append({"matcher": "Bash", "hooks": [
+        {"type": "command", "command": CLAUDE_COMMAND, "timeout": CLAUDE_TIMEOUT_S}]})
+    _write_settings(path, data)
+    return path, "installed"
+
+
+def uninstall_claude_code(repo: Path) -> tuple[Path, str]:
+    """Remove our hook entries from ``repo/.claude/settings.json`` (a group or key left empty
+    by that goes too); everything else stays. Returns (path, ``removed``|``absent``)."""
+    path = repo / CLAUDE_SETTINGS
+    data = _read_settings(path)
+    if not data:
+        return path, "absent"
+    removed = False
+    for g in list(_groups(data, path)):
+        hooks = g.get("hooks")
+        if isinstance(hooks, list) and any(_ours(h) for h in hooks):
+            g["hooks"] = [h for h in hooks if not _ours(h)]
+            removed = True
+    if not removed:
+        return path, "absent"
+    section = data["hooks"]
+    assert isinstance(section, dict)
+    section["PreToolUse"] = [g for g in section["PreToolUse"]
+                             if not (isinstance(g, dict) and g.get("hooks") == [])]
+    if not section["PreToolUse"]:
+        del section["PreToolUse"]
+    if not section:
+        del data["hooks"]
+    _write_settings(path, data)
+    return path, "removed"
