@@ -18,6 +18,7 @@ from ..util import display_text
 
 log = logging.getLogger("ocr_hook")
 CLAUDE_BLOCK = 2  # the one exit code that stops a Claude Code tool call (stderr to the agent)
+AGENT_TOKEN_BUDGET = 300_000  # the git hooks' default review.max_tokens_budget (spec §2)
 
 
 def run_hooks_command(args: argparse.Namespace) -> int:
@@ -115,6 +116,12 @@ def _review_commit(args: argparse.Namespace, environ: Mapping[str, str], repo: P
         ns = argparse.Namespace(**vars(args))
         ns.commit, ns.from_ref, ns.to_ref, ns.preview, ns.files = (
             preview.commit or None, None, None, False, None)
+        if getattr(ns, "max_tokens_budget", None) is None:  # a hook's budget, as git hooks have
+            from .. import config
+
+            settings = config.load_settings(repo, vars(args), preview.environ)[0]
+            if settings.review.max_tokens_budget is None:
+                ns.max_tokens_budget = AGENT_TOKEN_BUDGET
         os.chdir(repo)
         with contextlib.redirect_stdout(sys.stderr), git.run_scope():
             code = run_review_command(ns, preview.environ, "review")

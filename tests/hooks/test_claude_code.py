@@ -331,3 +331,24 @@ def test_the_commits_a_command_line_runs(command: str,
 
     calls = commit_invocations(command, Path("/w"))
     assert [(str(c.cwd), c.all, c.amend, c.paths) for c in calls] == found
+
+
+def test_the_agent_gate_has_the_git_hooks_token_budget(repo: GitRepo, llm: ScriptedLLM) -> None:
+    """Without review.max_tokens_budget the agent's commits get the 300,000 tokens git hooks get:
+    a request whose output limit alone does not fit is never sent."""
+    repo.commit({"calc.py": SOURCE}, "base")
+    repo.stage({"calc.py": BUGGY})
+    p = hook(repo, llm, event("git commit -m x", repo.path),
+             OCR_HOOK_LLM_MAX_OUTPUT_TOKENS="299990")
+    assert p.returncode == 0, p.stderr  # gate.on_error = allow
+    assert llm.requests == []
+    assert "token budget of 300000 used up" in p.stderr
+    # a budget of the repository's own wins
+    (repo.path / ".ocr-hook.toml").write_text("[review]\nmax_tokens_budget = 0\n")
+    repo.git("add", ".ocr-hook.toml")
+    repo.git("commit", "-qm", "settings", "--", ".ocr-hook.toml")
+    llm.tool_calls(DONE)
+    p = hook(repo, llm, event("git commit -m x", repo.path),
+             OCR_HOOK_LLM_MAX_OUTPUT_TOKENS="299990")
+    assert p.returncode == 0, p.stderr
+    assert len(llm.requests) == 1
