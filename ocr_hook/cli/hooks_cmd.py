@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import git, hooks, util
-from ..errors import GitError
+from ..errors import GitError, OcrError
 from ..exitcodes import Exit
 from ..util import display_text
 
@@ -31,7 +31,8 @@ def run_hooks_command(args: argparse.Namespace) -> int:
     chosen = [h for h, on in (("pre-commit", args.pre_commit),
                               ("pre-merge-commit", args.pre_merge_commit),
                               ("pre-push", args.pre_push)) if on]
-    agent = bool(getattr(args, "claude_code", False))
+    cursor = bool(getattr(args, "cursor", False))
+    agent = bool(getattr(args, "claude_code", False)) or cursor
     lines = []
     if args.command == "install":
         if chosen or not agent:
@@ -43,18 +44,26 @@ def run_hooks_command(args: argparse.Namespace) -> int:
                 print("\n".join(display_text(x) for x in lines), file=sys.stderr)
                 return Exit.USAGE
             lines = [c.describe() for c in changes]
-        if agent:
+        if getattr(args, "claude_code", False):
             path, action = hooks.install_claude_code(repo)
             lines.append(f"installed Claude Code hook (PreToolUse, Bash): {path}"
                          if action == "installed"
                          else f"Claude Code hook already installed: {path}")
+        if cursor:
+            path, action = hooks.install_cursor(repo)
+            lines.append(f"installed Cursor hook (beforeShellExecution): {path}"
+                         if action == "installed" else f"Cursor hook already installed: {path}")
     else:
         if chosen or not agent:
             lines = [c.describe() for c in hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))]
-        if agent:
+        if getattr(args, "claude_code", False):
             path, action = hooks.uninstall_claude_code(repo)
             lines.append(f"removed Claude Code hook: {path}" if action == "removed"
                          else "Claude Code hook not installed")
+        if cursor:
+            path, action = hooks.uninstall_cursor(repo)
+            lines.append(f"removed Cursor hook: {path}" if action == "removed"
+                         else "Cursor hook not installed")
     for line in lines:
         print(display_text(line))  # paths of the repository
     return Exit.OK
@@ -74,6 +83,30 @@ def _on_error_code(args: argparse.Namespace, environ: Mapping[str, str], repo: P
     except Exception:  # noqa: BLE001 - the settings are what failed: the environment decides
         pass
     return CLAUDE_BLOCK if on_error == "block" else int(Exit.OK)
+
+
+def run_cursor_hook(environ: Mapping[str, str]) -> int:
+    """``git ocr hook cursor``: Cursor's ``beforeShellExecution`` event on stdin, reviewed by
+    ``git ocr hook claude-code`` in a child process (the event translated,
+    ``hooks.claude_event``); Cursor's answer (``hooks.cursor_answer``: ``deny`` with the
+    findings for the agent when the gate blocks) on stdout. Always exit 0: Cursor reads the
+    answer. An input that is not JSON is answered ``allow`` or ``deny`` per gate.on_error, as
+    the Claude Code gate answers it."""
+    import json
+    import subprocess
+
+    data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+    try:
+        event = hooks.claude_event(data)
+    except OcrError as e:
+        log.error("NOT REVIEWED: %s", util.one_line(str(e)))
+        event = data  # the gate answers a malformed event per gate.on_error
+    child = subprocess.run([sys.executable, "-m", "ocr_hook.cli", "hook", "claude-code"],
+                           input=event, capture_output=True, env=dict(environ), check=False)
+    report = child.stderr.decode("utf-8", "replace")
+    sys.stderr.write(report)
+    print(json.dumps(hooks.cursor_answer(child.returncode, report), ensure_ascii=False))
+    return int(Exit.OK)
 
 
 def run_claude_code_hook(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

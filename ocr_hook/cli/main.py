@@ -69,6 +69,10 @@ def _details_hint(args: argparse.Namespace) -> str:
 def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Run the chosen command; returns its exit code. Commands are imported in their branch."""
     command = args.command
+    if command == "hook" and args.hook == "cursor":
+        from .hooks_cmd import run_cursor_hook
+
+        return run_cursor_hook(env)  # always 0: Cursor reads the answer on stdout
     if command == "hook" and args.hook == "claude-code":
         from .hooks_cmd import run_claude_code_hook
 

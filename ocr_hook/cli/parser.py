@@ -255,6 +255,9 @@ def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> N
             "claude-code", help="Claude Code PreToolUse hook: review what a `git commit` of the"
             " agent would commit (event JSON on stdin; exit 2 blocks)")
         _add_review_flags(hcc, hook=True)
+    if not path or path[0] == "cursor":
+        hs.add_parser("cursor", help="Cursor beforeShellExecution hook: the Claude Code gate for"
+                      " Cursor's agent (event JSON on stdin; the answer JSON on stdout)")
     if path and path[0] != "pre-push":
         return
     hpp = hs.add_parser(
@@ -281,6 +284,8 @@ def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
                      " it first")
     ins.add_argument("--claude-code", action="store_true",
                      help="the Claude Code hook in .claude/settings.json (alone: no git hook)")
+    ins.add_argument("--cursor", action="store_true",
+                     help="the Cursor hook in .cursor/hooks.json (alone: no git hook)")
 
 
 def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
@@ -292,6 +297,8 @@ def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]
                      help="only the pre-merge-commit hook")
     uns.add_argument("--claude-code", action="store_true",
                      help="only the Claude Code hook in .claude/settings.json")
+    uns.add_argument("--cursor", action="store_true",
+                     help="only the Cursor hook in .cursor/hooks.json")
 
 
 def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
@@ -411,4 +418,4 @@ _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequenc
     "tool": _add_tool,
 }
 COMMANDS = tuple(_COMMAND_ADDERS)
-HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code", "cursor")

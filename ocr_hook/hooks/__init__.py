@@ -1,6 +1,6 @@
 """Native git hooks: install, chain an existing hook, uninstall; hook managers (lefthook,
 husky, the pre-commit framework) detected from the repository; the host running a hook and its
-bypass words; the Claude Code hook (a gate inside the coding agent)."""
+bypass words; the Claude Code and Cursor hooks (a gate inside the coding agent)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         prepare_commit,
         uninstall_claude_code,
     )
+    from .cursor import claude_event, cursor_answer, install_cursor, uninstall_cursor
     from .hosts import HOSTS, bypass_clause, framework_skip_id, hook_host
     from .managers import Refusal, paste_order
     from .native import HOOK_TYPES, ManagedElsewhere, hook_command, install, uninstall
@@ -28,4 +29,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "native": ("HOOK_TYPES", "ManagedElsewhere", "hook_command", "install", "uninstall",),
     "managers": ("Refusal", "paste_order",),
     "hosts": ("HOSTS", "bypass_clause", "framework_skip_id", "hook_host",),
+    "cursor": ("claude_event", "cursor_answer", "install_cursor", "uninstall_cursor",),
 })
