@@ -133,7 +133,9 @@ def managed_elsewhere(repo: Path, directory: Path, hook: str,
     rel = where.relative_to(top).as_posix() if where.is_relative_to(top) else str(directory)
     lefthook = managers.lefthook_config(top)
     script = b"lefthook" in head or b"husky" in head
-    husky = (inside and rel.split("/")[0] == ".husky") or b"husky" in head
+    # a lefthook hook names lefthook's binary, whose path may hold "husky" (an npm folder)
+    husky = (inside and rel.split("/")[0] == ".husky") or (
+        b"husky" in head and b"lefthook" not in head)
     if lefthook and not husky and (b"lefthook" in head or inside or (from_files and not script)):
         why = "" if inside or b"lefthook" in head else (
             f": `lefthook install` (also run by npm install) would rename a hook written to "

@@ -59,7 +59,8 @@ TOOL_USAGE = {
 def delegated_key(state: RunState) -> str:
     """The ``delegated`` entry key of a run: SHA-256 of the reviewed files' fingerprints
     (``store.file_fingerprint``, redacted patches), every changed (status, path), the rule
-    text, the background, the cache format and the ocr-hook version. No endpoint setting:
+    text, the background, the agent guidance, the cache format and the ocr-hook version. No
+    endpoint setting:
     whoever reviewed it, the answer belongs to this content under these rules."""
     from .cache.store import CACHE_FORMAT, digest, file_fingerprint
 
@@ -70,6 +71,7 @@ def delegated_key(state: RunState) -> str:
         "kind": DELEGATED, "format": CACHE_FORMAT, "version": __version__,
         "rules": sha(state.rules([f.path for f in state.reviewable])),
         "background": sha(state.req.background),
+        "guidance": sha(state.req.guidance.block),
         "files": [file_fingerprint(f) for f in state.reviewable],
         "changed": sorted((f.status, f.path) for f in state.files),
     })
@@ -210,9 +212,12 @@ def task_text(d: Delegation, flags: str = "") -> str:
     now = time.strftime("%Y-%m-%d")
     for i, g in enumerate(groups, 1):
         fields = agent.group_fields(g, st.files, st.rules([f.path for f in g.files]),
-                                    st.req.background, now, d.line_count)
+                                    st.req.background, now, d.line_count,
+                                    guidance=st.req.guidance.block)
         parts += [f"\n## Group {i} of {len(groups)}: {g.label}\n",
                   f"<review_checklist>\n{fields['rules']}\n</review_checklist>"]
+        if fields["guidance"]:  # the project's conventions, as the model gets them
+            parts.append(f"<project_guidance>\n{fields['guidance']}\n</project_guidance>")
         if fields["background"]:
             parts.append(f"<background>\n{fields['background']}\n</background>")
         parts += [f"<other_changed_files>\n{fields['other_files']}\n</other_changed_files>",
@@ -220,9 +225,13 @@ def task_text(d: Delegation, flags: str = "") -> str:
     return d.redact("\n".join(parts) + "\n")
 
 
+SEVERITIES = ("critical", "high", "medium", "low")
+
+
 def parse_findings(text: str, source: str) -> list[Any]:
     """The findings list of a submitted file's ``text``; ``source`` names it in errors.
-    Raises UsageError (one line) for text that is not JSON or not a list."""
+    Raises UsageError (one line) for text that is not JSON or not a list, or a finding whose
+    severity is not one of SEVERITIES (any case)."""
     try:
         data = json.loads(text)
     except ValueError as e:
@@ -233,6 +242,11 @@ def parse_findings(text: str, source: str) -> list[Any]:
     if not isinstance(data, list):
         raise UsageError(f"{source}: expected a JSON list of findings, got"
                          f" {type(data).__name__}")
+    for i, item in enumerate(data, 1):  # a typo must not turn a finding into a pass
+        severity = item.get("severity") if isinstance(item, dict) else None
+        if not isinstance(severity, str) or severity.strip().lower() not in SEVERITIES:
+            raise UsageError(f"{source}: finding {i}: severity must be critical, high, medium"
+                             f" or low, got {json.dumps(severity)}")
     return data
 
 

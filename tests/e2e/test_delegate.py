@@ -209,7 +209,39 @@ def test_bad_findings_input_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path
     assert p.returncode == 2
     assert p.stderr == (f"ocr-hook: cannot read findings file {tmp_path / 'missing.json'}:"
                         " No such file or directory\n")
+    # a severity that is not on the scale would have filed a high finding as low: refused
+    for severity, shown in (("urgent", '"urgent"'), (None, "null")):
+        item = {**DEFECT, "severity": severity}
+        p = ocr(repo, "delegate", "submit", "-", stdin=json.dumps([DEFECT, item]))
+        assert (p.returncode, p.stderr) == (
+            2, "ocr-hook: stdin: finding 2: severity must be critical, high, medium or low,"
+               f" got {shown}\n")
     assert not (repo.path / ".git" / "ocr-hook" / "cache" / "delegated").exists()
+
+
+def test_the_task_carries_the_agent_guidance_and_its_key_follows_it(repo: GitRepo) -> None:
+    repo.commit({"AGENTS.md": "Division helpers raise ValueError on an empty list.\n"}, "docs")
+    staged_change(repo)
+    task = ocr(repo, "delegate")
+    assert task.returncode == 0, task.stderr
+    head = task.stdout.split("## Group 1 of 1")[1].split("<review_files>")[0]
+    assert "<project_guidance>" in head
+    assert "Division helpers raise ValueError on an empty list." in head
+    rc, _, err = submit(repo, [DEFECT])
+    assert rc == 1, err
+    assert ocr(repo, "hook", "pre-commit").returncode == 1  # answered from the stored result
+    # a new HEAD with the same guidance still answers; other guidance at HEAD does not
+    (repo.path / "README.md").write_text("readme\n", encoding="utf-8")
+    repo.git("add", "README.md")
+    repo.git("commit", "-q", "-m", "readme", "--only", "README.md")
+    hit = ocr(repo, "hook", "pre-commit", "--format", "json")
+    assert (hit.returncode, json.loads(hit.stdout)["summary"]["cache_hits"]) == (1, 1)
+    (repo.path / "AGENTS.md").write_text("Prefer returning 0.0.\n", encoding="utf-8")
+    repo.git("commit", "-q", "-m", "docs 2", "--only", "AGENTS.md")
+    miss = ocr(repo, "hook", "pre-commit", "--format", "json")
+    data = json.loads(miss.stdout)
+    assert (miss.returncode, data["summary"]["cache_hits"], data["verdict"]) == (
+        0, 0, "incomplete")
 
 
 def test_submit_from_stdin_with_no_finding_passes_the_hook(repo: GitRepo) -> None:

@@ -370,3 +370,22 @@ def test_lefthook_toml_and_flow_style_advice() -> None:
     assert managers.LEFTHOOK_FILES[:4] == ("lefthook.yml", "lefthook.yaml", "lefthook.toml",
                                            "lefthook.json")
     assert len(managers.LEFTHOOK_FILES) == 15
+
+
+def test_a_lefthook_hook_whose_binary_path_names_husky_is_still_lefthook(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """lefthook's generated hook names its binary; an npm folder on that path may hold the word
+    husky (as the tests' own cache does): that is still a lefthook hook."""
+    config = LEFTHOOK_JOBS.replace("      glob: \"*.js\"\n",
+                                   "      glob: \"*.js\"\n    - name: ocr-review\n"
+                                   "      run: git ocr hook pre-commit\n", 1)
+    repo.commit({"lefthook.yml": config}, "lefthook")
+    hook = repo.path / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\n/home/u/.cache/npm/lefthook-2.2.1-husky-9.1.7/node_modules/"
+                    "lefthook/bin/lefthook run \"pre-commit\" \"$@\"\n")
+    hook.chmod(0o755)
+    rc, out = ocr(monkeypatch, capsys, repo.path, "install")
+    assert (rc, out) == (2, "ocr-hook: not installed: pre-commit hooks here are run by lefthook,"
+                         " and lefthook.yml already runs `git ocr hook pre-commit`: nothing to"
+                         " install\n")
