@@ -89,7 +89,8 @@ def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1800,
 
 class Listener:
     """A loopback TCP listener that records the first line of every request made to it (as a
-    proxy it also swallows them: nothing the browser sends goes further than this socket)."""
+    proxy it also swallows them: nothing the browser sends goes further than this socket). A
+    connection closed or idle for 2 s before sending a byte is no request and is not recorded."""
 
     def __init__(self) -> None:
         self.sock = socket.socket()
@@ -110,7 +111,8 @@ class Listener:
                 head = conn.recv(2048).decode("latin-1")
             except OSError:
                 head = ""
-            self.requests.append(head.split("\r\n", 1)[0])
+            if head:  # a connection that sends nothing (Chromium's preconnect) asks for nothing
+                self.requests.append(head.split("\r\n", 1)[0])
             conn.close()
 
     def close(self) -> None:
