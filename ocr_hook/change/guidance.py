@@ -1,4 +1,4 @@
-"""The repository's agent guidance (issue 29, spec §5.1): ``AGENTS.md``, ``CLAUDE.md``,
+"""The repository's agent guidance (spec §5.1): ``AGENTS.md``, ``CLAUDE.md``,
 ``.github/copilot-instructions.md`` and ``.cursorrules``, read from HEAD like the repository
 rules (a staged edit cannot change its own review), bounded, and given to the model as the
 ``<project_guidance>`` block of the main prompt: conventions of this repository, never

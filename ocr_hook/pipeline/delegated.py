@@ -142,13 +142,7 @@ class Delegation:
 
     def line_count(self, path: str) -> int | None:
         """Lines of changed file ``path`` after the change (None when unreadable)."""
-        try:
-            lines = self.view.new_file_lines(path)
-        except OcrError:
-            return None
-        if lines is None:
-            return None
-        return len(lines) - (1 if lines and lines[-1] == "" else 0)
+        return self.view.line_count(path)
 
     def groups(self) -> list[Group]:
         """The reviewable files with their scope context (``diff.widen_file``, as a review

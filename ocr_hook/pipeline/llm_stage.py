@@ -219,13 +219,7 @@ class _GroupRunner:
 
     def _line_count(self, path: str) -> int | None:
         """Lines of changed file ``path`` after the change (None when unreadable)."""
-        try:
-            lines = self.view.new_file_lines(path)
-        except OcrError:
-            return None
-        if lines is None:
-            return None
-        return len(lines) - (1 if lines and lines[-1] == "" else 0)
+        return self.view.line_count(path)
 
     def _relocate(self, fd: FileDiff, c: RawComment) -> str | None:
         """Ask the model where comment ``c`` belongs in ``fd`` (spec §8.1 re-location)."""

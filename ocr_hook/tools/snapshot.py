@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import git, util
 from ..diff import FileDiff
+from ..errors import OcrError
 from ..util import real_path
 
 GREP_TIMEOUT_S = 10.0  # git grep / ls-tree (OCR code_search, file_find: 10 s)
@@ -144,6 +145,17 @@ class SnapshotView:
         with self._lock:
             self._lines[path] = lines
         return lines
+
+    def line_count(self, path: str) -> int | None:
+        """Lines of changed file ``path`` after the change (:meth:`new_file_lines` without a
+        final empty piece); None when unchanged, deleted or unreadable (an OcrError too)."""
+        try:
+            lines = self.new_file_lines(path)
+        except OcrError:
+            return None
+        if lines is None:
+            return None
+        return len(lines) - (1 if lines and lines[-1] == "" else 0)
 
     def read_patch(self, fd: FileDiff, max_bytes: int) -> tuple[str | None, int]:
         """(the patch of changed file ``fd``, unredacted; its size in bytes): ``fd.patch`` when
