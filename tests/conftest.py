@@ -12,7 +12,10 @@ from tests.support.gitrepo import SCRUB, GitRepo, home_repo
 from tests.support.scripted_llm import ScriptedLLM
 
 _KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-         "OCR_LLM_URL", "OCR_LLM_TOKEN", "OCR_LLM_MODEL", "OCR_LLM_PROTOCOL", "NO_COLOR")
+         "OCR_LLM_URL", "OCR_LLM_TOKEN", "OCR_LLM_MODEL", "OCR_LLM_PROTOCOL", "NO_COLOR",
+         # a CI service's own variables change the hook's advice (hooks/hosts.py)
+         "CI", "GITHUB_ACTIONS", "GITLAB_CI", "LEFTHOOK", "LEFTHOOK_EXCLUDE", "HUSKY",
+         "HUSKY_GIT_PARAMS", "SKIP")
 
 
 @pytest.fixture(autouse=True)

@@ -17,10 +17,10 @@ Hosts, as seen from the hook's own process:
   nothing either (husky 4 set ``HUSKY_GIT_PARAMS``): recognised by a ``.husky/`` script among
   the parent processes, or by a hooks path under ``.husky``. ``HUSKY=0`` disables every husky
   hook for one command.
-* ``ci``: ``CI`` is set (``true``/``1``; GitHub Actions, GitLab CI and most services set it):
-  nothing is being committed, so no commit advice. Under the framework only when git is not
-  committing (no ``GIT_INDEX_FILE``, which git sets for its pre-commit hooks), e.g.
-  ``pre-commit run --all-files`` in a CI job.
+* ``ci``: ``CI`` is set (``true``/``1``; GitHub Actions, GitLab CI and most services set it)
+  and git is neither committing nor pushing: no ``GIT_INDEX_FILE`` (which git sets for its
+  commit hooks) and no ``git commit``/``merge``/``push`` among the parent processes, e.g.
+  ``pre-commit run --all-files`` in a CI job. A commit a CI job makes gets the host's advice.
 * ``native``: anything else, e.g. the hook ``git ocr install`` writes (``--no-verify``).
 
 ``OCR_HOOK_SKIP=1`` works under every host and is always offered.
@@ -39,6 +39,7 @@ LEFTHOOK_COMMAND = "ocr-review"  # the command name `git ocr install` suggests f
 MAX_ANCESTORS = 8  # parent processes looked at, up to and including git
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 _ID = re.compile(r"^[ \t-]*id:[ \t]*['\"]?([^'\"\s#]+)", re.MULTILINE)
+_WRITING = frozenset(("commit", "merge", "push", "am", "rebase", "cherry-pick", "revert"))
 _OURS = re.compile(r"ocr_hook|git-ocr|git ocr|ocr-hook")
 
 
@@ -87,6 +88,12 @@ def _host_of_process(lines: list[list[str]]) -> str:
     return ""
 
 
+def _git_is_writing(lines: list[list[str]]) -> bool:
+    """Whether a parent ``git`` (``comm`` first, as :func:`ancestors` gives) is committing,
+    merging or pushing (``git -C dir commit`` too)."""
+    return any(argv and argv[0] == "git" and _WRITING.intersection(argv[2:]) for argv in lines)
+
+
 def _host_of_hook_file(stage: str, environ: Mapping[str, str]) -> str:
     """``lefthook``/``husky`` from the hook file git runs for ``stage`` (``git rev-parse
     --git-path hooks/<stage>`` in the working directory), or ""."""
@@ -112,22 +119,23 @@ def hook_host(stage: str, environ: Mapping[str, str],
     ``pre-merge-commit``, ``pre-push``). ``processes``: the parent command lines
     (:func:`ancestors` when None and ``look``); ``look`` False reads neither processes nor
     the hook file (pure: the environment only)."""
-    ci = environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+    ci = (environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+          and not environ.get("GIT_INDEX_FILE"))  # git sets it for its commit hooks
     if environ.get("PRE_COMMIT") == "1":
         ranged = environ.get("PRE_COMMIT_FROM_REF") and environ.get("PRE_COMMIT_TO_REF")
         if environ.get("PRE_COMMIT_REMOTE_NAME"):  # its pre-push hook, on a real push
             return "framework"
         if ranged:
             return "range"
-        # `pre-commit run --all-files` in CI: git sets GIT_INDEX_FILE only for a commit
-        return "ci" if ci and not environ.get("GIT_INDEX_FILE") else "framework"
+        return "ci" if ci else "framework"  # `pre-commit run --all-files` in a CI job
     if environ.get("HUSKY_GIT_PARAMS") is not None:
         return "husky"
     if processes is None and look:
         processes = ancestors()
         if processes is None:  # no /proc: the hook file git runs tells instead
             return _host_of_hook_file(stage, environ) or ("ci" if ci else "native")
-    return _host_of_process(processes or []) or ("ci" if ci else "native")
+    lines = processes or []
+    return _host_of_process(lines) or ("ci" if ci and not _git_is_writing(lines) else "native")
 
 
 def framework_hook_ids(default: str, stage: str, config_text: str) -> str:

@@ -192,7 +192,10 @@ def test_a_setting_error_names_the_bypass_of_the_host(repo: GitRepo, llm: Script
     ({}, [["sh", "sh", "-c", "git ocr hook pre-commit"], ["lefthook", "lefthook", "run"]],
      "lefthook"),
     ({}, [["sh", "sh", "-e", ".husky/pre-commit"], ["git", "git", "commit"]], "husky"),
-    ({"CI": "true"}, [["git", "git", "commit"]], "ci"),
+    ({"CI": "true"}, [["git", "git", "commit"]], "native"),  # a commit a CI job makes
+    ({"CI": "true"}, [["git", "git", "-C", "x", "push"]], "native"),
+    ({"CI": "true", "GIT_INDEX_FILE": ".git/index"}, [], "native"),
+    ({"CI": "true"}, [["git", "git", "ocr", "hook", "pre-commit"]], "ci"),  # run by hand
     ({"CI": "true", "PRE_COMMIT": "1"}, [], "ci"),  # `pre-commit run --all-files` in CI
     ({"CI": "true", "PRE_COMMIT": "1", "GIT_INDEX_FILE": ".git/index"}, [], "framework"),
     ({}, [["pre-commit", "/bin/sh", ".git/hooks/pre-commit"], ["git", "git", "commit"]],
