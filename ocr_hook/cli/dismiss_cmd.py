@@ -95,6 +95,16 @@ def _where(rec: Mapping[str, Any]) -> str:
 
 
 def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> int:
+    print(dismiss_finding(repo, common, prefix, reason, shared))
+    return Exit.OK
+
+
+def dismiss_finding(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -> str:
+    """Store the dismissal of the finding whose id starts with ``prefix`` (the newest session
+    record, :func:`find_finding`) with ``reason``: personal, or in the work-tree shared file.
+    Returns the line telling what was done (for a terminal). Used by ``git ocr dismiss ID``
+    and the session viewer's "false positive" mark. Raises UsageError for an unknown or
+    ambiguous id, a secret finding, a record without a dismissal key or an unwritable store."""
     rec = find_finding(common, prefix)
     where = _where(rec)
     shown_id = display_text(str(rec.get("id", "")))
@@ -107,9 +117,7 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
         raise UsageError(f"{shown_id} was recorded by an older ocr-hook without a dismissal"
                          " key; review again and use the new id")
     if rec.get("type") == "dismissed" and rec.get("by") == "inline":
-        print(f"{shown_id} is already dismissed by `{comments.IGNORE_MARKER}` on its"
-              " line")
-        return Exit.OK
+        return f"{shown_id} is already dismissed by `{comments.IGNORE_MARKER}` on its line"
     d = comments.Dismissal(
         key=key, path=str(rec.get("path", "")), category=str(rec.get("category", "")),
         code=str(rec.get("code", "")), reason=reason, author=comments.git_author(repo),
@@ -119,13 +127,11 @@ def _dismiss(repo: Path, common: Path, prefix: str, reason: str, shared: bool) -
     if shared:
         items = comments.load_shared_worktree(repo)
         path = comments.save_shared(repo, [*[x for x in items if x.key != key], d])
-        print(f"dismissed {shown_id} ({where}) in {display_path(path.name)}; commit that file:"
-              " it applies to reviews from the next commit on")
-    else:
-        items = comments.load_personal(common)
-        path = comments.save_personal(common, [*[x for x in items if x.key != key], d])
-        print(f"dismissed {shown_id} ({where}) for you ({display_path(str(path))})")
-    return Exit.OK
+        return (f"dismissed {shown_id} ({where}) in {display_path(path.name)}; commit that file:"
+                " it applies to reviews from the next commit on")
+    items = comments.load_personal(common)
+    path = comments.save_personal(common, [*[x for x in items if x.key != key], d])
+    return f"dismissed {shown_id} ({where}) for you ({display_path(str(path))})"
 
 
 def _undo(repo: Path, common: Path, prefix: str, shared: bool) -> int:

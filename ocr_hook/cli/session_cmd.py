@@ -1,5 +1,6 @@
-"""``git ocr session list [--json]`` and ``git ocr session show ID [--json | --html [--output
-FILE]]``: the review sessions recorded in the repository (spec §12).
+"""``git ocr session list [--json]``, ``git ocr session show ID [--json | --html [--output
+FILE]]`` and ``git ocr session serve [--port N] [--open]``: the review sessions recorded in
+the repository (spec §12), the last one in a local viewer (``report.viewer``, spec §12.1).
 
 What a session holds is the model's and the repository's text: the text lines pass
 ``report.display_text`` (``report.format_session_list``/``format_session_record``) and the JSON
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .. import git, report
-from ..errors import OcrError
+from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
 
 
@@ -41,7 +42,9 @@ def run_session_command(args: argparse.Namespace) -> int:
             for rec in report.read_session_records(path):
                 print(report.format_session_record(rec))
         return Exit.OK
-    raise OcrError("usage: git ocr session list|show ID")
+    if getattr(args, "session_cmd", None) == "serve":
+        return _serve(repo, directory, args.port, args.open)
+    raise OcrError("usage: git ocr session list|show ID|serve")
 
 
 def _json_lines(path: Path) -> str:
@@ -69,4 +72,44 @@ def _session_page(path: Path, output: str | None) -> int:
         report.write_output(out_path, page)
     else:
         sys.stdout.write(page)
+    return Exit.OK
+
+
+def add_serve_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``session serve [--port N] [--open | --no-open]`` sub-parser."""
+    sv = actions.add_parser("serve", help="a local viewer of the sessions (127.0.0.1, token URL)")
+    sv.add_argument("--port", type=int, default=0, metavar="N",
+                    help="port on 127.0.0.1 (default 0: a free port)")
+    sv.add_argument("--open", action=argparse.BooleanOptionalAction, default=False,
+                    help="open the URL in the default browser (default: only print it)")
+
+
+def _serve(repo: Path, directory: Path, port: int, open_browser: bool) -> int:
+    """Serve the viewer until Ctrl-C (exit 0). Raises UsageError for a port off 0-65535 or one
+    that cannot be bound."""
+    from .dismiss_cmd import dismiss_finding  # only the viewer needs it
+
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: give a port from 0 to 65535 (0: a free one)")
+    common = git.git_common_dir(repo)
+
+    def dismiss(finding_id: str, reason: str) -> str:
+        return dismiss_finding(repo, common, finding_id, reason, shared=False)
+
+    try:
+        viewer = report.Viewer(directory, report.marks_path(common), dismiss, port)
+    except OSError as e:
+        raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from e
+    print(viewer.url, flush=True)
+    print("serving the session viewer; Ctrl-C stops it", file=sys.stderr, flush=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(viewer.url)
+    try:
+        viewer.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        viewer.server.server_close()
     return Exit.OK

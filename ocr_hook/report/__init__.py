@@ -1,6 +1,6 @@
 """What a review reports: the result, its output formats (``formats``: the registry, one module
 per format), the display helpers they share, where a report is written, progress on stderr, and
-the session log.
+the session log and its local viewer.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         read_session_records,
     )
     from .text import finding_location, verdict_line
+    from .viewer import Viewer, load_marks, marks_path
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "destination": ("check_output_path", "stdout_to_devnull", "to_stdout", "write_output",),
@@ -66,4 +67,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "read_session_records",
     ),
     "text": ("finding_location", "verdict_line",),
+    "viewer": ("Viewer", "load_marks", "marks_path",),
 })

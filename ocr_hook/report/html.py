@@ -22,7 +22,7 @@ html`` and ``--html``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 SEVERITY_RANK = {s.label: int(s) for s in Severity}  # the JSON's severity labels, ranked
+# trusted HTML added to a finding's box (the session viewer's marks): f(comment, dismissed)
+BoxExtra = Callable[[Mapping[str, Any], bool], str]
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;
@@ -111,8 +113,12 @@ def review_diffs(result: ReviewResult) -> list[FileDiff]:
     return list(seen.values())
 
 
-def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str) -> str:
-    """The whole page (see the module docstring) as a string."""
+def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str, *,
+                box_extra: BoxExtra | None = None, before: str = "", after: str = "") -> str:
+    """The whole page (see the module docstring) as a string. The session viewer
+    (``report.viewer``) adds its own trusted HTML: ``before`` right after the header,
+    ``after`` at the end of the body and ``box_extra(comment, dismissed)`` inside each
+    finding's box; the static page passes none of them."""
     gate = data.get("gate", {})
     blocked = bool(gate.get("blocking"))
     title = f"ocr-hook review: {verdict}"
@@ -127,9 +133,11 @@ def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str
         f'<p class="verdict {"blocked" if blocked else "passed"}" id="verdict">{_e(verdict)}</p>',
         _meta(data),
         "</header>",
+        before,
         _finding_index(data),
         _coverage(data),
-        _file_sections(data, diffs),
+        _file_sections(data, diffs, box_extra),
+        after,
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
@@ -219,7 +227,8 @@ def _not_reviewed(reason: Any, size_bytes: Any = None) -> str | None:
     return reason_words("", reason) if reason in NOT_REVIEWED_REASONS else None
 
 
-def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:
+def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff],
+                   extra: BoxExtra | None = None) -> str:
     """One article per shown diff, then the findings of files without a shown diff."""
     gate = data.get("gate", {})
     items = [(c, False) for c in data.get("comments", [])]
@@ -230,18 +239,18 @@ def _file_sections(data: Mapping[str, Any], diffs: Sequence[FileDiff]) -> str:
     for n, fd in enumerate(diffs):
         path = shown_text(fd.path)
         mine = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) == path]
-        out.append(_file_article(n, fd, mine, gate))
+        out.append(_file_article(n, fd, mine, gate, extra))
     rest = [(c, dis) for c, dis in items if shown_text(str(c.get("path"))) not in with_diff]
     if rest:
         out.append('<article id="other-findings"><h2>Findings in files without a shown diff'
-                   "</h2>" + "".join(f'<div class="outside">{_box(c, dis, gate)}</div>'
+                   "</h2>" + "".join(f'<div class="outside">{_box(c, dis, gate, extra)}</div>'
                                      for c, dis in rest) + "</article>")
     out.append("</section>")
     return "\n".join(out)
 
 
 def _file_article(n: int, fd: FileDiff, items: Sequence[tuple[Mapping[str, Any], bool]],
-                  gate: Mapping[str, Any]) -> str:
+                  gate: Mapping[str, Any], extra: BoxExtra | None = None) -> str:
     """One file: its findings outside the diff, then the diff with the others inline."""
     rows_by_line: dict[tuple[str, int], list[str]] = {}
     shown_lines = {("new", ln.new_line) for h in fd.hunks for ln in h.lines if ln.new_line}
@@ -257,12 +266,13 @@ def _file_article(n: int, fd: FileDiff, items: Sequence[tuple[Mapping[str, Any],
                          if ln.kind == " "}
             if end in shown_ctx:
                 rows_by_line.setdefault(("new", shown_ctx[end] or 0), []).append(
-                    _finding_row(c, dismissed, gate))
+                    _finding_row(c, dismissed, gate, extra))
                 continue
         if end and (side, end) in shown_lines:
-            rows_by_line.setdefault((side, end), []).append(_finding_row(c, dismissed, gate))
+            rows_by_line.setdefault((side, end), []).append(
+                _finding_row(c, dismissed, gate, extra))
         else:
-            outside.append(f'<div class="outside">{_box(c, dismissed, gate)}</div>')
+            outside.append(f'<div class="outside">{_box(c, dismissed, gate, extra)}</div>')
     title = fd.path if fd.old_path == fd.path else f"{fd.old_path} → {fd.path}"
     body = [f'<article class="file" id="file-{n}" data-path="{_e(fd.path)}">',
             f"<h2>{_e(title)} <small>({_e(fd.status)}, +{fd.insertions}/-{fd.deletions})"
@@ -287,14 +297,16 @@ def _line_row(n: int, kind: str, text: str, old: int | None, new: int | None) ->
             f'<td class="code">{_e(kind)}{_e(text.replace(chr(13), ""))}</td></tr>')
 
 
-def _finding_row(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
+def _finding_row(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any],
+                 extra: BoxExtra | None = None) -> str:
     return (f'<tr class="finding" data-finding-id="{_e(c["id"])}" data-side="{_e(c["side"])}"'
             f' data-start="{int(c["start_line"])}" data-end="{int(c["end_line"])}"'
             f' data-dismissed="{"yes" if dismissed else "no"}"><td colspan="3">'
-            f"{_box(c, dismissed, gate)}</td></tr>")
+            f"{_box(c, dismissed, gate, extra)}</td></tr>")
 
 
-def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
+def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any],
+         extra: BoxExtra | None = None) -> str:
     """One finding: badges, location, id, message, the model's quote when the finding has no
     location (nothing else would show which code it means), suggestion; a dismissed one
     folded."""
@@ -311,6 +323,8 @@ def _box(c: Mapping[str, Any], dismissed: bool, gate: Mapping[str, Any]) -> str:
     sugg = str(c.get("suggestion_code", "") or "")
     if sugg.strip():
         body += f'<div>Suggestion:</div><pre class="sugg">{_e(sugg)}</pre>'
+    if extra is not None:
+        body += extra(c, dismissed)
     fid = _e(c.get("id", ""))
     if dismissed:
         why = f": {c.get('reason')}" if c.get("reason") else ""

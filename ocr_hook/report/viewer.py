@@ -1,0 +1,336 @@
+"""The local session viewer of ``git ocr session serve`` (spec §12.1).
+
+A ``http.server.ThreadingHTTPServer`` bound to 127.0.0.1 (port 0: a free port the system
+picks) that reads the session logs as they are (``session_read``; no database, no copy) and
+serves three things:
+
+- ``GET /?t=TOKEN``: the recorded sessions, newest first, each a link;
+- ``GET /session/<id>?t=TOKEN``: one session, the review page of ``report.html`` (the diff
+  with its findings inline) with a mark form in each finding's box, then the conversation as
+  the log recorded it (prompts, responses, tool calls and results; the log holds them already
+  redacted);
+- ``POST /mark?t=TOKEN`` (a form: ``session``, ``id``, ``mark``): "false positive" stores a
+  dismissal through the ``dismiss`` function it is given (``git ocr dismiss ID --reason 'false
+  positive'``), "accepted" nothing but the mark; both marks are kept in ``marks.json`` next to
+  the sessions directory (:func:`marks_path`) and shown on the page; answers 303 back to the
+  finding.
+
+Who may use it: every request must carry the random token of this server
+(``secrets.token_urlsafe``, compared in constant time) and a ``Host`` of ``127.0.0.1:<port>``
+or ``localhost:<port>`` (a DNS-rebinding page on another name is refused); a POST with an
+``Origin`` must come from that origin. Anything else gets 403. The pages are inert: no script,
+inline CSS only, every text from a session HTML-escaped with its control characters spelled
+out, and :data:`CSP` sent as a header on every answer (the review page also carries its own
+meta CSP), so the browser fetches nothing from any host, this one included, beyond the links
+and the form.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from html import escape
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from ..errors import OcrError
+from ..util import display_text, write_atomic
+from .display import utf8_safe
+from .html import STYLE, diff_from_record, render_html
+from .session_read import find_session, list_sessions, read_session_records
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none';"
+       " frame-ancestors 'none'")
+MARKS = {"accepted": "accepted", "false-positive": "false positive"}  # form value -> words
+DISMISS_REASON = "false positive"  # the reason of a dismissal made by the viewer
+MARKS_VERSION = 1
+MAX_FORM_BYTES = 4096
+_FINDING_ID = re.compile(r"[0-9a-f]{4,64}")
+VIEWER_STYLE = """
+nav{max-width:1200px;margin:0 auto;padding:8px 24px}
+form.mark{margin:8px 0 0;display:flex;gap:8px;align-items:center}
+form.mark button{font:inherit;font-size:12px;padding:2px 10px;border-radius:6px;
+border:1px solid #d0d7de;background:#f6f8fa;cursor:pointer}
+.marked{font-weight:600;color:#116329}.marked.fp{color:#57606a}
+.conv .rec{border-top:1px solid #d0d7de;padding:6px 12px}
+.conv .kind{font-weight:600;margin-right:8px}.conv pre{white-space:pre-wrap;margin:4px 0;
+font-size:12px;background:#f6f8fa;border-radius:4px;padding:6px 8px}
+.sessions td,.sessions th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left}
+"""
+
+Dismiss = Callable[[str, str], str]  # (finding id, reason) -> what was done; raises OcrError
+
+
+def marks_path(common_dir: Path) -> Path:
+    """``<git common dir>/ocr-hook/marks.json``: the viewer's marks, personal like the
+    personal dismissals."""
+    return common_dir / "ocr-hook" / "marks.json"
+
+
+def load_marks(path: Path) -> dict[str, dict[str, str]]:
+    """Finding id -> ``{"mark", "session", "date"}`` from the marks file (format: ``{"version":
+    1, "marks": {id: {...}}}``); a missing or unreadable file is no marks."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    marks = data.get("marks") if isinstance(data, dict) else None
+    if not isinstance(marks, dict):
+        return {}
+    return {str(k): {str(a): str(b) for a, b in v.items()}
+            for k, v in marks.items() if isinstance(v, dict)}
+
+
+def save_mark(path: Path, finding_id: str, mark: str, session_id: str) -> None:
+    """Set the mark of ``finding_id`` (a key of :data:`MARKS`) in the marks file, written
+    atomically (mode 0600). Raises OSError when it cannot be written."""
+    marks = load_marks(path)
+    marks[finding_id] = {"mark": mark, "session": session_id,
+                         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    body = json.dumps({"version": MARKS_VERSION, "marks": dict(sorted(marks.items()))},
+                      ensure_ascii=False, indent=2) + "\n"
+    write_atomic(path, body.encode("utf-8"))
+
+
+def _e(text: object) -> str:
+    """Session text for HTML: control and format characters spelled out (newlines and tabs
+    kept), then escaped."""
+    return escape(display_text(utf8_safe(str(text)), keep="\n\t"), quote=True)
+
+
+class Viewer:
+    """The viewer's server, bound to 127.0.0.1:``port`` (0: a free port) on creation.
+
+    ``directory``: the sessions directory; ``marks_file``: see :func:`marks_path`; ``dismiss``:
+    stores a dismissal of a finding id with a reason and returns a line saying so (raises
+    OcrError). Raises OSError when the port cannot be bound."""
+
+    def __init__(self, directory: Path, marks_file: Path, dismiss: Dismiss, port: int = 0,
+                 token: str | None = None) -> None:
+        self.directory = directory
+        self.marks_file = marks_file
+        self.dismiss = dismiss
+        self.token = token or secrets.token_urlsafe(24)
+        self._lock = threading.Lock()  # one mark at a time: the files are read-modify-written
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self.server.daemon_threads = True
+        self.server.viewer = self  # type: ignore[attr-defined]
+        self.port = int(self.server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The address to open: ``http://127.0.0.1:<port>/?t=<token>``."""
+        return f"http://127.0.0.1:{self.port}/?t={self.token}"
+
+    def serve_forever(self) -> None:
+        """Answer requests until :meth:`close` (or KeyboardInterrupt in this thread)."""
+        self.server.serve_forever(poll_interval=0.2)
+
+    def close(self) -> None:
+        """Stop serving (from another thread) and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def link(self, path: str) -> str:
+        """``path`` with this server's token, HTML-escaped for an attribute."""
+        return escape(f"{path}?t={self.token}", quote=True)
+
+    def mark(self, form: Mapping[str, str]) -> str:
+        """Apply a POSTed mark; returns the session id to go back to. Raises OcrError for a bad
+        form or a dismissal that fails."""
+        sid, fid, mark = form.get("session", ""), form.get("id", ""), form.get("mark", "")
+        if mark not in MARKS or not _FINDING_ID.fullmatch(fid):
+            raise OcrError("a mark needs a finding id and a mark (accepted or false-positive)")
+        find_session(self.directory, sid)  # an existing session, or UsageError
+        with self._lock:
+            if mark == "false-positive":
+                self.dismiss(fid, DISMISS_REASON)
+            try:
+                save_mark(self.marks_file, fid, mark, sid)
+            except OSError as e:
+                raise OcrError(f"cannot write {self.marks_file}: {e.strerror}") from e
+        return sid
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "ocr-hook-viewer"
+    sys_version = ""
+
+    @property
+    def viewer(self) -> Viewer:
+        return self.server.viewer  # type: ignore[attr-defined,no-any-return]
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+        """Quiet: stdout holds only the URL, and a request line is not worth a terminal line."""
+
+    def _allowed(self) -> bool:
+        port = self.viewer.port
+        if self.headers.get("Host", "") not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            return False
+        given = parse_qs(urlsplit(self.path).query).get("t", [""])[0]
+        return secrets.compare_digest(given.encode(), self.viewer.token.encode())
+
+    def _send(self, status: int, body: str, location: str | None = None) -> None:
+        data = body.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Cache-Control", "no-store")
+        if location is not None:
+            self.send_header("Location", location)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if not self._allowed():
+            self._send(403, _shell("forbidden", "<p>forbidden: open the URL that"
+                                   " <code>git ocr session serve</code> printed</p>"))
+            return
+        path = urlsplit(self.path).path
+        try:
+            if path == "/":
+                self._send(200, _list_page(self.viewer))
+            elif path.startswith("/session/") and path.count("/") == 2:
+                self._send(200, session_page(self.viewer, path.rsplit("/", 1)[1]))
+            else:
+                self._send(404, _shell("not found", "<p>not found</p>", self.viewer))
+        except OcrError as e:
+            self._send(404, _shell("not found", f"<p>{_e(e)}</p>", self.viewer))
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        origin = self.headers.get("Origin")
+        own = (f"http://127.0.0.1:{self.viewer.port}", f"http://localhost:{self.viewer.port}")
+        if not self._allowed() or (origin is not None and origin not in own):
+            self._send(403, _shell("forbidden", "<p>forbidden</p>"))
+            return
+        if urlsplit(self.path).path != "/mark":
+            self._send(404, _shell("not found", "<p>not found</p>", self.viewer))
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_FORM_BYTES:
+            self._send(400, _shell("bad request", "<p>bad form</p>", self.viewer))
+            return
+        raw = self.rfile.read(length).decode("utf-8", "replace")
+        form = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+        try:
+            sid = self.viewer.mark(form)
+        except OcrError as e:
+            self._send(400, _shell("mark not stored", f"<p>mark not stored: {_e(e)}</p>",
+                                   self.viewer))
+            return
+        where = f"/session/{quote(sid, safe='')}?t={self.viewer.token}#finding-{form['id']}"
+        self._send(303, _shell("marked", f'<p><a href="{escape(where)}">back</a></p>'), where)
+
+
+def _shell(title: str, body: str, viewer: Viewer | None = None) -> str:
+    """A small page of the viewer: ``body`` is trusted HTML; with ``viewer``, a link to the
+    list."""
+    nav = f'<nav><a href="{viewer.link("/")}">all sessions</a></nav>' if viewer else ""
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="referrer" content="no-referrer">'
+            f"<title>{_e(title)}</title><style>{STYLE}{VIEWER_STYLE}</style></head><body>"
+            f"{nav}<section>{body}</section></body></html>\n")
+
+
+def _list_page(viewer: Viewer) -> str:
+    """The sessions, newest first, each linking to its page."""
+    rows = []
+    for s in list_sessions(viewer.directory):
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started)) \
+            if s.started else ""
+        href = viewer.link(f"/session/{quote(s.id, safe='')}")
+        cells = (started, s.stage or s.mode, s.model, s.status, s.verdict, s.findings,
+                 s.llm_calls)
+        rows.append(f'<tr><td><a href="{href}">{_e(s.id)}</a></td>'
+                    + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("id", "started", "stage", "model", "status",
+                                             "verdict", "findings", "LLM calls"))
+    table = (f'<table class="sessions" id="sessions"><tr>{head}</tr>{"".join(rows)}</table>'
+             if rows else "<p>No sessions recorded in this repository yet.</p>")
+    return _shell("ocr-hook sessions", f"<h1>ocr-hook sessions</h1>{table}")
+
+
+def session_page(viewer: Viewer, session_id: str) -> str:
+    """One session's page: the review page with marks, then the conversation. Raises OcrError
+    (UsageError) for an unknown or ambiguous id."""
+    path = find_session(viewer.directory, session_id)
+    records = read_session_records(path)
+    sid = path.stem
+    marks = load_marks(viewer.marks_file)
+    nav = (f'<nav><a href="{viewer.link("/")}">all sessions</a> · session {_e(sid)}'
+           ' · <a href="#conversation">conversation</a></nav>')
+    after = f"<style>{VIEWER_STYLE}</style>{_conversation(records)}"
+    result = next((r for r in reversed(records) if r.get("type") == "result"), None)
+    if result is None or not isinstance(result.get("report"), dict):
+        return _shell(f"session {sid}", f"<h1>session {_e(sid)}</h1><p>No recorded result"
+                      " (an interrupted run, or one written by an older ocr-hook).</p>"
+                      + after, viewer)
+
+    def box_extra(c: Mapping[str, Any], dismissed: bool) -> str:
+        fid = str(c.get("id", ""))
+        if not _FINDING_ID.fullmatch(fid):
+            return ""
+        mark = marks.get(fid, {}).get("mark", "")
+        shown = (f'<span class="marked{" fp" if mark == "false-positive" else ""}">marked: '
+                 f"{_e(MARKS[mark])}{' (dismissed)' if mark == 'false-positive' else ''}"
+                 "</span>") if mark in MARKS else ""
+        buttons = "".join(f'<button type="submit" name="mark" value="{v}">{w}</button>'
+                          for v, w in MARKS.items())
+        return (f'<form class="mark" method="post" action="{viewer.link("/mark")}">'
+                f'<input type="hidden" name="session" value="{_e(sid)}">'
+                f'<input type="hidden" name="id" value="{fid}">{shown}{buttons}</form>')
+
+    diffs = [diff_from_record(d) for d in result.get("diffs", []) if isinstance(d, dict)]
+    return render_html(result["report"], diffs, str(result.get("verdict_line", "")),
+                       box_extra=box_extra, before=nav, after=after)
+
+
+def _conversation(records: list[dict[str, Any]]) -> str:
+    """The session's records in order as the log holds them; the result record (the page
+    above) and the comment records (the findings above) are left out."""
+    out = ['<section id="conversation" class="conv"><h2>Conversation</h2><article>']
+    for rec in records:
+        kind = str(rec.get("type", "?"))
+        if kind in ("result", "comment", "dismissed"):
+            continue
+        out.append(f'<div class="rec {_e(kind)}">{_record(kind, rec)}</div>')
+    out.append("</article></section>")
+    return "".join(out)
+
+
+def _record(kind: str, rec: Mapping[str, Any]) -> str:
+    """One record: prompts, replies and tool calls in full, the others as their JSON."""
+    head = f'<span class="kind">{_e(kind)}</span>'
+    group = f"[{_e(rec.get('group', ''))}] " if rec.get("group") else ""
+    if kind == "llm_request" and isinstance(rec.get("prompt"), list):
+        msgs = "".join(f"<div><b>{_e(m.get('role', ''))}</b><pre>{_e(m.get('content', ''))}"
+                       "</pre></div>" for m in rec["prompt"] if isinstance(m, dict))
+        return (f"{head}{group}round {_e(rec.get('round', ''))}, {_e(rec.get('messages', ''))}"
+                f" message(s)<details open><summary>prompt</summary>{msgs}</details>")
+    if kind == "llm_response":
+        calls = rec.get("calls") if isinstance(rec.get("calls"), list) else []
+        shown = "".join(f"<pre>→ {_e(c.get('name', ''))} {_e(c.get('arguments', ''))}</pre>"
+                        for c in calls if isinstance(c, dict))
+        text = f"<pre>{_e(rec.get('content'))}</pre>" if rec.get("content") else ""
+        return (f"{head}{group}{_e(rec.get('task', ''))} round {_e(rec.get('round', ''))},"
+                f" finish {_e(rec.get('finish_reason', ''))}{text}{shown}")
+    if kind == "tool_call":
+        ok = "ok" if rec.get("ok") else "error"
+        return (f"{head}{group}{_e(rec.get('tool', ''))} → {ok}"
+                f"<pre>{_e(rec.get('arguments', ''))}</pre><pre>{_e(rec.get('result', ''))}</pre>")
+    rest = {k: v for k, v in rec.items() if k not in ("type", "ts")}
+    return f"{head}<code>{_e(json.dumps(rest, ensure_ascii=False, default=str))}</code>"
