@@ -55,23 +55,29 @@ def chromium_or_skip(required: bool | None = None) -> str:
         pytest.skip(f"{exc}; set {REQUIRE_VARIABLE}=1 to fail instead")
 
 
-def run_chromium(page: Path, *flags: str, proxy_port: int | None = None,
-                 timeout_s: float = 60.0) -> subprocess.CompletedProcess[bytes]:
-    """Load ``page`` (a file) in headless Chromium with ``flags`` (e.g. ``--dump-dom``).
-    ``proxy_port``: send every http(s) request the page makes to that loopback port, loopback
-    included (``<-loopback>`` removes Chromium's implicit bypass)."""
+def run_chromium(page: Path | str, *flags: str, proxy_port: int | None = None,
+                 timeout_s: float = 60.0, proxy_loopback: bool = True,
+                 ) -> subprocess.CompletedProcess[bytes]:
+    """Load ``page`` (a file, or a URL string) in headless Chromium with ``flags`` (e.g.
+    ``--dump-dom``). ``proxy_port``: send every http(s) request the page makes to that loopback
+    port, loopback included (``<-loopback>`` removes Chromium's implicit bypass) unless
+    ``proxy_loopback`` is False (a page served from 127.0.0.1: only other hosts are caught)."""
     with tempfile.TemporaryDirectory(prefix="ocr-chromium-") as profile:
         argv = [chromium(), *QUIET_FLAGS, f"--user-data-dir={profile}", *flags]
         if proxy_port is not None:
-            argv += [f"--proxy-server=http://127.0.0.1:{proxy_port}",
-                     "--proxy-bypass-list=<-loopback>"]
-        argv.append(page.resolve().as_uri())
+            argv.append(f"--proxy-server=http://127.0.0.1:{proxy_port}")
+            if proxy_loopback:
+                argv.append("--proxy-bypass-list=<-loopback>")
+        argv.append(page if isinstance(page, str) else page.resolve().as_uri())
         return subprocess.run(argv, capture_output=True, timeout=timeout_s, check=False)
 
 
-def dump_dom(page: Path, proxy_port: int | None = None) -> str:
-    """The DOM of ``page`` after it loaded, serialised by Chromium (``--dump-dom``)."""
-    p = run_chromium(page, "--dump-dom", "--virtual-time-budget=2000", proxy_port=proxy_port)
+def dump_dom(page: Path | str, proxy_port: int | None = None,
+             proxy_loopback: bool = True) -> str:
+    """The DOM of ``page`` (a file or a URL) after it loaded, serialised by Chromium
+    (``--dump-dom``); the proxy as :func:`run_chromium`."""
+    p = run_chromium(page, "--dump-dom", "--virtual-time-budget=2000", proxy_port=proxy_port,
+                     proxy_loopback=proxy_loopback)
     if p.returncode != 0:
         raise RuntimeError(f"chromium failed ({p.returncode}): {p.stderr.decode()[-400:]}")
     return p.stdout.decode("utf-8")
