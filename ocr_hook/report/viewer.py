@@ -18,11 +18,11 @@ serves three things:
 Who may use it: every request must carry the random token of this server
 (``secrets.token_urlsafe``, compared in constant time) and a ``Host`` of ``127.0.0.1:<port>``
 or ``localhost:<port>`` (a DNS-rebinding page on another name is refused); a POST with an
-``Origin`` must come from that origin. Anything else gets 403. The pages are inert: no script,
-inline CSS only, every text from a session HTML-escaped with its control characters spelled
-out, and :data:`CSP` sent as a header on every answer (the review page also carries its own
-meta CSP), so the browser fetches nothing from any host, this one included, beyond the links
-and the form.
+``Origin`` must come from that origin (or say ``null``, as a page without referrer does).
+Anything else gets 403. The pages are inert: no script, inline CSS only, every text from a
+session HTML-escaped with its control characters spelled out, and :data:`CSP` sent as a header
+on every answer (the review page also carries its own meta CSP), so the browser fetches
+nothing from any host, this one included, beyond the links and the form.
 """
 
 from __future__ import annotations
@@ -210,7 +210,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         origin = self.headers.get("Origin")
-        own = (f"http://127.0.0.1:{self.viewer.port}", f"http://localhost:{self.viewer.port}")
+        # the pages send no referrer, so the browser's form POST says Origin "null"
+        own = ("null", f"http://127.0.0.1:{self.viewer.port}",
+               f"http://localhost:{self.viewer.port}")
         if not self._allowed() or (origin is not None and origin not in own):
             self._send(403, _shell("forbidden", "<p>forbidden</p>"))
             return

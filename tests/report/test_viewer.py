@@ -3,9 +3,10 @@
 A real review (the scripted model files findings whose text tries to load from a loopback trap)
 records a session; ``git ocr session serve`` prints its token URL; headless Chromium loads the
 list and the session page (a proxy catches any request to another host, the trap any to
-another loopback port); the "false positive" form found in Chromium's DOM is POSTed exactly as
-the page's form submits it and writes the personal dismissal that ``git ocr dismiss --list``
-and the review's dismissal loader see; requests without the token, with a wrong ``Host`` or
+another loopback port); a real mouse click on "false positive" (DevTools protocol,
+``tests.support.cdp``) submits the page's form and writes the personal dismissal that ``git ocr
+dismiss --list`` and the review's dismissal loader see ("accepted" is POSTed with the form's
+fields and writes none); requests without the token, with a wrong ``Host`` or
 from another origin get 403; Ctrl-C ends the server with exit 0 and no traceback.
 """
 
@@ -23,6 +24,7 @@ import pytest
 
 from ocr_hook import cli, comments
 from tests.support.browser import Listener, chromium_or_skip, dump_dom, page_requests
+from tests.support.cdp import Browser
 from tests.support.cli import GIT_OCR, cli_environ, run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -164,9 +166,21 @@ def test_viewer_shows_the_session_in_chromium_and_a_false_positive_mark_dismisse
     assert request(origin + form["action"], "POST", body,  # type: ignore[operator]
                    {**headers, "Origin": "http://evil.example"})[0] == 403
     assert not (repo.path / ".git" / "ocr-hook" / "dismissed.json").exists()
-    status, head, _ = request(origin + form["action"], "POST", body, headers)  # type: ignore[operator]
-    assert status == 303
-    assert head["location"] == f"/session/{sid}?t={token}#finding-{fid}"
+
+    # the real click: Chromium submits the form, follows the 303 back to the finding
+    proxy = Listener()
+    try:
+        with Browser(proxy_port=proxy.port) as browser:
+            browser.navigate(page_url)
+            browser.click(f"#finding-{fid} button[value=false-positive]")
+            browser.wait_event("Page.loadEventFired")
+            assert browser.evaluate("location.href") == f"{page_url}#finding-{fid}", \
+                browser.evaluate("document.body.innerText")
+            shown = browser.evaluate(f"document.querySelector('#finding-{fid}').innerText")
+    finally:
+        proxy.close()
+    assert page_requests(proxy.requests) == [] and trap.requests == []
+    assert "marked: false positive (dismissed)" in shown
 
     stored = json.loads((repo.path / ".git" / "ocr-hook" / "dismissed.json").read_text())
     [entry] = stored["dismissed"]
@@ -183,8 +197,7 @@ def test_viewer_shows_the_session_in_chromium_and_a_false_positive_mark_dismisse
     marks = json.loads((repo.path / ".git" / "ocr-hook" / "marks.json").read_text())
     assert marks["version"] == 1 and marks["marks"][fid]["mark"] == "false-positive"
     assert marks["marks"][fid]["session"] == sid
-    # the page shows the mark; the next review no longer blocks on the finding
-    assert "marked: false positive (dismissed)" in request(page_url)[2]
+    # the next review no longer blocks on the finding
     assert cli.main(["review"], environ=env) == 0
 
     proc.send_signal(signal.SIGINT)
