@@ -37,7 +37,7 @@ from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from ..errors import OcrError
 from ..util import display_text, write_atomic
@@ -189,8 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
         if location is not None:
             self.send_header("Location", location)
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        self.wfile.write(data)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if not self._allowed():
@@ -202,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
             if path == "/":
                 self._send(200, _list_page(self.viewer))
             elif path.startswith("/session/") and path.count("/") == 2:
-                self._send(200, session_page(self.viewer, path.rsplit("/", 1)[1]))
+                self._send(200, session_page(self.viewer, unquote(path.rsplit("/", 1)[1])))
             else:
                 self._send(404, _shell("not found", "<p>not found</p>", self.viewer))
         except OcrError as e:

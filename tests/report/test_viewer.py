@@ -15,14 +15,18 @@ from __future__ import annotations
 import http.client
 import json
 import signal
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import pytest
 
 from ocr_hook import cli, comments
+from ocr_hook.report import Viewer
 from tests.support.browser import Listener, chromium_or_skip, dump_dom, page_requests
 from tests.support.cdp import Browser
 from tests.support.cli import GIT_OCR, cli_environ, run_cli
@@ -283,3 +287,64 @@ def test_viewer_module_is_not_imported_by_parsing() -> None:
                     "print('ocr_hook.report.viewer' in sys.modules,"
                     " 'http.server' in sys.modules)"])
     assert p.stdout.strip() == "False False"
+
+
+def test_serve_on_a_port_in_use_is_a_usage_error(repo: GitRepo, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(repo.path)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        rc, out, err = run_cli(["session", "serve", "--port", str(port)], {}, capsys)
+    finally:
+        busy.close()
+    assert rc == 2 and out == ""
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in err
+
+
+def test_conversation_of_a_hand_written_session_is_escaped_and_shown_without_a_result(
+    tmp_path: Path,
+) -> None:
+    """A session file anyone with write access to .git could write: markup and control
+    characters in the prompt, the reply and a tool result are shown as text; no result record:
+    the conversation alone."""
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    records = [
+        {"type": "start", "ts": 1764000000, "stage": "pre-commit", "model": "m<b>x</b>"},
+        {"type": "llm_request", "group": "g1", "task": "main", "round": 1, "messages": 2,
+         "prompt": [{"role": "system", "content": "review <script>alert(1)</script>"},
+                    {"role": "user", "content": "diff\n+x = 1\u202e"}]},
+        {"type": "llm_response", "group": "g1", "task": "main", "round": 1,
+         "content": "thinking \x1b[2J", "calls": [{"name": "file_read",
+                                                   "arguments": "{\"path\": \"<a.py>\"}"}],
+         "finish_reason": "tool_calls"},
+        {"type": "tool_call", "group": "g1", "tool": "file_read", "ok": True,
+         "arguments": "{\"path\": \"a.py\"}", "result": "1 | <img src=x>"},
+    ]
+    (directory / "20261203-120000-abcdef.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records) + "{torn", encoding="utf-8")
+    viewer = Viewer(directory, tmp_path / "marks.json", lambda fid, reason: "")
+    thread = threading.Thread(target=viewer.serve_forever, daemon=True)
+    thread.start()
+    try:
+        status, _, listing = request(viewer.url)
+        assert status == 200
+        assert (f'<a href="/session/20261203-120000-abcdef?t={viewer.token}">'
+                "20261203-120000-abcdef</a>") in listing
+        assert "m&lt;b&gt;x&lt;/b&gt;" in listing
+        status, _, page = request(
+            f"http://127.0.0.1:{viewer.port}/session/20261203-12?t={viewer.token}")
+    finally:
+        viewer.close()
+    assert status == 200
+    assert "No recorded result" in page and 'id="conversation"' in page
+    assert "<pre>review &lt;script&gt;alert(1)&lt;/script&gt;</pre>" in page
+    assert "<pre>diff\n+x = 1\\u202e</pre>" in page  # a bidi override spelled out
+    assert "<pre>thinking \\u001b[2J</pre>" in page
+    assert "<pre>→ file_read {&quot;path&quot;: &quot;&lt;a.py&gt;&quot;}</pre>" in page
+    assert "<pre>1 | &lt;img src=x&gt;</pre>" in page
+    assert "<script" not in page and "<img" not in page
+    assert "\u202e" not in page and "\x1b" not in page
