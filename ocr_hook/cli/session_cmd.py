@@ -1,6 +1,6 @@
 """``git ocr session list [--json]``, ``git ocr session show ID [--json | --html [--output
 FILE]]`` and ``git ocr session serve [--port N] [--open]``: the review sessions recorded in
-the repository (spec §12), the last one in a local viewer (``report.viewer``, spec §12.1).
+the repository (spec §12), the last in a local viewer (``report.viewer``, spec §12.1).
 
 What a session holds is the model's and the repository's text: the text lines pass
 ``report.display_text`` (``report.format_session_list``/``format_session_record``) and the JSON
@@ -100,13 +100,13 @@ def _serve(repo: Path, directory: Path, port: int, open_browser: bool) -> int:
         viewer = report.Viewer(directory, report.marks_path(common), dismiss, port)
     except OSError as e:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from e
-    print(viewer.url, flush=True)
-    print("serving the session viewer; Ctrl-C stops it", file=sys.stderr, flush=True)
-    if open_browser:
-        import webbrowser
+    try:  # Ctrl-C from here on is the way to stop it: exit 0
+        print(viewer.url, flush=True)
+        print("serving the session viewer; Ctrl-C stops it", file=sys.stderr, flush=True)
+        if open_browser:
+            import webbrowser
 
-        webbrowser.open(viewer.url)
-    try:
+            webbrowser.open(viewer.url)
         viewer.serve_forever()
     except KeyboardInterrupt:
         pass
