@@ -93,6 +93,9 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         report.update(ok=False, outcome="request_failed", error=str(e), error_kind=e.kind,
                       requests=e.attempts, latency_s=round(time.monotonic() - t0, 3))
         return _report(args, report, Exit.LLM_FAILED)
+    from .. import pipeline  # spec §13.7: the probe's tokens are spent too
+
+    pipeline.record_run(environ, endpoint.provider, endpoint.model, turn.usage, 1)
     calls = list(turn.message.tool_calls)
     outcome, code = "tool_call", Exit.OK
     if not calls:

@@ -223,3 +223,12 @@ def test_llm_usage_without_a_ledger_says_so(repo: GitRepo, llm: ScriptedLLM) -> 
     assert p.stdout.splitlines() == [
         f"no model usage recorded yet (ledger: {ledger(repo)})",
         "today: $0.000000 (no cap)", "this month: $0.000000 (no cap)"]
+
+
+def test_llm_test_records_its_probe_in_the_ledger(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    llm.reply(done_reply())
+    p = ocr(repo, llm, "llm", "test")
+    assert p.returncode == 0, p.stderr
+    [line] = [json.loads(x) for x in ledger(repo).read_text().splitlines()]
+    assert (line["model"], line["requests"], line["cost_usd"]) == (PRICED, 1, 0.0012)
