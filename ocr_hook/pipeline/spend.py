@@ -5,7 +5,7 @@ model call.
   ``input``, ``cached_input``, ``cache_write`` and ``output``). A model is priced by the
   table of its endpoint's preset, else by the first preset whose table names it (a custom or
   proxy endpoint serving ``claude-sonnet-4-5`` is priced as Anthropic's); a dated snapshot
-  (``claude-sonnet-4-5-20250929``) takes the price of its longest listed prefix. A model found
+  (``claude-sonnet-4-5-20250929``) or ``vendor/model`` name takes its model's price. A model found
   nowhere has no price: its tokens are counted, its cost is null.
 - Ledger: ``$XDG_STATE_HOME/ocr-hook/usage.jsonl`` (else ``~/.local/state/ocr-hook/``), one
   JSON line per run that made model calls, appended with one ``write`` on an ``O_APPEND``
@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,6 +29,7 @@ from .. import config, util
 from ..llm import Usage, estimate_tokens
 
 LEDGER_NAME = "usage.jsonl"
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")  # a dated model snapshot
 # the prompt around the diffs (system prompt, checklist, tool definitions): measured at about
 # 5,000 tokens with the shipped prompts and tools; rounded up so the estimate stays a bound
 PROMPT_ALLOWANCE_TOKENS = 8000
@@ -50,15 +52,16 @@ class Price(NamedTuple):
 
 def price_of(provider: str, model: str) -> Price | None:
     """The list price of ``model`` served through preset ``provider`` ("" or ``custom``: any
-    preset's table), or None when no table names it or a prefix of it followed by ``-``."""
+    preset's table), or None when no table names it, nor its name without a ``vendor/``
+    prefix and a snapshot suffix (``-20250929``, ``-2024-07-18``, ``-latest``)."""
     presets = config.provider_presets()
     order = [presets[provider]] if provider in presets else []
     order += [p for name, p in presets.items() if name != provider]
+    base = _SNAPSHOT.sub("", model.rpartition("/")[2])  # openrouter: vendor/model
     for preset in order:
         table = preset.get("prices") or {}
-        keys = [k for k in table if model == k or model.startswith(k + "-")]
-        if keys:
-            row = table[max(keys, key=len)]
+        row = table.get(model) or table.get(base)
+        if row:
             return Price(float(row["input"]), float(row["cached_input"]),
                          float(row["cache_write"]), float(row["output"]))
     return None
