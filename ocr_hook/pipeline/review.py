@@ -107,7 +107,14 @@ def _review_with_llm(state: RunState, redactor: Redactor, session: Session | Non
             return refused
     from .llm_stage import review_with_llm
 
-    return review_with_llm(state, redactor, session)
+    result = review_with_llm(state, redactor, session)
+    endpoint = state.req.endpoint
+    if endpoint is not None and (result.llm_calls or result.usage.total):
+        from .spend import record_run  # spec §13.7: the ledger, still under the run lock
+
+        record_run(state.req.environ, endpoint.provider, endpoint.model, result.usage,
+                   result.llm_calls)
+    return result
 
 
 def _over_budget(state: RunState) -> ReviewResult | None:

@@ -80,12 +80,6 @@ def run_with_services(req: ReviewRequest, rules_for: Any,
                 "cache_hits": result.cache_hits, "elapsed_ms": result.elapsed_ms,
             }
         session.record("end", end)
-        if result is not None and endpoint is not None and (result.llm_calls
-                                                             or result.usage.total):
-            from .spend import record_run  # spec §13.7: only a run that called the model
-
-            record_run(req.environ, endpoint.provider, endpoint.model, result.usage,
-                       result.llm_calls)
         session.close()
         report.prune_sessions(report.sessions_dir(common))
         if opened and opened[0].writes:  # only a write can take it over cache.max_mb

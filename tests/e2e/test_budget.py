@@ -232,3 +232,28 @@ def test_llm_test_records_its_probe_in_the_ledger(repo: GitRepo, llm: ScriptedLL
     assert p.returncode == 0, p.stderr
     [line] = [json.loads(x) for x in ledger(repo).read_text().splitlines()]
     assert (line["model"], line["requests"], line["cost_usd"]) == (PRICED, 1, 0.0012)
+
+
+def test_a_later_pushed_range_counts_what_an_earlier_one_spent(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    c1 = repo.commit({"README.md": "hello\n"}, "init")
+    c2 = repo.commit({"app.py": APP_PY}, "app")
+    repo.git("checkout", "-q", "-b", "b", c1)
+    c3 = repo.commit({"lib.py": APP_PY.replace("def ", "def lib_")}, "lib")
+    user_file(repo, "[budget]\ndaily_usd = 0.40\n")
+    body = done_reply()
+    body["usage"]["completion_tokens"] = 10_000  # 100×3 + 1000×0.30 + 10000×15: $0.1506
+    llm.reply(body)
+    stdin = f"refs/heads/main {c2} refs/heads/main {c1}\nrefs/heads/b {c3} refs/heads/b {c1}\n"
+    p = subprocess.run([str(GIT_OCR), "hook", "pre-push", "origin", "url"], cwd=repo.path,
+                       input=stdin, capture_output=True, text=True, timeout=120,
+                       env={**repo.env, **llm.env(OCR_LLM_MODEL=PRICED),
+                            "OCR_HOOK_REVIEW_FILTER": "false"})
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert len(llm.requests) == 1  # the first range only
+    assert re.search(r"NOT REVIEWED: daily budget \$0\.40 would be passed: \$0\.15 spent"
+                     r" today \(UTC\), " + NEEDS, out), out
+    assert [json.loads(x)["cost_usd"] for x in ledger(repo).read_text().splitlines()] == [
+        0.1506]
