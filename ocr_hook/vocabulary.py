@@ -112,7 +112,7 @@ class StopReason(Vocabulary):
     (``agent.loop``, ``task_done`` … ``group_tokens``), what a group's run adds
     (``pipeline.group``, ``pipeline.llm_stage``: a prompt too large for the context, an
     internal error, a cache hit, a later effort round cut short) and what stops the whole run
-    (no endpoint, the run lock). ``report.result`` says which leave a group unreviewed.
+    (no endpoint, the run lock, a money cap). ``report.result`` says which leave a group unreviewed.
 
     ``words``: the stop for people (the NOT REVIEWED line, the group's warning); ``brief``: the
     short form a not-reviewed file is listed with, None where the list shows the code."""
@@ -159,3 +159,5 @@ class StopReason(Vocabulary):
                        " hold; the later ones were not filed", "too many comments")
     NO_ENDPOINT = "no_endpoint", "no LLM endpoint configured", "no LLM endpoint configured"
     LOCKED = "locked", "another review of the same changes held the run lock too long"
+    SPEND_CAP = ("spend_cap", "the run would pass a money cap (budget.daily_usd,"
+                 " budget.monthly_usd)", "money cap reached")

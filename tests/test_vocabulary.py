@@ -68,7 +68,7 @@ def test_stop_reasons_are_the_codes_of_the_session_log_and_the_files_list() -> N
         "too_many_tool_calls", "tool_args_too_large", "group_tokens",  # the tool loop's
         "token_threshold_exceeded", "error", "cache_hit", "round_incomplete",
         "comments_capped",  # a group's run
-        "no_endpoint", "locked"]  # the whole run's
+        "no_endpoint", "locked", "spend_cap"]  # the whole run's
 
 
 def test_which_stops_leave_a_group_unreviewed_or_cached() -> None:
@@ -92,7 +92,7 @@ def test_a_not_reviewed_file_is_listed_with_the_stops_brief_words_or_its_code() 
         "llm_error": "LLM request failed",
         "token_threshold_exceeded": "too large for the model's context",
         "error": "internal error", "comments_capped": "too many comments",
-        "no_endpoint": "no LLM endpoint configured"}
+        "no_endpoint": "no LLM endpoint configured", "spend_cap": "money cap reached"}
 
 
 def test_an_error_that_ends_a_loop_becomes_a_member() -> None:

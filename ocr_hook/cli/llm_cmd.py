@@ -1,5 +1,6 @@
-"""``git ocr llm providers`` (the built-in presets) and ``git ocr llm test`` (one review-shaped
-request to the configured endpoint; spec §13). Exit codes of ``llm test``: 0 tools work,
+"""``git ocr llm providers`` (the built-in presets), ``git ocr llm test`` (one review-shaped
+request to the configured endpoint; spec §13) and ``git ocr llm usage`` (the usage ledger per
+UTC day and model, and the budget caps; spec §13.7). Exit codes of ``llm test``: 0 tools work,
 1 the model does not call tools, 2 no endpoint, 3 the request failed.
 
 The report holds the server's and the model's text (an error body, the reply, tool names) and
@@ -54,7 +55,9 @@ def run_llm_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int
         return Exit.OK
     if action == "test":
         return _llm_test(args, environ)
-    raise OcrError("usage: git ocr llm test|providers")
+    if action == "usage":
+        return _llm_usage(args, environ)
+    raise OcrError("usage: git ocr llm test|providers|usage")
 
 
 def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
@@ -90,6 +93,9 @@ def _llm_test(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         report.update(ok=False, outcome="request_failed", error=str(e), error_kind=e.kind,
                       requests=e.attempts, latency_s=round(time.monotonic() - t0, 3))
         return _report(args, report, Exit.LLM_FAILED)
+    from .. import pipeline  # spec §13.7: the probe's tokens are spent too
+
+    pipeline.record_run(environ, endpoint.provider, endpoint.model, turn.usage, 1)
     calls = list(turn.message.tool_calls)
     outcome, code = "tool_call", Exit.OK
     if not calls:
@@ -138,3 +144,77 @@ def _report(args: argparse.Namespace, report: Mapping[str, Any], code: int) -> i
             f" {u['input'] + u['cache_read'] + u['cache_write']}/{u['output']}"
             + (" (counted locally)" if u["estimated"] else ""))
     return code
+
+
+_USAGE_COUNTS = ("requests", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+                 "output_tokens")
+
+
+def usage_rows(ledger: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ledger's lines summed per (UTC day, provider, model), oldest day first: ``day``,
+    ``provider``, ``model``, ``runs``, the counts of _USAGE_COUNTS, ``cost_usd`` (the priced
+    runs' sum; None when no run of the row had a price) and ``unpriced_runs``."""
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for line in ledger:
+        key = (line["time"][:10], str(line.get("provider", "")), str(line.get("model", "")))
+        row = rows.setdefault(key, {"day": key[0], "provider": key[1], "model": key[2],
+                                    "runs": 0, **dict.fromkeys(_USAGE_COUNTS, 0),
+                                    "cost_usd": None, "unpriced_runs": 0})
+        row["runs"] += 1
+        for k in _USAGE_COUNTS:
+            value = line.get(k)
+            row[k] += value if isinstance(value, int) else 0
+        cost = line.get("cost_usd")
+        if isinstance(cost, (int, float)):
+            row["cost_usd"] = round((row["cost_usd"] or 0.0) + cost, 8)
+        else:
+            row["unpriced_runs"] += 1
+    return [rows[k] for k in sorted(rows)]
+
+
+def _llm_usage(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Print the spend per UTC day and model, today's and this month's totals against the caps
+    and the models without a price (tokens counted only)."""
+    from .. import pipeline
+
+    cfg = config.build_config(config.config_layers(repo_or_none(), environ))
+    ledger = pipeline.read_ledger(environ)
+    rows = usage_rows(ledger)
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    unpriced = sorted({r["model"] for r in rows if r["unpriced_runs"]})
+    report = {
+        "ledger": str(pipeline.ledger_path(environ)), "timezone": "UTC", "days": rows,
+        "today": {"day": day, "cost_usd": round(pipeline.spent(ledger, day), 8),
+                  "cap_usd": cfg.budget.daily_usd},
+        "month": {"month": day[:7], "cost_usd": round(pipeline.spent(ledger, day[:7]), 8),
+                  "cap_usd": cfg.budget.monthly_usd},
+        "unpriced_models": unpriced,
+    }
+    if args.format == "json":
+        say(display_json(report))
+        return Exit.OK
+    if not rows:
+        say(f"no model usage recorded yet (ledger: {report['ledger']})")
+    else:
+        table = [("DAY (UTC)", "PROVIDER", "MODEL", "RUNS", "REQUESTS", "INPUT", "CACHE READ",
+                  "CACHE WRITE", "OUTPUT", "COST")]
+        for r in rows:
+            cost = "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.6f}"
+            if r["cost_usd"] is not None and r["unpriced_runs"]:
+                cost += " + unknown"
+            table.append((r["day"], util.display_text(r["provider"]),
+                          util.display_text(r["model"]),
+                          *(str(r[k]) for k in ("runs", *_USAGE_COUNTS)), cost))
+        widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
+        for t in table:
+            say("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)).rstrip())
+        say(f"ledger: {report['ledger']}")
+    for label, part in (("today", report["today"]), ("this month", report["month"])):
+        cap = part["cap_usd"]
+        limit = f"cap {pipeline.usd(cap)}" if cap is not None else "no cap"
+        say(f"{label}: ${part['cost_usd']:.6f} ({limit})")
+    if unpriced:
+        say("no price for " + ", ".join(util.display_text(m) for m in unpriced)
+            + ": tokens counted only (prices: config/providers.json); a cap cannot be"
+              " enforced for these models")
+    return Exit.OK

@@ -370,7 +370,7 @@ def _add_config(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -
 
 
 def _add_llm(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
-    """``llm test|providers``."""
+    """``llm test|providers|usage``."""
     lp = sub.add_parser("llm", help=COMMAND_HELP["llm"])
     ls = lp.add_subparsers(dest="llm_cmd", metavar="ACTION", parser_class=type(lp))
     lt = ls.add_parser("test", help="send one review-shaped request (tools included); exit 0"
@@ -381,6 +381,9 @@ def _add_llm(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> N
     lt.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     lpr = ls.add_parser("providers", help="the built-in provider presets")
     lpr.add_argument("--json", action="store_true", help="the presets as JSON")
+    lu = ls.add_parser("usage", help="recorded model spend per UTC day and model, and the"
+                       " budget caps (budget.daily_usd, budget.monthly_usd)")
+    lu.add_argument("--format", choices=("text", "json"), default="text", help="output format")
 
 
 def _add_delegate(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:

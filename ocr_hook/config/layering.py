@@ -28,6 +28,7 @@ from .models import (
     LIST_KEYS,
     REPO_FILE,
     SECTIONS,
+    BudgetConfig,
     CacheConfig,
     Config,
     GateConfig,
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
     from .endpoint import Endpoint
 
 __all__ = [
-    "FLAG_KEYS", "LIST_KEYS", "REPO_FILE", "SECRET_KEYS", "SECTIONS", "CacheConfig", "Config",
+    "FLAG_KEYS", "LIST_KEYS", "REPO_FILE", "SECRET_KEYS", "SECTIONS", "BudgetConfig",
+    "CacheConfig", "Config",
     "GateConfig", "Layer", "LlmConfig", "McpConfig", "ReviewConfig", "RulesConfig",
     "SecurityConfig", "SelectConfig", "ToolsConfig", "all_keys", "azure_url", "build_config",
     "check_repo_layer", "env_layer", "field_of", "flag_layer", "merge_layers", "parse_toml",

@@ -19,7 +19,13 @@ from ..errors import ConfigError, OcrError
 from ..util import user_config_dir
 from . import layering
 from .models import REPO_FILE
-from .repo_file import check_repo_paths, endpoint_settings, needs_endpoint_consent, repo_path_keys
+from .repo_file import (
+    cap_repo_budget,
+    check_repo_paths,
+    endpoint_settings,
+    needs_endpoint_consent,
+    repo_path_keys,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,11 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
         data = read_repo_file(repo)
         if data is not None:
             layer = check_repo_paths(layering.check_repo_layer(layering.Layer(REPO_SOURCE, data)))
+            layer, raised = cap_repo_budget(layer, layers)
+            if raised:  # spec §13.7: a repository may lower the user's money caps, not raise them
+                (log.warning if llm_command else log.debug)(
+                    "ignoring %s from %s: a repository may only lower your budget caps",
+                    ", ".join(raised), REPO_SOURCE)
             layers.append(guard_repo_endpoint(layer, repo, environ, list(layers), upper,
                                               warn=llm_command))
     layers.append(layering.preset_env_layer([*layers, *upper], environ))

@@ -265,6 +265,19 @@ def allow_probes() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, eq=False)
+class BudgetConfig:
+    """spec §13.7: money caps in US dollars (None: no cap), checked before a run's first model
+    call against the usage ledger (``pipeline.spend``) priced by ``config/providers.json``:
+    ``daily_usd`` per UTC day, ``monthly_usd`` per UTC calendar month. The repository file may
+    only lower them (``repo_file.cap_repo_budget``)."""
+
+    __pydantic_config__ = _STRICT
+
+    daily_usd: Annotated[float, Bound(ge=0)] | None = None
+    monthly_usd: Annotated[float, Bound(ge=0)] | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class McpConfig:
     __pydantic_config__ = _STRICT
 
@@ -286,6 +299,7 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
 
 
 SECTIONS: dict[str, type] = dict(field_types(Config))

@@ -137,3 +137,30 @@ def needs_endpoint_consent(settings: Mapping[str, Any], below: Sequence[Layer],
         elif low.get(k) or configured:
             out.append(k)
     return out
+
+
+# [budget] keys: money caps the repository file may lower but never raise (spec §13.7)
+BUDGET_KEYS = ("daily_usd", "monthly_usd")
+
+
+def cap_repo_budget(layer: Layer, below: Sequence[Layer]) -> tuple[Layer, list[str]]:
+    """The repository file's layer without the ``[budget]`` caps that would raise the user's
+    own (spec §13.7): a cap of ``below`` (the user file) is an upper bound the repository may
+    only lower; with no user cap any repository cap is a lowering. Returns (the layer, the
+    dotted keys dropped). A value that is not a number is kept (validation refuses it). Pure."""
+    table = layer.data.get("budget") if isinstance(layer.data, Mapping) else None
+    if not isinstance(table, Mapping):
+        return layer, []
+    user, _ = merge_layers(below)
+    mine = user.get("budget") if isinstance(user.get("budget"), Mapping) else {}
+    dropped = []
+    for key in BUDGET_KEYS:
+        value, cap = table.get(key), mine.get(key)
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                      for x in (value, cap))
+        if numbers and value > cap:
+            dropped.append(f"budget.{key}")
+    if not dropped:
+        return layer, []
+    kept = {k: v for k, v in table.items() if f"budget.{k}" not in dropped}
+    return Layer(layer.source, {**layer.data, "budget": kept}, layer.names), dropped

@@ -1,6 +1,6 @@
 """A review run: the request, input, run-level preparation, the LLM stage with its group pool and
-deadline, ranges, the lock, the result cache, the services around a run and delegation
-(``delegated``).
+deadline, ranges, the lock, the result cache, the services around a run, delegation
+(``delegated``) and the money caps (``spend``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from .delegated import Delegation, parse_findings, run_submitted, run_tool, task_text
     from .request import ReviewRequest
     from .services import mcp_bridge, run_with_services, tool_defs
+    from .spend import ledger_path, price_of, read_ledger, record_run, spent, usd
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "cache.store": ("ResultCache",),
     "delegated": ("Delegation", "parse_findings", "run_submitted", "run_tool", "task_text",),
     "request": ("ReviewRequest",),
     "services": ("mcp_bridge", "run_with_services", "tool_defs",),
+    "spend": ("ledger_path", "price_of", "read_ledger", "record_run", "spent", "usd",),
 })

@@ -4,7 +4,8 @@
 input (target + diff) → selection → deterministic findings (``change.scan``) in ``RunState``
 (``pipeline.prepare``); a preview or a run with nothing to send to a model ends there. Otherwise
 the reviewed diffs are redacted, the run takes its lock (``pipeline.lock``: one run per input at
-a time) and looks up the run-level cache; only on a miss is ``pipeline.llm_stage`` imported,
+a time) and looks up the run-level cache; on a miss the money caps are checked
+(``pipeline.spend``, spec §13.7); only then is ``pipeline.llm_stage`` imported,
 with groups (``agent.build_groups``: deterministic or one grouping call), the group pool and
 each group's review (``pipeline.group``), the run deadline, the merge in group order and the
 gate. Nothing else wires stages. LLM and tool failures come back inside the result; only
@@ -99,6 +100,34 @@ def _review_with_llm(state: RunState, redactor: Redactor, session: Session | Non
     run_hit = state.run_cache_hit(cache)
     if run_hit is not None:
         return run_hit
+    budget = state.cfg.budget
+    if budget.daily_usd is not None or budget.monthly_usd is not None:
+        refused = _over_budget(state)  # spec §13.7: before the first model call
+        if refused is not None:
+            return refused
     from .llm_stage import review_with_llm
 
-    return review_with_llm(state, redactor, session)
+    result = review_with_llm(state, redactor, session)
+    endpoint = state.req.endpoint
+    if endpoint is not None and (result.llm_calls or result.usage.total):
+        from .spend import record_run  # spec §13.7: the ledger, still under the run lock
+
+        record_run(state.req.environ, endpoint.provider, endpoint.model, result.usage,
+                   result.llm_calls)
+    return result
+
+
+def _over_budget(state: RunState) -> ReviewResult | None:
+    """The NOT REVIEWED result when this run would pass a money cap (``pipeline.spend``),
+    else None; a cap that cannot be enforced (no price for the model) is one warning."""
+    from .spend import check_caps
+
+    endpoint = state.req.endpoint
+    assert endpoint is not None  # the caller reviews with an endpoint
+    verdict = check_caps(state.cfg, state.req.environ, endpoint.provider, endpoint.model,
+                         [f.patch for f in state.reviewable], endpoint.max_output_tokens)
+    if verdict.warning:
+        state.result.warnings.append(RunWarning("budget", "", verdict.warning))
+    if verdict.why:
+        return state.not_reviewed(StopReason.SPEND_CAP, verdict.why)
+    return None
