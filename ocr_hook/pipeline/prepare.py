@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import change, util
 from ..change import changes_only_notice, filter_paths, input_warnings
-from ..findings import RunWarning
-from ..gate import decide
+from ..findings import MOVED_UNKNOWN, RunWarning
+from ..gate import decide, would_block
 from ..report import FileOutcome, ReviewResult, merged_findings
 from ..vocabulary import StopReason
 
@@ -112,8 +112,11 @@ class RunState:
         """Account for the selected files that could not be fitted (too large, a bound of the
         change set) and for the files whose added text the secret scan did not read to its
         end: each makes the review incomplete. Stamp the elapsed time on the result and
-        return it."""
+        return it. Before that, the findings that would block are checked for code moved
+        unchanged (:meth:`mark_moved`)."""
         result = self.result
+        if not self.req.preview:
+            self.mark_moved()
         gaps = [o for o in result.files if o.scan_gap]
         if (self.bounded or gaps) and not self.req.preview:
             from .input import bound_text, scan_gap_text  # a run with a change set: loaded
@@ -125,6 +128,37 @@ class RunState:
                 result.not_scanned(scan_gap_text(gaps, self.cfg.security.max_scan_bytes))
         result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
         return result
+
+    def mark_moved(self) -> None:
+        """spec §9: set ``moved_from`` on each finding that would block (``gate.would_block``,
+        from the model, anchored on the new side, not flagged pre-existing) whose lines git's
+        moved-code detection shows as moved unchanged (``git.moved_lines``), and decide the gate
+        again. Nothing to ask (no such finding, ``gate.block_preexisting``): no git call. A
+        git failure is a run warning and the findings keep blocking."""
+        gate, result = self.req.gate, self.result
+        asked = [f for f in result.findings if would_block(f, gate) and not gate.block_preexisting
+                 and f.source == "llm" and f.side == "new" and f.start_line > 0
+                 and not f.preexisting]
+        if not asked:
+            return
+        from .. import git
+        from ..errors import GitError
+
+        paths = {f.path for f in asked} | {
+            fd.old_path for fd in self.files if fd.deletions and fd.old_path}
+        try:
+            moved = git.moved_lines(self.req.repo, self.head.base, self.head.head, sorted(paths))
+        except GitError as e:
+            result.warnings.append(RunWarning("moved_code", "", f"moved code not checked: {e}"))
+            return
+        asked_ids = {id(f) for f in asked}
+        out = []
+        for f in result.findings:
+            src = (moved.moved_source(f.path, f.start_line, f.end_line)
+                   if id(f) in asked_ids else None)
+            out.append(f if src is None else f._replace(moved_from=src or MOVED_UNKNOWN))
+        result.findings = out
+        result.decision = decide(out, result.incomplete, gate)
 
     def finish_without_llm(self) -> ReviewResult:
         """Preview, or nothing to review: only the deterministic findings are reported."""

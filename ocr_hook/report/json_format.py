@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..findings import advisory_reason
 from ..vocabulary import Severity
 from .display import json_escape, utf8_safe
 from .result import ReviewResult
@@ -70,6 +71,7 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             "mode": result.gate.mode,
             "fail_on": result.gate.fail_on,
             "blocking": result.decision.blocked,
+            "block_preexisting": result.gate.block_preexisting,
         },
         "llm": dict(result.llm),
         "input": dict(result.input),
@@ -101,6 +103,8 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
                 "suggestion_code": f.suggestion_code,
                 "anchor": f.anchor,
                 "ambiguous": f.ambiguous,
+                "advisory_reason": advisory_reason(f),  # "" | preexisting | moved (spec §9)
+                "moved_from": f.moved_from,
             }
             for f in result.findings
         ],
