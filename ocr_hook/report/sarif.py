@@ -114,7 +114,8 @@ def _sarif_result(f: Finding, rule_index: int, advisory: bool = False) -> dict[s
     """One SARIF result for ``f``: the message with the side note, the suggestion as a fix
     (:func:`_fixable`) or, when it cannot be one, at the end of the message. ``advisory``
     (the gate lets pre-existing and moved findings pass): such a finding is level ``note``
-    with the reason in its message; ``properties.advisory_reason``/``moved_from`` always."""
+    with the reason in its message and ``properties.advisory_reason`` (else "");
+    ``properties.moved_from`` as in JSON."""
     text = f.content
     advisory = advisory and bool(advisory_reason(f))
     if advisory:
@@ -140,7 +141,7 @@ def _sarif_result(f: Finding, rule_index: int, advisory: bool = False) -> dict[s
             "side": f.side,
             "anchor": f.anchor,
             "ambiguous": f.ambiguous,
-            "advisory_reason": advisory_reason(f),
+            "advisory_reason": advisory_reason(f) if advisory else "",
             "moved_from": f.moved_from,
         },
     }

@@ -177,7 +177,8 @@ SUMMARY_KEYS = {"files_reviewed", "comments", "by_severity", "input_tokens", "ou
                 "llm_calls", "llm_attempts", "cache_hits", "elapsed_ms",
                 "cache_read_tokens", "cache_write_tokens"}
 COMMENT_KEYS = {"id", "path", "side", "start_line", "end_line", "severity", "category",
-                "content", "existing_code", "suggestion_code", "anchor", "ambiguous"}
+                "content", "existing_code", "suggestion_code", "anchor", "ambiguous",
+                "advisory_reason", "moved_from"}
 
 
 def test_json_has_exactly_the_specified_shape(
