@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from ..change import SelectionReason, reason_words
-from ..findings import Finding, advisory_text
+from ..findings import Finding, advisory_reason, advisory_text
 from ..gate import blocks
 from ..llm import Usage
 from ..vocabulary import AnchorMethod, Severity
@@ -255,6 +255,10 @@ def verdict_line(result: ReviewResult) -> str:
     n = d.blocking_findings
     hits = f"{n} finding{'s' if n != 1 else ''} at or above {g.fail_on}"
     dismissed = f", {len(result.dismissed)} dismissed" if result.dismissed else ""
+    advisory = sum(1 for f in result.findings if not g.block_preexisting and advisory_reason(f)
+                   and f.severity >= Severity[g.fail_on.upper()])
+    if advisory:  # at or above fail_on, let through as pre-existing or moved (spec §9)
+        dismissed += f", {advisory} advisory (pre-existing or moved)"
     if d.verdict == "findings":
         if d.blocked:
             return f"BLOCKED: {hits}{dismissed} {mode}"

@@ -108,6 +108,8 @@ def test_a_finding_on_a_block_moved_unchanged_is_advisory_with_where_it_came_fro
     rc, text, err = _review(repo, llm, monkeypatch, capsys, "--no-cache", fmt="text")
     assert rc == 0, err
     assert "  advisory: moved unchanged from util.py:12\u201312\n" in text
+    assert ("PASS: no finding at or above high, 1 advisory (pre-existing or moved)"
+            " (blocking mode)") in text
     assert "BLOCKING" not in text
 
 
