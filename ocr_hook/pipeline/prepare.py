@@ -130,33 +130,49 @@ class RunState:
         return result
 
     def mark_moved(self) -> None:
-        """spec §9: set ``moved_from`` on each finding that would block (``gate.would_block``,
-        from the model, anchored on the new side, not flagged pre-existing) whose lines git's
-        moved-code detection shows as moved unchanged (``git.moved_lines``), and decide the gate
-        again. Nothing to ask (no such finding, ``gate.block_preexisting``): no git call. A
-        git failure is a run warning and the findings keep blocking."""
+        """spec §9: among the model's findings that would block (``gate.would_block``), set
+        ``moved_from`` on those anchored on new-side lines git's moved-code detection shows as
+        moved unchanged (``git.moved_lines``), and decide the gate again. A ``preexisting``
+        flag on lines the change wrote (added lines not moved, removed lines) is dropped with a
+        ``preexisting_refused`` warning: new code is never waved through. Nothing to ask (no
+        such finding, ``gate.block_preexisting``): no git call. A git failure is a
+        ``moved_code`` warning and the findings keep blocking (an unverified flag is dropped)."""
         gate, result = self.req.gate, self.result
-        asked = [f for f in result.findings if would_block(f, gate) and not gate.block_preexisting
-                 and f.source == "llm" and f.side == "new" and f.start_line > 0
-                 and not f.preexisting]
+        if gate.block_preexisting or not any(would_block(f, gate) for f in result.findings):
+            return
+        diffs = {p: fd for fd in self.files for p in (fd.old_path, fd.new_path) if p}
+        touched = {id(f): _touches_change(diffs.get(f.path), f) for f in result.findings}
+        asked = [f for f in result.findings if would_block(f, gate) and f.source == "llm"
+                 and (touched[id(f)] if f.preexisting else f.side == "new" and f.start_line > 0)]
         if not asked:
             return
-        from .. import git
-        from ..errors import GitError
+        moved: Any = None
+        if any(f.side == "new" and f.start_line > 0 for f in asked):
+            from .. import git
+            from ..errors import GitError
 
-        paths = {f.path for f in asked} | {
-            fd.old_path for fd in self.files if fd.deletions and fd.old_path}
-        try:
-            moved = git.moved_lines(self.req.repo, self.head.base, self.head.head, sorted(paths))
-        except GitError as e:
-            result.warnings.append(RunWarning("moved_code", "", f"moved code not checked: {e}"))
-            return
+            paths = {f.path for f in asked} | {fd.old_path for fd in self.files
+                                               if fd.deletions and fd.old_path}
+            try:
+                moved = git.moved_lines(self.req.repo, self.head.base, self.head.head,
+                                        sorted(paths))
+            except GitError as e:
+                result.warnings.append(RunWarning("moved_code", "",
+                                                  f"moved code not checked: {e}"))
         asked_ids = {id(f) for f in asked}
         out = []
         for f in result.findings:
-            src = (moved.moved_source(f.path, f.start_line, f.end_line)
-                   if id(f) in asked_ids else None)
-            out.append(f if src is None else f._replace(moved_from=src or MOVED_UNKNOWN))
+            src = None
+            if id(f) in asked_ids and moved is not None and f.side == "new":
+                src = moved.moved_source(f.path, f.start_line, f.end_line)
+            if src is not None:
+                f = f._replace(moved_from=src or MOVED_UNKNOWN)
+            elif id(f) in asked_ids and f.preexisting:
+                f = f._replace(preexisting=False)
+                result.warnings.append(RunWarning(
+                    "preexisting_refused", f.path, f"finding {f.id} was flagged pre-existing"
+                    " but lies on lines the change wrote: it counts as the change's"))
+            out.append(f)
         result.findings = out
         result.decision = decide(out, result.incomplete, gate)
 
@@ -224,3 +240,18 @@ class RunState:
         result.decision = decide(result.findings, False, req.gate)
         result.cache_hits = self.cache_policy.hits
         return self.finished()
+
+
+def _touches_change(fd: FileDiff | None, f: Finding) -> bool:
+    """Whether finding ``f`` lies on a line the change wrote: an added line (new side) or a
+    removed line (old side) of ``fd``'s hunks within ``f``'s lines. An unanchored finding, or
+    one on a file without hunks, touches none."""
+    if fd is None or f.start_line <= 0:
+        return False
+    kind = "+" if f.side == "new" else "-"
+    for h in fd.hunks:
+        for ln in h.lines:
+            num = ln.new_line if f.side == "new" else ln.old_line
+            if ln.kind == kind and num is not None and f.start_line <= num <= f.end_line:
+                return True
+    return False

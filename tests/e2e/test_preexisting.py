@@ -244,3 +244,18 @@ def test_a_delegated_submit_honours_the_flag(repo: GitRepo) -> None:
     assert [(c["start_line"], c["advisory_reason"]) for c in data["comments"]] == [
         (16, "preexisting")]
     assert data["verdict"] == "pass"
+
+
+def test_a_preexisting_flag_on_lines_the_change_wrote_is_refused(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _context_change(repo)
+    _script(llm, _comment("util.py", "    return items[0]", "IndexError on an empty list",
+                          preexisting=True))
+    rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["advisory_reason"]) == ("util.py", 20, "")
+    assert [(w["type"], w["file"]) for w in data["warnings"]] == [
+        ("preexisting_refused", "util.py")]
