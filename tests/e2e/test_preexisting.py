@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ocr_hook.findings import finding_id
+from tests.e2e.test_git_calls import GitLog
 from tests.support.cli import GIT_OCR, run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -259,3 +260,23 @@ def test_a_preexisting_flag_on_lines_the_change_wrote_is_refused(
     assert (c["path"], c["start_line"], c["advisory_reason"]) == ("util.py", 20, "")
     assert [(w["type"], w["file"]) for w in data["warnings"]] == [
         ("preexisting_refused", "util.py")]
+
+
+def test_the_moved_code_diff_runs_only_for_a_finding_that_would_block(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    _move_staged(repo)
+    log = GitLog(tmp_path / "shim", monkeypatch)
+    _script(llm, {"comments": [{"path": "stats.py", "content": DIV_CLAIM,
+                                "existing_code": DIVISION, "severity": "low",
+                                "category": "bug"}]})
+    rc, _data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 0, err
+    assert not any("--color-moved" in line for line in log.log.read_text().splitlines())
+    _script(llm, _comment("stats.py", DIVISION, DIV_CLAIM))
+    rc, _data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 0, err
+    moved = [line for line in log.log.read_text().splitlines() if "--color-moved" in line]
+    assert len(moved) == 1
+    assert moved[0].split("\t")[0].endswith("-- stats.py util.py")
