@@ -27,6 +27,7 @@ class RawComment(NamedTuple):
     line_hint: int | None = None
     group: str = ""
     source: str = "llm"  # "llm" or "secret-scan"
+    preexisting: bool = False  # the model says the defect predates the change (spec §7.1.1)
 
 
 SECRET_SOURCE = "secret-scan"  # Finding.source of what secrets.diff_scan/.blobs find
@@ -42,6 +43,10 @@ class Finding(NamedTuple):
     ``code`` is the text of the anchored lines as they are in the file (``\n``-joined, "" when
     unanchored or unknown): what the output shows under the finding and what a dismissal is
     keyed on (``comments.dismissals.dismiss_key``), unlike ``existing_code``, the model's own quote.
+    ``preexisting``: the model flagged the defect as older than the change (``code_comment``);
+    ``moved_from``: set at gate time when the lines are code moved unchanged (``old/path:a–b``,
+    or "" when not moved; :data:`MOVED_UNKNOWN` when moved from a place git did not pair).
+    Either makes the finding advisory (:func:`advisory_reason`, spec §9); neither enters the id.
     """
 
     id: str
@@ -59,9 +64,33 @@ class Finding(NamedTuple):
     source: str = "llm"
     group: str = ""  # label of the review group that filed it ("" for deterministic findings)
     code: str = ""
+    preexisting: bool = False
+    moved_from: str = ""
 
     def with_lines(self, start_line: int, end_line: int) -> Finding:
         return self._replace(start_line=start_line, end_line=end_line)
+
+
+MOVED_UNKNOWN = "?"  # Finding.moved_from of a moved block whose source was not paired
+
+
+def advisory_reason(f: Finding) -> str:
+    """Why finding ``f`` does not block (spec §9): ``"preexisting"`` (the model's flag),
+    ``"moved"`` (code moved unchanged), or "" (it may block)."""
+    if f.preexisting:
+        return "preexisting"
+    return "moved" if f.moved_from else ""
+
+
+def advisory_text(f: Finding) -> str:
+    """One line for people saying why ``f`` is advisory ("" when it is not)."""
+    reason = advisory_reason(f)
+    if reason == "preexisting":
+        return "advisory: pre-existing (reported by the model)"
+    if reason == "moved":
+        src = "" if f.moved_from == MOVED_UNKNOWN else f" from {f.moved_from}"
+        return f"advisory: moved unchanged{src}"
+    return ""
 
 
 def _norm(text: str) -> str:
@@ -133,19 +162,21 @@ def _overlap(a: Finding, b: Finding) -> bool:
 def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
     """De-duplicate findings (spec §8.3): the same id, or the same path/side with overlapping
     ranges and the same claim (``same_claim``), merge into one that keeps the highest
-    severity (first wins on ties, order otherwise kept); an unanchored finding and an
+    severity (first wins on ties, order otherwise kept) and is flagged ``preexisting`` only
+    when both were; an unanchored finding and an
     anchored one with the same path and claim merge into the anchored one. Different claims
     on the same line are all kept."""
     kept: list[Finding] = []
     for f in findings:
         for i, k in enumerate(kept):
+            both = k.preexisting and f.preexisting  # one copy not flagged: not advisory
             if _placed_twin(k, f):  # the model filed it again with a quote that landed
                 placed = k if k.start_line else f
-                kept[i] = placed._replace(severity=max(k.severity, f.severity))
+                kept[i] = placed._replace(severity=max(k.severity, f.severity),
+                                          preexisting=both)
                 break
             if k.id == f.id or (_overlap(k, f) and same_claim(k, f)):
-                if f.severity > k.severity:
-                    kept[i] = f
+                kept[i] = (f if f.severity > k.severity else k)._replace(preexisting=both)
                 break
         else:
             kept.append(f)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_hook.findings import Finding, finding_id, merge_same_claims, same_claim
+from ocr_hook.findings import (
+    MOVED_UNKNOWN,
+    Finding,
+    advisory_reason,
+    advisory_text,
+    finding_id,
+    merge_same_claims,
+    same_claim,
+)
 from ocr_hook.vocabulary import Severity
 
 SQL = "User input is concatenated into the SQL query: injection. Use a parameterised query."
@@ -88,3 +96,23 @@ def test_identical_ids_merge_regardless_of_lines() -> None:
     a = finding(12, 12)
     b = finding(40, 40, severity=Severity.CRITICAL)  # same id: same path/side/quote/content
     assert merge_same_claims([a, b]) == [b]
+
+
+def test_a_merged_finding_is_preexisting_only_when_every_copy_was() -> None:
+    a, b = finding(3, 3), finding(3, 4, severity=Severity.CRITICAL)
+    assert [m.preexisting for m in merge_same_claims([a._replace(preexisting=True), b])] == [
+        False]
+    merged = merge_same_claims([a._replace(preexisting=True), b._replace(preexisting=True)])
+    assert [(m.severity, m.preexisting) for m in merged] == [(Severity.CRITICAL, True)]
+
+
+def test_advisory_reason_and_text() -> None:
+    f = finding(3, 3)
+    assert (advisory_reason(f), advisory_text(f)) == ("", "")
+    assert advisory_text(f._replace(preexisting=True)) == (
+        "advisory: pre-existing (reported by the model)")
+    moved = f._replace(moved_from="a.py:10\u201320")
+    assert (advisory_reason(moved), advisory_text(moved)) == (
+        "moved", "advisory: moved unchanged from a.py:10\u201320")
+    assert advisory_text(f._replace(moved_from=MOVED_UNKNOWN)) == "advisory: moved unchanged"
+    assert advisory_reason(moved._replace(preexisting=True)) == "preexisting"

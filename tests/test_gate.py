@@ -47,3 +47,28 @@ def test_gate_table(findings: list[Severity], incomplete: bool, mode: str, fail_
 def test_unanchored_findings_count() -> None:
     d = decide([f(H, start_line=0)], False, GateOptions())
     assert (d.verdict, d.exit_code) == ("findings", 1)
+
+
+@pytest.mark.parametrize(
+    ("flag", "moved_from", "block_preexisting", "verdict", "code"),
+    [
+        (False, "", False, "findings", Exit.FINDINGS),
+        (True, "", False, "pass", Exit.OK),  # the model's preexisting flag
+        (False, "a.py:10\u201320", False, "pass", Exit.OK),  # moved unchanged
+        (False, "?", False, "pass", Exit.OK),  # moved, source not paired
+        (True, "", True, "findings", Exit.FINDINGS),
+        (False, "a.py:10\u201320", True, "findings", Exit.FINDINGS),
+    ],
+)
+def test_preexisting_and_moved_findings_are_advisory_unless_block_preexisting(
+    flag: bool, moved_from: str, block_preexisting: bool, verdict: str, code: Exit,
+) -> None:
+    finding = f(H)._replace(preexisting=flag, moved_from=moved_from)
+    d = decide([finding], False, GateOptions(block_preexisting=block_preexisting))
+    assert (d.verdict, d.exit_code, d.blocking_findings) == (verdict, code,
+                                                             1 if code else 0)
+
+
+def test_an_advisory_finding_does_not_hide_a_blocking_one() -> None:
+    d = decide([f(C)._replace(preexisting=True), f(H, 7)], False, GateOptions())
+    assert (d.verdict, d.exit_code, d.blocking_findings) == ("findings", Exit.FINDINGS, 1)

@@ -190,7 +190,7 @@ def _llm_usage(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                   "cap_usd": cfg.budget.monthly_usd},
         "unpriced_models": unpriced,
     }
-    if args.format == "json":
+    if args.json:
         say(display_json(report))
         return Exit.OK
     if not rows:

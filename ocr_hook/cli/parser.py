@@ -383,7 +383,7 @@ def _add_llm(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> N
     lpr.add_argument("--json", action="store_true", help="the presets as JSON")
     lu = ls.add_parser("usage", help="recorded model spend per UTC day and model, and the"
                        " budget caps (budget.daily_usd, budget.monthly_usd)")
-    lu.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    lu.add_argument("--json", action="store_true", help="the spend as JSON")
 
 
 def _add_delegate(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:

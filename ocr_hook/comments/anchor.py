@@ -438,6 +438,7 @@ def make_finding(c: RawComment, anchor: Anchor | None, fallback_path: str,
         ambiguous=anchor.ambiguous if anchor else False,
         source=c.source,
         group=c.group,
+        preexisting=c.preexisting,
     )
 
 

@@ -203,6 +203,8 @@ class GateConfig:
     mode: Literal["blocking", "advisory"] = "blocking"
     fail_on: Literal["critical", "high", "medium", "low"] = "high"
     on_error: Literal["allow", "block"] = "allow"
+    # True: findings flagged pre-existing or on code moved unchanged block too (spec §9)
+    block_preexisting: bool = False
 
 
 @dataclass(frozen=True, eq=False)

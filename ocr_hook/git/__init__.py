@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .attributes import text_marked_binary
     from .file_patch import read_file_patch
     from .indexcopy import private_copy
+    from .moved import MovedLines, moved_lines
     from .process import decode_text, foreign_env, run_command, run_git, run_git_full, zsplit
     from .push_scope import bound_push_range
     from .repository import (
@@ -47,6 +48,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "attributes": ("text_marked_binary",),
     "file_patch": ("read_file_patch",),
     "indexcopy": ("private_copy",),
+    "moved": ("MovedLines", "moved_lines"),
     "process": ("decode_text", "foreign_env", "run_command", "run_git", "run_git_full", "zsplit",),
     "repository": (
         "BLOB_MEMO_MAX_BLOB",

@@ -200,7 +200,11 @@ def task_text(d: Delegation, flags: str = "") -> str:
         " from the diff without line number and marker, \"content\": what goes wrong, on which"
         " input, and the fix, \"severity\": \"critical\" | \"high\" | \"medium\" | \"low\","
         " \"category\": e.g. \"bug\", \"security\", \"performance\", \"maintainability\","
-        " \"suggestion_code\" (optional): code that replaces existing_code exactly}. No finding:"
+        " \"suggestion_code\" (optional): code that replaces existing_code exactly,"
+        " \"preexisting\" (optional): true only when the defect was there before the change, in"
+        " lines it left as they were, and the change neither causes nor exposes it (such a"
+        " finding does not block; one the change makes on an unchanged line is not"
+        " preexisting)}. No finding:"
         " []. Then run: git ocr delegate submit FILE" + flags + " (FILE - reads stdin).",
     ]
     now = time.strftime("%Y-%m-%d")

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import change, util
 from ..change import changes_only_notice, filter_paths, input_warnings
-from ..findings import RunWarning
-from ..gate import decide
+from ..findings import MOVED_UNKNOWN, RunWarning
+from ..gate import decide, would_block
 from ..report import FileOutcome, ReviewResult, merged_findings
 from ..vocabulary import StopReason
 
@@ -112,8 +112,11 @@ class RunState:
         """Account for the selected files that could not be fitted (too large, a bound of the
         change set) and for the files whose added text the secret scan did not read to its
         end: each makes the review incomplete. Stamp the elapsed time on the result and
-        return it."""
+        return it. Before that, the findings that would block are checked for code moved
+        unchanged (:meth:`mark_moved`)."""
         result = self.result
+        if not self.req.preview:
+            self.mark_moved()
         gaps = [o for o in result.files if o.scan_gap]
         if (self.bounded or gaps) and not self.req.preview:
             from .input import bound_text, scan_gap_text  # a run with a change set: loaded
@@ -125,6 +128,53 @@ class RunState:
                 result.not_scanned(scan_gap_text(gaps, self.cfg.security.max_scan_bytes))
         result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
         return result
+
+    def mark_moved(self) -> None:
+        """spec §9: among the model's findings that would block (``gate.would_block``), set
+        ``moved_from`` on those anchored on new-side lines git's moved-code detection shows as
+        moved unchanged (``git.moved_lines``), and decide the gate again. A ``preexisting``
+        flag on lines the change wrote (added lines not moved, removed lines) is dropped with a
+        ``preexisting_refused`` warning: new code is never waved through. Nothing to ask (no
+        such finding, ``gate.block_preexisting``): no git call. A git failure is a
+        ``moved_code`` warning and the findings keep blocking (an unverified flag is dropped)."""
+        gate, result = self.req.gate, self.result
+        if gate.block_preexisting or not any(would_block(f, gate) for f in result.findings):
+            return
+        diffs = {p: fd for fd in self.files for p in (fd.old_path, fd.new_path) if p}
+        touched = {id(f): _touches_change(diffs.get(f.path), f) for f in result.findings}
+        asked = [f for f in result.findings if would_block(f, gate) and f.source == "llm"
+                 and (touched[id(f)] if f.preexisting else f.side == "new" and f.start_line > 0)]
+        if not asked:
+            return
+        moved: Any = None
+        if any(f.side == "new" and f.start_line > 0 for f in asked):
+            from .. import git
+            from ..errors import GitError
+
+            paths = {f.path for f in asked} | {fd.old_path for fd in self.files
+                                               if fd.deletions and fd.old_path}
+            try:
+                moved = git.moved_lines(self.req.repo, self.head.base, self.head.head,
+                                        sorted(paths))
+            except GitError as e:
+                result.warnings.append(RunWarning("moved_code", "",
+                                                  f"moved code not checked: {e}"))
+        asked_ids = {id(f) for f in asked}
+        out = []
+        for f in result.findings:
+            src = None
+            if id(f) in asked_ids and moved is not None and f.side == "new":
+                src = moved.moved_source(f.path, f.start_line, f.end_line)
+            if src is not None:
+                f = f._replace(moved_from=src or MOVED_UNKNOWN)
+            elif id(f) in asked_ids and f.preexisting:
+                f = f._replace(preexisting=False)
+                result.warnings.append(RunWarning(
+                    "preexisting_refused", f.path, f"finding {f.id} was flagged pre-existing"
+                    " but lies on lines the change wrote: it counts as the change's"))
+            out.append(f)
+        result.findings = out
+        result.decision = decide(out, result.incomplete, gate)
 
     def finish_without_llm(self) -> ReviewResult:
         """Preview, or nothing to review: only the deterministic findings are reported."""
@@ -190,3 +240,18 @@ class RunState:
         result.decision = decide(result.findings, False, req.gate)
         result.cache_hits = self.cache_policy.hits
         return self.finished()
+
+
+def _touches_change(fd: FileDiff | None, f: Finding) -> bool:
+    """Whether finding ``f`` lies on a line the change wrote: an added line (new side) or a
+    removed line (old side) of ``fd``'s hunks within ``f``'s lines. An unanchored finding, or
+    one on a file without hunks, touches none."""
+    if fd is None or f.start_line <= 0:
+        return False
+    kind = "+" if f.side == "new" else "-"
+    for h in fd.hunks:
+        for ln in h.lines:
+            num = ln.new_line if f.side == "new" else ln.old_line
+            if ln.kind == kind and num is not None and f.start_line <= num <= f.end_line:
+                return True
+    return False

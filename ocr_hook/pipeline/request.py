@@ -98,4 +98,4 @@ class ReviewRequest(NamedTuple):
     def gate(self) -> GateOptions:
         """The gate settings of this run."""
         g = self.config.gate
-        return GateOptions(g.mode, g.fail_on, g.on_error)
+        return GateOptions(g.mode, g.fail_on, g.on_error, g.block_preexisting)

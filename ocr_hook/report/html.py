@@ -89,7 +89,10 @@ def _e(text: object) -> str:
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
-    """Whether JSON comment ``c`` blocks under JSON ``gate`` (blocking mode, at/above fail_on)."""
+    """Whether JSON comment ``c`` blocks under JSON ``gate`` (blocking mode, at/above fail_on,
+    not advisory: ``advisory_reason`` is set only when the gate lets it pass)."""
+    if c.get("advisory_reason"):
+        return False
     return (gate.get("mode") == "blocking"
             and SEVERITY_RANK.get(str(c.get("severity")), 0)
             >= SEVERITY_RANK.get(str(gate.get("fail_on")), 3))

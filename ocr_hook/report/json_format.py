@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..findings import Finding, advisory_reason
 from ..vocabulary import Severity
 from .display import json_escape, utf8_safe
 from .result import ReviewResult
@@ -87,23 +88,7 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             "cache_hits": result.cache_hits,
             "elapsed_ms": result.elapsed_ms,
         },
-        "comments": [
-            {
-                "id": f.id,
-                "path": f.path,
-                "side": f.side,
-                "start_line": f.start_line,
-                "end_line": f.end_line,
-                "severity": f.severity.label,
-                "category": f.category,
-                "content": f.content,
-                "existing_code": f.existing_code,
-                "suggestion_code": f.suggestion_code,
-                "anchor": f.anchor,
-                "ambiguous": f.ambiguous,
-            }
-            for f in result.findings
-        ],
+        "comments": [_comment_json(f, result.gate.block_preexisting) for f in result.findings],
         "files": files,
         "groups": [{"label": g.label, "files": [f.path for f in g.files]} for g in result.groups],
         "warnings": [
@@ -112,6 +97,28 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         "dismissed": [_dismissed_json(d) for d in result.dismissed],
         "incomplete_reasons": list(result.incomplete_reasons),
         "session_id": result.session_id,
+    }
+
+
+def _comment_json(f: Finding, block_preexisting: bool) -> dict[str, Any]:
+    """One ``comments[]`` entry (spec §8.4). ``advisory_reason``: why the gate lets it pass
+    (``preexisting`` | ``moved``), "" when it may block (``gate.block_preexisting`` set:
+    always ""); ``moved_from``: where moved code came from (``path:a–b``, ``?``), else ""."""
+    return {
+        "id": f.id,
+        "path": f.path,
+        "side": f.side,
+        "start_line": f.start_line,
+        "end_line": f.end_line,
+        "severity": f.severity.label,
+        "category": f.category,
+        "content": f.content,
+        "existing_code": f.existing_code,
+        "suggestion_code": f.suggestion_code,
+        "anchor": f.anchor,
+        "ambiguous": f.ambiguous,
+        "advisory_reason": "" if block_preexisting else advisory_reason(f),
+        "moved_from": f.moved_from,
     }
 
 

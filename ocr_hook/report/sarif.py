@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from .. import __version__
-from ..findings import Finding, normalized_quote
+from ..findings import Finding, advisory_reason, advisory_text, normalized_quote
 from ..vocabulary import Category, Severity
 from .display import json_escape, utf8_safe
 from .result import ReviewResult
@@ -110,10 +110,16 @@ def _sarif_fix(f: Finding) -> dict[str, Any]:
     }
 
 
-def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
+def _sarif_result(f: Finding, rule_index: int, advisory: bool = False) -> dict[str, Any]:
     """One SARIF result for ``f``: the message with the side note, the suggestion as a fix
-    (:func:`_fixable`) or, when it cannot be one, at the end of the message."""
+    (:func:`_fixable`) or, when it cannot be one, at the end of the message. ``advisory``
+    (the gate lets pre-existing and moved findings pass): such a finding is level ``note``
+    with the reason in its message and ``properties.advisory_reason`` (else "");
+    ``properties.moved_from`` as in JSON."""
     text = f.content
+    advisory = advisory and bool(advisory_reason(f))
+    if advisory:
+        text += f"\n\n({advisory_text(f)}.)"
     if f.side == "old" and f.start_line > 0:
         text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
     elif f.start_line == 0:
@@ -126,7 +132,7 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ruleId": rule_id(f),
         "ruleIndex": rule_index,
-        "level": SARIF_LEVELS[f.severity],
+        "level": "note" if advisory else SARIF_LEVELS[f.severity],
         "message": {"text": text},
         "locations": _sarif_locations(f),
         "partialFingerprints": {"ocrHookFindingId/v1": f.id},
@@ -135,6 +141,8 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
             "side": f.side,
             "anchor": f.anchor,
             "ambiguous": f.ambiguous,
+            "advisory_reason": advisory_reason(f) if advisory else "",
+            "moved_from": f.moved_from,
         },
     }
     if fixable:
@@ -189,7 +197,8 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
     used = _rule_ids([*result.findings, *(d.finding for d in result.dismissed)])
     index = {r: i for i, r in enumerate(used)}
     rules = [_rule(r) for r in used]
-    results = [_sarif_result(f, index[rule_id(f)]) for f in result.findings]
+    lenient = not result.gate.block_preexisting
+    results = [_sarif_result(f, index[rule_id(f)], lenient) for f in result.findings]
     for d in result.dismissed:  # SARIF §3.35 suppressions: shown as dismissed by viewers
         entry = _sarif_result(d.finding, index[rule_id(d.finding)])
         entry["suppressions"] = [{

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from ..change import SelectionReason, reason_words
-from ..findings import Finding
+from ..findings import Finding, advisory_reason, advisory_text
+from ..gate import blocks
 from ..llm import Usage
 from ..vocabulary import AnchorMethod, Severity
 from .display import BOLD, RESET, SEVERITY_COLORS, display_path, display_text, use_color
@@ -38,9 +39,9 @@ _UNNOTED_ANCHORS = frozenset({AnchorMethod.HUNK_NEW, AnchorMethod.HUNK_OLD, Anch
 
 
 def is_blocking(f: Finding, result: ReviewResult) -> bool:
-    """Whether ``f`` is one of the findings that block (blocking mode, at or above fail_on)."""
-    return (result.gate.mode == "blocking"
-            and f.severity >= Severity[result.gate.fail_on.upper()])
+    """Whether ``f`` is one of the findings that block (blocking mode, at or above fail_on, not
+    advisory: ``gate.blocks``)."""
+    return result.gate.mode == "blocking" and blocks(f, result.gate)
 
 
 def text_order(result: ReviewResult) -> list[Finding]:
@@ -101,12 +102,15 @@ def suggestion_lines(existing: str, suggestion: str) -> list[str]:
     return out
 
 
-def finding_block(f: Finding, blocking: bool, paint: Painter) -> list[str]:
-    """The lines of one finding (see the module docstring)."""
+def finding_block(f: Finding, blocking: bool, paint: Painter, advisory: bool = False) -> list[str]:
+    """The lines of one finding (see the module docstring); ``advisory``: say why it does not
+    block when it is pre-existing or moved (``findings.advisory_text``)."""
     badge = paint(SEVERITY_COLORS[f.severity], f"[{f.severity.label} · {f.category}]")
     mark = paint(_BOLD_RED, "BLOCKING ") if blocking else ""
     out = [f"{mark}{paint(BOLD, finding_location(f))} {badge} id {f.id}"]
     out += [f"  {line}" for line in display_text(f.content, keep="\n\t").split("\n")]
+    if advisory and advisory_text(f):
+        out.append(f"  {display_text(advisory_text(f))}")
     out += [f"  {line}" for line in code_lines(f)]
     diff = suggestion_lines(display_text(f.code or f.existing_code, keep="\n\t"),
                             display_text(f.suggestion_code, keep="\n\t"))
@@ -251,6 +255,10 @@ def verdict_line(result: ReviewResult) -> str:
     n = d.blocking_findings
     hits = f"{n} finding{'s' if n != 1 else ''} at or above {g.fail_on}"
     dismissed = f", {len(result.dismissed)} dismissed" if result.dismissed else ""
+    advisory = sum(1 for f in result.findings if not g.block_preexisting and advisory_reason(f)
+                   and f.severity >= Severity[g.fail_on.upper()])
+    if advisory:  # at or above fail_on, let through as pre-existing or moved (spec §9)
+        dismissed += f", {advisory} advisory (pre-existing or moved)"
     if d.verdict == "findings":
         if d.blocked:
             return f"BLOCKED: {hits}{dismissed} {mode}"
@@ -319,7 +327,9 @@ def write_text(result: ReviewResult, stream: TextIO, environ: Mapping[str, str])
     paint = Painter(use_color(stream, environ))
     w = stream.write
     for f in text_order(result):
-        w("\n" + "\n".join(finding_block(f, is_blocking(f, result), paint)) + "\n")
+        w("\n" + "\n".join(finding_block(
+            f, is_blocking(f, result), paint,
+            result.gate.mode == "blocking" and not result.gate.block_preexisting)) + "\n")
     if not result.findings and result.status in ("complete", "skipped"):
         w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
     for line in scope_lines(result.input):

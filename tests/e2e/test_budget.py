@@ -104,7 +104,7 @@ def test_llm_usage_shows_the_days_spend_and_a_later_run_counts_it(
         "provider": "custom", "model": PRICED, "requests": 1, "input_tokens": 100,
         "cache_read_tokens": 1000, "cache_write_tokens": 0, "output_tokens": 40,
         "cost_usd": 0.0012}
-    p = ocr(repo, llm, "llm", "usage", "--format", "json")
+    p = ocr(repo, llm, "llm", "usage", "--json")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["today"] == {"day": today(), "cost_usd": 0.0012, "cap_usd": 5.0}
@@ -205,7 +205,7 @@ def test_an_unpriced_model_counts_tokens_only_and_says_the_cap_cannot_be_enforce
         "budget.daily_usd cannot be enforced: no price for model scripted-model in"
         " config/providers.json (its tokens are counted only)"]
     assert len(llm.requests) == 1
-    p = ocr(repo, llm, "llm", "usage", "--format", "json")
+    p = ocr(repo, llm, "llm", "usage", "--json")
     usage = json.loads(p.stdout)
     assert usage["unpriced_models"] == ["scripted-model"]
     assert [(r["model"], r["cost_usd"], r["unpriced_runs"], r["input_tokens"])

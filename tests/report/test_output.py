@@ -177,7 +177,8 @@ SUMMARY_KEYS = {"files_reviewed", "comments", "by_severity", "input_tokens", "ou
                 "llm_calls", "llm_attempts", "cache_hits", "elapsed_ms",
                 "cache_read_tokens", "cache_write_tokens"}
 COMMENT_KEYS = {"id", "path", "side", "start_line", "end_line", "severity", "category",
-                "content", "existing_code", "suggestion_code", "anchor", "ambiguous"}
+                "content", "existing_code", "suggestion_code", "anchor", "ambiguous",
+                "advisory_reason", "moved_from"}
 
 
 def test_json_has_exactly_the_specified_shape(
@@ -398,3 +399,29 @@ def test_a_suggestion_on_whole_anchored_lines_is_a_sarif_fix_and_otherwise_stays
     assert second["message"]["text"] == "problem in a.py\n\nSuggestion:\nx = 2\ny = 3\n"
     assert third["message"]["text"] == ("problem in a.py\n\n(On the previous version of the file,"
                                         " lines 4-5.)\n\nSuggestion:\nx = 2\ny = 3\n")
+
+
+def test_advisory_findings_in_sarif_are_notes_with_their_reason_unless_block_preexisting(
+    sarif_validator: jsonschema.Draft4Validator,
+) -> None:
+    files = [FileOutcome("a.py", "a.py", "modified", True, "", 1, 1, True)]
+    moved = _finding("a.py", "new", 3, 5, Severity.HIGH, "bug", "hunk_new")._replace(
+        moved_from="b.py:10\u201312")
+    flagged = _finding("a.py", "new", 8, 8, Severity.CRITICAL, "bug", "hunk_new")._replace(
+        preexisting=True)
+    result = _result([moved, flagged], files)
+    assert result.decision.verdict == "pass"
+    log = sarif.to_sarif(result)
+    assert list(sarif_validator.iter_errors(log)) == []
+    got = [(r["level"], r["properties"]["advisory_reason"], r["properties"]["moved_from"],
+            r["message"]["text"].split("\n\n")[1]) for r in log["runs"][0]["results"]]
+    assert got == [
+        ("note", "moved", "b.py:10\u201312", "(advisory: moved unchanged from b.py:10\u201312.)"),
+        ("note", "preexisting", "", "(advisory: pre-existing (reported by the model).)"),
+    ]
+    strict = GateOptions(block_preexisting=True)
+    result.gate, result.decision = strict, decide(result.findings, False, strict)
+    assert result.decision.verdict == "findings"
+    got = [(r["level"], r["properties"]["advisory_reason"])
+           for r in sarif.to_sarif(result)["runs"][0]["results"]]
+    assert got == [("error", ""), ("error", "")]

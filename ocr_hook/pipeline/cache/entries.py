@@ -40,6 +40,7 @@ class FindingEntry(NamedTuple):
     ambiguous: bool = False
     source: str = "llm"
     code: str = ""  # the anchored lines' text ("" when unknown)
+    preexisting: bool = False  # the model's flag (spec §7.1.1); moved code is found at gate time
 
 
 class GroupEntry(NamedTuple):
@@ -105,5 +106,5 @@ def entry_to_finding(e: FindingEntry) -> Finding:
         content=e.content,
         existing_code=e.existing_code, suggestion_code=e.suggestion_code,
         anchor=AnchorMethod.lookup(e.anchor) or e.anchor,
-        ambiguous=e.ambiguous, source=e.source, code=e.code,
+        ambiguous=e.ambiguous, source=e.source, code=e.code, preexisting=e.preexisting,
     )

@@ -117,6 +117,7 @@ def finding_to_entry(f: Finding) -> dict[str, Any]:
         "content": f.content, "existing_code": f.existing_code,
         "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
         "source": f.source, "code": f.code,
+        **({"preexisting": True} if f.preexisting else {}),  # absent: False (older entries)
     }
 
 
@@ -161,6 +162,7 @@ NOT_IN_KEY: dict[str, str] = {
     "gate.mode": "the verdict, decided after a hit",
     "gate.fail_on": "the verdict, decided after a hit",
     "gate.on_error": "the verdict, decided after a hit",
+    "gate.block_preexisting": "the verdict, decided after a hit",
     "cache.enabled": "whether the cache is used at all, not what a request holds",
     "cache.max_mb": "how large the cache may grow, not what a request holds",
     "security.allow_secrets": "allowed values are redacted before any request all the same",

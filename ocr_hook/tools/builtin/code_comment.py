@@ -29,7 +29,8 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
 
     ``comments`` may be a list or a JSON string of a list (or a single object); items without
     ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
-    other, each with a note (spec §7.1). Raises ValueError when nothing usable is given.
+    other, each with a note; ``preexisting`` counts only as the JSON ``true`` (spec §7.1.1,
+    anything else is False). Raises ValueError when nothing usable is given.
     """
     raw = args.get("comments")
     if isinstance(raw, str):
@@ -92,6 +93,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
                     else None
                 ),
                 group=group,
+                preexisting=item.get("preexisting") is True,
             )
         )
     return out, notes

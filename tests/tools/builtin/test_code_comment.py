@@ -79,3 +79,11 @@ def test_code_comment_errors(args: dict[str, Any], expected: str) -> None:
 )
 def test_task_done_states(args: dict[str, Any], expected: tuple[str | None, str]) -> None:
     assert parse_task_done(args) == expected
+
+
+@pytest.mark.parametrize(("given", "flag"), [(True, True), (False, False), ("true", False),
+                                             (1, False), (None, False)])
+def test_preexisting_is_set_only_by_json_true(given: Any, flag: bool) -> None:
+    _, is_error, got = comment({"comments": [{**ITEM, "preexisting": given}]})
+    assert not is_error
+    assert [c.preexisting for c in got] == [flag]
