@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ocr_hook.util import tracing
-from tests.support.cli import GIT_OCR, run_json, run_python
+from tests.support.cli import GIT_OCR, run_cli, run_json, run_python
 from tests.support.gitrepo import GitRepo
 from tests.support.otlp_collector import OtlpCollector, Span
 from tests.support.paths import ROOT
@@ -288,3 +288,16 @@ def test_without_the_extra_a_configured_endpoint_is_one_warning_line(
     data = json.loads(p.stdout)
     assert data["verdict"] == "findings" and data["comments"][0]["start_line"] == LINE
     assert collector.requests == 0
+
+
+def test_an_invalid_telemetry_setting_is_one_line_and_exit_2(
+        repo: GitRepo, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    staged(repo)
+    monkeypatch.chdir(repo.path)
+
+
+    code, out, err = run_cli(["review"], {"OCR_HOOK_TELEMETRY_ENABLED": "maybe"}, capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == ("ocr-hook: invalid telemetry.enabled = 'maybe' in environment"
+                                   " variable OCR_HOOK_TELEMETRY_ENABLED: must be true or false")
