@@ -23,6 +23,7 @@ def with_tracing(client: ChatClient) -> ChatClient:
 class TracedClient(WrappedClient):
     """A ChatClient recording each ``complete`` as a span ``chat <model>``: ``gen_ai.system``
     (the protocol: ``openai`` | ``anthropic``), ``gen_ai.operation.name``,
+    ``gen_ai.provider.name`` (the same: the conventions' newer name for it),
     ``gen_ai.request.model``, ``gen_ai.request.max_tokens``, and from the reply
     ``gen_ai.response.model``, ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens``
     and ``gen_ai.usage.output_tokens`` (as the server reported them, or counted when it sent
@@ -40,7 +41,8 @@ class TracedClient(WrappedClient):
     ) -> Turn:
         ep = self.inner.endpoint
         attrs: dict[str, Any] = {
-            "gen_ai.system": ep.protocol, "gen_ai.operation.name": OPERATION,
+            "gen_ai.system": ep.protocol, "gen_ai.provider.name": ep.protocol,  # newer name
+            "gen_ai.operation.name": OPERATION,
             "gen_ai.request.model": ep.model, "gen_ai.request.max_tokens": max_output_tokens,
             "ocr.request.messages": len(messages), "ocr.request.tools": len(tools or ()),
         }

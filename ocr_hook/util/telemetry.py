@@ -127,6 +127,7 @@ class Tracing:
                 return True
             try:
                 self._provider, self._tracer = _sdk_tracer(environ, version)
+                self._root = None
             except ImportError:
                 log.warning(MISSING_EXTRA.format(why=why))
                 return False

@@ -104,6 +104,7 @@ def test_a_review_sends_its_spans_with_the_genai_attributes(
     assert set(collector.paths) == {"/v1/traces"}
     [chat] = [s for s in spans if s.name == "chat scripted-model"]
     assert chat.attributes["gen_ai.system"] == protocol
+    assert chat.attributes["gen_ai.provider.name"] == protocol
     assert chat.attributes["gen_ai.operation.name"] == "chat"
     assert chat.attributes["gen_ai.request.model"] == "scripted-model"
     assert chat.attributes["gen_ai.response.model"] == "scripted"
