@@ -23,7 +23,7 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     home.mkdir()
     for k in list(os.environ):
-        if k in _KEYS or k in SCRUB or k.startswith(("OCR_HOOK_", "PRE_COMMIT")):
+        if k in _KEYS or k in SCRUB or k.startswith(("OCR_HOOK_", "PRE_COMMIT", "OTEL_")):
             monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))

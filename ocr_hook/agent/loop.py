@@ -23,6 +23,7 @@ from .. import util
 from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
 from ..llm import ChatClient, Message, ToolCall, ToolSpec, Turn, Usage
 from ..tools import Handler, Registry, ToolResult, parse_task_done
+from ..util import tracing
 from ..vocabulary import StopReason
 from .compress import (
     ACTIVE_FRACTION,
@@ -297,19 +298,27 @@ def _run_calls(
     usable = False
     done_state: str | None = None
     for call in calls:
-        if (
-            call.name == "task_done"
-            and (not allowed or "task_done" in allowed)
-            and call.parse_error is None
-            and isinstance(call.arguments, (dict, type(None)))
-        ):
-            state, text = parse_task_done(call.arguments or {})
-            result = ToolResult(text, state is None)
-            if state is not None:
-                done_state = state
-        else:
-            result = registry.dispatch(call, allowed, local)
-        text = redact(result.text)
+        with tracing.span(f"execute_tool {call.name}", {  # spec §11.7 (GenAI conventions)
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.id, "ocr.group": label}) as span:
+            if (
+                call.name == "task_done"
+                and (not allowed or "task_done" in allowed)
+                and call.parse_error is None
+                and isinstance(call.arguments, (dict, type(None)))
+            ):
+                state, text = parse_task_done(call.arguments or {})
+                result = ToolResult(text, state is None)
+                if state is not None:
+                    done_state = state
+            else:
+                result = registry.dispatch(call, allowed, local)
+            text = redact(result.text)
+            span.set("ocr.tool.ok", not result.is_error)
+            span.set("ocr.tool.result_chars", len(text))
+            if tracing.content:
+                span.set("ocr.tool.arguments", tracing.text(redact(str(call.arguments_raw))))
+                span.set("ocr.tool.result", tracing.text(text))
         record("tool_call", {"group": label, "tool": call.name, "ok": not result.is_error,
                              "arguments": call.arguments_raw, "result": text,
                              "result_chars": len(text)})

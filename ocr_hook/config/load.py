@@ -74,11 +74,24 @@ def config_layers(repo: Path | None, environ: Mapping[str, str],
                 (log.warning if llm_command else log.debug)(
                     "ignoring %s from %s: a repository may only lower your budget caps",
                     ", ".join(raised), REPO_SOURCE)
+            layer = drop_repo_telemetry(layer, warn=llm_command)
             layers.append(guard_repo_endpoint(layer, repo, environ, list(layers), upper,
                                               warn=llm_command))
     layers.append(layering.preset_env_layer([*layers, *upper], environ))
     layers.extend(upper)
     return layers
+
+
+def drop_repo_telemetry(layer: Any, warn: bool = True) -> Any:
+    """The repository file's layer without its ``[telemetry]`` table (spec §2.5, §11.7): where
+    traces go and whether they carry code is the user's choice, so a repository can neither turn
+    them on nor put its code or prompts in them. When ``warn``, a warning says it was ignored."""
+    if "telemetry" not in layer.data:
+        return layer
+    (log.warning if warn else log.debug)(
+        "ignoring [telemetry] from %s: only your own settings may turn on telemetry",
+        layer.source)
+    return layering.Layer(layer.source, {k: v for k, v in layer.data.items() if k != "telemetry"})
 
 
 def repo_endpoint_settings(layer: Any) -> dict[str, Any]:

@@ -287,6 +287,19 @@ class McpConfig:
 
 
 @dataclass(frozen=True, eq=False)
+class TelemetryConfig:
+    """spec §11.7: OpenTelemetry traces of each review (the optional extra ``ocr-hook[otel]``).
+    ``enabled``: export even without ``OTEL_EXPORTER_OTLP_ENDPOINT`` (then to the OTLP default,
+    ``http://localhost:4318``); ``content``: spans may carry prompt, reply, tool and comment
+    text (redacted). User layers only: the repository file may set neither (spec §2.5)."""
+
+    __pydantic_config__ = _STRICT
+
+    enabled: bool = False
+    content: bool = False
+
+
+@dataclass(frozen=True, eq=False)
 class Config:
     """The whole validated configuration."""
 
@@ -302,6 +315,7 @@ class Config:
     mcp: McpConfig = field(default_factory=McpConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
 
 
 SECTIONS: dict[str, type] = dict(field_types(Config))

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .anthropic import messages_url
     from .openai import chat_url
     from .prefetch import start_prefetch
+    from .traced import TracedClient, with_tracing
     from .types import (
         Message,
         ToolCall,
@@ -56,6 +57,7 @@ __getattr__, __dir__, _lazy = lazy_exports(__name__, {
     "anthropic": ("messages_url",),
     "openai": ("chat_url",),
     "prefetch": ("start_prefetch",),
+    "traced": ("TracedClient", "with_tracing"),
     "types": ("Message", "ToolCall", "ToolSpec", "Turn", "Usage", "WrappedClient",
               "decode_arguments", "mask_key", "split_think", "user_parts"),
 })

@@ -33,7 +33,7 @@ from ..findings import RawComment, RunWarning, merge_same_claims
 from ..gate import decide
 from ..llm import Endpoint
 from ..report import GroupOutcome, GroupReport, ReviewResult, merged_findings, not_reviewed_line
-from ..util import WorkerPool
+from ..util import WorkerPool, tracing
 from ..vocabulary import StopReason
 
 if TYPE_CHECKING:
@@ -63,11 +63,16 @@ def review_with_llm(state: RunState, redactor: Redactor,
     if req.api_key_cmd is not None and session is not None:
         session.add_secret(endpoint.api_key)
     runner = _GroupRunner(state, endpoint, redactor)
-    runner.widen_context()
-    groups = runner.build_groups()
-    outcomes = runner.review_groups(groups)
-    runner.merge(groups, outcomes)
-    return runner.gate(groups, outcomes)
+    with tracing.span("ocr.stage.context"):  # spec §11.7: one span per stage
+        runner.widen_context()
+    with tracing.span("ocr.stage.grouping") as span:
+        groups = runner.build_groups()
+        span.set("ocr.groups", len(groups))
+    with tracing.span("ocr.stage.review"):
+        outcomes = runner.review_groups(groups)
+    with tracing.span("ocr.stage.merge"):
+        runner.merge(groups, outcomes)
+        return runner.gate(groups, outcomes)
 
 
 class _GroupRunner:
@@ -91,9 +96,9 @@ class _GroupRunner:
                            deadline=state.t0 + cfg.review.timeout_s)
         # spec §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
         # included; the remaining run time caps each attempt's timeouts.
-        self.client = RedactingClient(BudgetedClient(llm.make_client(  # spec §14: redacted
+        self.client = RedactingClient(BudgetedClient(llm.with_tracing(llm.make_client(  # §14
             endpoint, before_attempt=self.meter.before_attempt,
-            count_tokens=state.count), self.meter), redactor)  # count: when usage is absent
+            count_tokens=state.count)), self.meter), redactor)  # count: when usage is absent
         self.redact: Callable[[str], str] = redactor
         self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact,
                                  base=state.head.base)
@@ -197,9 +202,15 @@ class _GroupRunner:
             spawn=self.background_pool.submit, cache=st.cache_policy,
             line_count=self._line_count)
 
+        parent = tracing.current()  # the review stage's span, for the group threads
+
         def review(g: Group, rank: int) -> GroupOutcome:  # its start: --format ndjson
             self.record("group_start", {"group": g.label, "files": [f.path for f in g.files]})
-            return review_group(deps, g, rank)
+            with tracing.span("ocr.group", {"ocr.group": g.label, "ocr.group.files": len(g.files)},
+                              parent=parent) as span:
+                outcome = review_group(deps, g, rank)
+                span.set("ocr.stop_reason", str(outcome.stop))
+                return outcome
 
         outcomes = run_groups(groups, review,
                               concurrency=cfg.review.concurrency, meter=self.meter,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .. import git
 from ..findings import RunWarning
 from ..report import ReviewResult
+from ..util import tracing
 from ..vocabulary import StopReason
 from .prepare import RunState
 from .request import ReviewRequest
@@ -73,7 +74,9 @@ def run(
             req, targets, lambda r: run(r, session=session, rules_for=rules_for, cache=cache)
         )
     # input → selection → deterministic findings
-    state = RunState(req, targets, t0, session=session, rules_for=rules_for)
+    with tracing.span("ocr.stage.prepare") as span:  # spec §11.7
+        state = RunState(req, targets, t0, session=session, rules_for=rules_for)
+        span.set("ocr.files.reviewable", len(state.reviewable))
     if req.preview or not state.reviewable:
         return state.finish_without_llm()
     if req.endpoint is None:  # a result `git ocr delegate submit` stored, else not reviewed

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__, config, git, report
 from ..config import REPO_SOURCE, read_repo_path, repo_mcp_servers
 from ..findings import RunWarning
+from ..util import tracing
 from . import review
 
 if TYPE_CHECKING:
@@ -33,9 +34,46 @@ def run_with_services(req: ReviewRequest, rules_for: Any,
     with something for the model, pruned only after a run that wrote to it) and the stderr
     heartbeat (§11). Preview runs use none of them. ``events`` (``--format ndjson``'s
     ``report.EventStream.event``) sees every session record after the heartbeat does."""
-    run = runner or review.run
     if req.preview:
         return review.run(req, rules_for=rules_for)
+    tel = req.config.telemetry  # spec §11.7: off unless the user configured it
+    tracing.start(req.environ, enabled=tel.enabled, content=tel.content, version=__version__)
+    try:
+        with tracing.span("ocr.review", {"ocr.mode": req.mode, "ocr.stage": req.stage,
+                                         "ocr.effort": req.effort}) as span:
+            result = _run_logged(req, rules_for, events, runner or review.run)
+            trace_result(span, result)
+            return result
+    finally:
+        tracing.finish()  # at most tracing's bound: a hanging collector never holds the hook
+
+
+def trace_result(span: Any, result: ReviewResult) -> None:
+    """The run span's outcome attributes and one ``ocr.comment`` event per finding (severity,
+    category, path, lines; the comment's text only with ``telemetry.content``)."""
+    span.set("ocr.status", result.status)
+    span.set("ocr.verdict", result.decision.verdict)
+    span.set("ocr.findings", len(result.findings))
+    span.set("ocr.llm_calls", result.llm_calls)
+    span.set("gen_ai.usage.input_tokens", result.usage.input_tokens)
+    span.set("gen_ai.usage.output_tokens", result.usage.output_tokens)
+    for f in result.findings:
+        text = None
+        if tracing.content:
+            from ..secrets import redact  # only with telemetry.content
+
+            text = tracing.text(redact(f.content)[0])
+        span.event("ocr.comment", {
+            "ocr.comment.severity": f.severity.label, "ocr.comment.category": str(f.category),
+            "code.filepath": f.path, "code.lineno": f.start_line,
+            "ocr.comment.end_line": f.end_line, "ocr.comment.anchor": str(f.anchor),
+            "ocr.comment.content": text})
+
+
+def _run_logged(req: ReviewRequest, rules_for: Any,
+                events: Callable[[str, Mapping[str, Any]], None] | None,
+                run: Any) -> ReviewResult:
+    """The body of :func:`run_with_services`: the run with its session, cache and progress."""
     common = git.git_common_dir(req.repo)
     opened: list[ResultCache] = []
 

@@ -1,6 +1,6 @@
 """Small helpers every stage uses: atomic files, shipped data, templates, token counts, worker
-threads, shape checks, text for people; and :func:`lazy_exports`, which every package's
-``__init__.py`` uses to name its public API.
+threads, shape checks, text for people, the telemetry facade (``tracing``); and
+:func:`lazy_exports`, which every package's ``__init__.py`` uses to name its public API.
 
 A package's public names load on first use: each stage package lists them in its ``__init__.py``
 as ``{module: names}`` and hands that table to :func:`lazy_exports`. ``from ocr_hook.change
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     )
     from .resources import list_builtin_dir, load_builtin_json, read_builtin_text, user_config_dir
     from .shapes import Bound, Check, check_shape, field_types, plain_type
+    from .telemetry import tracing
     from .templates import render_template
     from .text import (
         display_path,
@@ -91,6 +92,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "path_bytes_b64", "prompt_path", "prompt_text", "real_path", "shown_text",
         "unescape_prompt_path", "xml_attr",
     ),
+    "telemetry": ("tracing",),
     "tokens": ("count_tokens",),
     "workers": ("WorkerPool",),
 })

@@ -39,8 +39,13 @@ def test_wheel_ships_config_data_and_runs_from_a_subdirectory(
         'mcp>=2.0; extra == "mcp"', 'mcp>=2.0; extra == "test"']
     assert [r for r in requires if r.startswith("detect-secrets")] == [  # opt-in
         'detect-secrets<2,>=1.5; extra == "detect-secrets"', 'detect-secrets<2,>=1.5; extra == "test"']
+    assert [r for r in requires if r.startswith("opentelemetry")] == [  # opt-in: traces
+        'opentelemetry-sdk>=1.25; extra == "otel"',
+        'opentelemetry-exporter-otlp-proto-http>=1.25; extra == "otel"',
+        'opentelemetry-sdk>=1.25; extra == "test"',
+        'opentelemetry-exporter-otlp-proto-http>=1.25; extra == "test"']
     assert not [r for r in requires if "extra" not in r and r.split(">")[0].split(";")[0]
-                in ("mcp", "starlette", "uvicorn", "httpx", "anyio")]
+                in ("mcp", "starlette", "uvicorn", "httpx", "anyio", "protobuf")]
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),

@@ -42,7 +42,8 @@ UNUSED = ("shutil", "tempfile", "random", "bz2", "lzma", "datetime", "base64")
 
 CONFIG = {f"ocr_hook.config.models.{c}" for c in (
     "Config", "LlmConfig", "ReviewConfig", "SelectConfig", "RulesConfig", "GateConfig",
-    "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig", "BudgetConfig")}
+    "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig", "BudgetConfig",
+    "TelemetryConfig")}
 RESULTS = {f"ocr_hook.report.result.{c}" for c in (
     "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")}
 SHARED = CONFIG | RESULTS | {"ocr_hook.diff.model.FileDiff"}

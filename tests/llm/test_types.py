@@ -88,7 +88,8 @@ def test_a_review_with_a_finding_builds_two_dataclasses_of_the_llm_part(
     assert ([c["start_line"] for c in data["comments"]], len(llm.requests)) == ([2], 2)
     shared = {f"ocr_hook.config.models.{c}" for c in (
         "Config", "LlmConfig", "ReviewConfig", "SelectConfig", "RulesConfig", "GateConfig",
-        "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig")} | {
+        "CacheConfig", "ToolsConfig", "McpConfig", "SecurityConfig",
+        "TelemetryConfig", "BudgetConfig")} | {
         f"ocr_hook.report.result.{c}" for c in (
             "FileOutcome", "GroupOutcome", "GroupReport", "ReviewResult")} | {
         "ocr_hook.diff.model.FileDiff", "ocr_hook.change.changeset.ChangeSet", "ocr_hook.secrets.blobs.BlobScan",

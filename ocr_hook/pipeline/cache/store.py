@@ -167,6 +167,8 @@ NOT_IN_KEY: dict[str, str] = {
     "cache.max_mb": "how large the cache may grow, not what a request holds",
     "security.allow_secrets": "allowed values are redacted before any request all the same",
     "security.max_scan_bytes": "bounds the secret scan of files no request carries",
+    "telemetry.enabled": "what the run reports to a trace collector, not what a request holds",
+    "telemetry.content": "what the run reports to a trace collector, not what a request holds",
 }
 # Endpoint fields that cannot change a stored result (the rest are in the keys): the same
 # reasons as their configuration keys.

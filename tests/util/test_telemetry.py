@@ -1,0 +1,84 @@
+"""The telemetry facade (``ocr_hook/util/telemetry.py``, spec §11.7): when it turns on, where
+it sends, its headers, and that off it is a no-op. The export itself is tested against a real
+collector in tests/e2e/test_telemetry.py.
+
+Real: the facade and, when on, the OpenTelemetry SDK; the collector of the last test.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ocr_hook.util import tracing
+from ocr_hook.util.telemetry import DEFAULT_TRACES_URL, NO_SPAN, otlp_headers, traces_url
+from tests.support.otlp_collector import OtlpCollector
+
+
+@pytest.mark.parametrize("environ, url", [
+    ({}, DEFAULT_TRACES_URL),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4999"}, "http://127.0.0.1:4999/v1/traces"),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/otlp/"}, "http://c:4318/otlp/v1/traces"),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1",
+      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:2/custom"}, "http://b:2/custom"),
+])
+def test_the_traces_url_follows_the_otlp_variables(environ: dict[str, str], url: str) -> None:
+    assert traces_url(environ) == url
+
+
+def test_headers_are_comma_separated_pairs_percent_decoded() -> None:
+    assert otlp_headers({"OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%20b, x=1,broken"}) == {
+        "api-key": "a b", "x": "1"}
+    assert otlp_headers({"OTEL_EXPORTER_OTLP_HEADERS": "x=1",
+                         "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "y=2"}) == {"y": "2"}
+
+
+@pytest.mark.parametrize("environ, enabled", [
+    ({}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_SDK_DISABLED": "true"}, False),
+    ({"OTEL_SDK_DISABLED": "TRUE"}, True),
+])
+def test_off_unless_configured(environ: dict[str, str], enabled: bool) -> None:
+    assert tracing.start(environ, enabled=enabled, content=True, version="t") is False
+    assert not tracing.on and tracing.current() is None
+    assert tracing.span("x", {"a": 1}) is NO_SPAN
+    assert tracing.text("secret") is None
+    tracing.finish()
+
+
+def test_telemetry_enabled_alone_turns_it_on() -> None:
+    try:
+        assert tracing.start({}, enabled=True, content=False, version="t") is True
+        assert tracing.on and tracing.text("code") is None  # content is off
+    finally:
+        tracing.finish(bound_s=0.0)
+    assert not tracing.on
+
+
+def test_content_is_cut_to_its_bound_and_spans_nest_across_threads() -> None:
+    import threading
+
+    from ocr_hook.util.telemetry import CONTENT_MAX_CHARS
+
+    c = OtlpCollector()
+    try:
+        assert tracing.start({"OTEL_EXPORTER_OTLP_ENDPOINT": c.url}, enabled=False,
+                             content=True, version="t")
+        assert tracing.text("x" * (CONTENT_MAX_CHARS + 5)) == "x" * CONTENT_MAX_CHARS + "…"
+        with tracing.span("run", {"skip": None, "keep": 1}):
+            worker = threading.Thread(target=lambda: tracing.span("worker").__enter__()
+                                      .__exit__(None, None, None))
+            worker.start()
+            worker.join()
+        tracing.finish(bound_s=2.0)
+        end = time.monotonic() + 5
+        while len(c.spans) < 2 and time.monotonic() < end:
+            time.sleep(0.01)
+        spans = {s.name: s for s in c.spans}
+        assert spans["run"].attributes == {"keep": 1}
+        assert spans["worker"].parent_id == spans["run"].span_id  # a worker's span: the run's
+    finally:
+        tracing.finish()
+        c.close()
