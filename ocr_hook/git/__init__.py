@@ -1,6 +1,6 @@
 """Everything that runs git (the only code that starts processes): the runner, what a run asks
 about the repository, streamed output, the reviewed targets (staged snapshot, commits, ranges,
-pushes), push scope, attributes, and one changed file's diff read on demand.
+pushes, whole-file scans), push scope, attributes, and one changed file's diff read on demand.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         remember_blob,
         run_scope,
     )
+    from .scan_target import SCAN_BASE_LABEL, scan_target
     from .stream import stream_git
     from .target import (
         CONTEXT_LINES,
@@ -59,6 +60,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "run_scope",
     ),
     "push_scope": ("bound_push_range",),
+    "scan_target": ("SCAN_BASE_LABEL", "scan_target"),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

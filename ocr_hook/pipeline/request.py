@@ -27,7 +27,7 @@ class ReviewRequest(NamedTuple):
     repo: Path
     config: Config
     environ: Mapping[str, str]
-    mode: str = "staged"  # staged | merge | commit | range | push
+    mode: str = "staged"  # staged | merge | commit | range | push | scan (targets given)
     stage: str = "review"  # review | pre-commit | pre-merge-commit | pre-push
     commit: str = ""
     from_ref: str = ""
