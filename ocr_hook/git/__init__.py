@@ -25,7 +25,6 @@ if TYPE_CHECKING:
         remember_blob,
         run_scope,
     )
-    from .scan_target import SCAN_BASE_LABEL, scan_target
     from .stream import stream_git
     from .target import (
         CONTEXT_LINES,
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
         snapshot_ahead,
         staged_snapshot,
     )
+    from .whole_files import SCAN_BASE_LABEL, scan_target
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "attributes": ("text_marked_binary",),
@@ -60,7 +60,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "run_scope",
     ),
     "push_scope": ("bound_push_range",),
-    "scan_target": ("SCAN_BASE_LABEL", "scan_target"),
+    "whole_files": ("SCAN_BASE_LABEL", "scan_target"),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

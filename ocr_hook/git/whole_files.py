@@ -64,7 +64,8 @@ def _tracked(repo: Path, cwd: Path, pathspecs: Sequence[str], env: Mapping[str, 
              where: str) -> list[str]:
     """Top-relative paths of the entries of the index in ``env`` that ``pathspecs`` match
     (``git ls-files`` run in ``cwd``, so the pathspecs read as the user typed them), every
-    entry of the repository for none. One ``ls-files`` per pathspec, so the one that matches nothing is named."""
+    entry of the repository for none. One ``ls-files`` per pathspec, so the one that matches
+    nothing is named."""
     seen: dict[str, None] = {}
     for spec in pathspecs or (None,):
         args = ["ls-files", "-z", "--full-name", "--"] + ([spec] if spec is not None else [])
