@@ -149,3 +149,47 @@ def test_bad_paths_are_one_line_usage_errors(repo: GitRepo, llm: ScriptedLLM,
     assert len(lines) == 1 and lines[0].startswith(message), p.stderr
     assert p.stdout == "" and llm.requests == []
     assert repo.state() == before
+
+
+@pytest.mark.parametrize("fmt", ["text", "sarif", "html", "ndjson"])
+def test_every_review_format_reports_the_scan(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], fmt: str,
+) -> None:
+    _project(repo)
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", fmt], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    if fmt == "text":
+        head = repo.git("rev-parse", "HEAD").strip()
+        assert "BLOCKING app/db.py:12 [critical · security]" in out
+        assert f"scanned: whole files at {head[:12]}\n" in out
+    elif fmt == "sarif":
+        [res] = json.loads(out)["runs"][0]["results"]
+        region = res["locations"][0]["physicalLocation"]["region"]
+        assert region["startLine"] == 12
+    elif fmt == "ndjson":
+        events = [json.loads(line) for line in out.splitlines()]
+        [finding] = [e for e in events if e["type"] == "finding"]
+        assert finding["comment"]["start_line"] == 12 and events[-1]["type"] == "verdict"
+    else:
+        assert out.startswith("<!DOCTYPE html>") and "app/db.py" in out
+
+
+def test_paths_with_all_and_an_unborn_head_are_usage_errors(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app/db.py": APP_PY})  # no commit yet
+    monkeypatch.chdir(repo.path)
+    rc, _, err = run_cli(["scan", "app/db.py"], llm.env(), capsys)
+    assert rc == 2 and "HEAD has no commit yet" in err and "--staged" in err
+    rc, _, err = run_cli(["scan", "--all", "app/db.py"], llm.env(), capsys)
+    assert rc == 2 and "give PATH… or --all, not both" in err
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    rc, out, err = run_cli(["scan", "--staged", "app/db.py", "--format", "json"], llm.env(),
+                           capsys, review_filter=False)
+    assert rc == 1, err
+    assert json.loads(out)["comments"][0]["start_line"] == 12
