@@ -193,3 +193,44 @@ def test_paths_with_all_and_an_unborn_head_are_usage_errors(
                            capsys, review_filter=False)
     assert rc == 1, err
     assert json.loads(out)["comments"][0]["start_line"] == 12
+
+
+def _big_module(n: int, defect_at: int) -> str:
+    rows = [f"VALUE_{i:04d} = compute_value({i}, scale=SCALE, offset=OFFSET)  # row {i}"
+            for i in range(1, n + 1)]
+    rows[defect_at - 1] = "PASSWORD = os.environ.get('DB_PASSWORD') or eval(input())"
+    return "\n".join(rows) + "\n"
+
+
+def test_a_file_too_large_for_one_prompt_is_scanned_in_windows(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = _big_module(600, defect_at=540)
+    repo.commit({"app/big.py": text}, "init")
+    quote = "PASSWORD = os.environ.get('DB_PASSWORD') or eval(input())"
+    comment = {"comments": [{"path": "app/big.py", "existing_code": quote,
+                             "content": "eval of user input runs arbitrary code",
+                             "severity": "critical", "category": "security"}]}
+    llm.tool_calls(("code_comment", comment), DONE, match="+" + quote)  # the window holding it
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/big.py", "--format", "json"],
+                           llm.env(OCR_HOOK_LLM_CONTEXT_TOKENS="12000"), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    data = json.loads(out)
+    assert data["status"] == "complete"
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["end_line"]) == ("app/big.py", 540, 540)
+    labels = [g["label"] for g in data["groups"]]
+    assert len(labels) >= 2 and all(lb.startswith("app/big.py lines ") for lb in labels)
+    assert labels[0].startswith("app/big.py lines 1-") and labels[-1].endswith("-600")
+    files = {f["path"]: f for f in data["files"]}
+    assert files["app/big.py"]["reviewed"] is True
+    users = [r["messages"][1]["content"] for r in llm.requests]
+    assert len(users) == len(labels)  # one conversation per window, one request each here
+    assert all(f"of {len(labels)}" in u and 'lines="600"' in u for u in users)
+    # the windows overlap: every line is shown, and each window starts inside the one before
+    shown = [int(lb.split()[-1].split("-")[0]) for lb in labels]
+    ends = [int(lb.split("-")[-1]) for lb in labels]
+    assert all(s <= e + 1 for s, e in zip(shown[1:], ends, strict=False))
