@@ -135,6 +135,8 @@ def test_all_scans_every_tracked_file_the_selection_keeps(
     (["scan", "notes.txt"], "ocr-hook: notes.txt: not a tracked file at HEAD"),
     (["scan", "--staged", "nope.py"], "ocr-hook: nope.py: not a tracked file in the index"),
     (["scan", "new.py"], "ocr-hook: new.py: not a tracked file at HEAD"),
+    (["scan", "../x"], "ocr-hook: ../x: outside the repository"),
+    (["scan", "--all", "README.md"], "ocr-hook: scan: give PATH… or --all, not both"),
 ])
 def test_bad_paths_are_one_line_usage_errors(repo: GitRepo, llm: ScriptedLLM,
                                              argv: list[str], message: str) -> None:
