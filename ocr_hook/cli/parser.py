@@ -232,6 +232,7 @@ def _add_scan(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> 
     s.add_argument("paths", nargs="*", metavar="PATH", help="tracked files (pathspecs)")
     s.add_argument("--all", action="store_true", help="every tracked file selection keeps")
     s.add_argument("--staged", action="store_true", help="the index's version, not HEAD's")
+    s.add_argument("--preview", action="store_true", help="which files would be scanned; no LLM")
     _add_review_flags(s, hook=True)
 
 

@@ -52,11 +52,12 @@ def _build_scan_request(args: argparse.Namespace, environ: Mapping[str, str],
     layers = rule_layers(repo, cfg, args, environ)
     cfg = _with_rule_globs(cfg, layers)
     endpoint, why, key_cmd = config.resolve_llm_endpoint_deferred(cfg, environ)
+    preview = bool(args.preview)
     req = pipeline.ReviewRequest(
         repo=repo, config=cfg, environ=environ, mode="scan", stage=stage, targets=(target,),
-        endpoint=endpoint, endpoint_error=why, api_key_cmd=key_cmd,
+        endpoint=endpoint, endpoint_error=why, api_key_cmd=key_cmd, preview=preview,
         use_cache=cfg.cache.enabled, background=_read_background(cfg, repo, from_repo),
         guidance=layers.guidance, tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
-        mcp=pipeline.mcp_bridge(repo, cfg, environ),
+        mcp=None if preview else pipeline.mcp_bridge(repo, cfg, environ),
     )
     return req, layers

@@ -236,3 +236,31 @@ def test_a_file_too_large_for_one_prompt_is_scanned_in_windows(
     shown = [int(lb.split()[-1].split("-")[0]) for lb in labels]
     ends = [int(lb.split("-")[-1]) for lb in labels]
     assert all(s <= e + 1 for s, e in zip(shown[1:], ends, strict=False))
+
+
+def test_preview_lists_the_selection_without_a_model_call(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    repo.commit({"tests/test_db.py": "def test_x():\n    assert True\n"}, "tests")
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "--all", "--preview", "--format", "json"], llm.env(), capsys)
+    assert rc == 0, err
+    files = {f["path"]: (f["status"], f["reason"]) for f in json.loads(out)["files"]}
+    assert files["app/db.py"] == ("added", "") and files["tests/test_db.py"][1] == "default_path"
+    assert llm.requests == []
+
+
+def test_without_an_endpoint_the_scan_is_not_reviewed_and_names_no_delegation(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", "json"],
+                           {"OCR_HOOK_GATE_ON_ERROR": "block"}, capsys)
+    data = json.loads(out)
+    assert rc == 3 and data["status"] == "failed", err  # incomplete and on_error = block
+    assert data["incomplete_reasons"][0].startswith("NOT REVIEWED: ")
+    assert "delegate" not in data["incomplete_reasons"][0]
