@@ -20,9 +20,9 @@ def windowed_groups(groups: Sequence[Group], prompt_limit: int, count: Callable[
                     ) -> tuple[list[Group], dict[int, FileDiff]]:
     """``groups`` with every file whose patch alone exceeds ``WINDOW_SHARE`` × ``prompt_limit``
     tokens (``count``) moved out of its group into window groups of its own (label
-    ``<path> lines A-B``), in place; other files keep their group. Returns (the groups, the
-    whole file of each window by ``id`` of the window). Only files of one added hunk (a scan's)
-    are cut; any other stays as it was."""
+    ``<path> lines A-B``), placed right after that group; other files keep their group. Returns
+    (the new list of groups, the whole file of each window by ``id`` of the window). Only
+    files of one added hunk (a scan's) are cut; any other stays as it was."""
     budget = max(int(prompt_limit * WINDOW_SHARE), 1)
     out: list[Group] = []
     whole_of: dict[int, FileDiff] = {}
