@@ -13,7 +13,8 @@ from ..diff import FileDiff, Hunk, Line
 
 WINDOW_SHARE = 0.5  # a window's lines take at most half the prompt limit: room for the
 # system prompt, the checklist and the tool loop's conversation
-WINDOW_OVERLAP_LINES = 20  # lines each window repeats from the end of the one before
+WINDOW_OVERLAP_LINES = 20  # lines each window repeats from the end of the one before (at most
+# half of that one's lines)
 
 
 def windowed_groups(groups: Sequence[Group], prompt_limit: int, count: Callable[[str], int]
@@ -47,8 +48,9 @@ def windowed_groups(groups: Sequence[Group], prompt_limit: int, count: Callable[
 
 def _windows(f: FileDiff, budget: int, count: Callable[[str], int]) -> list[FileDiff]:
     """``f`` as consecutive windows of its added lines, each at most ``budget`` tokens of
-    patch text (a single longer line is a window alone), overlapping by
-    ``WINDOW_OVERLAP_LINES``; [] when ``f`` is not one all-added hunk."""
+    patch text (a single longer line is a window alone), each repeating the last
+    ``WINDOW_OVERLAP_LINES`` lines of the one before (at most half of them, so every window
+    moves on by at least half its length); [] when ``f`` is not one all-added hunk."""
     if len(f.hunks) != 1 or any(ln.kind != "+" for ln in f.hunks[0].lines):
         return []
     lines = f.hunks[0].lines
@@ -63,7 +65,7 @@ def _windows(f: FileDiff, budget: int, count: Callable[[str], int]) -> list[File
         spans.append((start, end))
         if end >= len(lines):
             break
-        start = max(end - WINDOW_OVERLAP_LINES, start + 1)
+        start = end - min(WINDOW_OVERLAP_LINES, (end - start) // 2)  # a window moves on
     return [_window(f, lines[a:b], i, len(spans)) for i, (a, b) in enumerate(spans, 1)]
 
 
