@@ -71,13 +71,15 @@ def _deleted_note(f: FileDiff) -> str:
 def group_fields(
     group: Group, all_files: Sequence[FileDiff], rules_text: str, background: str, now: str,
     line_count: Callable[[str], int | None] = lambda _path: None, *, as_git: bool = False,
-    guidance: str = "",
+    guidance: str = "", scan: bool = False,
 ) -> dict[str, str]:
     """Template fields of the main prompt of ``group``: date, other changed
     files (status + path, spec §6.2), the group's numbered diffs in ``<file>`` elements (with
     the new file's line count from ``line_count``; ``as_git``: git's hunks, for a group whose
     prompt with the scope context does not fit, spec §6.3), rules, background and ``guidance``
-    (the ``<project_guidance>`` body, ``change.Guidance.block``: escaped already)."""
+    (the ``<project_guidance>`` body, ``change.Guidance.block``: escaped already); ``scan``
+    (``git ocr scan``) sets the ``scan`` field that turns on the whole-file note of
+    ``main_user``."""
     return {
         "date": now,
         "other_files": _other_files(all_files, group),
@@ -85,6 +87,7 @@ def group_fields(
         "rules": rules_text,
         "background": background,
         "guidance": guidance,
+        "scan": "1" if scan else "",
     }
 
 

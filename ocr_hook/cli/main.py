@@ -84,6 +84,12 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         stage = "review" if command == "review" else args.hook
         with git.run_scope():  # git's answers remembered for this one run
             return run_review_command(args, env, stage)
+    if command == "scan":
+        from .. import git
+        from .scan_cmd import run_scan_command
+
+        with git.run_scope():
+            return run_scan_command(args, env)
     if command == "rules" and getattr(args, "rules_cmd", None) == "check":
         from .rules_cmd import rules_check
 

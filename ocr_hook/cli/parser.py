@@ -23,6 +23,7 @@ from ..exitcodes import Exit
 # Each command's line in the top-level help, in its order (the full and the top-only parser).
 COMMAND_HELP = {
     "review": "review the staged snapshot (default), a commit or a range",
+    "scan": "review whole tracked files (PATH… or --all) at HEAD, or as staged",
     "rules": "inspect review rules",
     "hook": "entry points for git hooks and the pre-commit framework",
     "install": "install native git hooks (chains an existing hook)",
@@ -225,6 +226,16 @@ def _add_review(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -
     _add_review_flags(r)
 
 
+def _add_scan(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
+    """``scan [PATH…] [--all] [--staged]`` with the review flags but the target ones."""
+    s = sub.add_parser("scan", help=COMMAND_HELP["scan"])
+    s.add_argument("paths", nargs="*", metavar="PATH", help="tracked files (pathspecs)")
+    s.add_argument("--all", action="store_true", help="every tracked file selection keeps")
+    s.add_argument("--staged", action="store_true", help="the index's version, not HEAD's")
+    s.add_argument("--preview", action="store_true", help="which files would be scanned; no LLM")
+    _add_review_flags(s, hook=True)
+
+
 def _add_rules(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
     ru = sub.add_parser("rules", help=COMMAND_HELP["rules"])
     rus = ru.add_subparsers(dest="rules_cmd", metavar="ACTION", parser_class=type(ru))
@@ -410,6 +421,7 @@ def _add_tool(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> 
 # Every command in the order of the full parser's help; each adder takes the rest of the path.
 _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequence[str]], None]] = {
     "review": _add_review,
+    "scan": _add_scan,
     "rules": _add_rules,
     "hook": _add_hook,
     "install": _add_install,

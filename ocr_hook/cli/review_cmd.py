@@ -159,12 +159,15 @@ def _write_result(result: ReviewResult, fmt: str, out_path: Path | None,
         report.write_output(out_path, stream.getvalue())
 
 
-def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str) -> int:
+def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], stage: str,
+                       build: Any = None) -> int:
     """``git ocr review`` (stage ``review``) or a hook (``pre-commit``/``pre-push``): review,
     write the result, warn on stderr about incomplete files and blocking findings; returns the
-    gate's exit code (``Exit.OK`` for ``--preview``). Raises OcrError for bad input."""
+    gate's exit code (``Exit.OK`` for ``--preview``). ``build``: what makes the request and
+    rule layers from (args, environ, stage) in place of the review's (``git ocr scan``).
+    Raises OcrError for bad input."""
     out_path = report.check_output_path(args.output) if args.output else None
-    req, layers = _build_request(args, environ, stage)
+    req, layers = (build or _build_request)(args, environ, stage)
     fmt = args.format or report.DEFAULT_FORMAT
     # --format ndjson: events as they happen, to stdout (or a buffer that replaces --output)
     live = report.live_writer(fmt, io.StringIO() if out_path is not None else sys.stdout)

@@ -1,6 +1,6 @@
 """Everything that runs git (the only code that starts processes): the runner, what a run asks
 about the repository, streamed output, the reviewed targets (staged snapshot, commits, ranges,
-pushes), push scope, attributes, and one changed file's diff read on demand.
+pushes, whole-file scans), push scope, attributes, and one changed file's diff read on demand.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         snapshot_ahead,
         staged_snapshot,
     )
+    from .whole_files import SCAN_BASE_LABEL, scan_target
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "attributes": ("text_marked_binary",),
@@ -61,6 +62,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "run_scope",
     ),
     "push_scope": ("bound_push_range",),
+    "whole_files": ("SCAN_BASE_LABEL", "scan_target"),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

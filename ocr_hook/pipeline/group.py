@@ -96,6 +96,7 @@ class GroupDeps:
     cache: CachePolicy | None = None
     line_count: Callable[[str], int | None] = lambda _path: None
     guidance: str = ""  # the <project_guidance> text (change.Guidance.block)
+    scan: bool = False  # a whole-file scan (git ocr scan): the prompt says so
 
     @property
     def language(self) -> str:
@@ -201,13 +202,13 @@ class _GroupRun:
         d, group = self.deps, self.group
         rules_text = d.rules([f.path for f in group.files])
         fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count,
-                              guidance=d.guidance)
+                              guidance=d.guidance, scan=d.scan)
         first = group_messages(fields, d.language, d.redact)
         if (any(f.git_hunks is not None for f in group.files)
                 and exceeds_tokens([m.content for m in first], d.context_limit, d.count)):
             self.as_git = True  # the scope context (diff.context) does not fit: git's hunks
             fields = group_fields(group, d.files, rules_text, d.background, d.now,
-                                  d.line_count, as_git=True, guidance=d.guidance)
+                                  d.line_count, as_git=True, guidance=d.guidance, scan=d.scan)
             first = group_messages(fields, d.language, d.redact)
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "

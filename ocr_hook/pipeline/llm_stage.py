@@ -127,6 +127,7 @@ class _GroupRunner:
         # Background compression summaries run here; the run waits for them at the end.
         self.background_pool = WorkerPool(cfg.review.concurrency, "ocr-compress")
         self.causes: list[tuple[int, str]] = []  # (files, why) of each group left unreviewed
+        self.whole_of: dict[int, FileDiff] = {}  # a scan's window (by id) → its whole file
 
     def tool_warning(self, msg: str) -> None:
         """A tool registry problem (MCP tool rejected or renamed): logged and a warning."""
@@ -167,6 +168,10 @@ class _GroupRunner:
             on_failure=lambda msg: self.result.warnings.append(
                 RunWarning("grouping_failed", "", msg)),
         )
+        if self.req.mode == "scan":  # spec §3.9: a file too large for one prompt, in windows
+            from .windows import windowed_groups
+
+            groups, self.whole_of = windowed_groups(groups, self.context_limit, self.st.count)
         self.result.groups = groups
         self.record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
                                             for g in groups],
@@ -195,7 +200,7 @@ class _GroupRunner:
             client=self.client, registry=self.registry, meter=self.meter,
             comment_pool=self.comment_pool, collector=self.collector, files=st.files,
             by_path=self.view.changed, rules=st.rules, cfg=cfg, background=self.req.background,
-            guidance=self.req.guidance.block,
+            guidance=self.req.guidance.block, scan=self.req.mode == "scan",
             now=_dt.date.today().isoformat(),  # the prompts' date: a day, so prefixes stay stable
             context_limit=self.context_limit, rounds_total=EFFORT_ROUNDS[self.req.effort],
             count=st.count, record=self.record, redact=self.redact,
@@ -247,10 +252,12 @@ class _GroupRunner:
         if req.mcp is not None:  # servers that died or wrote junk during the review
             result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
                                    in req.mcp.warnings[self.mcp_warnings_seen:])
+        ended: dict[int, str] = {}  # each file's reason; any of its windows' failures is its own
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
             for f in g.files:
-                self.st.outcomes[id(f)].settle(reason)
+                whole = id(self.whole_of.get(id(f), f))
+                ended[whole] = ended.get(whole) or reason
             result.warnings.extend(o.warnings)
             if reason:
                 warning, cause = o.not_reviewed(timeout_s=cfg.review.timeout_s,
@@ -260,6 +267,8 @@ class _GroupRunner:
             report = o.report
             report.reason = reason
             result.group_reports.append(report)
+        for whole, why in ended.items():
+            self.st.outcomes[whole].settle(why)
         result.warnings.extend(self.collector.warnings)
         from .group import log_lost_comments  # loaded by review_groups already
 

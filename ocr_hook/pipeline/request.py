@@ -27,7 +27,7 @@ class ReviewRequest(NamedTuple):
     repo: Path
     config: Config
     environ: Mapping[str, str]
-    mode: str = "staged"  # staged | merge | commit | range | push
+    mode: str = "staged"  # staged | merge | commit | range | push | scan (targets given)
     stage: str = "review"  # review | pre-commit | pre-merge-commit | pre-push
     commit: str = ""
     from_ref: str = ""
@@ -70,11 +70,14 @@ class ReviewRequest(NamedTuple):
 
     @property
     def selection_policy(self) -> SelectionPolicy:
-        """What the select.* settings and the context size make of file selection (spec §4)."""
+        """What the select.* settings and the context size make of file selection (spec §4). A
+        scan has no context gate: a file too large for one prompt is reviewed in windows
+        (``pipeline.windows``, spec §3.9)."""
         sel = self.config.select
         return SelectionPolicy(include=tuple(sel.include), exclude=tuple(sel.exclude),
                                review_tests=sel.review_tests,
-                               context_tokens=self.config.llm.context_tokens,
+                               context_tokens=0 if self.mode == "scan"
+                               else self.config.llm.context_tokens,
                                max_file_bytes=sel.max_file_bytes, max_files=sel.max_files,
                                max_total_bytes=sel.max_total_bytes)
 

@@ -83,8 +83,8 @@ def run(
         from .delegated import DELEGATE_HINT, delegated_hit
 
         hit = delegated_hit(state, cache() if cache else None)
-        return hit or state.not_reviewed(StopReason.NO_ENDPOINT,
-                                         req.endpoint_error + DELEGATE_HINT)
+        hint = DELEGATE_HINT if req.mode != "scan" else ""  # delegation takes no scan
+        return hit or state.not_reviewed(StopReason.NO_ENDPOINT, req.endpoint_error + hint)
     from . import lock  # only a run with something for the model takes the lock
 
     redactor = state.redact_reviewed()

@@ -203,8 +203,8 @@ def _short(label: Any) -> str:
 
 def scope_lines(inp: Mapping[str, Any]) -> list[str]:
     """Text lines naming what was reviewed: each pushed range with its commit count and the
-    older commits left out, or the ``base..head`` of a commit, range or merge. [] for the
-    staged snapshot (its base is HEAD)."""
+    older commits left out, the ``base..head`` of a commit, range or merge, or where the files
+    of a scan come from. [] for the staged snapshot (its base is HEAD)."""
     mode = inp.get("mode", "")
     if mode == "push":
         ranges = inp.get("ranges") or []
@@ -222,6 +222,10 @@ def scope_lines(inp: Mapping[str, Any]) -> list[str]:
         return lines
     if mode in ("commit", "range", "merge"):
         return [f"reviewed: {_short(inp.get('base', ''))}..{_short(inp.get('head', ''))}"]
+    if mode == "scan":  # git ocr scan (spec §3.9): whole files, not a change
+        head = str(inp.get("head", ""))
+        return ["scanned: whole files " + ("as staged" if head == "(index)"
+                                           else f"at {_short(head)}")]
     return []
 
 

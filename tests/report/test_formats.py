@@ -179,7 +179,7 @@ def test_parser_offers_exactly_the_registered_formats() -> None:
     assert sorted(found) == ["git ocr delegate",  # delegate submit writes the result
                              "git ocr hook claude-code", "git ocr hook pre-commit",
                              "git ocr hook pre-merge-commit", "git ocr hook pre-push",
-                             "git ocr review"]
+                             "git ocr review", "git ocr scan"]
     for action in found.values():
         assert tuple(action.choices or ()) == tuple(OUTPUT_FORMATS)
         assert action.default is None  # review_cmd falls back to DEFAULT_FORMAT

@@ -67,13 +67,13 @@ class CachePolicy:
     def for_run(
         cls, cache: cache_mod.ResultCache, cfg: Config, endpoint: Endpoint, effort: str,
         background: str, files: Sequence[FileDiff], rules: Callable[[Sequence[str]], str],
-        record: Record, tool_defs: Any = None, *, guidance: str = "",
+        record: Record, tool_defs: Any = None, *, guidance: str = "", scan: bool = False,
     ) -> CachePolicy:
         """The policy of a run with these settings (reads the shipped templates and tool
         definitions once, see ``store.result_settings``; ``guidance``: the prompt's guidance
-        text)."""
+        text; ``scan``: a whole-file scan, whose prompt differs)."""
         settings = cache_mod.result_settings(cfg, endpoint, background, __version__,
-                                             tool_defs, guidance)
+                                             tool_defs, guidance, scan=scan)
         return cls(cache, settings, files, rules, record, effort)
 
     @property

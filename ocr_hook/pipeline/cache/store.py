@@ -191,7 +191,7 @@ def config_settings(cfg: Config) -> dict[str, Any]:
 
 def result_settings(
     cfg: Config, endpoint: Endpoint, background: str, version: str,
-    tool_defs: Mapping[str, Any] | None = None, guidance: str = "",
+    tool_defs: Mapping[str, Any] | None = None, guidance: str = "", *, scan: bool = False,
 ) -> dict[str, Any]:
     """Every setting besides content, rules and effort that can change a request or its
     answer (effort is stored in the entries, see the module doc): the configuration but
@@ -204,6 +204,8 @@ def result_settings(
     as the run uses them: a repository's tools file comes from HEAD, never from disk) or,
     without them, the text of ``tools.file`` on disk. ``guidance`` is the prompt's
     ``<project_guidance>`` text (``change.Guidance.block``: the guidance files at HEAD).
+    ``scan`` (``git ocr scan``, whose prompt says it is a whole-file scan) adds ``"scan": True``;
+    a review's keys have no such entry, so they stay as they were.
     """
     templates = {
         name: hashlib.sha256(util.read_builtin_text(f"templates/{name}").encode()).hexdigest()
@@ -216,7 +218,7 @@ def result_settings(
         else hashlib.sha256(_read_optional(cfg.tools.file).encode()).hexdigest(),
     }
     shaping = {k: v for k, v in endpoint._asdict().items() if k not in ENDPOINT_NOT_IN_KEY}
-    return {
+    settings: dict[str, Any] = {
         "format": CACHE_FORMAT,
         "version": version,
         "templates": templates,
@@ -226,6 +228,9 @@ def result_settings(
         "background": hashlib.sha256(background.encode("utf-8", "replace")).hexdigest(),
         "guidance": hashlib.sha256(guidance.encode("utf-8", "replace")).hexdigest(),
     }
+    if scan:
+        settings["scan"] = True
+    return settings
 
 
 def run_key(

@@ -1,0 +1,266 @@
+"""``git ocr scan`` end to end (spec §3.9): whole committed or staged files reviewed through the
+pipeline against the scripted loopback model, on real repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.support.cli import GIT_OCR, run_cli
+from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP_PY, SQL_LINE, sql_comment
+from tests.support.scripted_llm import ScriptedLLM
+
+DONE = ("task_done", {"state": "DONE"})
+OTHER_PY = "def ok(x):\n    return x + 1\n"
+
+
+def _project(repo: GitRepo) -> None:
+    """A repository whose app/db.py (committed in an earlier commit, unchanged since) builds
+    SQL from user input on line 12."""
+    repo.commit({"app/db.py": APP_PY, "app/util.py": OTHER_PY, "README.md": "hi\n"}, "init")
+    repo.commit({"README.md": "hi again\n"}, "docs")
+
+
+def test_scan_of_a_committed_file_anchors_the_finding_and_blocks(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    repo.write({"app/db.py": APP_PY.replace(SQL_LINE, "pass"), "notes.txt": "untracked\n"})
+    before = repo.state()
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    data = json.loads(out)
+    assert data["verdict"] == "findings" and data["status"] == "complete"
+    assert data["input"]["mode"] == "scan"
+    assert data["input"]["head"] == repo.git("rev-parse", "HEAD").strip()
+    [c] = data["comments"]
+    assert (c["path"], c["side"], c["start_line"], c["end_line"]) == ("app/db.py", "new", 12, 12)
+    assert c["severity"] == "critical"
+    assert [(f["path"], f["status"], f["reviewed"]) for f in data["files"]] == [
+        ("app/db.py", "added", True)]
+    [request] = llm.requests
+    user = request["messages"][1]["content"]
+    assert "This is a whole-file scan, not a change" in user
+    assert '<file path="app/db.py" lines="14">' in user
+    assert "1 +import sqlite3" in user and "12 +    query = " in user
+    assert "pass" not in user.split("<review_files>")[1]  # HEAD's blob, not the work tree
+    assert "blocking findings: 1 at or above high" in err
+    assert repo.state() == before  # neither index nor work tree (nor refs) touched
+
+
+def test_scan_from_a_subfolder_reads_paths_relative_to_it(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    monkeypatch.chdir(repo.path / "app")
+    rc, out, err = run_cli(["scan", "db.py", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    assert json.loads(out)["comments"][0]["start_line"] == 12
+
+
+def test_staged_scan_reads_the_index_version(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fixed = APP_PY.replace(SQL_LINE, 'query = "SELECT id FROM users WHERE name = ?"')
+    repo.commit({"app/db.py": fixed}, "init")
+    staged = "# staged header\n" + APP_PY  # the defect, one line lower, only in the index
+    repo.stage({"app/db.py": staged})
+    repo.write({"app/db.py": fixed})  # and the work tree holds the fixed text again
+    before = repo.state()
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "--staged", "app/db.py", "--format", "json"], llm.env(),
+                           capsys, review_filter=False)
+    assert rc == 1, err
+    data = json.loads(out)
+    assert data["comments"][0]["start_line"] == 13
+    assert data["input"]["head"] == "(index)" and data["input"]["snapshot_tree"]
+    user = llm.requests[0]["messages"][1]["content"]
+    assert "1 +# staged header" in user and "?" not in user.split("<review_files>")[1]
+    assert repo.state() == before
+
+
+def test_second_identical_scan_is_a_cache_hit(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    monkeypatch.chdir(repo.path)
+    args = ["scan", "app/db.py", "--format", "json"]
+    rc1, out1, _ = run_cli(args, llm.env(), capsys, review_filter=False)
+    assert len(llm.requests) == 1
+    rc2, out2, _ = run_cli(args, llm.env(), capsys, review_filter=False)
+    assert (rc1, rc2) == (1, 1)
+    assert len(llm.requests) == 1  # no model request the second time
+    second = json.loads(out2)
+    assert second["summary"]["cache_hits"] >= 1
+    assert second["comments"][0]["start_line"] == 12
+    # a review of the commit that added the file is a change review: not answered by the scan
+    first_commit = repo.git("rev-list", "--max-parents=0", "HEAD").strip()
+    llm.tool_calls(DONE)
+    rc3, out3, _ = run_cli(["review", "--commit", first_commit, "--format", "json"],
+                           llm.env(), capsys, review_filter=False)
+    assert len(llm.requests) == 2 and rc3 == 0, out3
+
+
+def test_all_scans_every_tracked_file_the_selection_keeps(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path / "app")
+    rc, out, err = run_cli(["scan", "--all", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 0, err
+    files = {f["path"]: (f["status"], f["reviewed"]) for f in json.loads(out)["files"]}
+    assert files["app/db.py"] == ("added", True) and files["app/util.py"] == ("added", True)
+    assert set(files) == {"app/db.py", "app/util.py", "README.md"}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["scan"], "ocr-hook: scan: name the files to scan"),
+    (["scan", "notes.txt"], "ocr-hook: notes.txt: not a tracked file at HEAD"),
+    (["scan", "--staged", "nope.py"], "ocr-hook: nope.py: not a tracked file in the index"),
+    (["scan", "new.py"], "ocr-hook: new.py: not a tracked file at HEAD"),
+    (["scan", "../x"], "ocr-hook: ../x: outside the repository"),
+    (["scan", "--all", "README.md"], "ocr-hook: scan: give PATH… or --all, not both"),
+])
+def test_bad_paths_are_one_line_usage_errors(repo: GitRepo, llm: ScriptedLLM,
+                                             argv: list[str], message: str) -> None:
+    _project(repo)
+    repo.write({"notes.txt": "untracked\n"})
+    repo.stage({"new.py": OTHER_PY})  # staged only: not at HEAD
+    before = repo.state()
+    p = subprocess.run([str(GIT_OCR), *argv], cwd=repo.path, env={**repo.env, **llm.env()},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), p.stderr
+    assert p.stdout == "" and llm.requests == []
+    assert repo.state() == before
+
+
+@pytest.mark.parametrize("fmt", ["text", "sarif", "html", "ndjson"])
+def test_every_review_format_reports_the_scan(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], fmt: str,
+) -> None:
+    _project(repo)
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", fmt], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    if fmt == "text":
+        head = repo.git("rev-parse", "HEAD").strip()
+        assert "BLOCKING app/db.py:12 [critical · security]" in out
+        assert f"scanned: whole files at {head[:12]}\n" in out
+    elif fmt == "sarif":
+        [res] = json.loads(out)["runs"][0]["results"]
+        region = res["locations"][0]["physicalLocation"]["region"]
+        assert region["startLine"] == 12
+    elif fmt == "ndjson":
+        events = [json.loads(line) for line in out.splitlines()]
+        [finding] = [e for e in events if e["type"] == "finding"]
+        assert finding["comment"]["start_line"] == 12 and events[-1]["type"] == "verdict"
+    else:
+        assert out.startswith("<!DOCTYPE html>") and "app/db.py" in out
+
+
+def test_paths_with_all_and_an_unborn_head_are_usage_errors(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.stage({"app/db.py": APP_PY})  # no commit yet
+    monkeypatch.chdir(repo.path)
+    rc, _, err = run_cli(["scan", "app/db.py"], llm.env(), capsys)
+    assert rc == 2 and "HEAD has no commit yet" in err and "--staged" in err
+    rc, _, err = run_cli(["scan", "--all", "app/db.py"], llm.env(), capsys)
+    assert rc == 2 and "give PATH… or --all, not both" in err
+    llm.tool_calls(("code_comment", sql_comment("app/db.py")), DONE)
+    rc, out, err = run_cli(["scan", "--staged", "app/db.py", "--format", "json"], llm.env(),
+                           capsys, review_filter=False)
+    assert rc == 1, err
+    assert json.loads(out)["comments"][0]["start_line"] == 12
+
+
+def _big_module(n: int, defect_at: int) -> str:
+    rows = [f"VALUE_{i:04d} = compute_value({i}, scale=SCALE, offset=OFFSET)  # row {i}"
+            for i in range(1, n + 1)]
+    rows[defect_at - 1] = "PASSWORD = os.environ.get('DB_PASSWORD') or eval(input())"
+    return "\n".join(rows) + "\n"
+
+
+def test_a_file_too_large_for_one_prompt_is_scanned_in_windows(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = _big_module(600, defect_at=540)
+    repo.commit({"app/big.py": text}, "init")
+    quote = "PASSWORD = os.environ.get('DB_PASSWORD') or eval(input())"
+    comment = {"comments": [{"path": "app/big.py", "existing_code": quote,
+                             "content": "eval of user input runs arbitrary code",
+                             "severity": "critical", "category": "security"}]}
+    llm.tool_calls(("code_comment", comment), DONE, match="+" + quote)  # the window holding it
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/big.py", "--format", "json"],
+                           llm.env(OCR_HOOK_LLM_CONTEXT_TOKENS="12000"), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    data = json.loads(out)
+    assert data["status"] == "complete"
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["end_line"]) == ("app/big.py", 540, 540)
+    labels = [g["label"] for g in data["groups"]]
+    assert len(labels) >= 2 and all(lb.startswith("app/big.py lines ") for lb in labels)
+    assert labels[0].startswith("app/big.py lines 1-") and labels[-1].endswith("-600")
+    files = {f["path"]: f for f in data["files"]}
+    assert files["app/big.py"]["reviewed"] is True
+    users = [r["messages"][1]["content"] for r in llm.requests]
+    assert len(users) == len(labels)  # one conversation per window, one request each here
+    assert all(f"of {len(labels)}" in u and 'lines="600"' in u for u in users)
+    # the windows overlap: every line is shown, and each window starts inside the one before
+    shown = [int(lb.split()[-1].split("-")[0]) for lb in labels]
+    ends = [int(lb.split("-")[-1]) for lb in labels]
+    assert all(s <= e + 1 for s, e in zip(shown[1:], ends, strict=False))
+
+
+def test_preview_lists_the_selection_without_a_model_call(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    repo.commit({"tests/test_db.py": "def test_x():\n    assert True\n"}, "tests")
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "--all", "--preview", "--format", "json"], llm.env(), capsys)
+    assert rc == 0, err
+    files = {f["path"]: (f["status"], f["reason"]) for f in json.loads(out)["files"]}
+    assert files["app/db.py"] == ("added", "") and files["tests/test_db.py"][1] == "default_path"
+    assert llm.requests == []
+
+
+def test_without_an_endpoint_the_scan_is_not_reviewed_and_names_no_delegation(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", "json"],
+                           {"OCR_HOOK_GATE_ON_ERROR": "block"}, capsys)
+    data = json.loads(out)
+    assert rc == 3 and data["status"] == "failed", err  # incomplete and on_error = block
+    assert data["incomplete_reasons"][0].startswith("NOT REVIEWED: ")
+    assert "delegate" not in data["incomplete_reasons"][0]
