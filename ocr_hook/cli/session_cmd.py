@@ -1,5 +1,6 @@
-"""``git ocr session list [--json]`` and ``git ocr session show ID [--json | --html [--output
-FILE]]``: the review sessions recorded in the repository (spec §12).
+"""``git ocr session list [--json]``, ``git ocr session show ID [--json | --html [--output
+FILE]]`` and ``git ocr session compare A B [--format text|json]``: the review sessions recorded
+in the repository (spec §12, §12.1).
 
 What a session holds is the model's and the repository's text: the text lines pass
 ``report.display_text`` (``report.format_session_list``/``format_session_record``) and the JSON
@@ -13,10 +14,12 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
-from .. import git, report
-from ..errors import OcrError
+from .. import comments, git, report
+from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
+from ..util import display_path, display_text
 
 
 def run_session_command(args: argparse.Namespace) -> int:
@@ -41,7 +44,77 @@ def run_session_command(args: argparse.Namespace) -> int:
             for rec in report.read_session_records(path):
                 print(report.format_session_record(rec))
         return Exit.OK
-    raise OcrError("usage: git ocr session list|show ID")
+    if getattr(args, "session_cmd", None) == "compare":
+        return _compare(directory, args.a, args.b, args.format)
+    raise OcrError("usage: git ocr session list|show ID|compare A B")
+
+
+def add_compare_parser(actions: Any) -> None:
+    """``session compare A B [--format text|json]`` on the ``session`` actions (spec §12.1)."""
+    sc = actions.add_parser("compare", help="findings resolved, persisting and new from A to B")
+    sc.add_argument("a", metavar="A", help="the earlier session: an id (prefix), last, previous")
+    sc.add_argument("b", metavar="B", help="the later session: an id (prefix), last, previous")
+    sc.add_argument("--format", choices=("text", "json"), default="text",
+                    help="text (default) or one JSON object")
+
+
+def resolve_session(directory: Path, name: str) -> Path:
+    """The session file of ``name``: ``last`` (the newest session), ``previous`` (the one
+    before it), else an id or a unique prefix (``report.find_session``). Raises UsageError
+    when there is no such session."""
+    if name in ("last", "previous"):
+        try:
+            files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
+        except OSError:
+            files = []
+        i = 0 if name == "last" else 1
+        if len(files) <= i:
+            raise UsageError(f"no {name} session (see `git ocr session list`)")
+        return files[i]
+    return report.find_session(directory, name)
+
+
+def _findings_of(path: Path) -> list[Any]:
+    """The findings a session recorded (its ``comment`` records; dismissed ones are not
+    findings of the review), in their order."""
+    out = (comments.finding_from_record(r) for r in report.read_session_records(path)
+           if r.get("type") == "comment")
+    return [f for f in out if f is not None]
+
+
+def _compare(directory: Path, a: str, b: str, fmt: str) -> int:
+    """Print the comparison of sessions ``a`` and ``b`` (``comments.compare_by_key``)."""
+    pa, pb = resolve_session(directory, a), resolve_session(directory, b)
+    cmp = comments.compare_by_key(_findings_of(pa), _findings_of(pb))
+    if fmt == "json":
+        print(report.display_json({
+            "a": pa.stem, "b": pb.stem,
+            "resolved": [_entry(f) for f in cmp.resolved],
+            "persisting": [{**_entry(new or old), "earlier_id": old.id}
+                           for old, new in cmp.persisting],
+            "new": [_entry(f) for f in cmp.new]}))
+        return Exit.OK
+    lines = [f"{pa.stem} → {pb.stem}: {cmp.counts()}"]
+    for title, items in (("resolved", cmp.resolved),
+                         ("persisting", [new or old for old, new in cmp.persisting]),
+                         ("new", cmp.new)):
+        if items:
+            lines.append(f"{title}:")
+            lines.extend(f"  {_line(f)}" for f in items)
+    sys.stdout.write("".join(display_text(ln) + "\n" for ln in lines))
+    return Exit.OK
+
+
+def _entry(f: Any) -> dict[str, Any]:
+    """One finding of ``compare --format json``."""
+    return {"id": f.id, "path": f.path, "start_line": f.start_line, "end_line": f.end_line,
+            "severity": f.severity.label, "category": str(f.category), "content": f.content}
+
+
+def _line(f: Any) -> str:
+    """``path:line severity content (id ID)`` of one finding in ``compare``'s text."""
+    where = f"{display_path(f.path)}:{f.start_line}" if f.start_line else display_path(f.path)
+    return f"{where} {f.severity.label} {' '.join(f.content.split())} (id {f.id})"
 
 
 def _json_lines(path: Path) -> str:

@@ -112,7 +112,14 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         "dismissed": [_dismissed_json(d) for d in result.dismissed],
         "incomplete_reasons": list(result.incomplete_reasons),
         "session_id": result.session_id,
+        **_since_last(result),
     }
+
+
+def _since_last(result: ReviewResult) -> dict[str, Any]:
+    """``{"since_last": {session, resolved, persisting, new}}`` after a blocked review of the
+    branch (spec §12.2), else {} (the key is absent)."""
+    return {} if result.since_last is None else {"since_last": dict(result.since_last)}
 
 
 def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:
