@@ -1,5 +1,5 @@
 """``git ocr session list [--json]``, ``git ocr session show ID [--json | --html [--output
-FILE]]`` and ``git ocr session compare A B [--format text|json]``: the review sessions recorded
+FILE]]`` and ``git ocr session compare A B [--json]``: the review sessions recorded
 in the repository (spec §12, §12.1).
 
 What a session holds is the model's and the repository's text: the text lines pass
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,26 +46,27 @@ def run_session_command(args: argparse.Namespace) -> int:
                 print(report.format_session_record(rec))
         return Exit.OK
     if getattr(args, "session_cmd", None) == "compare":
-        return _compare(directory, args.a, args.b, args.format)
+        return _compare(directory, args.a, args.b, args.json)
     raise OcrError("usage: git ocr session list|show ID|compare A B")
 
 
 def add_compare_parser(actions: Any) -> None:
-    """``session compare A B [--format text|json]`` on the ``session`` actions (spec §12.1)."""
+    """``session compare A B [--json]`` on the ``session`` actions (spec §12.1); ``--json`` as
+    its siblings ``list`` and ``show`` (``--format`` names the review output formats)."""
     sc = actions.add_parser("compare", help="findings resolved, persisting and new from A to B")
     sc.add_argument("a", metavar="A", help="the earlier session: an id (prefix), last, previous")
     sc.add_argument("b", metavar="B", help="the later session: an id (prefix), last, previous")
-    sc.add_argument("--format", choices=("text", "json"), default="text",
-                    help="text (default) or one JSON object")
+    sc.add_argument("--json", action="store_true", help="one JSON object")
 
 
 def resolve_session(directory: Path, name: str) -> Path:
     """The session file of ``name``: ``last`` (the newest session), ``previous`` (the one
-    before it), else an id or a unique prefix (``report.find_session``). Raises UsageError
-    when there is no such session."""
+    before it), newest by the start record's time (ids sort by the second only), else an id or
+    a unique prefix (``report.find_session``). Raises UsageError when there is no such
+    session."""
     if name in ("last", "previous"):
         try:
-            files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
+            files = sorted(directory.glob("*.jsonl"), key=_started, reverse=True)
         except OSError:
             files = []
         i = 0 if name == "last" else 1
@@ -72,6 +74,19 @@ def resolve_session(directory: Path, name: str) -> Path:
             raise UsageError(f"no {name} session (see `git ocr session list`)")
         return files[i]
     return report.find_session(directory, name)
+
+
+def _started(path: Path) -> tuple[float, str]:
+    """(the ``ts`` of the session's first record, its id): the order of ``last``/``previous``;
+    0 for a file whose first line holds no time."""
+    try:
+        with path.open("rb") as fh:
+            first = json.loads(fh.readline() or b"{}")
+    except (OSError, ValueError):
+        first = {}
+    ts = first.get("ts") if isinstance(first, dict) else None
+    ok = isinstance(ts, (int, float)) and not isinstance(ts, bool)
+    return (float(ts) if ok else 0.0, path.stem)
 
 
 def _findings_of(path: Path) -> list[Any]:
@@ -82,11 +97,11 @@ def _findings_of(path: Path) -> list[Any]:
     return [f for f in out if f is not None]
 
 
-def _compare(directory: Path, a: str, b: str, fmt: str) -> int:
+def _compare(directory: Path, a: str, b: str, as_json: bool) -> int:
     """Print the comparison of sessions ``a`` and ``b`` (``comments.compare_by_key``)."""
     pa, pb = resolve_session(directory, a), resolve_session(directory, b)
     cmp = comments.compare_by_key(_findings_of(pa), _findings_of(pb))
-    if fmt == "json":
+    if as_json:
         print(report.display_json({
             "a": pa.stem, "b": pb.stem,
             "resolved": [_entry(f) for f in cmp.resolved],

@@ -124,10 +124,11 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
     """After the gate and the dismissals: ``result.since_last`` against the chain's earlier
     review (``comments.compare_since``, the code looked up in the reviewed snapshot), then the
     state file: this session when the review blocked on findings, the chain ended when it
-    passed, unchanged when it could not decide."""
+    passed, unchanged when it could not decide (and for a run with nothing to review, which
+    gets no ``since_last``)."""
     if result.preview:
         return
-    if chain.session:
+    if chain.session and result.status != "skipped":  # nothing reviewed: nothing to compare
         from .. import comments
 
         cmp = comments.compare_since(chain.findings, result.findings,

@@ -91,13 +91,14 @@ def test_hook_text_prints_the_since_line_and_a_moved_finding_persists(
     assert quote.strip() in APP_PY
     assert rc == 1, err
     assert "Since the last blocked review: 0 resolved, 1 persisting, 1 new\n" in out
-    sessions = sorted((repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl"))
-    rec = [json.loads(ln) for ln in sessions[-1].read_text().splitlines()]
+    [path] = [p for p in (repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl")
+              if p.stem != first["session_id"]]  # the second run's (ids sort by the second)
+    rec = [json.loads(ln) for ln in path.read_text().splitlines()]
     [since] = [r for r in rec if r["type"] == "since_last"]
     assert since["session"] == first["session_id"] and len(since["persisting"]) == 1
     # blocked again: the chain goes on from this review
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
-    assert list(state["blocked"].values()) == [sessions[-1].stem]
+    assert list(state["blocked"].values()) == [path.stem]
 
 
 def test_session_compare_of_a_blocked_review_and_its_fixed_re_review(
@@ -110,7 +111,7 @@ def test_session_compare_of_a_blocked_review_and_its_fixed_re_review(
     assert rc == 0, err
     second = json.loads(out)["session_id"]
     [c] = first["comments"]
-    rc, data, err = run_json(["session", "compare", "previous", "last", "--format", "json"],
+    rc, data, err = run_json(["session", "compare", "previous", "last", "--json"],
                              {}, capsys)
     assert rc == 0, err
     assert data == {"a": first["session_id"], "b": second, "persisting": [], "new": [],
