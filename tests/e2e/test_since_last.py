@@ -154,3 +154,30 @@ def test_git_commit_through_the_native_hook_reports_the_resolved_finding(
     assert p.returncode == 0, p.stderr
     assert "Since the last blocked review: 1 resolved, 0 persisting, 0 new" in p.stderr
     assert f"app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+
+
+def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = repo.commit({"README.md": "hello\n"}, "init")
+    repo.commit({"app.py": APP_PY}, "the bug")
+    monkeypatch.chdir(repo.path)
+    rng = ["review", "--from", base, "--to", "HEAD", "--format", "json"]
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(rng, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    # a staged review of the same branch is another chain: it is not reported against the range
+    repo.stage({"other.py": "x = 1\n"})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, staged, _ = run_json(["review", "--format", "json"], llm.env(), capsys)
+    assert rc == 0 and "since_last" not in staged
+    repo.commit({"app.py": FIXED}, "the fix")
+    llm.requests.clear()
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(rng, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
+                                  "persisting": [], "new": []}
+    assert f"- app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
