@@ -181,3 +181,18 @@ def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
     assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
                                   "persisting": [], "new": []}
     assert f"- app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+
+
+def test_ndjson_verdict_line_carries_since_last(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": FIXED},
+                                       args=["hook", "pre-commit", "--format", "ndjson"])
+    assert rc == 0, err
+    verdict = json.loads(out.splitlines()[-1])
+    assert verdict["type"] == "verdict"
+    assert verdict["since_last"] == {"session": first["session_id"],
+                                     "resolved": [first["comments"][0]["id"]],
+                                     "persisting": [], "new": []}
