@@ -99,6 +99,12 @@ def test_hook_text_prints_the_since_line_and_a_moved_finding_persists(
     # blocked again: the chain goes on from this review
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
     assert list(state["blocked"].values()) == [path.stem]
+    rc, cmp, _ = run_json(["session", "compare", "previous", "last", "--json"], {}, capsys)
+    assert rc == 0 and cmp["resolved"] == []
+    [kept] = cmp["persisting"]
+    assert (kept["earlier_id"], kept["start_line"], kept["content"]) == (
+        first["comments"][0]["id"], 13, "Still injectable SQL.")
+    assert [(f["start_line"], f["severity"]) for f in cmp["new"]] == [(1, "low")]
 
 
 def test_session_compare_of_a_blocked_review_and_its_fixed_re_review(
