@@ -202,3 +202,27 @@ def test_ndjson_verdict_line_carries_since_last(
     assert verdict["since_last"] == {"session": first["session_id"],
                                      "resolved": [first["comments"][0]["id"]],
                                      "persisting": [], "new": []}
+
+
+def test_session_compare_escapes_model_text_of_hand_written_sessions(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    folder = repo.path / ".git" / "ocr-hook" / "sessions"
+    folder.mkdir(parents=True)
+    rec = {"type": "comment", "id": "0123456789ab", "path": "a.py", "side": "new",
+           "start_line": 3, "end_line": 3, "severity": "high", "category": "bug",
+           "content": "bad\x1b]0;owned\x07 value\u202e", "code": "x = 1", "source": "llm"}
+    for sid, ts, recs in (("20261203-100000-aaaaaa", 2.0, [rec]),
+                          ("20261203-100000-bbbbbb", 1.0, [])):  # b started first
+        lines = [{"type": "start", "ts": ts}, *recs, {"type": "end", "ts": ts}]
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["session", "compare", "previous", "last"], {}, capsys)
+    assert rc == 0
+    assert out == ("20261203-100000-bbbbbb → 20261203-100000-aaaaaa: 0 resolved, 0 persisting,"
+                   " 1 new\nnew:\n  a.py:3 high bad\\u001b]0;owned\\u0007 value\\u202e"
+                   " (id 0123456789ab)\n")
+    rc, out, _ = run_cli(["session", "compare", "last", "previous", "--json"], {}, capsys)
+    assert "\x1b" not in out and "\u202e" not in out
+    assert json.loads(out)["resolved"][0]["content"] == rec["content"]
