@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from .. import util
 from ..diff import FileDiff, render_numbered
-from ..findings import RawComment
+from ..findings import Finding, RawComment
 from ..llm import Message, user_parts
 from .grouping import Group
 
@@ -103,18 +103,22 @@ def group_messages(
     redact: Callable[[str], str],
     *,
     confirmed: str = "",
+    earlier: str = "",
 ) -> list[Message]:
     """System + user messages of one group's main task (spec §6.2) from its ``group_fields``;
-    ``confirmed`` (earlier findings) only in rounds ≥ 2.
+    ``confirmed`` (earlier findings) only in rounds ≥ 2; ``earlier`` (:func:`earlier_block`:
+    the findings of the last blocked review on the group's files, spec §12.3) after the diffs.
 
     The user message comes in parts, most stable first, so a provider's prompt cache reads as
     much as it can (spec §13.6): the checklist, the project guidance and background (the same
     for every group with the same rules in a run; its stable head), then the date, the other
-    changed files and the diffs (the same in every round of the group), then the earlier
-    findings."""
+    changed files and the diffs (the same in every round of the group), then the last blocked
+    review's findings (the same in every round), then the earlier rounds' findings."""
     system = util.render_template("main_system", contract_fields(language))
     parts = [util.render_template("main_user_head", fields),
              util.render_template("main_user", fields)]
+    if earlier:
+        parts.append(util.render_template("main_user_earlier", {"earlier": earlier}))
     if confirmed:
         parts.append(util.render_template("main_user_confirmed", {"confirmed": confirmed}))
     return [Message("system", system), user_parts([redact(p) for p in parts])]
@@ -135,4 +139,23 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
         code = trim(c.existing_code, CONFIRMED_CODE_CHARS)
         issue = trim(c.content, CONFIRMED_ISSUE_CHARS)
         items.append(f"{i}. {util.prompt_path(c.path)}\n   code: {code}\n   issue: {issue}")
+    return "\n".join(items)
+
+
+EARLIER_CAP = 30  # spec §12.3: earlier findings shown to one group
+
+
+def earlier_block(earlier: Sequence[Finding]) -> str:
+    """The findings of the last blocked review on a group's files (spec §12.3), at most
+    EARLIER_CAP, one line each: ``path:line [severity] content`` (``path`` as
+    :func:`util.prompt_path` shows it, ``line`` "?" when unanchored, content on one line and
+    cut at CONFIRMED_ISSUE_CHARS); "" when there are none."""
+    items = []
+    for f in earlier[:EARLIER_CAP]:
+        flat = " ".join(f.content.split())
+        if len(flat) > CONFIRMED_ISSUE_CHARS:
+            flat = flat[:CONFIRMED_ISSUE_CHARS] + "..."
+        line = f.start_line or "?"
+        items.append(f"- {util.prompt_path(f.path)}:{line} [{f.severity.label}] "
+                     f"{util.prompt_text(flat, one_line=True)}")
     return "\n".join(items)

@@ -29,7 +29,7 @@ COMMAND_HELP = {
     "install": "install native git hooks (chains an existing hook)",
     "uninstall": "remove the native hooks, restoring earlier ones",
     "cache": "inspect or empty the result cache",
-    "session": "list or show review sessions",
+    "session": "list, show or compare review sessions",
     "dismiss": "record that a finding is not a problem (it no longer blocks)",
     "config": "configuration commands",
     "llm": "check the LLM endpoint or list provider presets",
@@ -323,7 +323,7 @@ def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) ->
 
 
 def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
-    """``session list|show|serve``."""
+    """``session list|show|serve|compare``."""
     se = sub.add_parser("session", help=COMMAND_HELP["session"])
     ses = se.add_subparsers(dest="session_cmd", metavar="ACTION", parser_class=type(se))
     sl = ses.add_parser("list", help="the recorded sessions, newest first")
@@ -334,8 +334,9 @@ def _add_session(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
     ss.add_argument("--html", action="store_true",
                     help="the session's review page (self-contained HTML) instead")
     ss.add_argument("--output", metavar="FILE", help="with --html: write the page to FILE")
-    from .session_cmd import add_serve_parser  # built only for `session`
+    from .session_cmd import add_compare_parser, add_serve_parser  # built only for `session`
     add_serve_parser(ses)
+    add_compare_parser(ses)  # spec §12.2
 
 
 def _add_dismiss(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:

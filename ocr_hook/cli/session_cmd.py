@@ -1,6 +1,7 @@
 """``git ocr session list [--json]``, ``git ocr session show ID [--json | --html [--output
-FILE]]`` and ``git ocr session serve [--port N] [--open]``: the review sessions recorded in
-the repository (spec §12), the last in a local viewer (``report.viewer``, spec §12.1).
+FILE]]``, ``git ocr session serve [--port N] [--open]`` and ``git ocr session compare A B
+[--json]``: the review sessions recorded in the repository (spec §12), the last in a local
+viewer (``report.viewer``, spec §12.1), two of them compared (spec §12.2).
 
 What a session holds is the model's and the repository's text: the text lines pass
 ``report.display_text`` (``report.format_session_list``/``format_session_record``) and the JSON
@@ -12,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from .. import git, report
+from .. import comments, git, report
 from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
+from ..util import display_path, display_text
 
 
 def run_session_command(args: argparse.Namespace) -> int:
@@ -44,7 +48,91 @@ def run_session_command(args: argparse.Namespace) -> int:
         return Exit.OK
     if getattr(args, "session_cmd", None) == "serve":
         return _serve(repo, directory, args.port, args.open)
-    raise OcrError("usage: git ocr session list|show ID|serve")
+    if getattr(args, "session_cmd", None) == "compare":
+        return _compare(directory, args.a, args.b, args.json)
+    raise OcrError("usage: git ocr session list|show ID|serve|compare A B")
+
+
+def add_compare_parser(actions: Any) -> None:
+    """``session compare A B [--json]`` on the ``session`` actions (spec §12.2); ``--json`` as
+    its siblings ``list`` and ``show`` (``--format`` names the review output formats)."""
+    sc = actions.add_parser("compare", help="findings resolved, persisting and new from A to B")
+    sc.add_argument("a", metavar="A", help="the earlier session: an id (prefix), last, previous")
+    sc.add_argument("b", metavar="B", help="the later session: an id (prefix), last, previous")
+    sc.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def resolve_session(directory: Path, name: str) -> Path:
+    """The session file of ``name``: ``last`` (the newest session), ``previous`` (the one
+    before it), newest by the start record's time (ids sort by the second only), else an id or
+    a unique prefix (``report.find_session``). Raises UsageError when there is no such
+    session."""
+    if name in ("last", "previous"):
+        try:
+            files = sorted(directory.glob("*.jsonl"), key=_started, reverse=True)
+        except OSError:
+            files = []
+        i = 0 if name == "last" else 1
+        if len(files) <= i:
+            raise UsageError(f"no {name} session (see `git ocr session list`)")
+        return files[i]
+    return report.find_session(directory, name)
+
+
+def _started(path: Path) -> tuple[float, str]:
+    """(the ``ts`` of the session's first record, its id): the order of ``last``/``previous``;
+    0 for a file whose first line holds no time."""
+    try:
+        with path.open("rb") as fh:
+            first = json.loads(fh.readline() or b"{}")
+    except (OSError, ValueError):
+        first = {}
+    ts = first.get("ts") if isinstance(first, dict) else None
+    ok = isinstance(ts, (int, float)) and not isinstance(ts, bool)
+    return (float(ts) if ok else 0.0, path.stem)
+
+
+def _findings_of(path: Path) -> list[Any]:
+    """The findings a session recorded (its ``comment`` records; dismissed ones are not
+    findings of the review), in their order."""
+    out = (comments.finding_from_record(r) for r in report.read_session_records(path)
+           if r.get("type") == "comment")
+    return [f for f in out if f is not None]
+
+
+def _compare(directory: Path, a: str, b: str, as_json: bool) -> int:
+    """Print the comparison of sessions ``a`` and ``b`` (``comments.compare_by_key``)."""
+    pa, pb = resolve_session(directory, a), resolve_session(directory, b)
+    cmp = comments.compare_by_key(_findings_of(pa), _findings_of(pb))
+    if as_json:
+        print(report.display_json({
+            "a": pa.stem, "b": pb.stem,
+            "resolved": [_entry(f) for f in cmp.resolved],
+            "persisting": [{**_entry(new or old), "earlier_id": old.id}
+                           for old, new in cmp.persisting],
+            "new": [_entry(f) for f in cmp.new]}))
+        return Exit.OK
+    lines = [f"{pa.stem} → {pb.stem}: {cmp.counts()}"]
+    for title, items in (("resolved", cmp.resolved),
+                         ("persisting", [new or old for old, new in cmp.persisting]),
+                         ("new", cmp.new)):
+        if items:
+            lines.append(f"{title}:")
+            lines.extend(f"  {_line(f)}" for f in items)
+    sys.stdout.write("".join(display_text(ln) + "\n" for ln in lines))
+    return Exit.OK
+
+
+def _entry(f: Any) -> dict[str, Any]:
+    """One finding of ``compare --format json``."""
+    return {"id": f.id, "path": f.path, "start_line": f.start_line, "end_line": f.end_line,
+            "severity": f.severity.label, "category": str(f.category), "content": f.content}
+
+
+def _line(f: Any) -> str:
+    """``path:line severity content (id ID)`` of one finding in ``compare``'s text."""
+    where = f"{display_path(f.path)}:{f.start_line}" if f.start_line else display_path(f.path)
+    return f"{where} {f.severity.label} {' '.join(f.content.split())} (id {f.id})"
 
 
 def _json_lines(path: Path) -> str:

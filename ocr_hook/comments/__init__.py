@@ -1,5 +1,5 @@
 """Comments: anchoring a quoted snippet to exact lines (pure), the thread-safe comment pool,
-dismissals and their files.
+dismissals and their files, the comparison of two reviews' findings.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
+    from .compare import Comparison, compare_by_key, compare_since, finding_from_record
     from .dismissal_files import (
         git_author,
         load_for_review,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .pool import OUTSIDE_CHANGE, Collector, CommentPool, CommentProcessor, Dropped
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "compare": ("Comparison", "compare_by_key", "compare_since", "finding_from_record"),
     "dismissal_files": (
         "git_author",
         "load_for_review",

@@ -27,6 +27,7 @@ from ..agent import (
     Group,
     Meter,
     confirmed_block,
+    earlier_block,
     exceeds_tokens,
     group_fields,
     group_messages,
@@ -97,6 +98,14 @@ class GroupDeps:
     line_count: Callable[[str], int | None] = lambda _path: None
     guidance: str = ""  # the <project_guidance> text (change.Guidance.block)
     scan: bool = False  # a whole-file scan (git ocr scan): the prompt says so
+    # spec §12.3: the findings of the last blocked review of the branch (shown to the groups
+    # that review their files)
+    earlier: Sequence[Finding] = ()
+
+    def earlier_of(self, group: Group) -> str:
+        """The ``<earlier_findings>`` lines of ``group``'s files ("" when none)."""
+        paths = {f.path for f in group.files}
+        return earlier_block([e for e in self.earlier if e.path in paths])
 
     @property
     def language(self) -> str:
@@ -216,12 +225,13 @@ class _GroupRun:
             self.warn(StopReason.TOKEN_THRESHOLD_EXCEEDED, msg)  # the warning's type: the stop
             self.report.stop_reasons.append(StopReason.TOKEN_THRESHOLD_EXCEEDED)
             return StopReason.TOKEN_THRESHOLD_EXCEEDED, msg
-        cap, used = d.group_tokens_cap, 0
+        cap, used, earlier = d.group_tokens_cap, 0, d.earlier_of(group)
         for rnd in range(1, d.rounds_total + 1):
             with self.raw_lock:
                 before = len(self.raw)
                 confirmed = confirmed_block(self.raw) if rnd > 1 else ""
-            msgs = group_messages(fields, d.language, d.redact, confirmed=confirmed)
+            msgs = group_messages(fields, d.language, d.redact, confirmed=confirmed,
+                                  earlier=earlier)
             res = run_loop(d.client, d.registry, msgs, local=local, meter=d.meter,
                            max_rounds=d.cfg.review.max_tool_rounds, redact=d.redact,
                            record=d.record, label=group.label, context=self.context_policy(),

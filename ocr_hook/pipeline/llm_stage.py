@@ -201,6 +201,7 @@ class _GroupRunner:
             comment_pool=self.comment_pool, collector=self.collector, files=st.files,
             by_path=self.view.changed, rules=st.rules, cfg=cfg, background=self.req.background,
             guidance=self.req.guidance.block, scan=self.req.mode == "scan",
+            earlier=self.req.earlier,
             now=_dt.date.today().isoformat(),  # the prompts' date: a day, so prefixes stay stable
             context_limit=self.context_limit, rounds_total=EFFORT_ROUNDS[self.req.effort],
             count=st.count, record=self.record, redact=self.redact,

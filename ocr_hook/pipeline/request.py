@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..change import NO_GUIDANCE, Guidance, SelectionPolicy
 from ..errors import ConfigError
+from ..findings import Finding
 from ..gate import GateOptions
 
 if TYPE_CHECKING:  # annotations only
@@ -52,6 +53,9 @@ class ReviewRequest(NamedTuple):
     # when a review reaches the tool loop, closed by cli).
     tool_defs: Mapping[str, Any] | None = None
     mcp: Any = None
+    # spec §12.3: the findings of the last blocked review of this branch (``pipeline.
+    # since_last``), shown to the model with the files they are on; () when there is none.
+    earlier: tuple[Finding, ...] = ()
 
     @property
     def effort(self) -> str:

@@ -15,7 +15,7 @@ from .. import __version__, config, git, report
 from ..config import REPO_SOURCE, read_repo_path, repo_mcp_servers
 from ..findings import RunWarning
 from ..util import tracing
-from . import review
+from . import review, since_last
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -75,6 +75,7 @@ def _run_logged(req: ReviewRequest, rules_for: Any,
                 run: Any) -> ReviewResult:
     """The body of :func:`run_with_services`: the run with its session, cache and progress."""
     common = git.git_common_dir(req.repo)
+    req, chain = since_last.begin(req, common)  # spec §12.3: the last blocked review's findings
     opened: list[ResultCache] = []
 
     def open_cache() -> ResultCache | None:
@@ -104,6 +105,9 @@ def _run_logged(req: ReviewRequest, rules_for: Any,
             result = run(req, session=session, rules_for=rules_for,
                          cache=open_cache if req.use_cache else None)
         apply_dismissals(req, common, result)
+        since_last.finish(req, common, sid, result, chain)
+        if result.since_last is not None:
+            session.record("since_last", result.since_last)
         record_findings(session, result)
     finally:
         end: dict[str, Any] = {"status": "error"}

@@ -97,6 +97,7 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
         "dismissed": [_dismissed_json(d) for d in result.dismissed],
         "incomplete_reasons": list(result.incomplete_reasons),
         "session_id": result.session_id,
+        **_since_last(result),
     }
 
 
@@ -120,6 +121,12 @@ def _comment_json(f: Finding, block_preexisting: bool) -> dict[str, Any]:
         "advisory_reason": "" if block_preexisting else advisory_reason(f),
         "moved_from": f.moved_from,
     }
+
+
+def _since_last(result: ReviewResult) -> dict[str, Any]:
+    """``{"since_last": {session, resolved, persisting, new}}`` after a blocked review of the
+    branch (spec §12.3), else {} (the key is absent)."""
+    return {} if result.since_last is None else {"since_last": dict(result.since_last)}
 
 
 def _dismissed_json(d: DismissedFinding) -> dict[str, Any]:

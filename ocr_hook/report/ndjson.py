@@ -22,7 +22,7 @@ wall-clock time the event was written, ISO 8601 UTC with milliseconds
   message}``, one line each;
 - ``verdict`` — last: ``verdict``, ``status``, ``gate``, ``summary``, ``incomplete_reasons`` and
   ``session_id``, the same values as the JSON object (``report.json_format.to_json``), and
-  ``preview``.
+  ``preview``; ``since_last`` too when the JSON object has it (spec §12.3).
 
 Text is strict UTF-8 with the escapes of the JSON format (``report.display``); a line never holds
 a raw newline or U+2028, so splitting at ``\\n`` is exact. :class:`EventStream` is the live writer
@@ -81,7 +81,8 @@ def closing_events(result: ReviewResult) -> list[tuple[str, dict[str, Any]]]:
     events.append(("verdict", {
         "verdict": data["verdict"], "status": data["status"], "gate": data["gate"],
         "summary": data["summary"], "incomplete_reasons": data["incomplete_reasons"],
-        "session_id": data["session_id"], "preview": result.preview}))
+        "session_id": data["session_id"], "preview": result.preview,
+        **({"since_last": data["since_last"]} if "since_last" in data else {})}))  # spec §12.3
     return events
 
 

@@ -314,6 +314,14 @@ def summary_line(result: ReviewResult) -> str:
     )
 
 
+def since_last_line(since: Mapping[str, Any]) -> str:
+    """``Since the last blocked review: 1 resolved, 0 persisting, 0 new`` (spec §12.3) of a
+    result's ``since_last``."""
+    n = {k: len(v) if isinstance(v, list) else 0 for k, v in since.items()}
+    return (f"Since the last blocked review: {n.get('resolved', 0)} resolved,"
+            f" {n.get('persisting', 0)} persisting, {n.get('new', 0)} new")
+
+
 def _cached(u: Usage) -> str:
     """`` (cache read R, written W)`` of the provider's prompt cache, as its usage reported
     them (both counted in the input tokens); "" when it reported none."""
@@ -345,6 +353,8 @@ def write_text(result: ReviewResult, stream: TextIO, environ: Mapping[str, str])
     for reason in result.incomplete_reasons:
         w(f"{display_text(reason)}\n")
     w(f"\n{summary_line(result)}\n")
+    if result.since_last is not None:  # spec §12.3
+        w(f"{since_last_line(result.since_last)}\n")
     if result.cache_hits and not result.llm_calls and result.status == "complete":
         w("(cached result: this snapshot was reviewed before with the same settings)\n")
     w(f"{verdict_line(result)}\n")

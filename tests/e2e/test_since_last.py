@@ -1,0 +1,228 @@
+"""Findings across reviews (spec §12.2, §12.3): ``git ocr session compare`` of a blocked review
+and its fixed re-review, and the pre-commit hook's re-review of a blocked commit reporting
+since the last blocked review (the model shown the earlier finding; resolved, persisting, new;
+the chain ended by a pass), through ``cli.main`` and through a real ``git commit`` firing the
+installed native hook.
+
+Real: git, the session logs, the state file, HTTP, the installed ``git-ocr``. Fake: the model's
+replies (the loopback scripted server)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.support.cli import run_cli, run_json
+from tests.support.gitrepo import GitRepo
+from tests.support.samples import APP_PY, SQL_LINE, sql_comment
+from tests.support.scripted_llm import ScriptedLLM
+
+FIXED = APP_PY.replace(SQL_LINE, 'query = "SELECT id, email FROM users WHERE name = ?"')
+MOVED = "import logging\n" + APP_PY  # the SQL line unchanged, now line 13
+CONTENT = sql_comment()["comments"][0]["content"]
+HOOK = ["hook", "pre-commit", "--format", "json"]
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # git and sh, not the venv: the hook finds git-ocr
+
+
+def blocked_then(repo: GitRepo, llm: ScriptedLLM, capsys: pytest.CaptureFixture[str],
+                 second: dict[str, str], *calls: tuple[str, Any],
+                 args: list[str] = HOOK) -> tuple[dict[str, Any], int, str, str]:
+    """A blocked hook run on APP_PY, then ``second`` staged and reviewed with the model's
+    ``calls`` (then task_done). Returns (the first run's JSON, second exit code, stdout,
+    stderr) and leaves only the second run's requests in ``llm.requests``."""
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    assert "since_last" not in first  # no earlier blocked review
+    llm.requests.clear()
+    repo.stage(second)
+    llm.tool_calls(*calls, ("task_done", {"state": "DONE"}))
+    rc, out, err = run_cli(args, llm.env(), capsys)
+    return first, rc, out, err
+
+
+def test_hook_after_a_blocked_commit_reports_the_fixed_finding_as_resolved(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": FIXED})
+    [c] = first["comments"]
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["verdict"] == "pass"
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
+                                  "persisting": [], "new": []}
+    # the model was shown the earlier finding, after the stable head and the diffs
+    [body] = llm.requests
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    line = f"- app.py:12 [critical] {CONTENT}"
+    assert line in user
+    assert user.index("<review_checklist>") < user.index("</review_files>") < user.index(line)
+    state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
+    assert state == {"version": 1, "blocked": {}}  # the pass ended the chain
+    # the chain is over: the next review reports nothing since a blocked one
+    llm.requests.clear()
+    repo.stage({"app.py": FIXED + "# end\n"})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, third, _ = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0 and "since_last" not in third
+    assert "<earlier_findings>" not in json.dumps(llm.requests)
+
+
+def test_hook_text_prints_the_since_line_and_a_moved_finding_persists(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    quote = "        " + SQL_LINE
+    new = {"comments": [{**sql_comment()["comments"][0], "content": "Still injectable SQL."}]}
+    other = {"comments": [{"path": "app.py", "content": "The module imports logging unused.",
+                           "existing_code": "import logging", "suggestion_code": "",
+                           "severity": "low", "category": "maintainability"}]}
+    first, rc, out, err = blocked_then(
+        repo, llm, capsys, {"app.py": MOVED}, ("code_comment", new), ("code_comment", other),
+        args=["hook", "pre-commit"])
+    assert quote.strip() in APP_PY
+    assert rc == 1, err
+    assert "Since the last blocked review: 0 resolved, 1 persisting, 1 new\n" in out
+    [path] = [p for p in (repo.path / ".git" / "ocr-hook" / "sessions").glob("*.jsonl")
+              if p.stem != first["session_id"]]  # the second run's (ids sort by the second)
+    rec = [json.loads(ln) for ln in path.read_text().splitlines()]
+    [since] = [r for r in rec if r["type"] == "since_last"]
+    assert since["session"] == first["session_id"] and len(since["persisting"]) == 1
+    # blocked again: the chain goes on from this review
+    state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
+    assert list(state["blocked"].values()) == [path.stem]
+    rc, cmp, _ = run_json(["session", "compare", "previous", "last", "--json"], {}, capsys)
+    assert rc == 0 and cmp["resolved"] == []
+    [kept] = cmp["persisting"]
+    assert (kept["earlier_id"], kept["start_line"], kept["content"]) == (
+        first["comments"][0]["id"], 13, "Still injectable SQL.")
+    assert [(f["start_line"], f["severity"]) for f in cmp["new"]] == [(1, "low")]
+
+
+def test_session_compare_of_a_blocked_review_and_its_fixed_re_review(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": FIXED},
+                                       args=["review", "--format", "json"])
+    assert rc == 0, err
+    second = json.loads(out)["session_id"]
+    [c] = first["comments"]
+    rc, data, err = run_json(["session", "compare", "previous", "last", "--json"],
+                             {}, capsys)
+    assert rc == 0, err
+    assert data == {"a": first["session_id"], "b": second, "persisting": [], "new": [],
+                    "resolved": [{"id": c["id"], "path": "app.py", "start_line": 12,
+                                  "end_line": 12, "severity": "critical",
+                                  "category": "security", "content": CONTENT}]}
+    rc, out, _ = run_cli(["session", "compare", first["session_id"][:17], second], {}, capsys)
+    assert rc == 0
+    assert out == (f"{first['session_id']} → {second}: 1 resolved, 0 persisting, 0 new\n"
+                   f"resolved:\n  app.py:12 critical {CONTENT} (id {c['id']})\n")
+    rc, out, err = run_cli(["session", "compare", "nosuch", "last"], {}, capsys)
+    assert (rc, out) == (2, "")
+    assert err.strip().splitlines() == [
+        "ocr-hook: no session 'nosuch' (see `git ocr session list`)"]
+
+
+def test_git_commit_through_the_native_hook_reports_the_resolved_finding(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    monkeypatch.chdir(repo.path)
+    assert run_cli(["install"], {}, capsys)[0] == 0
+    env = {**repo.env, **llm.env(), "PATH": SYSTEM_PATH}
+    env.pop("VIRTUAL_ENV", None)
+
+    def commit(message: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo.path, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    p = commit("blocked")
+    assert p.returncode == 1, p.stderr
+    assert "Since the last blocked review" not in p.stderr
+    llm.requests.clear()
+    repo.stage({"app.py": FIXED})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    p = commit("fixed")
+    assert p.returncode == 0, p.stderr
+    assert "Since the last blocked review: 1 resolved, 0 persisting, 0 new" in p.stderr
+    assert f"app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+
+
+def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = repo.commit({"README.md": "hello\n"}, "init")
+    repo.commit({"app.py": APP_PY}, "the bug")
+    monkeypatch.chdir(repo.path)
+    rng = ["review", "--from", base, "--to", "HEAD", "--format", "json"]
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(rng, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    # a staged review of the same branch is another chain: it is not reported against the range
+    repo.stage({"other.py": "x = 1\n"})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, staged, _ = run_json(["review", "--format", "json"], llm.env(), capsys)
+    assert rc == 0 and "since_last" not in staged
+    repo.commit({"app.py": FIXED}, "the fix")
+    llm.requests.clear()
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(rng, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
+                                  "persisting": [], "new": []}
+    assert f"- app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+
+
+def test_ndjson_verdict_line_carries_since_last(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": FIXED},
+                                       args=["hook", "pre-commit", "--format", "ndjson"])
+    assert rc == 0, err
+    verdict = json.loads(out.splitlines()[-1])
+    assert verdict["type"] == "verdict"
+    assert verdict["since_last"] == {"session": first["session_id"],
+                                     "resolved": [first["comments"][0]["id"]],
+                                     "persisting": [], "new": []}
+
+
+def test_session_compare_escapes_model_text_of_hand_written_sessions(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    folder = repo.path / ".git" / "ocr-hook" / "sessions"
+    folder.mkdir(parents=True)
+    rec = {"type": "comment", "id": "0123456789ab", "path": "a.py", "side": "new",
+           "start_line": 3, "end_line": 3, "severity": "high", "category": "bug",
+           "content": "bad\x1b]0;owned\x07 value\u202e", "code": "x = 1", "source": "llm"}
+    for sid, ts, recs in (("20261203-100000-aaaaaa", 2.0, [rec]),
+                          ("20261203-100000-bbbbbb", 1.0, [])):  # b started first
+        lines = [{"type": "start", "ts": ts}, *recs, {"type": "end", "ts": ts}]
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["session", "compare", "previous", "last"], {}, capsys)
+    assert rc == 0
+    assert out == ("20261203-100000-bbbbbb → 20261203-100000-aaaaaa: 0 resolved, 0 persisting,"
+                   " 1 new\nnew:\n  a.py:3 high bad\\u001b]0;owned\\u0007 value\\u202e"
+                   " (id 0123456789ab)\n")
+    rc, out, _ = run_cli(["session", "compare", "last", "previous", "--json"], {}, capsys)
+    assert "\x1b" not in out and "\u202e" not in out
+    assert json.loads(out)["resolved"][0]["content"] == rec["content"]
