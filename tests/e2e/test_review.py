@@ -267,7 +267,7 @@ def test_config_error_in_a_hook_says_how_to_bypass_once(
     repo.stage({".ocr-hook.toml": '[review]\neffort = "low"\n'})  # the fix, blocked by HEAD
     monkeypatch.chdir(repo.path)
     error = ("ocr-hook: unknown configuration section [reviw] in .ocr-hook.toml (HEAD); allowed:"
-             " llm, review, select, rules, gate, cache, tools, mcp, security, telemetry")
+             " llm, review, select, rules, gate, cache, tools, mcp, security, budget, telemetry")
     rc, out, err = run_cli(["hook", "pre-commit"], {}, capsys)
     assert (rc, out) == (2, "")
     assert err.splitlines() == [
