@@ -1,6 +1,7 @@
 """Everything that runs git (the only code that starts processes): the runner, what a run asks
 about the repository, streamed output, the reviewed targets (staged snapshot, commits, ranges,
-pushes), push scope, attributes, and one changed file's diff read on demand.
+pushes), push scope, review notes (``review_notes``), attributes, and one changed file's diff
+read on demand.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ if TYPE_CHECKING:
         known_blob,
         remember_blob,
         run_scope,
+    )
+    from .review_notes import (
+        NOTES_REF,
+        ReviewNote,
+        note_new_commit,
+        patch_ids,
+        range_commits,
+        read_notes,
+        record_snapshot,
+        unpushed_commits,
     )
     from .stream import stream_git
     from .target import (
@@ -59,6 +70,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "run_scope",
     ),
     "push_scope": ("bound_push_range",),
+    "review_notes": ("NOTES_REF", "ReviewNote", "note_new_commit", "patch_ids", "range_commits",
+                     "read_notes", "record_snapshot", "unpushed_commits",),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

@@ -52,6 +52,7 @@ class ReviewRequest(NamedTuple):
     # when a review reaches the tool loop, closed by cli).
     tool_defs: Mapping[str, Any] | None = None
     mcp: Any = None
+    notes_applied: bool = False  # spec §3.4.1: the reviewed-at-commit commits are left out
 
     @property
     def effort(self) -> str:

@@ -148,6 +148,8 @@ NOT_IN_KEY: dict[str, str] = {
     "review.max_tokens_budget": _ONLY_COMPLETE,
     "review.max_group_tokens": _ONLY_COMPLETE,
     "review.max_push_commits": _SELECTION,
+    "review.trust_notes": "chooses the commits reviewed: each reviewed file's content is in the"
+                          " keys",
     "review.background": "its text is in the keys (``background``)",
     "review.background_file": "its text is in the keys (``background``)",
     "select.include": _SELECTION,
