@@ -275,7 +275,6 @@ def install(
     installed are re-pointed at ``command`` too (``updated`` changes after the requested ones)."""
     cmd = tuple(command) if command else hook_command()
     directory = hooks_dir(repo)
-    hooks = _with_post_commit(hooks)
     for hook in hooks:
         if hook not in HOOK_TYPES:
             raise UsageError(f"unknown hook type {hook!r}; allowed: {', '.join(HOOK_TYPES)}")
@@ -283,6 +282,9 @@ def install(
                 if (why := managed_elsewhere(repo, directory, hook, from_files=not force))]
     if refusals:
         raise ManagedElsewhere(refusals)
+    # the post-commit hook comes along unless its file is a hook manager's (left alone)
+    if managed_elsewhere(repo, directory, WITH_PRE_COMMIT, from_files=False) is None:
+        hooks = _with_post_commit(hooks)
     changes = []
     for hook in hooks:
         path = directory / hook
@@ -350,7 +352,8 @@ def uninstall(repo: Path, hooks: Sequence[str] = HOOK_TYPES) -> list[HookChange]
     if default.resolve() != directory.resolve():
         changes += [c for c in _uninstall_in(default, hooks)
                     if c.action not in ("absent", "foreign")]
-    return changes
+    # the post-commit hook came with pre-commit: named only when there was one
+    return [c for c in changes if not (c.hook == WITH_PRE_COMMIT and c.action == "absent")]
 
 
 def _uninstall_in(directory: Path, hooks: Sequence[str]) -> list[HookChange]:
