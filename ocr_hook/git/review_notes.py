@@ -82,6 +82,8 @@ def read_notes(repo: Path) -> list[ReviewNote]:
         return []
     pairs = [line.split() for line in out.decode().splitlines() if line.strip()]
     pairs = [p for p in pairs if len(p) == 2]
+    if not pairs:
+        return []
     blobs = repository.cat_file_batch(repo, [blob for blob, _ in pairs], 60.0)
     notes = []
     for (_, commit), obj in zip(pairs, blobs, strict=True):

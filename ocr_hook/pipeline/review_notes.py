@@ -40,11 +40,12 @@ def settings_fingerprint(req: ReviewRequest) -> str:
 
 def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     """After a pre-commit hook's review of the whole staged snapshot (no file list, no
-    preview): record the snapshot's tree, its parent commit, the verdict, the fingerprint,
-    the effort and the session for the post-commit hook (``git.record_snapshot``). Best
-    effort: a failure is logged at debug level, never raised."""
+    preview, something staged): record the snapshot's tree, its parent commit, the verdict,
+    the fingerprint, the effort and the session for the post-commit hook
+    (``git.record_snapshot``). Best effort: a failure is logged at debug level, never
+    raised."""
     if (req.stage != "pre-commit" or req.mode != "staged" or req.path_filter is not None
-            or req.preview):
+            or req.preview or not result.files):  # nothing staged: no commit with a patch
         return
     tree = str(result.input.get("snapshot_tree") or "")
     base = str(result.input.get("base") or "")

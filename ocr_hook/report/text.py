@@ -199,8 +199,9 @@ def _short(label: Any) -> str:
 
 def scope_lines(inp: Mapping[str, Any]) -> list[str]:
     """Text lines naming what was reviewed: each pushed range with its commit count and the
-    older commits left out, or the ``base..head`` of a commit, range or merge. [] for the
-    staged snapshot (its base is HEAD)."""
+    older commits left out, or the ``base..head`` of a commit, range or merge, then the
+    commits left out as reviewed at commit time (spec §3.4.1). [] for the staged snapshot
+    (its base is HEAD)."""
     mode = inp.get("mode", "")
     noted = [f"reviewed at commit time: {_short(c['commit'])} (session {c['session'] or '?'})"
              for c in inp.get("reviewed_at_commit") or ()]  # spec §3.4.1

@@ -160,3 +160,45 @@ def test_a_post_commit_failure_never_fails_the_commit(
     assert f"removed post-commit hook: {repo.path / '.git' / 'hooks' / 'post-commit'}" in out
     assert not (repo.path / ".git" / "hooks" / "post-commit").exists()
 
+
+
+def test_a_noted_commit_between_others_splits_the_range_and_a_merge_keeps_it_whole(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    ok(ocr(repo, llm, "install"))
+    ids = {}
+    for name, hooked in (("R", False), ("A", True), ("B", False), ("C", True), ("D", False)):
+        repo.write({f"{name.lower()}.py": f"{name.lower()}_value = 1\n"})
+        repo.git("add", "-A")
+        ok(run(repo, llm, "git", "commit", "-q", *(() if hooked else ("--no-verify",)),
+               "-m", f"add {name}"))
+        ids[name] = repo.git("rev-parse", "HEAD").strip()
+    before = len(llm.requests)
+    data = json.loads(ok(ocr(repo, llm, "review", "--from", ids["R"], "--to", ids["D"],
+                             "--format", "json")).stdout)
+    assert data["input"]["ranges"] == [
+        {"ref": "", "base": ids["A"], "head": ids["B"], "commits": 1},
+        {"ref": "", "base": ids["C"], "head": ids["D"], "commits": 1}]
+    assert [c["commit"] for c in data["input"]["reviewed_at_commit"]] == [ids["A"], ids["C"]]
+    assert [f["path"] for f in data["files"]] == ["b.py", "d.py"]
+    text = sent(llm, before)
+    assert "b_value" in text and "d_value" in text and "a_value" not in text
+    assert "c_value" not in text
+    out = ok(ocr(repo, llm, "review", "--from", ids["R"], "--to", ids["D"])).stdout.splitlines()
+    sessions = {n: note_field(repo, ids[n], "session") for n in "AC"}
+    assert [line for line in out if line.startswith("reviewed")] == [
+        f"reviewed range: {ids['A'][:12]}..{ids['B'][:12]} (1 commit)",
+        f"reviewed range: {ids['C'][:12]}..{ids['D'][:12]} (1 commit)",
+        f"reviewed at commit time: {ids['A'][:12]} (session {sessions['A']})",
+        f"reviewed at commit time: {ids['C'][:12]} (session {sessions['C']})"]
+    # a merge in the range: reviewed whole, nothing left out
+    repo.git("checkout", "-q", "-b", "side", ids["R"])
+    repo.write({"e.py": "e_value = 1\n"})
+    repo.git("add", "-A")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "add E"))
+    repo.git("checkout", "-q", "main")
+    ok(run(repo, llm, "git", "merge", "-q", "--no-ff", "--no-verify", "-m", "merge", "side"))
+    data = json.loads(ok(ocr(repo, llm, "review", "--from", ids["R"], "--to", "HEAD",
+                             "--format", "json")).stdout)
+    assert "reviewed_at_commit" not in data["input"] and "ranges" not in data["input"]
+    assert [f["path"] for f in data["files"]] == ["a.py", "b.py", "c.py", "d.py", "e.py"]
