@@ -115,6 +115,20 @@ def test_commits_reviewed_at_commit_time_are_not_reviewed_again_at_push(
     # after the push nothing is left
     assert ok(ocr(repo, llm, "status")).stdout == (
         "commits not on any remote-tracking ref without a review note: 0\n")
+    # a push of only commits reviewed at commit time asks the model nothing
+    repo.git("branch", "-q", "--set-upstream-to=origin/main")
+    repo.write({"d.py": "delta_value = 4\n"})
+    repo.git("add", "-A")
+    ok(run(repo, llm, "git", "commit", "-q", "-m", "add D"))
+    d = repo.git("rev-parse", "HEAD").strip()
+    assert ok(ocr(repo, llm, "status")).stdout == (
+        "commits not on origin/main without a review note: 0\n")
+    before = len(llm.requests)
+    p = ok(run(repo, llm, "git", "push", "origin", "main"))
+    assert len(llm.requests) == before
+    lines = (p.stdout + p.stderr).splitlines()
+    assert f"reviewed at commit time: {d[:12]} (session {note_field(repo, d, 'session')})" in lines
+    assert "reviewed: nothing (no new commits to push)" not in lines
 
 
 def note_field(repo: GitRepo, commit: str, key: str) -> str:
