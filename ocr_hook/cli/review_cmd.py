@@ -328,8 +328,9 @@ def add_status_parser(sub: Any, help_text: str) -> None:
 
 
 def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """``git ocr status``: prints ``commits not on UPSTREAM without a review note: N`` and one
-    ``  <id, 12 characters> <subject>`` line per such commit, oldest first; exit 0. Raises
+    """``git ocr status``: prints ``commits not on UPSTREAM without a review note: N`` (with
+    `` (of the newest 200)`` when there are more, STATUS_MAX_COMMITS) and one ``  <id, 12
+    characters> <subject>`` line per such commit, oldest first; exit 0. Raises
     OcrError for bad settings or a repository without commits."""
     repo = git.find_toplevel(Path.cwd(), head_files=config.HEAD_FILES)
     cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True)
@@ -340,11 +341,17 @@ def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         repo=repo, config=cfg, environ=environ, mode="range", endpoint=endpoint,
         endpoint_error=why, background=_read_background(cfg, repo, from_repo),
         guidance=layers.guidance, tool_defs=pipeline.tool_defs(cfg, repo, from_repo))
-    against, commits = git.unpushed_commits(repo)
+    against, commits = git.unpushed_commits(repo, STATUS_MAX_COMMITS + 1)
+    more = len(commits) > STATUS_MAX_COMMITS
+    commits = commits[1:] if more else commits
     trusted = pipeline.trusted_patches(req)
     ids = git.patch_ids(repo, [c for c, _ in commits]) if trusted else {}
     left = [(c, s) for c, s in commits if ids.get(c, "") not in trusted]
-    print(report.display_text(f"commits not on {against} without a review note: {len(left)}"))
+    print(report.display_text(f"commits not on {against} without a review note: {len(left)}"
+                              + (f" (of the newest {STATUS_MAX_COMMITS})" if more else "")))
     for c, subject in left:
         print(report.display_text(f"  {c[:12]} {subject}"))
     return int(Exit.OK)
+
+
+STATUS_MAX_COMMITS = 200  # `git ocr status` checks the newest commits (a push reviews fewer)

@@ -182,15 +182,16 @@ def note_new_commit(repo: Path) -> ReviewNote | None:
     return note
 
 
-def unpushed_commits(repo: Path) -> tuple[str, list[tuple[str, str]]]:
+def unpushed_commits(repo: Path, limit: int) -> tuple[str, list[tuple[str, str]]]:
     """(what they are compared with, the commits oldest first as (id, subject)) of the current
     branch that are not on its upstream (``@{upstream}``), or, without an upstream, not on any
-    remote-tracking ref. Raises GitError (e.g. no commit yet)."""
+    remote-tracking ref: the newest ``limit`` of them. Raises GitError (e.g. no commit
+    yet)."""
     rc, out, _ = process.run_git_full(
         repo, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}",
         ok_codes=(0, 1, 128))
     upstream = out.decode().strip() if rc == 0 else ""
-    args = ["log", "--reverse", "--format=%H %s", "HEAD", "--not"]
+    args = ["log", "--reverse", f"--max-count={limit}", "--format=%H %s", "HEAD", "--not"]
     args += [upstream] if upstream else ["--remotes"]
     rows = process.run_git(repo, *args, timeout_s=60).decode().splitlines()
     return upstream or "any remote-tracking ref", [

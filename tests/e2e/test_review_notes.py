@@ -216,3 +216,15 @@ def test_a_noted_commit_between_others_splits_the_range_and_a_merge_keeps_it_who
                              "--format", "json")).stdout)
     assert "reviewed_at_commit" not in data["input"] and "ranges" not in data["input"]
     assert [f["path"] for f in data["files"]] == ["a.py", "b.py", "c.py", "d.py", "e.py"]
+
+
+def test_status_checks_the_newest_200_commits(repo: GitRepo, llm: ScriptedLLM) -> None:
+    stream = "".join(
+        f"commit refs/heads/main\ncommitter T <t@example.com> {1700000000 + i} +0000\n"
+        f"data {len(f'c{i}')}\nc{i}\nM 644 inline f.txt\ndata {len(str(i)) + 1}\n{i}\n\n"
+        for i in range(201))
+    repo.git("fast-import", "--quiet", input=stream.encode())
+    out = ok(ocr(repo, llm, "status")).stdout.splitlines()
+    assert out[0] == ("commits not on any remote-tracking ref without a review note: 200"
+                      " (of the newest 200)")
+    assert [line.split()[1] for line in out[1:]] == [f"c{i}" for i in range(1, 201)]
