@@ -78,7 +78,9 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
     ``input.reviewed_at_commit``: ``{commit, noted_commit, session, ref}``, oldest first per
     range). A range that is one first-parent chain without merges is cut into the runs of
     consecutive commits without a trusted note (each a range of its own, with the range's
-    refs); a range with merges is reviewed whole. Raises GitError."""
+    refs); a range with merges is reviewed whole. In a range cut to its newest commits
+    (``git.bound_push_range``) the noted commits at its base are reviewed, so the part that
+    starts there still names the older commits left out. Raises GitError."""
     trusted = trusted_patches(req)
     if not trusted:
         return list(targets), []
@@ -88,6 +90,9 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
         rows = git.range_commits(req.repo, t.base, t.head)
         ids = git.patch_ids(req.repo, [r[0] for r in rows]) if rows else {}
         notes = [trusted.get(ids.get(r[0], "")) for r in rows or ()]
+        if t.skipped_commits:  # cut by review.max_push_commits: the first part keeps the cut
+            lead = next((i for i, n in enumerate(notes) if n is None), len(notes))
+            notes[:lead] = [None] * lead  # base, so its "older commits not reviewed" is right
         if not rows or not any(notes):
             out.append(t)
             continue

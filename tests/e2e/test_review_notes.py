@@ -228,3 +228,28 @@ def test_status_checks_the_newest_200_commits(repo: GitRepo, llm: ScriptedLLM) -
     assert out[0] == ("commits not on any remote-tracking ref without a review note: 200"
                       " (of the newest 200)")
     assert [line.split()[1] for line in out[1:]] == [f"c{i}" for i in range(1, 201)]
+
+
+def test_a_range_cut_to_its_newest_commits_keeps_naming_the_older_ones(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    repo.git("remote", "add", "origin", str(init_bare(tmp_path / "remote.git", repo.env)))
+    ok(ocr(repo, llm, "install", "--pre-commit", "--pre-push"))
+    ids = {}
+    for name, hooked in (("R", False), ("A", False), ("B", True), ("C", False)):
+        repo.write({f"{name.lower()}.py": f"{name.lower()}_value = 1\n"})
+        repo.git("add", "-A")
+        ok(run(repo, llm, "git", "commit", "-q", *(() if hooked else ("--no-verify",)),
+               "-m", f"add {name}"))
+        ids[name] = repo.git("rev-parse", "HEAD").strip()
+    before = len(llm.requests)
+    p = ok(run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_REVIEW_MAX_PUSH_COMMITS="3"))
+    short = {k: v[:12] for k, v in ids.items()}
+    assert [line for line in (p.stdout + p.stderr).splitlines()
+            if line.startswith("reviewed")] == [
+        f"reviewed refs/heads/main: {short['R']}..{short['A']} (1 commit); 1 older commit(s) not"
+        f" reviewed ((empty tree)..{short['R']})",
+        f"reviewed refs/heads/main: {short['B']}..{short['C']} (1 commit)",
+        f"reviewed at commit time: {short['B']} (session {note_field(repo, ids['B'], 'session')})"]
+    text = sent(llm, before)
+    assert "a_value" in text and "c_value" in text and "b_value" not in text
