@@ -170,3 +170,15 @@ def _review_commit(args: argparse.Namespace, environ: Mapping[str, str], repo: P
     if code:
         return _on_error_code(args, environ, repo)
     return int(Exit.OK)
+
+
+def run_post_commit_hook() -> int:
+    """``git ocr hook post-commit`` (spec §3.4.1): attach the review note to the commit just
+    made when the pre-commit hook reviewed exactly its tree on its parent
+    (``git.note_new_commit``). Always 0; a failure is one ``ocr-hook: review note not
+    written: …`` line on stderr."""
+    try:
+        git.note_new_commit(git.find_toplevel(Path.cwd()))
+    except Exception as e:  # noqa: BLE001 - a note is never worth a failed commit
+        log.error("review note not written: %s", util.one_line(str(e)) or type(e).__name__)
+    return int(Exit.OK)

@@ -73,6 +73,14 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .hooks_cmd import run_cursor_hook
 
         return run_cursor_hook(env)  # always 0: Cursor reads the answer on stdout
+    if command == "hook" and args.hook == "post-commit":
+        from .hooks_cmd import run_post_commit_hook
+
+        return run_post_commit_hook()  # always 0: a note never fails a commit
+    if command == "status":
+        from .review_cmd import run_status_command
+
+        return run_status_command(args, env)
     if command == "hook" and args.hook == "claude-code":
         from .hooks_cmd import run_claude_code_hook
 

@@ -36,6 +36,7 @@ COMMAND_HELP = {
     "delegate": "print a review task for your own agent; `delegate submit FILE` records its"
                 " findings",
     "tool": "the reviewer's read-only tools on the reviewed snapshot (for a delegated review)",
+    "status": "list the branch's unpushed commits that have no review note",
 }
 
 
@@ -266,6 +267,8 @@ def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> N
             "claude-code", help="Claude Code PreToolUse hook: review what a `git commit` of the"
             " agent would commit (event JSON on stdin; exit 2 blocks)")
         _add_review_flags(hcc, hook=True)
+    if not path or path[0] == "post-commit":
+        hs.add_parser("post-commit", help="write the review note of the commit just made")
     if not path or path[0] == "cursor":
         hs.add_parser("cursor", help="Cursor beforeShellExecution hook: the Claude Code gate for"
                       " Cursor's agent (event JSON on stdin; the answer JSON on stdout)")
@@ -419,6 +422,12 @@ def _add_tool(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> 
     t.add_argument("--to", dest="to_ref", metavar="B", help="end of the range (with --from)")
 
 
+def _add_status(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
+    from .review_cmd import add_status_parser  # spec §3.4.1: its flags live with the command
+
+    add_status_parser(sub, COMMAND_HELP["status"])
+
+
 # Every command in the order of the full parser's help; each adder takes the rest of the path.
 _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequence[str]], None]] = {
     "review": _add_review,
@@ -434,6 +443,7 @@ _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequenc
     "llm": _add_llm,
     "delegate": _add_delegate,
     "tool": _add_tool,
+    "status": _add_status,
 }
 COMMANDS = tuple(_COMMAND_ADDERS)
-HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code", "cursor")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code", "cursor", "post-commit")

@@ -177,6 +177,8 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
     finally:
         if req.mcp is not None:
             req.mcp.close()
+    if stage == "pre-commit":  # spec §3.4.1: for the post-commit hook's review note
+        pipeline.record_review(req, result)
     for w in result.warnings:  # stderr: pre-commit shows it next to the hook's name
         if w.type in STDERR_WARNINGS:
             log.warning("%s", report.display_text(w.message))
@@ -312,3 +314,47 @@ def _bypass_message(stage: str, verdict: str, findings: int, fail_on: str,
         return (f"review blocked: {why} ({where}: nothing is being committed). Fix and rerun,"
                 f" or {hooks.bypass_clause(host, what, hook_id)}.")
     return f"{what} blocked: {why}. Fix and retry, or {hooks.bypass_clause(host, what, hook_id)}."
+
+
+def add_status_parser(sub: Any, help_text: str) -> None:
+    """``git ocr status [--provider NAME] [--model NAME] [--tools FILE]`` (spec §3.4.1): the
+    settings flags that change the review fingerprint a note must match."""
+    st = sub.add_parser(
+        "status", help=help_text,
+        description="List the commits of the current branch that are not on its upstream (or,"
+        " without one, on any remote-tracking ref) and have no passing review note for the"
+        " current settings: the ones a push would review.")
+    st.add_argument("--provider", metavar="NAME", help="LLM provider preset")
+    st.add_argument("--model", metavar="NAME", help="LLM model")
+    st.add_argument("--tools", metavar="FILE", help="tools.json-format file, as for review")
+    st.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+
+
+def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``git ocr status``: prints ``commits not on UPSTREAM without a review note: N`` (with
+    `` (of the newest 200)`` when there are more, STATUS_MAX_COMMITS) and one ``  <id, 12
+    characters> <subject>`` line per such commit, oldest first; exit 0. Raises
+    OcrError for bad settings or a repository without commits."""
+    repo = git.find_toplevel(Path.cwd(), head_files=config.HEAD_FILES)
+    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True)
+    layers = rule_layers(repo, cfg, args, environ)
+    cfg = _with_rule_globs(cfg, layers)
+    endpoint, why, _ = config.resolve_llm_endpoint_deferred(cfg, environ)
+    req = pipeline.ReviewRequest(
+        repo=repo, config=cfg, environ=environ, mode="range", endpoint=endpoint,
+        endpoint_error=why, background=_read_background(cfg, repo, from_repo),
+        guidance=layers.guidance, tool_defs=pipeline.tool_defs(cfg, repo, from_repo))
+    against, commits = git.unpushed_commits(repo, STATUS_MAX_COMMITS + 1)
+    more = len(commits) > STATUS_MAX_COMMITS
+    commits = commits[1:] if more else commits
+    trusted = pipeline.trusted_patches(req)
+    ids = git.patch_ids(repo, [c for c, _ in commits]) if trusted else {}
+    left = [(c, s) for c, s in commits if ids.get(c, "") not in trusted]
+    print(report.display_text(f"commits not on {against} without a review note: {len(left)}"
+                              + (f" (of the newest {STATUS_MAX_COMMITS})" if more else "")))
+    for c, subject in left:
+        print(report.display_text(f"  {c[:12]} {subject}"))
+    return int(Exit.OK)
+
+
+STATUS_MAX_COMMITS = 200  # `git ocr status` checks the newest commits (a push reviews fewer)

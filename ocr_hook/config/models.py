@@ -167,6 +167,8 @@ class ReviewConfig:
     filter: bool = False  # the review filter is opt-in (spec §8.4: it removed nothing on real PRs)
     background: str = ""
     background_file: str = ""
+    # spec §3.4.1: a pushed or range review leaves out commits with a passing review note
+    trust_notes: bool = True
 
 
 @dataclass(frozen=True, eq=False)

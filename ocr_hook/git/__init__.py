@@ -1,6 +1,7 @@
 """Everything that runs git (the only code that starts processes): the runner, what a run asks
 about the repository, streamed output, the reviewed targets (staged snapshot, commits, ranges,
-pushes, whole-file scans), push scope, attributes, and one changed file's diff read on demand.
+pushes, whole-file scans), push scope, review notes (``review_notes``), attributes, and one
+changed file's diff read on demand.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
         known_blob,
         remember_blob,
         run_scope,
+    )
+    from .review_notes import (
+        NOTES_REF,
+        ReviewNote,
+        note_new_commit,
+        patch_ids,
+        range_commits,
+        read_notes,
+        record_snapshot,
+        unpushed_commits,
     )
     from .stream import stream_git
     from .target import (
@@ -63,6 +74,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     ),
     "push_scope": ("bound_push_range",),
     "whole_files": ("SCAN_BASE_LABEL", "scan_target"),
+    "review_notes": ("NOTES_REF", "ReviewNote", "note_new_commit", "patch_ids", "range_commits",
+                     "read_notes", "record_snapshot", "unpushed_commits",),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

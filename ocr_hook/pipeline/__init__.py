@@ -1,6 +1,6 @@
 """A review run: the request, input, run-level preparation, the LLM stage with its group pool and
 deadline, ranges, the lock, the result cache, the services around a run, delegation
-(``delegated``) and the money caps (``spend``).
+(``delegated``), the money caps (``spend``) and review notes (``review_notes``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .cache.store import ResultCache
     from .delegated import Delegation, parse_findings, run_submitted, run_tool, task_text
     from .request import ReviewRequest
+    from .review_notes import record_review, settings_fingerprint, trusted_patches
     from .services import mcp_bridge, run_with_services, tool_defs
     from .spend import ledger_path, price_of, read_ledger, record_run, spent, usd
 
@@ -20,6 +21,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "cache.store": ("ResultCache",),
     "delegated": ("Delegation", "parse_findings", "run_submitted", "run_tool", "task_text",),
     "request": ("ReviewRequest",),
+    "review_notes": ("record_review", "settings_fingerprint", "trusted_patches",),
     "services": ("mcp_bridge", "run_with_services", "tool_defs",),
     "spend": ("ledger_path", "price_of", "read_ledger", "record_run", "spent", "usd",),
 })

@@ -56,6 +56,7 @@ class ReviewRequest(NamedTuple):
     # spec §12.3: the findings of the last blocked review of this branch (``pipeline.
     # since_last``), shown to the model with the files they are on; () when there is none.
     earlier: tuple[Finding, ...] = ()
+    notes_applied: bool = False  # spec §3.4.1: the reviewed-at-commit commits are left out
 
     @property
     def effort(self) -> str:

@@ -42,7 +42,7 @@ CacheOpener = Callable[[], "ResultCache | None"]  # the run's cache, opened on f
 def resolve_targets(req: ReviewRequest) -> list[git.Target]:
     """The review inputs of ``req`` (one, or one per pushed range; none for a push with
     nothing new)."""
-    if req.targets or req.mode == "push":
+    if req.targets or req.mode == "push" or req.notes_applied:
         return list(req.targets)
     if req.mode == "commit":
         return [git.commit_target(req.repo, req.commit)]
@@ -67,6 +67,15 @@ def run(
     """
     t0 = time.monotonic()
     targets = resolve_targets(req)
+    if req.mode in ("push", "range") and not req.notes_applied:  # spec §3.4.1
+        from .review_notes import apply_notes
+
+        left, covered = apply_notes(req, targets)
+        result = run(req._replace(targets=tuple(left), notes_applied=True), session=session,
+                     rules_for=rules_for, cache=cache)
+        if covered:
+            result.input["reviewed_at_commit"] = covered
+        return result
     if len(targets) != 1:  # push mode: no range, or several (spec §3.4)
         from .ranges import run_ranges
 

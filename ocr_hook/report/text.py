@@ -203,25 +203,29 @@ def _short(label: Any) -> str:
 
 def scope_lines(inp: Mapping[str, Any]) -> list[str]:
     """Text lines naming what was reviewed: each pushed range with its commit count and the
-    older commits left out, the ``base..head`` of a commit, range or merge, or where the files
-    of a scan come from. [] for the staged snapshot (its base is HEAD)."""
+    older commits left out, the ``base..head`` of a commit, range or merge, then the commits
+    left out as reviewed at commit time (spec §3.4.1), or where the files of a scan come from.
+    [] for the staged snapshot (its base is HEAD)."""
     mode = inp.get("mode", "")
-    if mode == "push":
+    noted = [f"reviewed at commit time: {_short(c['commit'])} (session {c['session'] or '?'})"
+             for c in inp.get("reviewed_at_commit") or ()]  # spec §3.4.1
+    if mode == "push" or (mode == "range" and "ranges" in inp):
         ranges = inp.get("ranges") or []
         if not ranges:
-            return ["reviewed: nothing (no new commits to push)"]
+            return noted or ["reviewed: nothing (no new commits to push)"]
         lines = []
         for r in ranges:
             n = r.get("commits", 0)
-            line = (f"reviewed {r.get('ref') or 'push'}: {_short(r['base'])}..{_short(r['head'])}"
+            line = (f"reviewed {r.get('ref') or mode}: {_short(r['base'])}..{_short(r['head'])}"
                     f" ({n} commit{'s' if n != 1 else ''})")
             if r.get("not_reviewed_commits"):
                 line += (f"; {r['not_reviewed_commits']} older commit(s) not reviewed"
                          f" ({_short(r['not_reviewed_base'])}..{_short(r['base'])})")
             lines.append(line)
-        return lines
+        return lines + noted
     if mode in ("commit", "range", "merge"):
-        return [f"reviewed: {_short(inp.get('base', ''))}..{_short(inp.get('head', ''))}"]
+        return [f"reviewed: {_short(inp.get('base', ''))}..{_short(inp.get('head', ''))}",
+                *noted]
     if mode == "scan":  # git ocr scan (spec §3.9): whole files, not a change
         head = str(inp.get("head", ""))
         return ["scanned: whole files " + ("as staged" if head == "(index)"

@@ -77,7 +77,7 @@ def test_examples_from_the_golden_file() -> None:
         "usage: git ocr [-h] [--version] [-v] COMMAND ...\n"
         "git ocr: error: argument COMMAND: invalid choice: 'revew' (choose from 'review', 'scan',"
         " 'rules', 'hook', 'install', 'uninstall', 'cache', 'session', 'dismiss', 'config',"
-        " 'llm', 'delegate', 'tool')\n")
+        " 'llm', 'delegate', 'tool', 'status')\n")
     review_help = by_argv["review -h"]
     assert review_help["rc"] == 0 and review_help["stderr"] == ""
     assert review_help["stdout"].startswith("usage: git ocr review [-h] [--commit REF]")
@@ -129,9 +129,9 @@ def test_a_run_builds_only_its_own_parsers(monkeypatch: pytest.MonkeyPatch) -> N
     assert built == ["git ocr", "git ocr hook", "git ocr hook pre-commit"]
     built.clear()
     full = len(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    assert full == len(parser.COMMANDS) == 13
+    assert full == len(parser.COMMANDS) == 14
     n_full = len(built)
-    assert n_full == 37  # every command, action and hook
+    assert n_full == 39  # every command, action and hook
     built.clear()
     with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit):
         parse(["-h"])  # the top-level help: every command listed, none built

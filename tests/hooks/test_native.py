@@ -59,7 +59,8 @@ def test_native_pre_commit_hook_blocks_passes_skips_and_no_verify_bypasses(
     init = repo.commit({"README.md": "hi\n"}, "init")
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
     hook = repo.path / ".git" / "hooks" / "pre-commit"
-    assert rc == 0 and out == f"installed pre-commit hook: {hook}\n"
+    assert rc == 0 and out == (f"installed pre-commit hook: {hook}\n"
+                               f"installed post-commit hook: {hook.parent / 'post-commit'}\n")
     assert hook.stat().st_mode & stat.S_IXUSR
     assert native.is_managed(hook)
 
@@ -114,12 +115,14 @@ def test_existing_hook_is_chained_and_uninstall_restores_it(
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
     assert rc == 0
     assert out == (f"installed pre-commit hook: {user_hook} (the existing hook, kept as "
-                   "pre-commit.ocr-hook-orig, runs first)\n")
+                   "pre-commit.ocr-hook-orig, runs first)\n"
+                   f"installed post-commit hook: {hooks / 'post-commit'}\n")
     assert (hooks / "pre-commit.ocr-hook-orig").read_text() == original
     installed = user_hook.read_bytes()
     # idempotent: a second install changes nothing
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
-    assert out == f"pre-commit hook already installed: {user_hook}\n"
+    assert out == (f"pre-commit hook already installed: {user_hook}\n"
+                   f"post-commit hook already installed: {hooks / 'post-commit'}\n")
     assert user_hook.read_bytes() == installed
     assert (hooks / "pre-commit.ocr-hook-orig").read_text() == original
 
@@ -140,7 +143,8 @@ def test_existing_hook_is_chained_and_uninstall_restores_it(
     assert rc == 0
     assert out == (f"removed pre-commit hook and restored the original: {user_hook}\n"
                    "pre-merge-commit hook not installed\n"
-                   "pre-push hook not installed\n")
+                   "pre-push hook not installed\n"
+                   f"removed post-commit hook: {hooks / 'post-commit'}\n")
     assert user_hook.read_text() == original
     assert stat.S_IMODE(user_hook.stat().st_mode) == 0o750
     assert sorted(p.name for p in hooks.iterdir()) == listing
@@ -180,14 +184,16 @@ def test_install_honours_core_hooks_path_and_worktrees(
     common_hooks = repo.path / ".git" / "hooks"
     assert rc == 0
     assert out == (f"installed pre-commit hook: {common_hooks / 'pre-commit'}\n"
-                   f"installed pre-push hook: {common_hooks / 'pre-push'}\n")
+                   f"installed pre-push hook: {common_hooks / 'pre-push'}\n"
+                   f"installed post-commit hook: {common_hooks / 'post-commit'}\n")
     ocr(monkeypatch, capsys, repo.path, "uninstall")
     assert not (common_hooks / "pre-commit").exists()
 
     outside = tmp_path / "shared-hooks"  # core.hooksPath outside the work tree: honoured
     repo.git("config", "core.hooksPath", str(outside))
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
-    assert out == f"installed pre-commit hook: {outside / 'pre-commit'}\n"
+    assert out == (f"installed pre-commit hook: {outside / 'pre-commit'}\n"
+                   f"installed post-commit hook: {outside / 'post-commit'}\n")
     assert native.is_managed(outside / "pre-commit")
     assert not (common_hooks / "pre-commit").exists()
     ocr(monkeypatch, capsys, repo.path, "uninstall")
@@ -364,6 +370,7 @@ def test_install_re_points_every_installed_hook_at_the_running_git_ocr(
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")
     assert rc == 0
     assert out == (f"updated pre-commit hook: {hooks / 'pre-commit'}\n"
+                   f"updated post-commit hook: {hooks / 'post-commit'}\n"
                    f"updated pre-merge-commit hook: {hooks / 'pre-merge-commit'}\n"
                    f"updated pre-push hook: {hooks / 'pre-push'}\n")
     now = native.hook_command()
@@ -373,7 +380,8 @@ def test_install_re_points_every_installed_hook_at_the_running_git_ocr(
     assert "ocr_hook_chain=0\n" in (hooks / "pre-merge-commit").read_text()  # --force kept
     assert "ocr_hook_chain=1\n" in (hooks / "pre-push").read_text()
     rc, out = ocr(monkeypatch, capsys, repo.path, "install")  # nothing left to update
-    assert out == f"pre-commit hook already installed: {hooks / 'pre-commit'}\n"
+    assert out == (f"pre-commit hook already installed: {hooks / 'pre-commit'}\n"
+                   f"post-commit hook already installed: {hooks / 'post-commit'}\n")
     # the re-pointed pre-push hook reviews a real push again
     remote = repo.path.parent / "remote.git"
     init_bare(remote, repo.env)

@@ -140,8 +140,7 @@ NOT_IN_KEY: dict[str, str] = {
     "llm.api_key_cmd": "a credential: who pays for a request does not change its answer",
     "llm.timeout_s": _ONLY_COMPLETE,
     "llm.connect_timeout_s": _ONLY_COMPLETE,
-    "llm.max_retries": "a failed attempt is repeated as it was; only complete results are"
-                       " stored",
+    "llm.max_retries": "a failed attempt is repeated as it was; only complete results stay",
     "llm.prompt_caching": _CACHE_HINT,
     "review.effort": "stored with each entry, which answers its effort and lower ones",
     "review.concurrency": "groups are reviewed independently and merged in group order",
@@ -149,6 +148,7 @@ NOT_IN_KEY: dict[str, str] = {
     "review.max_tokens_budget": _ONLY_COMPLETE,
     "review.max_group_tokens": _ONLY_COMPLETE,
     "review.max_push_commits": _SELECTION,
+    "review.trust_notes": "chooses the commits reviewed; each reviewed file is in the keys",
     "review.background": "its text is in the keys (``background``)",
     "review.background_file": "its text is in the keys (``background``)",
     "select.include": _SELECTION,

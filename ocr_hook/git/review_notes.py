@@ -1,0 +1,198 @@
+"""Review notes (spec §3.4.1): the git side of "reviewed at commit time".
+
+Three pieces, all through :mod:`git.process`:
+
+- the **reviewed snapshot**: the pre-commit hook's review of the staged snapshot, as a small
+  JSON file ``$(git rev-parse --git-path ocr-hook-reviewed.json)`` (per worktree, written
+  atomically): ``{"tree", "parent", "verdict", "fingerprint", "effort", "session"}``;
+- the **note**: after git made the commit, the ``post-commit`` hook (:func:`note_new_commit`)
+  matches the new commit's tree and first parent to that snapshot and attaches a note to the
+  commit on ``refs/notes/ocr-hook`` (``git notes --ref=ocr-hook add -f``) holding the commit's
+  patch-id and the review's verdict, settings fingerprint, effort and session id;
+- the **lookup**: notes are keyed on the patch, not on the commit id: :func:`read_notes` reads
+  every note of the ref and :func:`patch_ids` computes ``git patch-id --stable`` of commits, so a
+  message-only ``--amend``, a cherry-pick or a rebase that leaves a commit's diff alone still
+  finds the record of the commit it was made from.
+
+A note is a convenience, not a proof: anyone who can write the ref can write a note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from .. import util
+from . import process, repository
+
+NOTES_REF = "refs/notes/ocr-hook"
+NOTE_HEADER = "ocr-hook review v1"
+STATE_FILE = "ocr-hook-reviewed.json"  # under the worktree's git dir (git rev-parse --git-path)
+_FIELDS = ("patch-id", "verdict", "fingerprint", "effort", "session")
+
+
+class ReviewNote(NamedTuple):
+    """One note of ``refs/notes/ocr-hook``: the commit it is attached to, the patch-id of that
+    commit (``git patch-id --stable``, hex), the verdict (``pass``/``findings``/``incomplete``,
+    spec §9), the settings fingerprint (SHA-256 hex of the result cache's settings, spec §10),
+    the effort reviewed at, and the session id of the review."""
+
+    commit: str
+    patch_id: str
+    verdict: str
+    fingerprint: str
+    effort: str
+    session: str
+
+
+def format_note(note: ReviewNote) -> str:
+    """The note's text: ``NOTE_HEADER`` then one ``key: value`` line per field (readable in
+    ``git log --notes=ocr-hook``)."""
+    values = (note.patch_id, note.verdict, note.fingerprint, note.effort, note.session)
+    lines = [f"{k}: {v}" for k, v in zip(_FIELDS, values, strict=True)]
+    return "\n".join([NOTE_HEADER, *lines]) + "\n"
+
+
+def parse_note(commit: str, text: str) -> ReviewNote | None:
+    """The note :func:`format_note` wrote, or None for any other text (a note written by hand
+    or by another tool is ignored, never an error)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != NOTE_HEADER:
+        return None
+    fields = {}
+    for line in lines[1:]:
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if not all(fields.get(k) for k in ("patch-id", "verdict", "fingerprint")):
+        return None
+    return ReviewNote(commit, fields["patch-id"], fields["verdict"], fields["fingerprint"],
+                      fields.get("effort", ""), fields.get("session", ""))
+
+
+def read_notes(repo: Path) -> list[ReviewNote]:
+    """Every review note on ``refs/notes/ocr-hook`` (``git notes list``, then one
+    ``cat-file --batch`` for their blobs); [] when the ref does not exist. Raises GitError."""
+    rc, out, _ = process.run_git_full(repo, "notes", f"--ref={NOTES_REF}", "list",
+                                      ok_codes=(0, 1, 128))
+    if rc != 0:
+        return []
+    pairs = [line.split() for line in out.decode().splitlines() if line.strip()]
+    pairs = [p for p in pairs if len(p) == 2]
+    if not pairs:
+        return []
+    blobs = repository.cat_file_batch(repo, [blob for blob, _ in pairs], 60.0)
+    notes = []
+    for (_, commit), obj in zip(pairs, blobs, strict=True):
+        if obj is not None and obj[0] == "blob":
+            note = parse_note(commit, obj[1].decode("utf-8", "replace"))
+            if note is not None:
+                notes.append(note)
+    return notes
+
+
+def patch_ids(repo: Path, commits: Sequence[str]) -> dict[str, str]:
+    """``{commit: patch-id}`` of ``commits`` (full ids): the diff of each against its parent
+    (``git diff-tree --stdin -p --root --binary``, no renames, external diffs or textconv, so
+    two machines get the same patch) hashed by ``git patch-id --stable``. A merge commit and a
+    commit that changes nothing have no patch-id and are left out. Raises GitError."""
+    if not commits:
+        return {}
+    diff = process.run_git(
+        repo, "diff-tree", "--stdin", "-p", "-r", "--root", "--binary", "--no-renames",
+        "--no-color", "--no-ext-diff", "--no-textconv", "--full-index",
+        stdin=("\n".join(commits) + "\n").encode(), timeout_s=120)
+    if not diff.strip():
+        return {}
+    out = process.run_git(repo, "patch-id", "--stable", stdin=diff, timeout_s=120)
+    ids = {}
+    for line in out.decode().splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            ids[parts[1]] = parts[0]
+    return ids
+
+
+def range_commits(repo: Path, base: str, head: str) -> list[tuple[str, ...]] | None:
+    """The commits of ``base..head`` oldest first, each as ``(commit, parent…)``, when they
+    form one first-parent chain without merges from ``base`` (the empty tree: from a root
+    commit); None otherwise (a range with merges is reviewed whole). Raises GitError."""
+    from .target import empty_tree
+
+    empty = empty_tree(repo)
+    args = ["rev-list", "--reverse", "--parents", head]
+    if base != empty:
+        args += ["--not", base]
+    rows = [tuple(line.split()) for line in
+            process.run_git(repo, *args, timeout_s=60).decode().splitlines() if line.strip()]
+    prev = "" if base == empty else base
+    for row in rows:
+        parents = row[1:]
+        if len(parents) > 1 or (parents[0] if parents else "") != prev:
+            return None
+        prev = row[0]
+    return rows
+
+
+def state_path(repo: Path) -> Path:
+    """Where the pre-commit hook records the reviewed snapshot (per worktree)."""
+    return repository.git_path(repo, STATE_FILE)
+
+
+def record_snapshot(repo: Path, tree: str, parent: str, verdict: str, fingerprint: str,
+                    effort: str, session: str) -> None:
+    """Record the pre-commit review of snapshot ``tree`` on top of commit ``parent`` ("" for an
+    unborn branch) for the post-commit hook; atomic. Raises OSError or GitError."""
+    data = {"tree": tree, "parent": parent, "verdict": verdict, "fingerprint": fingerprint,
+            "effort": effort, "session": session}
+    util.write_atomic(state_path(repo), json.dumps(data, sort_keys=True).encode())
+
+
+def note_new_commit(repo: Path) -> ReviewNote | None:
+    """The post-commit hook: take the recorded snapshot (the file is removed: one commit per
+    review) and, when HEAD's tree and first parent are the reviewed ones, attach the review
+    note to HEAD. Returns the note written, or None (no snapshot, or another commit was
+    made). Raises GitError or OSError (the hook reports them and exits 0)."""
+    path = state_path(repo)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    os.unlink(path)
+    try:
+        state = json.loads(raw)
+        tree, parent = str(state["tree"]), str(state["parent"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    row = process.run_git(repo, "log", "-1", "--format=%H %T %P", "HEAD", timeout_s=10)
+    commit, head_tree, *parents = row.decode().split()
+    if head_tree != tree or (parents[0] if parents else "") != parent or len(parents) > 1:
+        return None
+    pid = patch_ids(repo, [commit]).get(commit)
+    if not pid:
+        return None
+    note = ReviewNote(commit, pid, str(state.get("verdict", "")),
+                      str(state.get("fingerprint", "")), str(state.get("effort", "")),
+                      str(state.get("session", "")))
+    process.run_git(repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-m",
+                    format_note(note).rstrip("\n"), commit, timeout_s=30)
+    return note
+
+
+def unpushed_commits(repo: Path, limit: int) -> tuple[str, list[tuple[str, str]]]:
+    """(what they are compared with, the commits oldest first as (id, subject)) of the current
+    branch that are not on its upstream (``@{upstream}``), or, without an upstream, not on any
+    remote-tracking ref: the newest ``limit`` of them. Raises GitError (e.g. no commit
+    yet)."""
+    rc, out, _ = process.run_git_full(
+        repo, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}",
+        ok_codes=(0, 1, 128))
+    upstream = out.decode().strip() if rc == 0 else ""
+    args = ["log", "--reverse", f"--max-count={limit}", "--format=%H %s", "HEAD", "--not"]
+    args += [upstream] if upstream else ["--remotes"]
+    rows = process.run_git(repo, *args, timeout_s=60).decode().splitlines()
+    return upstream or "any remote-tracking ref", [
+        (c, s) for c, _, s in (r.partition(" ") for r in rows) if c]
