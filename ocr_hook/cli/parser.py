@@ -29,7 +29,7 @@ COMMAND_HELP = {
     "install": "install native git hooks (chains an existing hook)",
     "uninstall": "remove the native hooks, restoring earlier ones",
     "cache": "inspect or empty the result cache",
-    "session": "list, show or compare review sessions",
+    "session": "list, show, compare review sessions or serve them in a local viewer",
     "dismiss": "record that a finding is not a problem (it no longer blocks)",
     "config": "configuration commands",
     "llm": "check the LLM endpoint or list provider presets",

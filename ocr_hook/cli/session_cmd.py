@@ -68,10 +68,7 @@ def resolve_session(directory: Path, name: str) -> Path:
     a unique prefix (``report.find_session``). Raises UsageError when there is no such
     session."""
     if name in ("last", "previous"):
-        try:
-            files = sorted(directory.glob("*.jsonl"), key=_started, reverse=True)
-        except OSError:
-            files = []
+        files = sorted(report.session_files(directory), key=_started, reverse=True)
         i = 0 if name == "last" else 1
         if len(files) <= i:
             raise UsageError(f"no {name} session (see `git ocr session list`)")
@@ -149,13 +146,12 @@ def _session_page(path: Path, output: str | None) -> int:
     """``session show ID --html [--output FILE]``: the review page of a recorded session.
     Raises OcrError when the session has no result record (an older or interrupted run)."""
     out_path = report.check_output_path(output) if output else None
-    rec = next((r for r in reversed(report.read_session_records(path))
-                if r.get("type") == "result"), None)
-    if rec is None or not isinstance(rec.get("report"), dict):
+    found = report.session_result(report.read_session_records(path))
+    if found is None:
         raise OcrError(f"session {path.stem} has no recorded result (interrupted, or written by"
                        " an older ocr-hook)")
-    diffs = [report.diff_from_record(d) for d in rec.get("diffs", []) if isinstance(d, dict)]
-    page = report.render_html(rec["report"], diffs, str(rec.get("verdict_line", "")))
+    data, diffs, verdict = found  # normalised: a field of a wrong type counts as missing
+    page = report.render_html(data, [report.diff_from_record(d) for d in diffs], verdict)
     if out_path is not None:
         report.write_output(out_path, page)
     else:
@@ -165,7 +161,12 @@ def _session_page(path: Path, output: str | None) -> int:
 
 def add_serve_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``session serve [--port N] [--open | --no-open]`` sub-parser."""
-    sv = actions.add_parser("serve", help="a local viewer of the sessions (127.0.0.1, token URL)")
+    sv = actions.add_parser(
+        "serve", help="a local viewer of the sessions (127.0.0.1, token URL)",
+        description="Serve the recorded review sessions on 127.0.0.1 until Ctrl-C: the list, each"
+        " session's review page with its conversation, and marks per finding (false positive:"
+        " a personal dismissal, undone by accepted or `git ocr dismiss --undo ID`; accepted:"
+        " only recorded). Prints the URL with its access token on stdout.")
     sv.add_argument("--port", type=int, default=0, metavar="N",
                     help="port on 127.0.0.1 (default 0: a free port)")
     sv.add_argument("--open", action=argparse.BooleanOptionalAction, default=False,
@@ -184,8 +185,20 @@ def _serve(repo: Path, directory: Path, port: int, open_browser: bool) -> int:
     def dismiss(finding_id: str, reason: str) -> str:
         return dismiss_finding(repo, common, finding_id, reason, shared=False)
 
+    def undo(finding_id: str, reason: str) -> bool:  # as `git ocr dismiss --undo ID`
+        items = comments.load_personal(common)
+        keep = [d for d in items if not (d.finding_id == finding_id and d.reason == reason)]
+        if len(keep) == len(items):
+            return False
+        comments.save_personal(common, keep)
+        return True
+
+    def dismissed() -> dict[str, str]:
+        return {d.finding_id: d.reason for d in comments.load_personal(common)}
+
     try:
-        viewer = report.Viewer(directory, report.marks_path(common), dismiss, port)
+        viewer = report.Viewer(directory, report.marks_path(common), dismiss, port,
+                               undo=undo, dismissed=dismissed)
     except OSError as e:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from e
     try:  # Ctrl-C from here on is the way to stop it: exit 0
@@ -194,7 +207,9 @@ def _serve(repo: Path, directory: Path, port: int, open_browser: bool) -> int:
         if open_browser:
             import webbrowser
 
-            webbrowser.open(viewer.url)
+            if not webbrowser.open(viewer.url):
+                print("ocr-hook: no browser could be opened; open the URL above yourself",
+                      file=sys.stderr, flush=True)
         viewer.serve_forever()
     except KeyboardInterrupt:
         pass

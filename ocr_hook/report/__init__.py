@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         format_session_record,
         list_sessions,
         read_session_records,
+        session_files,
+        session_result,
     )
     from .text import finding_location, verdict_line
     from .viewer import Viewer, load_marks, marks_path
@@ -65,6 +67,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "format_session_record",
         "list_sessions",
         "read_session_records",
+        "session_files",
+        "session_result",
     ),
     "text": ("finding_location", "verdict_line",),
     "viewer": ("Viewer", "load_marks", "marks_path",),

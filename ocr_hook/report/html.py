@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..change import NOT_REVIEWED_REASONS, SelectionReason, reason_words
 from ..diff import FileDiff, Hunk, Line
-from ..util import shown_text
+from ..util import display_text, shown_text
 from ..vocabulary import Severity, StopReason
 from .display import utf8_safe
 from .json_format import to_json
@@ -84,8 +84,10 @@ ul.index{padding-left:20px}
 
 def _e(text: object) -> str:
     """``text`` HTML-escaped; undecodable path bytes as ``\\xNN`` and any other lone surrogate
-    as U+FFFD (:func:`report.display.utf8_safe`), so the page always encodes as UTF-8."""
-    return escape(utf8_safe(str(text)), quote=True)
+    as U+FFFD (:func:`report.display.utf8_safe`), so the page always encodes as UTF-8; control,
+    format and separator characters (BEL, U+202E, U+2028…) spelled out as the text output does
+    (spec §11.1, ``util.display_text``), newlines and tabs kept."""
+    return escape(display_text(utf8_safe(str(text)), keep="\n\t"), quote=True)
 
 
 def is_blocking(c: Mapping[str, Any], gate: Mapping[str, Any]) -> bool:
@@ -163,7 +165,8 @@ def _meta(data: Mapping[str, Any]) -> str:
         f"time: {int(s.get('elapsed_ms', 0) or 0) / 1000:.1f}s",
         f"session: {data.get('session_id', '') or '—'}",
     ]
-    return '<p class="meta">' + "".join(f"<span>{_e(i)}</span>" for i in items) + "</p>"
+    # a space between the spans: the line wraps between items (each item stays whole)
+    return '<p class="meta">' + " ".join(f"<span>{_e(i)}</span>" for i in items) + "</p>"
 
 
 def _finding_index(data: Mapping[str, Any]) -> str:

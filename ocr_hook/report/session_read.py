@@ -11,6 +11,9 @@ string, in a file written by hand or by another tool, does not split a record).
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,14 +40,46 @@ class SessionSummary:
     elapsed_ms: int | None
 
 
+def read_session_bytes(path: Path) -> bytes:
+    """The content of one session file, read only when it is a regular file (opened
+    non-blocking, so a FIFO or device put in the directory never hangs a reader). Raises
+    UsageError when it cannot be read or is not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise UsageError(f"cannot read session {display_text(path.name)}: {e.strerror}") from e
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"session {display_text(path.name)} is not a regular file")
+        try:
+            return fh.read()
+        except OSError as e:
+            raise UsageError(f"cannot read session {display_text(path.name)}: {e.strerror}"
+                             ) from e
+
+
+def session_files(directory: Path) -> list[Path]:
+    """The ``*.jsonl`` regular files of the sessions directory (no FIFO, device or folder),
+    by name, newest first; [] when it cannot be read."""
+    try:
+        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
+    except OSError:
+        return []
+    out = []
+    for p in files:
+        try:
+            if stat.S_ISREG(p.stat().st_mode):
+                out.append(p)
+        except OSError:
+            continue
+    return out
+
+
 def read_session_records(path: Path) -> list[dict[str, Any]]:
     """Records of one session file; unreadable lines (a torn last line) are skipped. Raises
-    UsageError when the file cannot be read."""
+    UsageError when the file cannot be read or is not a regular file."""
     out: list[dict[str, Any]] = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise UsageError(f"cannot read session {path.name}: {e.strerror}") from e
+    text = read_session_bytes(path).decode("utf-8", errors="replace")
     for line in text.split("\n"):  # not splitlines(): U+2028, NEL… may sit inside a string
         try:
             rec = json.loads(line)
@@ -87,13 +122,9 @@ def summarize(session_id: str, records: list[dict[str, Any]]) -> SessionSummary:
 
 
 def list_sessions(directory: Path) -> list[SessionSummary]:
-    """Summaries of every session in ``directory``, newest first."""
-    try:
-        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
-    except OSError:
-        return []
+    """Summaries of every session in ``directory`` (its regular files), newest first."""
     out = []
-    for p in files:
+    for p in session_files(directory):
         try:
             out.append(summarize(p.stem, read_session_records(p)))
         except UsageError:
@@ -106,13 +137,11 @@ def find_session(directory: Path, id_prefix: str) -> Path:
     none or several match."""
     if not id_prefix or "/" in id_prefix or id_prefix.startswith("."):
         raise UsageError(f"invalid session id {id_prefix!r}")
+    files = session_files(directory)
     exact = directory / f"{id_prefix}.jsonl"
-    if exact.is_file():
+    if exact in files:
         return exact
-    try:
-        matches = sorted(p for p in directory.glob("*.jsonl") if p.stem.startswith(id_prefix))
-    except OSError:
-        matches = []
+    matches = sorted(p for p in files if p.stem.startswith(id_prefix))
     if not matches:
         raise UsageError(f"no session {id_prefix!r} (see `git ocr session list`)")
     if len(matches) > 1:
@@ -181,3 +210,115 @@ def _record_line(rec: Mapping[str, Any]) -> str:
                 f"→ {ok}: {result}")
     body = json.dumps(rest, ensure_ascii=False, default=str)
     return f"{when} {kind:<10} {body}"
+
+
+# ---- the result record, normalised for the review page (spec §12: a wrong type is missing) ---
+
+_COMMENT_TEXT = ("id", "path", "side", "severity", "category", "content", "existing_code",
+                 "suggestion_code", "anchor", "advisory_reason", "moved_from", "by", "reason")
+_FILE_TEXT = ("path", "status", "reason", "old_path", "detail", "secret_scan")
+_FILE_FLAGS = ("reviewed", "will_review", "not_reviewed")
+_SUMMARY_NUMBERS = ("files_reviewed", "comments", "input_tokens", "output_tokens",
+                    "cache_read_tokens", "cache_write_tokens", "llm_calls", "llm_attempts",
+                    "cache_hits", "elapsed_ms")
+
+
+def _text(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _int(value: Any, default: int | None = 0) -> int | None:
+    """A plain finite number as an int (NaN, infinities, bools and the rest: ``default``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    if isinstance(value, float) and not math.isfinite(value):
+        return default
+    return int(value)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _comment(c: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: _text(c.get(k)) for k in _COMMENT_TEXT}
+    out["side"] = "old" if out["side"] == "old" else "new"
+    out["start_line"] = _int(c.get("start_line"))
+    out["end_line"] = _int(c.get("end_line"))
+    out["ambiguous"] = c.get("ambiguous") is True
+    return out
+
+
+def _file(f: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: f[k] for k in _FILE_TEXT if isinstance(f.get(k), str)}
+    out.update({k: f[k] for k in _FILE_FLAGS if isinstance(f.get(k), bool)})
+    out.setdefault("path", "")
+    out.setdefault("status", "")
+    out.setdefault("reason", "")
+    size = _int(f.get("size_bytes"), None)
+    if size is not None:
+        out["size_bytes"] = size
+    return out
+
+
+def _hunk(h: Any) -> list[Any] | None:
+    """``[old_start, old_count, new_start, new_count, header, lines]`` with each line ``[kind,
+    text, old, new]`` (kind ``+``, ``-`` or a space); None for a hunk of another shape."""
+    if not isinstance(h, list) or len(h) != 6 or not isinstance(h[5], list):
+        return None
+    nums = [_int(v, None) for v in h[:4]]
+    if any(n is None for n in nums) or not isinstance(h[4], str):
+        return None
+    lines = []
+    for ln in h[5]:
+        if (isinstance(ln, list) and len(ln) == 4 and ln[0] in ("+", "-", " ")
+                and isinstance(ln[1], str)):
+            lines.append([ln[0], ln[1], _int(ln[2], None) or None, _int(ln[3], None) or None])
+    return [*nums, h[4], lines]
+
+
+def _diff(d: Mapping[str, Any]) -> dict[str, Any]:
+    hunks = [h for h in (_hunk(x) for x in (d.get("hunks") if isinstance(d.get("hunks"), list)
+                                            else [])) if h is not None]
+    return {"status": _text(d.get("status")), "old_path": _text(d.get("old_path")),
+            "new_path": _text(d.get("new_path")), "hunks": hunks,
+            "insertions": _int(d.get("insertions")), "deletions": _int(d.get("deletions"))}
+
+
+def normalise_report(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The §11 JSON object of a session's ``result`` record in the shape the review page reads
+    (``report.html.render_html``): every field it reads present with its type, a field of
+    another type as missing (its default: "", 0, False, [] or {}), entries that are not
+    objects left out."""
+    summary = _dict(data.get("summary"))
+    gate = _dict(data.get("gate"))
+    return {
+        "status": _text(data.get("status")),
+        "verdict": _text(data.get("verdict")),
+        "session_id": _text(data.get("session_id")),
+        "gate": {"mode": _text(gate.get("mode")), "fail_on": _text(gate.get("fail_on")),
+                 "blocking": gate.get("blocking") is True},
+        "input": {k: _text(_dict(data.get("input")).get(k)) for k in ("mode", "base", "head")},
+        "llm": {"model": _text(_dict(data.get("llm")).get("model"))},
+        "summary": {k: _int(summary.get(k)) for k in _SUMMARY_NUMBERS},
+        "comments": [_comment(c) for c in _dicts(data.get("comments"))],
+        "dismissed": [_comment(c) for c in _dicts(data.get("dismissed"))],
+        "files": [_file(f) for f in _dicts(data.get("files"))],
+    }
+
+
+def session_result(records: list[dict[str, Any]]
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]], str] | None:
+    """The review page's input from a session's last ``result`` record: (the report,
+    :func:`normalise_report`; its diffs as ``pipeline.services.diff_record`` data, each
+    normalised the same way, hunks of another shape left out; the verdict line), or None when
+    the session has no result record with a ``report`` object (an interrupted or older run)."""
+    rec = next((r for r in reversed(records) if r.get("type") == "result"), None)
+    if rec is None or not isinstance(rec.get("report"), dict):
+        return None
+    return (normalise_report(rec["report"]), [_diff(d) for d in _dicts(rec.get("diffs"))],
+            _text(rec.get("verdict_line")))
