@@ -196,7 +196,7 @@ def _where(c: Mapping[str, Any]) -> str:
 
 
 def _first_line(text: str) -> str:
-    first = next((ln for ln in str(text).splitlines() if ln.strip()), "")
+    first = next((ln for ln in str(text).split("\n") if ln.strip()), "")  # not U+2028
     return first if len(first) <= 160 else first[:157] + "…"
 
 
