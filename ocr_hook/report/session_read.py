@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import UsageError
 from ..util import display_text
@@ -40,17 +40,27 @@ class SessionSummary:
     elapsed_ms: int | None
 
 
-def read_session_bytes(path: Path) -> bytes:
-    """The content of one session file, read only when it is a regular file (opened
-    non-blocking, so a FIFO or device put in the directory never hangs a reader). Raises
-    UsageError when it cannot be read or is not a regular file."""
+TAIL_BYTES = 64 * 1024  # the end of a session file read for its `end` record (session list)
+
+
+def _open_session(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file (non-blocking open, so a FIFO or
+    device put in the directory never hangs a reader). Raises UsageError otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise UsageError(f"cannot read session {display_text(path.name)}: {e.strerror}") from e
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"session {display_text(path.name)} is not a regular file")
+    fh = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fh.close()
+        raise UsageError(f"session {display_text(path.name)} is not a regular file")
+    return fh
+
+
+def read_session_bytes(path: Path) -> bytes:
+    """The content of one session file, read only when it is a regular file. Raises
+    UsageError when it cannot be read or is not a regular file."""
+    with _open_session(path) as fh:
         try:
             return fh.read()
         except OSError as e:
@@ -126,10 +136,50 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
     out = []
     for p in session_files(directory):
         try:
-            out.append(summarize(p.stem, read_session_records(p)))
+            out.append(_summarize_quickly(p) or summarize(p.stem, read_session_records(p)))
         except UsageError:
             continue
     return out
+
+
+def _records_of(data: bytes) -> list[dict[str, Any]]:
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            rec = json.loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _summarize_quickly(path: Path) -> SessionSummary | None:
+    """The summary of a finished session from its first line (the ``start`` record) and its
+    last :data:`TAIL_BYTES` (the last ``end`` record with its counts), without decoding the
+    records between (a session of megabytes of prompts); None when the file does not have
+    that shape (then every record is read). The same summary as :func:`summarize`."""
+    with _open_session(path) as fh:
+        try:
+            first = _records_of(fh.readline())
+            after_first = fh.tell()
+            size = os.fstat(fh.fileno()).st_size
+            if size - after_first <= TAIL_BYTES:
+                tail = fh.read()  # every line after the first
+            else:  # from the byte before the tail: a line starts where a newline ends
+                fh.seek(size - TAIL_BYTES - 1)
+                data = fh.read()
+                tail = data[1:] if data[:1] == b"\n" else data.partition(b"\n")[2]
+        except OSError:
+            return None
+    ends = [r for r in _records_of(tail) if r.get("type") == "end"]
+    if not first or first[0].get("type") != "start" or not ends:
+        return None
+    end = ends[-1]
+    if any(isinstance(end.get(k), bool) or not isinstance(end.get(k), (int, float))
+           for k in ("findings", "llm_calls")):
+        return None  # the counts come from the records: read them all
+    return summarize(path.stem, [first[0], end])
 
 
 def find_session(directory: Path, id_prefix: str) -> Path:

@@ -330,3 +330,43 @@ def test_marks_follow_the_dismissal_store_and_accepted_undoes_a_false_positive(
     assert marks["marks"][fid]["mark"] == "accepted"
     assert marks["marks"][fid]["undone"] == "false positive"
     assert cli.main(["review"], environ=env) == 1  # the next review blocks on it again
+
+
+def test_the_session_list_reads_the_start_and_the_tail_with_the_same_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``session list`` (and the viewer's list) read a finished session's first line and its
+    last 64 KiB; the summary is the one every record gives, also when the tail starts right at
+    a line, inside one, or the file has no end record or an end without counts."""
+    from ocr_hook.report import session_read
+
+    big = {"type": "llm_request", "ts": 1.0, "prompt": [{"role": "user",
+                                                         "content": "x" * 200_000}]}
+    start = {"type": "start", "ts": 1764763200, "stage": "pre-push", "model": "m2"}
+    end = {"type": "end", "ts": 2.0, "status": "ok", "verdict": "passed", "findings": 3,
+           "llm_calls": 7, "elapsed_ms": 2500}
+    shapes = {
+        "20261203-100000-aaaaaa": [start, big, {"type": "llm_response"}, end],
+        "20261203-100001-aaaaab": [start, big, {"type": "llm_response"}, {"type": "comment"}],
+        "20261203-100002-aaaaac": [start, big, {"type": "llm_response"},
+                                   {**end, "findings": "3", "llm_calls": None}],
+        "20261203-100003-aaaaad": [start, {"type": "llm_response"}, end],
+        "20261203-100004-aaaaae": [{"type": "note"}, start, big, end],
+    }
+    d = tmp_path / "sessions"
+    d.mkdir()
+    for sid, recs in shapes.items():
+        (d / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    full = [session_read.summarize(p.stem, session_read.read_session_records(p))
+            for p in session_read.session_files(d)]
+    assert list_sessions(d) == full
+    assert [(s.id[-1], s.findings, s.llm_calls) for s in full] == [
+        ("e", 3, 7), ("d", 3, 7), ("c", 0, 1), ("b", 1, 1), ("a", 3, 7)]
+    # the quick read for the finished sessions; the others fall back to every record
+    quick = {sid[-1]: session_read._summarize_quickly(d / f"{sid}.jsonl") is not None
+             for sid in shapes}
+    assert quick == {"a": True, "b": False, "c": False, "d": True, "e": False}
+    last_line = len(json.dumps(end)) + 1
+    for tail in (last_line, last_line + 1, last_line - 1):
+        monkeypatch.setattr(session_read, "TAIL_BYTES", tail)
+        assert list_sessions(d) == full, tail
