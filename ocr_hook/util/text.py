@@ -89,6 +89,12 @@ def display_text(text: str, keep: str = "") -> str:
         text = text.replace("\r\n", "\n")
     if text.isprintable():
         return text
+    if keep:  # a long multi-line body: checked at C speed, not character by character
+        rest = text
+        for ch in keep:
+            rest = rest.replace(ch, "")
+        if rest.isprintable():
+            return text
     return "".join(ch if ch.isprintable() or ch in keep else escape_char(ch) for ch in text)
 
 
