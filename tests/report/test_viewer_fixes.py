@@ -370,3 +370,29 @@ def test_the_session_list_reads_the_start_and_the_tail_with_the_same_summary(
     for tail in (last_line, last_line + 1, last_line - 1):
         monkeypatch.setattr(session_read, "TAIL_BYTES", tail)
         assert list_sessions(d) == full, tail
+
+
+def test_the_summary_line_wraps_at_1200_px_in_chromium(viewer: Viewer) -> None:
+    """No horizontal scrollbar at 1200 px: the items of the line under the verdict wrap."""
+    from tests.support.browser import Listener, chromium_or_skip
+    from tests.support.cdp import Browser
+
+    chromium_or_skip()
+    write_session(viewer.directory, result_record(**{
+        "report.llm": {"model": "vendor/a-rather-long-model-name-for-a-review-2026-12-01"},
+        "report.input": {"mode": "range", "base": "0123456789abcdef0123456789abcdef01234567",
+                         "head": "fedcba9876543210fedcba9876543210fedcba98"}}))
+    proxy = Listener()
+    try:
+        with Browser(proxy_port=proxy.port) as browser:
+            browser.call("Emulation.setDeviceMetricsOverride", session=True, width=1200,
+                         height=900, deviceScaleFactor=1, mobile=False)
+            browser.navigate(f"http://127.0.0.1:{viewer.port}/session/{SID}?t={viewer.token}")
+            sizes = browser.evaluate("[document.documentElement.scrollWidth,"
+                                     " document.documentElement.clientWidth,"
+                                     " document.querySelector('.meta').offsetHeight]")
+    finally:
+        proxy.close()
+    scroll, width, height = sizes
+    assert scroll == width  # nothing wider than the window (its vertical scrollbar aside)
+    assert height > 30  # more than one line of 14 px text
