@@ -69,7 +69,6 @@ border:1px solid #d0d7de;background:#f6f8fa;cursor:pointer}
 .conv .kind{font-weight:600;margin-right:8px}.conv pre{white-space:pre-wrap;margin:4px 0;
 font-size:12px;background:#f6f8fa;border-radius:4px;padding:6px 8px}
 .sessions td,.sessions th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left}
-
 .note{color:#57606a;font-size:13px;margin:4px 0}
 """
 MARKS_NOTE = ("Marks: <b>false positive</b> stores a personal dismissal (your next reviews skip"
@@ -375,7 +374,12 @@ def session_page(viewer: Viewer, session_id: str) -> str:
                       " (an interrupted run, or one written by an older ocr-hook).</p>"
                       + after, viewer)
     data, diffs, verdict = found
-    marks, dismissed = load_marks(viewer.marks_file), viewer.dismissed()
+    marks = load_marks(viewer.marks_file)
+    try:
+        dismissed = viewer.dismissed()
+    except OcrError as e:  # an invalid dismissal file: the page still shows, and says so
+        dismissed = {}
+        nav = nav.replace("</nav>", f'<p class="note">no dismissal shown: {_e(e)}</p></nav>')
 
     def box_extra(c: Mapping[str, Any], _: bool) -> str:
         fid = str(c.get("id", ""))

@@ -396,3 +396,22 @@ def test_the_summary_line_wraps_at_1200_px_in_chromium(viewer: Viewer) -> None:
     scroll, width, height = sizes
     assert scroll == width  # nothing wider than the window (its vertical scrollbar aside)
     assert height > 30  # more than one line of 14 px text
+
+
+def test_an_unreadable_dismissal_store_is_named_on_the_page(tmp_path: Path) -> None:
+    from ocr_hook.errors import UsageError
+
+    def broken() -> dict[str, str]:
+        raise UsageError("dismissed.json: invalid JSON: Expecting value")
+
+    v = Viewer(tmp_path / "sessions", tmp_path / "marks.json", lambda fid, reason: "",
+               dismissed=broken)
+    write_session(v.directory, result_record())
+    threading.Thread(target=v.serve_forever, daemon=True).start()
+    try:
+        status, _, page = get(v, f"/session/{SID}")
+    finally:
+        v.close()
+    assert status == 200 and "BLOCKED: 1 high finding" in page
+    assert ('<p class="note">no dismissal shown: dismissed.json: invalid JSON: Expecting value'
+            "</p></nav>") in page
