@@ -30,7 +30,8 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
     ``comments`` may be a list or a JSON string of a list (or a single object); items without
     ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
     other, each with a note; ``preexisting`` is True or False only as the JSON ``true`` /
-    ``false`` (spec §7.1.1), anything else is None (not said). Raises ValueError when nothing usable is given.
+    ``false`` (spec §7.1.1), anything else is None (not said). Raises ValueError when nothing
+    usable is given.
     """
     raw = args.get("comments")
     if isinstance(raw, str):
