@@ -68,6 +68,41 @@ def test_scan_from_a_subfolder_reads_paths_relative_to_it(
     assert json.loads(out)["comments"][0]["start_line"] == 12
 
 
+def test_pathspecs_combine_and_exclude_magic_takes_files_out(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    repo.commit({"src/main.py": OTHER_PY, "src/a.py": OTHER_PY, "src/b.py": OTHER_PY,
+                 "src/c.txt": "x\n"}, "src")
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "src/*.py", ":!src/main.py", "--format", "json"],
+                           llm.env(), capsys, review_filter=False)
+    assert rc == 0, err
+    assert [f["path"] for f in json.loads(out)["files"]] == ["src/a.py", "src/b.py"]
+    # an unmatched positive pathspec among them is still named
+    rc, _out, err = run_cli(["scan", "src/*.py", "nope.py", ":!src/main.py"], llm.env(),
+                            capsys, review_filter=False)
+    assert rc == 2
+    assert err.strip() == ("ocr-hook: nope.py: not a tracked file at HEAD"
+                           " (git add it and scan with --staged)")
+
+
+def test_an_untracked_path_from_a_subfolder_names_the_path_looked_up(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    monkeypatch.chdir(repo.path / "app")
+    rc, _out, err = run_cli(["scan", "app/db.py"], llm.env(), capsys, review_filter=False)
+    assert rc == 2
+    assert err.strip() == ("ocr-hook: app/db.py: not a tracked file at HEAD: paths are"
+                           " relative to the current folder app/, so this is app/app/db.py"
+                           " (git add it and scan with --staged)")
+    assert llm.requests == []
+
+
 def test_staged_scan_reads_the_index_version(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
