@@ -68,6 +68,42 @@ def test_scan_from_a_subfolder_reads_paths_relative_to_it(
     assert json.loads(out)["comments"][0]["start_line"] == 12
 
 
+def test_the_scan_prompt_speaks_of_whole_files_and_offers_no_diff_tool(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, _out, err = run_cli(["scan", "app/util.py", "--format", "json"], llm.env(), capsys,
+                            review_filter=False)
+    assert rc == 0, err
+    [request] = llm.requests
+    system, user = request["messages"][0]["content"], request["messages"][1]["content"]
+    assert system.startswith("You are ocr-hook, a senior engineer reviewing whole files of a"
+                             " repository: a scan, not a change.")
+    assert "Scope: every problem in these files as they stand, on any of their lines" in system
+    for gone in ("right before it is committed", "Out of scope: old problems",
+                 "preexisting", "file_read_diff", "<!--"):
+        assert gone not in system, gone
+    assert ('In this scan, "the change" in the checklist means the scanned files, and every'
+            " line of them is in scope") in user
+    names = [t["function"]["name"] for t in request["tools"]]
+    assert "file_read_diff" not in names and {"file_read", "code_comment"} <= set(names)
+    # a change review keeps its own wording and the diff tool
+    repo.stage({"app/util.py": OTHER_PY + "\n\ndef two():\n    return 2\n"})
+    llm.tool_calls(DONE)
+    rc, _out, err = run_cli(["review", "--format", "json", "--no-cache"], llm.env(), capsys,
+                            review_filter=False)
+    assert rc == 0, err
+    review = llm.requests[-1]
+    system = review["messages"][0]["content"]
+    assert "reviewing a change right before it is committed" in system
+    assert "preexisting (optional)" in system and "file_read_diff" in system
+    assert "<!--" not in system and "In this scan" not in review["messages"][1]["content"]
+    assert "file_read_diff" in [t["function"]["name"] for t in review["tools"]]
+
+
 def test_pathspecs_combine_and_exclude_magic_takes_files_out(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
