@@ -370,3 +370,25 @@ def test_a_preexisting_flag_on_a_quote_not_found_is_refused(
         "util.py", 0, 0, "")
     assert [(w["type"], w["file"]) for w in data["warnings"]
             if w["type"] == "preexisting_refused"] == [("preexisting_refused", "util.py")]
+
+
+def test_dismiss_hints_name_only_blocking_findings_and_a_refused_flag_is_on_stderr(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"util.py": UTIL_PY, "stats.py": STATS_PY}, "init")
+    repo.stage({"util.py": MOVED_UTIL + "\n\ndef first(items):\n    return items[0]\n",
+                "stats.py": MOVED_STATS})
+    new_claim = "IndexError on an empty list in the new first()"
+    _script(llm, _comment("stats.py", DIVISION, DIV_CLAIM),
+            _comment("util.py", "    return items[0]", new_claim, preexisting=True))
+    rc, text, err = _review(repo, llm, monkeypatch, capsys, "--no-cache", fmt="text")
+    assert rc == 1, err
+    moved_id = finding_id("stats.py", "new", DIVISION, DIV_CLAIM)
+    new_id = finding_id("util.py", "new", "    return items[0]", new_claim)
+    assert "advisory: moved unchanged from util.py:12" in text
+    hints = [line for line in err.splitlines() if "git ocr dismiss" in line]
+    assert [h.split()[4] for h in hints] == [new_id]  # "ocr-hook:   git ocr dismiss ID"
+    assert moved_id not in err
+    assert err.count(f"ocr-hook: finding {new_id} was flagged pre-existing but its lines were"
+                     " not found or the change wrote them: it counts as the change's\n") == 1
