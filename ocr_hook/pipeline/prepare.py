@@ -123,7 +123,8 @@ class RunState:
 
             if self.bounded:
                 result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
-                                bound_text(self.bounded, self.req.selection_policy))
+                                bound_text(self.bounded, self.req.selection_policy,
+                                           scan=self.req.mode == "scan"))
             if gaps:
                 result.not_scanned(scan_gap_text(gaps, self.cfg.security.max_scan_bytes))
         result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)

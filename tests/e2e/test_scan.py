@@ -335,3 +335,22 @@ def test_without_an_endpoint_the_scan_is_not_reviewed_and_names_no_delegation(
     assert rc == 3 and data["status"] == "failed", err  # incomplete and on_error = block
     assert data["incomplete_reasons"][0].startswith("NOT REVIEWED: ")
     assert "delegate" not in data["incomplete_reasons"][0]
+
+
+def test_a_bounded_scan_names_the_scan_preview_and_session_list_says_scan(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "app/util.py", "--format", "json"],
+                           llm.env(OCR_HOOK_SELECT_MAX_FILES="1"), capsys, review_filter=False)
+    assert rc == 0, err
+    assert json.loads(out)["incomplete_reasons"] == [
+        "NOT REVIEWED: 1 of 2 files: the scan has more files to review than select.max_files (1);"
+        " `git ocr scan \u2026 --preview` lists them"]
+    rc, out, err = run_cli(["session", "list"], llm.env(), capsys)
+    assert rc == 0, err
+    header, row = out.splitlines()
+    assert row.split()[header.split().index("STAGE") + 1] == "scan"  # STARTED is two words
