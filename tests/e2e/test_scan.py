@@ -354,3 +354,24 @@ def test_a_bounded_scan_names_the_scan_preview_and_session_list_says_scan(
     assert rc == 0, err
     header, row = out.splitlines()
     assert row.split()[header.split().index("STAGE") + 1] == "scan"  # STARTED is two words
+
+
+def test_a_symlink_is_left_out_of_a_scan_with_its_reason(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    (repo.path / "app" / "link.py").symlink_to("db.py")
+    repo.git("add", "app/link.py")
+    repo.git("commit", "-qm", "link")
+    assert repo.git("ls-files", "-s", "app/link.py").startswith("120000 ")
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 0, err
+    files = {f["path"]: (f["reviewed"], f.get("reason")) for f in json.loads(out)["files"]}
+    assert files == {"app/db.py": (True, ""), "app/util.py": (True, ""),
+                     "app/link.py": (False, "symlink")}
+    [request] = llm.requests
+    assert '<file path="app/link.py"' not in request["messages"][1]["content"]
