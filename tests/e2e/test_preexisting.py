@@ -343,12 +343,16 @@ def test_code_moved_where_its_import_is_missing_blocks_when_the_model_says_so(
     repo.stage({"util.py": "import os\n", "paths.py": "HOME = '~'\n\n\n" + CONFIG_DIR})
     claim = "NameError: paths.py never imports os, which the moved config_dir() uses"
     _script(llm, _comment("paths.py", BASE_LINE, claim, preexisting=False))
-    rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    rc, data, err = _review(repo, llm, monkeypatch, capsys)
     assert rc == 1, err
     [c] = data["comments"]
     assert (c["path"], c["start_line"], c["advisory_reason"], c["moved_from"]) == (
         "paths.py", 5, "", "")
     assert data["verdict"] == "findings"
+    sent = len(llm.requests)
+    rc, again, err = _review(repo, llm, monkeypatch, capsys)  # the cache keeps the false
+    assert (rc, len(llm.requests), again["summary"]["cache_hits"] >= 1) == (1, sent, True)
+    assert [(c["start_line"], c["advisory_reason"]) for c in again["comments"]] == [(5, "")]
     _script(llm, _comment("paths.py", BASE_LINE, claim))  # no flag: a move of 3 lines
     rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
     assert rc == 0, err

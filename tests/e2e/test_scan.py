@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_git_calls import GitLog
 from tests.support.cli import GIT_OCR, run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP_PY, SQL_LINE, sql_comment
@@ -375,3 +377,24 @@ def test_a_symlink_is_left_out_of_a_scan_with_its_reason(
                      "app/link.py": (False, "symlink")}
     [request] = llm.requests
     assert '<file path="app/link.py"' not in request["messages"][1]["content"]
+
+
+def test_nothing_in_a_scan_is_preexisting_and_no_moved_code_diff_runs(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    _project(repo)
+    log = GitLog(tmp_path / "shim", monkeypatch)
+    llm.tool_calls(("code_comment", {"comments": [
+        {**sql_comment("app/db.py")["comments"][0], "preexisting": True}]}), DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    data = json.loads(out)
+    [c] = data["comments"]
+    assert (c["start_line"], c["advisory_reason"], c["moved_from"]) == (12, "", "")
+    assert [(w["type"], w["file"], w["message"]) for w in data["warnings"]] == [
+        ("preexisting_refused", "app/db.py", f"finding {c['id']} was flagged pre-existing but a"
+         " scan reviews the whole file: nothing in it predates the change")]
+    assert not any("--color-moved" in line for line in log.log.read_text().splitlines())
