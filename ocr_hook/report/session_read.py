@@ -36,6 +36,12 @@ class SessionSummary:
     llm_calls: int
     elapsed_ms: int | None
 
+    @property
+    def stage_label(self) -> str:
+        """The STAGE shown: ``scan`` for ``git ocr scan`` (which runs as stage ``review``),
+        else the hook stage or ``review`` (the mode for an older record without one)."""
+        return "scan" if self.mode == "scan" else self.stage or self.mode
+
 
 def read_session_records(path: Path) -> list[dict[str, Any]]:
     """Records of one session file; unreadable lines (a torn last line) are skipped. Raises
@@ -142,8 +148,7 @@ def format_session_list(summaries: list[SessionSummary]) -> str:
     for s in summaries:
         started = _local_time("%Y-%m-%d %H:%M:%S", s.started, "")
         elapsed = f"{s.elapsed_ms / 1000:.1f}s" if isinstance(s.elapsed_ms, (int, float)) else ""
-        stage = "scan" if s.mode == "scan" else s.stage or s.mode  # a scan runs as "review"
-        cells = (s.id, started, stage, s.model, s.status, s.verdict,
+        cells = (s.id, started, s.stage_label, s.model, s.status, s.verdict,
                  str(s.findings), str(s.llm_calls), elapsed)
         rows.append(tuple(display_text(c) for c in cells))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -254,7 +254,7 @@ def _list_page(viewer: Viewer) -> str:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started)) \
             if s.started else ""
         href = viewer.link(f"/session/{quote(s.id, safe='')}")
-        cells = (started, s.stage or s.mode, s.model, s.status, s.verdict, s.findings,
+        cells = (started, s.stage_label, s.model, s.status, s.verdict, s.findings,
                  s.llm_calls)
         rows.append(f'<tr><td><a href="{href}">{_e(s.id)}</a></td>'
                     + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
