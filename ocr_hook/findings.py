@@ -27,7 +27,9 @@ class RawComment(NamedTuple):
     line_hint: int | None = None
     group: str = ""
     source: str = "llm"  # "llm" or "secret-scan"
-    preexisting: bool = False  # the model says the defect predates the change (spec §7.1.1)
+    # the model's word (spec §7.1.1): True the defect predates the change, False the change
+    # causes it (never advisory, moved or not), None not said
+    preexisting: bool | None = None
 
 
 SECRET_SOURCE = "secret-scan"  # Finding.source of what secrets.diff_scan/.blobs find
@@ -43,10 +45,12 @@ class Finding(NamedTuple):
     ``code`` is the text of the anchored lines as they are in the file (``\n``-joined, "" when
     unanchored or unknown): what the output shows under the finding and what a dismissal is
     keyed on (``comments.dismissals.dismiss_key``), unlike ``existing_code``, the model's own quote.
-    ``preexisting``: the model flagged the defect as older than the change (``code_comment``);
+    ``preexisting``: the model's flag (``code_comment``): True the defect is older than the
+    change, False the change causes it, None not said;
     ``moved_from``: set at gate time when the lines are code moved unchanged (``old/path:a–b``,
     or "" when not moved; :data:`MOVED_UNKNOWN` when moved from a place git did not pair).
-    Either makes the finding advisory (:func:`advisory_reason`, spec §9); neither enters the id.
+    True, or a move without an explicit False, makes the finding advisory
+    (:func:`advisory_reason`, spec §9); neither enters the id.
     """
 
     id: str
@@ -64,7 +68,7 @@ class Finding(NamedTuple):
     source: str = "llm"
     group: str = ""  # label of the review group that filed it ("" for deterministic findings)
     code: str = ""
-    preexisting: bool = False
+    preexisting: bool | None = None
     moved_from: str = ""
 
     def with_lines(self, start_line: int, end_line: int) -> Finding:
@@ -76,10 +80,11 @@ MOVED_UNKNOWN = "?"  # Finding.moved_from of a moved block whose source was not 
 
 def advisory_reason(f: Finding) -> str:
     """Why finding ``f`` does not block (spec §9): ``"preexisting"`` (the model's flag),
-    ``"moved"`` (code moved unchanged), or "" (it may block)."""
+    ``"moved"`` (code moved unchanged, unless the model said ``preexisting: false``: the move
+    itself causes it), or "" (it may block)."""
     if f.preexisting:
         return "preexisting"
-    return "moved" if f.moved_from else ""
+    return "moved" if f.moved_from and f.preexisting is not False else ""
 
 
 def advisory_text(f: Finding) -> str:
@@ -162,14 +167,14 @@ def _overlap(a: Finding, b: Finding) -> bool:
 def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
     """De-duplicate findings (spec §8.3): the same id, or the same path/side with overlapping
     ranges and the same claim (``same_claim``), merge into one that keeps the highest
-    severity (first wins on ties, order otherwise kept) and is flagged ``preexisting`` only
-    when both were; an unanchored finding and an
+    severity (first wins on ties, order otherwise kept) and is flagged ``preexisting`` True
+    only when both were, False when either was (:func:`_both_flags`); an unanchored finding and an
     anchored one with the same path and claim merge into the anchored one. Different claims
     on the same line are all kept."""
     kept: list[Finding] = []
     for f in findings:
         for i, k in enumerate(kept):
-            both = k.preexisting and f.preexisting  # one copy not flagged: not advisory
+            both = _both_flags(k.preexisting, f.preexisting)
             if _placed_twin(k, f):  # the model filed it again with a quote that landed
                 placed = k if k.start_line else f
                 kept[i] = placed._replace(severity=max(k.severity, f.severity),
@@ -181,6 +186,15 @@ def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
         else:
             kept.append(f)
     return kept
+
+
+def _both_flags(a: bool | None, b: bool | None) -> bool | None:
+    """The ``preexisting`` flag of two merged copies: False when either says the change causes
+    it, True when both say it predates the change, else None (one copy not flagged: not
+    advisory)."""
+    if a is False or b is False:
+        return False
+    return True if a and b else None
 
 
 def _placed_twin(a: Finding, b: Finding) -> bool:

@@ -101,7 +101,9 @@ def test_identical_ids_merge_regardless_of_lines() -> None:
 def test_a_merged_finding_is_preexisting_only_when_every_copy_was() -> None:
     a, b = finding(3, 3), finding(3, 4, severity=Severity.CRITICAL)
     assert [m.preexisting for m in merge_same_claims([a._replace(preexisting=True), b])] == [
-        False]
+        None]
+    assert [m.preexisting for m in merge_same_claims([a._replace(preexisting=True),
+                                                      b._replace(preexisting=False)])] == [False]
     merged = merge_same_claims([a._replace(preexisting=True), b._replace(preexisting=True)])
     assert [(m.severity, m.preexisting) for m in merged] == [(Severity.CRITICAL, True)]
 
@@ -116,3 +118,6 @@ def test_advisory_reason_and_text() -> None:
         "moved", "advisory: moved unchanged from a.py:10\u201320")
     assert advisory_text(f._replace(moved_from=MOVED_UNKNOWN)) == "advisory: moved unchanged"
     assert advisory_reason(moved._replace(preexisting=True)) == "preexisting"
+    # the model says the change (the move itself) causes it: never advisory
+    assert (advisory_reason(moved._replace(preexisting=False)),
+            advisory_text(moved._replace(preexisting=False))) == ("", "")

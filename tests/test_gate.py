@@ -54,14 +54,16 @@ def test_unanchored_findings_count() -> None:
     [
         (False, "", False, "findings", Exit.FINDINGS),
         (True, "", False, "pass", Exit.OK),  # the model's preexisting flag
-        (False, "a.py:10\u201320", False, "pass", Exit.OK),  # moved unchanged
-        (False, "?", False, "pass", Exit.OK),  # moved, source not paired
+        (None, "a.py:10\u201320", False, "pass", Exit.OK),  # moved unchanged
+        (None, "?", False, "pass", Exit.OK),  # moved, source not paired
+        (False, "a.py:10\u201320", False, "findings", Exit.FINDINGS),  # the move causes it
         (True, "", True, "findings", Exit.FINDINGS),
         (False, "a.py:10\u201320", True, "findings", Exit.FINDINGS),
+        (None, "", False, "findings", Exit.FINDINGS),  # not said
     ],
 )
 def test_preexisting_and_moved_findings_are_advisory_unless_block_preexisting(
-    flag: bool, moved_from: str, block_preexisting: bool, verdict: str, code: Exit,
+    flag: bool | None, moved_from: str, block_preexisting: bool, verdict: str, code: Exit,
 ) -> None:
     finding = f(H)._replace(preexisting=flag, moved_from=moved_from)
     d = decide([finding], False, GateOptions(block_preexisting=block_preexisting))

@@ -109,7 +109,7 @@ def test_selection_reasons_are_the_codes_of_the_files_list_in_gate_order() -> No
     from ocr_hook.change import BOUND_REASONS
 
     assert [m.value for m in SelectionReason] == [
-        "binary", "submodule", "symlink_outside", "secret_path", "provider_directory",
+        "binary", "submodule", "symlink_outside", "symlink", "secret_path", "provider_directory",
         "user_exclude", "unsupported_ext", "default_path", "deleted", "rename_only",
         "mode_only", "no_content_change", "too_large", "over_max_files", "over_max_total_bytes"]
     assert BOUND_REASONS == {"over_max_files", "over_max_total_bytes"}

@@ -78,8 +78,8 @@ def group_fields(
     the new file's line count from ``line_count``; ``as_git``: git's hunks, for a group whose
     prompt with the scope context does not fit, spec §6.3), rules, background and ``guidance``
     (the ``<project_guidance>`` body, ``change.Guidance.block``: escaped already); ``scan``
-    (``git ocr scan``) sets the ``scan`` field that turns on the whole-file note of
-    ``main_user``."""
+    (``git ocr scan``) sets the ``scan`` field that turns on the whole-file notes of
+    ``main_user`` and ``main_user_head`` (and the scan variant of the system prompt)."""
     return {
         "date": now,
         "other_files": _other_files(all_files, group),
@@ -91,10 +91,13 @@ def group_fields(
     }
 
 
-def contract_fields(language: str) -> dict[str, str]:
+def contract_fields(language: str, *, scan: bool = False) -> dict[str, str]:
     """The main system prompt's shared fields: the one severity scale
-    (``config/templates/severity.md``) and the answer language."""
-    return {"severity": util.render_template("severity", {}), "language": language or "English"}
+    (``config/templates/severity.md``), the answer language, and which variant of the scope
+    sentences to render: ``scan`` (``git ocr scan``: whole files, no ``preexisting`` guidance,
+    no ``file_read_diff``) or ``change`` (a change review)."""
+    return {"severity": util.render_template("severity", {}), "language": language or "English",
+            "scan": "1" if scan else "", "change": "" if scan else "1"}
 
 
 def group_messages(
@@ -114,7 +117,8 @@ def group_messages(
     for every group with the same rules in a run; its stable head), then the date, the other
     changed files and the diffs (the same in every round of the group), then the last blocked
     review's findings (the same in every round), then the earlier rounds' findings."""
-    system = util.render_template("main_system", contract_fields(language))
+    system = util.render_template("main_system",
+                                  contract_fields(language, scan=bool(fields.get("scan"))))
     parts = [util.render_template("main_user_head", fields),
              util.render_template("main_user", fields)]
     if earlier:

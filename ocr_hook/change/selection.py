@@ -10,7 +10,8 @@ Reasons, in gate order (OCR names where OCR has one):
 1. ``binary`` – git says binary (``Binary files … differ``, numstat ``-``) or a NUL byte in
    the diff's content (files forced to text by a ``diff`` attribute);
 2. ``submodule`` (mode 160000), ``symlink_outside`` (a link whose target is absolute or walks
-   above the top of the repository; its target is never read);
+   above the top of the repository; its target is never read), ``symlink`` (any link, in a
+   scan: ``SelectionPolicy.links`` off; its blob is the link text, not code);
 3. ``secret_path`` – new or old (rename source) path matches a secret path;
 4. ``provider_directory`` – the path lies under a dependency/IDE/build directory at any depth;
 5. ``user_exclude`` – ``select.exclude`` / ``--exclude``;
@@ -67,6 +68,7 @@ class SelectionReason(Vocabulary):
     BINARY = "binary", "binary"
     SUBMODULE = "submodule", "submodule"
     SYMLINK_OUTSIDE = "symlink_outside", "symlink pointing outside the repository"
+    SYMLINK = "symlink", "symbolic link (a scan reads files, not link text)"
     SECRET_PATH = "secret_path", "may hold secrets"
     PROVIDER_DIRECTORY = "provider_directory", "build output"
     USER_EXCLUDE = "user_exclude", "excluded by select.exclude / --exclude"
@@ -104,6 +106,7 @@ class SelectionPolicy(NamedTuple):
     max_file_bytes: int = 0
     max_files: int = 0
     max_total_bytes: int = 0
+    links: bool = True  # False (git ocr scan): every symbolic link is left out (``symlink``)
 
 
 class Decision(NamedTuple):
@@ -355,7 +358,7 @@ def metadata_reason(
     if fd.submodule:
         return SelectionReason.SUBMODULE
     if fd.symlink:
-        return ""
+        return "" if policy.links else SelectionReason.SYMLINK
     reason = (path_reason(fd, policy, user_ex, user_in) if known_path_reason is None
               else known_path_reason)
     if reason in NO_CONTENT_REASONS:
@@ -388,6 +391,8 @@ def exclusion_reason(
         return SelectionReason.SUBMODULE
     if fd.symlink and symlink_points_outside(path, fd.link_text):
         return SelectionReason.SYMLINK_OUTSIDE
+    if fd.symlink and not policy.links:
+        return SelectionReason.SYMLINK
     if b.secret.match_file(path) or (fd.old_path != path and b.secret.match_file(fd.old_path)):
         return SelectionReason.SECRET_PATH
     if b.provider.match_file(path):

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from .. import change, config, git, pipeline, report
 from ..errors import OcrError, UsageError
 from ..exitcodes import Exit
-from ..vocabulary import Severity
 from .common import hook_words
 
 if TYPE_CHECKING:
@@ -202,7 +201,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
 
 # Run warnings that are also printed on stderr in every format: the user must see them even
 # when the hook passes.
-STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed")
+STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed", "preexisting_refused")
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
@@ -250,9 +249,9 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
     if result.decision.verdict != "findings":
         return []
     from .. import comments, hooks  # only a run blocked by findings names their commands
+    from ..gate import blocks
 
-    threshold = Severity[result.gate.fail_on.upper()]
-    blocking = [f for f in result.findings if f.severity >= threshold]
+    blocking = [f for f in result.findings if blocks(f, result.gate)]  # not the advisory ones
     lines = [f"not a problem? dismiss it (or put `{comments.IGNORE_MARKER} <reason>` on its"
              " line):"]
     for f in blocking[:DISMISS_HINTS_MAX]:

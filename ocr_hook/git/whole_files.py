@@ -63,25 +63,54 @@ def scan_target(repo: Path, cwd: Path, pathspecs: Sequence[str], environ: Mappin
 def _tracked(repo: Path, cwd: Path, pathspecs: Sequence[str], env: Mapping[str, str],
              where: str) -> list[str]:
     """Top-relative paths of the entries of the index in ``env`` that ``pathspecs`` match
-    (``git ls-files`` run in ``cwd``, so the pathspecs read as the user typed them), every
-    entry of the repository for none. One ``ls-files`` per pathspec, so the one that matches
-    nothing is named."""
-    seen: dict[str, None] = {}
-    for spec in pathspecs or (None,):
-        args = ["ls-files", "-z", "--full-name", "--"] + ([spec] if spec is not None else [])
-        rc, out, err = process.run_git_full(cwd if spec is not None else repo, *args,
-                                            extra_env=env, ok_codes=(0, 128))
-        if rc == 128:
-            if b"outside repository" in err:
+    together (one ``git ls-files --error-unmatch`` run in ``cwd``, so the pathspecs read as the
+    user typed them and exclude magic such as ``:!x`` takes out of what the others match),
+    every entry of the repository for none. Only when that fails is each positive pathspec
+    asked alone, to name the one that matches nothing (or lies outside the repository)."""
+    if not pathspecs:
+        return process.zsplit(process.run_git(repo, "ls-files", "-z", "--full-name",
+                                               extra_env=env))
+    rc, out, err = _ls_files(cwd, pathspecs, env, "--error-unmatch")
+    if rc == 0 and process.zsplit(out):
+        return process.zsplit(out)
+    if rc == 0:
+        raise UsageError(f"{' '.join(pathspecs)}: the pathspecs together match no tracked file"
+                         f" {where}")
+    for spec in pathspecs:
+        if not _excludes(spec):
+            one_rc, one_out, one_err = _ls_files(cwd, [spec], env)
+            if one_rc == 128 and b"outside repository" in one_err:
                 raise UsageError(f"{spec}: outside the repository")
-            raise GitError.from_process(["git", "ls-files"], rc, err)
-        found = process.zsplit(out)
-        if spec is not None and not found:
-            raise UsageError(f"{spec}: not a tracked file {where}"
-                             + (" (git add it and scan with --staged)" if where == "at HEAD"
-                                else " (git add it first)"))
-        seen.update(dict.fromkeys(found))
-    return list(seen)
+            if one_rc == 0 and not process.zsplit(one_out):
+                raise UsageError(_unmatched(repo, cwd, spec, where))
+    raise GitError.from_process(["git", "ls-files"], rc, err)
+
+
+def _ls_files(cwd: Path, specs: Sequence[str], env: Mapping[str, str],
+              *flags: str) -> tuple[int, bytes, bytes]:
+    """``git ls-files -z --full-name [flags] -- specs`` in ``cwd``: (exit code, out, err); 1
+    (``--error-unmatch``) and 128 (a bad pathspec) are returned, not raised."""
+    return process.run_git_full(cwd, "ls-files", "-z", "--full-name", *flags, "--", *specs,
+                                extra_env=env, ok_codes=(0, 1, 128))
+
+
+def _excludes(spec: str) -> bool:
+    """Whether ``spec`` is an exclude pathspec (``:!x``, ``:^x``, ``:(exclude)x``)."""
+    return spec.startswith((":!", ":^")) or (spec.startswith(":(") and "exclude" in
+                                              spec[2:spec.find(")")].split(","))
+
+
+def _unmatched(repo: Path, cwd: Path, spec: str, where: str) -> str:
+    """The message for a pathspec that matches no tracked file: from a subfolder, it says the
+    path reads relative to it and names the path looked up (``src/src/main.py``)."""
+    hint = (" (git add it and scan with --staged)" if where == "at HEAD"
+            else " (git add it first)")
+    here = os.path.relpath(cwd, repo)
+    if spec.startswith(":") or here == ".":
+        return f"{spec}: not a tracked file {where}{hint}"
+    looked = Path(os.path.normpath(os.path.join(here, spec))).as_posix()
+    return (f"{spec}: not a tracked file {where}: paths are relative to the current folder"
+            f" {here}/, so this is {looked}{hint}")
 
 
 __all__ = ["SCAN_BASE_LABEL", "scan_target"]

@@ -203,8 +203,9 @@ def task_text(d: Delegation, flags: str = "") -> str:
         " \"suggestion_code\" (optional): code that replaces existing_code exactly,"
         " \"preexisting\" (optional): true only when the defect was there before the change, in"
         " lines it left as they were, and the change neither causes nor exposes it (such a"
-        " finding does not block; one the change makes on an unchanged line is not"
-        " preexisting)}. No finding:"
+        " finding does not block); false when the change causes it, also in code it moved"
+        " (the moved code lacks what it needs in its new place) or on an unchanged line"
+        " (never advisory)}. No finding:"
         " []. Then run: git ocr delegate submit FILE" + flags + " (FILE - reads stdin).",
     ]
     now = time.strftime("%Y-%m-%d")

@@ -56,10 +56,12 @@ def scan_inputs(cs: change.ChangeSet
     return [*(d for d in cs.decisions if d.file.loaded), *cs.probes], listed
 
 
-def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolicy) -> str:
+def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolicy,
+               scan: bool = False) -> str:
     """Why selected files were not reviewed because they could not be fitted (too large, a
     bound of the change set), in words with the settings: at most NAMES_SHOWN paths of each
-    kind of too-large file, then the bounds."""
+    kind of too-large file, then the bounds, then the command that lists them (``git ocr
+    scan … --preview`` for a ``scan``)."""
     reasons = {d.reason for d in bounded}
     big = [d for d in bounded if d.reason == change.SelectionReason.TOO_LARGE]
     by_size = [d for d in big if d.file.size_bytes is not None and not d.file.loaded]
@@ -74,12 +76,15 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
         parts.append(f"{_names(by_size)} larger than select.max_file_bytes "
                      f"({util.human_bytes(policy.max_file_bytes)})")
     if change.SelectionReason.OVER_MAX_FILES in reasons:
-        parts.append(f"the change has more files to review than select.max_files "
+        parts.append(f"the {'scan' if scan else 'change'} has more files to review than"
+                     f" select.max_files "
                      f"({policy.max_files})")
     if change.SelectionReason.OVER_MAX_TOTAL_BYTES in reasons:
-        parts.append(f"the diffs to review are larger than select.max_total_bytes "
+        parts.append(f"the {'files' if scan else 'diffs'} to review are larger than"
+                     f" select.max_total_bytes "
                      f"({util.human_bytes(policy.max_total_bytes)})")
-    return " and ".join(parts) + "; `git ocr review --preview` lists them"
+    command = "git ocr scan \u2026 --preview" if scan else "git ocr review --preview"
+    return " and ".join(parts) + f"; `{command}` lists them"
 
 
 NAMES_SHOWN = 3  # paths named in a NOT REVIEWED reason; the coverage lines list them all

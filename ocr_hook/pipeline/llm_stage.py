@@ -111,7 +111,10 @@ class _GroupRunner:
                 RunWarning("mcp", "", msg) for _server, msg in req.mcp.warnings)
             self.mcp_warnings_seen = len(req.mcp.warnings)
         shipped = parse_tools_json()
-        self.registry = build_registry(req.tool_defs or shipped, builtin_handlers(self.view),
+        defs = req.tool_defs or shipped
+        if req.mode == "scan":  # spec §3.9: whole files, no diff to read
+            defs = {k: v for k, v in defs.items() if k != "file_read_diff"}
+        self.registry = build_registry(defs, builtin_handlers(self.view),
                                        external, reserved=shipped, warn=self.tool_warning)
         self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
         # comments, anchoring and compression (their threads start on first use)

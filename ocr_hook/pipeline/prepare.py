@@ -123,7 +123,8 @@ class RunState:
 
             if self.bounded:
                 result.left_out(len(self.bounded), len(self.reviewable) + len(self.bounded),
-                                bound_text(self.bounded, self.req.selection_policy))
+                                bound_text(self.bounded, self.req.selection_policy,
+                                           scan=self.req.mode == "scan"))
             if gaps:
                 result.not_scanned(scan_gap_text(gaps, self.cfg.security.max_scan_bytes))
         result.elapsed_ms = int((time.monotonic() - self.t0) * 1000)
@@ -132,18 +133,26 @@ class RunState:
     def mark_moved(self) -> None:
         """spec §9: among the model's findings that would block (``gate.would_block``), set
         ``moved_from`` on those anchored on new-side lines git's moved-code detection shows as
-        moved unchanged (``git.moved_lines``), and decide the gate again. A ``preexisting``
-        flag on lines the change wrote (added lines not moved, removed lines) is dropped with a
-        ``preexisting_refused`` warning: new code is never waved through. Nothing to ask (no
+        moved unchanged (``git.moved_lines``), and decide the gate again; one the model marked
+        ``preexisting: false`` (the change causes it) is never asked. A ``preexisting`` flag on
+        lines the change wrote (added lines not moved, removed lines) or on a finding whose
+        quote was not located is dropped with a ``preexisting_refused`` warning: new code is
+        never waved through. In a scan nothing is pre-existing or moved (the whole file is
+        under review): every flag is dropped so, and git is not asked. Nothing to ask (no
         such finding, ``gate.block_preexisting``): no git call. A git failure is a
         ``moved_code`` warning and the findings keep blocking (an unverified flag is dropped)."""
         gate, result = self.req.gate, self.result
+        if self.req.mode == "scan":
+            self._refuse({id(f) for f in result.findings if f.preexisting},
+                         "but a scan reviews the whole file: nothing in it predates the change")
+            return
         if gate.block_preexisting or not any(would_block(f, gate) for f in result.findings):
             return
         diffs = {p: fd for fd in self.files for p in (fd.old_path, fd.new_path) if p}
-        touched = {id(f): _touches_change(diffs.get(f.path), f) for f in result.findings}
         asked = [f for f in result.findings if would_block(f, gate) and f.source == "llm"
-                 and (touched[id(f)] if f.preexisting else f.side == "new" and f.start_line > 0)]
+                 and f.preexisting is not False
+                 and ((f.start_line <= 0 or _touches_change(diffs.get(f.path), f))
+                      if f.preexisting else f.side == "new" and f.start_line > 0)]
         if not asked:
             return
         moved: Any = None
@@ -160,6 +169,7 @@ class RunState:
                 result.warnings.append(RunWarning("moved_code", "",
                                                   f"moved code not checked: {e}"))
         asked_ids = {id(f) for f in asked}
+        refused = set()
         out = []
         for f in result.findings:
             src = None
@@ -168,13 +178,27 @@ class RunState:
             if src is not None:
                 f = f._replace(moved_from=src or MOVED_UNKNOWN)
             elif id(f) in asked_ids and f.preexisting:
-                f = f._replace(preexisting=False)
-                result.warnings.append(RunWarning(
-                    "preexisting_refused", f.path, f"finding {f.id} was flagged pre-existing"
-                    " but lies on lines the change wrote: it counts as the change's"))
+                refused.add(id(f))
             out.append(f)
         result.findings = out
-        result.decision = decide(out, result.incomplete, gate)
+        self._refuse(refused, "but its lines were not found or the change wrote them:"
+                              " it counts as the change's")
+
+    def _refuse(self, ids: set[int], why: str) -> None:
+        """Drop the ``preexisting`` flag of the findings whose ``id()`` is in ``ids``, one
+        ``preexisting_refused`` warning each (``finding <id> was flagged pre-existing`` + ``why``),
+        and decide the gate again."""
+        result = self.result
+        out = []
+        for f in result.findings:
+            if id(f) in ids:
+                f = f._replace(preexisting=None)
+                result.warnings.append(RunWarning(
+                    "preexisting_refused", f.path,
+                    f"finding {f.id} was flagged pre-existing {why}"))
+            out.append(f)
+        result.findings = out
+        result.decision = decide(out, result.incomplete, self.req.gate)
 
     def finish_without_llm(self) -> ReviewResult:
         """Preview, or nothing to review: only the deterministic findings are reported."""

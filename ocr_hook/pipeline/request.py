@@ -77,14 +77,16 @@ class ReviewRequest(NamedTuple):
     def selection_policy(self) -> SelectionPolicy:
         """What the select.* settings and the context size make of file selection (spec §4). A
         scan has no context gate: a file too large for one prompt is reviewed in windows
-        (``pipeline.windows``, spec §3.9)."""
+        (``pipeline.windows``, spec §3.9); and it leaves every symbolic link out (its blob is
+        the link text)."""
         sel = self.config.select
         return SelectionPolicy(include=tuple(sel.include), exclude=tuple(sel.exclude),
                                review_tests=sel.review_tests,
                                context_tokens=0 if self.mode == "scan"
                                else self.config.llm.context_tokens,
                                max_file_bytes=sel.max_file_bytes, max_files=sel.max_files,
-                               max_total_bytes=sel.max_total_bytes)
+                               max_total_bytes=sel.max_total_bytes,
+                               links=self.mode != "scan")
 
     @property
     def llm_labels(self) -> dict[str, str]:

@@ -39,6 +39,12 @@ class SessionSummary:
     llm_calls: int
     elapsed_ms: int | None
 
+    @property
+    def stage_label(self) -> str:
+        """The STAGE shown: ``scan`` for ``git ocr scan`` (which runs as stage ``review``),
+        else the hook stage or ``review`` (the mode for an older record without one)."""
+        return "scan" if self.mode == "scan" else self.stage or self.mode
+
 
 TAIL_BYTES = 64 * 1024  # the end of a session file read for its `end` record (session list)
 
@@ -213,14 +219,15 @@ def _local_time(fmt: str, ts: Any, default: str) -> str:
 
 def format_session_list(summaries: list[SessionSummary]) -> str:
     """Text table of ``git ocr session list`` (times in local time), each cell through
-    ``display_text``."""
+    ``display_text``; STAGE is the hook stage, ``review`` for a command-line review, ``scan``
+    for ``git ocr scan``."""
     if not summaries:
         return "no sessions\n"
     rows = [("ID", "STARTED", "STAGE", "MODEL", "STATUS", "VERDICT", "FINDINGS", "LLM", "TIME")]
     for s in summaries:
         started = _local_time("%Y-%m-%d %H:%M:%S", s.started, "")
         elapsed = f"{s.elapsed_ms / 1000:.1f}s" if isinstance(s.elapsed_ms, (int, float)) else ""
-        cells = (s.id, started, s.stage or s.mode, s.model, s.status, s.verdict,
+        cells = (s.id, started, s.stage_label, s.model, s.status, s.verdict,
                  str(s.findings), str(s.llm_calls), elapsed)
         rows.append(tuple(display_text(c) for c in cells))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

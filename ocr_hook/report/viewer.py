@@ -347,7 +347,7 @@ def _list_page(viewer: Viewer) -> str:
             if s.started else ""
         # a file name that is not UTF-8 (a surrogate escape): quoted as its bytes
         href = viewer.link(f"/session/{quote(s.id.encode('utf-8', 'surrogateescape'), safe='')}")
-        cells = (started, s.stage or s.mode, s.model, s.status, s.verdict, s.findings,
+        cells = (started, s.stage_label, s.model, s.status, s.verdict, s.findings,
                  s.llm_calls)
         rows.append(f'<tr><td><a href="{href}">{_e(s.id)}</a></td>'
                     + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")

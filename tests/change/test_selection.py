@@ -215,7 +215,7 @@ def test_glob_list_compiles_its_needle_regex_only_after_many_paths() -> None:
 
 def test_reason_strings_are_the_documented_set() -> None:
     assert selection.REASONS == (
-        "binary", "submodule", "symlink_outside", "secret_path", "provider_directory",
+        "binary", "submodule", "symlink_outside", "symlink", "secret_path", "provider_directory",
         "user_exclude", "unsupported_ext", "default_path", "deleted", "rename_only",
         "mode_only", "no_content_change", "too_large", "over_max_files",
         "over_max_total_bytes")

@@ -108,7 +108,7 @@ def test_a_finding_on_a_block_moved_unchanged_is_advisory_with_where_it_came_fro
     _script(llm, _comment("stats.py", DIVISION, DIV_CLAIM))
     rc, text, err = _review(repo, llm, monkeypatch, capsys, "--no-cache", fmt="text")
     assert rc == 0, err
-    assert "  advisory: moved unchanged from util.py:12\u201312\n" in text
+    assert "  advisory: moved unchanged from util.py:12\n" in text
     assert ("PASS: no finding at or above high, 1 advisory (pre-existing or moved)"
             " (blocking mode)") in text
     assert "BLOCKING" not in text
@@ -214,7 +214,7 @@ def test_a_cached_result_keeps_the_flag_and_finds_the_move_again(
     assert again["summary"]["cache_hits"] >= 1
     assert [(c["path"], c["start_line"], c["advisory_reason"], c["moved_from"])
             for c in again["comments"]] == [
-        ("stats.py", 8, "moved", "util.py:12\u201312"),
+        ("stats.py", 8, "moved", "util.py:12"),
         ("util.py", 9, "preexisting", ""),
     ] == [(c["path"], c["start_line"], c["advisory_reason"], c["moved_from"])
           for c in first["comments"]]
@@ -280,3 +280,119 @@ def test_the_moved_code_diff_runs_only_for_a_finding_that_would_block(
     moved = [line for line in log.log.read_text().splitlines() if "--color-moved" in line]
     assert len(moved) == 1
     assert moved[0].split("\t")[0].endswith("-- stats.py util.py")
+
+
+ADMIN_PY = """\
+def purge(req, user):
+    if user.is_admin:
+        audit_log.write(req.path, user)
+        delete_everything(req.target)
+        notify_admins(req.target, user)
+    return done(req)
+"""
+UNGUARDED = ("        delete_everything(req.target)\n", "    delete_everything(req.target)\n")
+
+
+def test_a_guard_removed_by_deindenting_its_body_blocks(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"admin.py": ADMIN_PY}, "init")
+    body = "".join(ADMIN_PY.splitlines(keepends=True)[2:5])
+    flat = body.replace("        ", "    ")
+    repo.stage({"admin.py": ADMIN_PY.replace(body, "        pass\n" + flat)})
+    _script(llm, _comment("admin.py", UNGUARDED[1].rstrip("\n"),
+                          "every user can purge: the body left the is_admin guard"))
+    rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["end_line"]) == ("admin.py", 5, 5)
+    assert (c["advisory_reason"], c["moved_from"], data["verdict"]) == ("", "", "findings")
+
+
+def test_two_swapped_lines_block(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    check, act = "    require_admin_permission(req)\n", "    perform_dangerous_operation(req)\n"
+    src = "def drop(req):\n" + check + act + "    return finished_response(req)\n"
+    repo.commit({"drop.py": src}, "init")
+    repo.stage({"drop.py": src.replace(check + act, act + check)})
+    _script(llm, _comment("drop.py", act.rstrip("\n"),
+                          "the operation now runs before the permission check"))
+    rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["advisory_reason"], c["moved_from"]) == (
+        "drop.py", 2, "", "")
+
+
+CONFIG_DIR = """\
+def config_dir():
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return base or os.path.expanduser("~/.config")
+"""
+BASE_LINE = '    base = os.environ.get("XDG_CONFIG_HOME")'
+
+
+def test_code_moved_where_its_import_is_missing_blocks_when_the_model_says_so(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"util.py": "import os\n\n\n" + CONFIG_DIR, "paths.py": "HOME = '~'\n"}, "init")
+    repo.stage({"util.py": "import os\n", "paths.py": "HOME = '~'\n\n\n" + CONFIG_DIR})
+    claim = "NameError: paths.py never imports os, which the moved config_dir() uses"
+    _script(llm, _comment("paths.py", BASE_LINE, claim, preexisting=False))
+    rc, data, err = _review(repo, llm, monkeypatch, capsys)
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["advisory_reason"], c["moved_from"]) == (
+        "paths.py", 5, "", "")
+    assert data["verdict"] == "findings"
+    sent = len(llm.requests)
+    rc, again, err = _review(repo, llm, monkeypatch, capsys)  # the cache keeps the false
+    assert (rc, len(llm.requests), again["summary"]["cache_hits"] >= 1) == (1, sent, True)
+    assert [(c["start_line"], c["advisory_reason"]) for c in again["comments"]] == [(5, "")]
+    _script(llm, _comment("paths.py", BASE_LINE, claim))  # no flag: a move of 3 lines
+    rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 0, err
+    [c] = data["comments"]
+    assert (c["start_line"], c["advisory_reason"], c["moved_from"]) == (5, "moved", "util.py:5")
+
+
+def test_a_preexisting_flag_on_a_quote_not_found_is_refused(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _context_change(repo)
+    _script(llm, _comment("util.py", "    return items.pop(7)", "IndexError on a short list",
+                          preexisting=True))
+    rc, data, err = _review(repo, llm, monkeypatch, capsys, "--no-cache")
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["end_line"], c["advisory_reason"]) == (
+        "util.py", 0, 0, "")
+    assert [(w["type"], w["file"]) for w in data["warnings"]
+            if w["type"] == "preexisting_refused"] == [("preexisting_refused", "util.py")]
+
+
+def test_dismiss_hints_name_only_blocking_findings_and_a_refused_flag_is_on_stderr(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"util.py": UTIL_PY, "stats.py": STATS_PY}, "init")
+    repo.stage({"util.py": MOVED_UTIL + "\n\ndef first(items):\n    return items[0]\n",
+                "stats.py": MOVED_STATS})
+    new_claim = "IndexError on an empty list in the new first()"
+    _script(llm, _comment("stats.py", DIVISION, DIV_CLAIM),
+            _comment("util.py", "    return items[0]", new_claim, preexisting=True))
+    rc, text, err = _review(repo, llm, monkeypatch, capsys, "--no-cache", fmt="text")
+    assert rc == 1, err
+    moved_id = finding_id("stats.py", "new", DIVISION, DIV_CLAIM)
+    new_id = finding_id("util.py", "new", "    return items[0]", new_claim)
+    assert "advisory: moved unchanged from util.py:12" in text
+    hints = [line for line in err.splitlines() if "git ocr dismiss" in line]
+    assert [h.split()[4] for h in hints] == [new_id]  # "ocr-hook:   git ocr dismiss ID"
+    assert moved_id not in err
+    assert err.count(f"ocr-hook: finding {new_id} was flagged pre-existing but its lines were"
+                     " not found or the change wrote them: it counts as the change's\n") == 1

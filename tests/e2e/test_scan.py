@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_git_calls import GitLog
 from tests.support.cli import GIT_OCR, run_cli
 from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP_PY, SQL_LINE, sql_comment
@@ -66,6 +68,77 @@ def test_scan_from_a_subfolder_reads_paths_relative_to_it(
                            review_filter=False)
     assert rc == 1, err
     assert json.loads(out)["comments"][0]["start_line"] == 12
+
+
+def test_the_scan_prompt_speaks_of_whole_files_and_offers_no_diff_tool(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, _out, err = run_cli(["scan", "app/util.py", "--format", "json"], llm.env(), capsys,
+                            review_filter=False)
+    assert rc == 0, err
+    [request] = llm.requests
+    system, user = request["messages"][0]["content"], request["messages"][1]["content"]
+    assert system.startswith("You are ocr-hook, a senior engineer reviewing whole files of a"
+                             " repository: a scan, not a change.")
+    assert "Scope: every problem in these files as they stand, on any of their lines" in system
+    for gone in ("right before it is committed", "Out of scope: old problems",
+                 "preexisting", "file_read_diff", "<!--"):
+        assert gone not in system, gone
+    assert ('In this scan, "the change" in the checklist means the scanned files, and every'
+            " line of them is in scope") in user
+    names = [t["function"]["name"] for t in request["tools"]]
+    assert "file_read_diff" not in names and {"file_read", "code_comment"} <= set(names)
+    # a change review keeps its own wording and the diff tool
+    repo.stage({"app/util.py": OTHER_PY + "\n\ndef two():\n    return 2\n"})
+    llm.tool_calls(DONE)
+    rc, _out, err = run_cli(["review", "--format", "json", "--no-cache"], llm.env(), capsys,
+                            review_filter=False)
+    assert rc == 0, err
+    review = llm.requests[-1]
+    system = review["messages"][0]["content"]
+    assert "reviewing a change right before it is committed" in system
+    assert "preexisting (optional)" in system and "file_read_diff" in system
+    assert "<!--" not in system and "In this scan" not in review["messages"][1]["content"]
+    assert "file_read_diff" in [t["function"]["name"] for t in review["tools"]]
+
+
+def test_pathspecs_combine_and_exclude_magic_takes_files_out(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    repo.commit({"src/main.py": OTHER_PY, "src/a.py": OTHER_PY, "src/b.py": OTHER_PY,
+                 "src/c.txt": "x\n"}, "src")
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "src/*.py", ":!src/main.py", "--format", "json"],
+                           llm.env(), capsys, review_filter=False)
+    assert rc == 0, err
+    assert [f["path"] for f in json.loads(out)["files"]] == ["src/a.py", "src/b.py"]
+    # an unmatched positive pathspec among them is still named
+    rc, _out, err = run_cli(["scan", "src/*.py", "nope.py", ":!src/main.py"], llm.env(),
+                            capsys, review_filter=False)
+    assert rc == 2
+    assert err.strip() == ("ocr-hook: nope.py: not a tracked file at HEAD"
+                           " (git add it and scan with --staged)")
+
+
+def test_an_untracked_path_from_a_subfolder_names_the_path_looked_up(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    monkeypatch.chdir(repo.path / "app")
+    rc, _out, err = run_cli(["scan", "app/db.py"], llm.env(), capsys, review_filter=False)
+    assert rc == 2
+    assert err.strip() == ("ocr-hook: app/db.py: not a tracked file at HEAD: paths are"
+                           " relative to the current folder app/, so this is app/app/db.py"
+                           " (git add it and scan with --staged)")
+    assert llm.requests == []
 
 
 def test_staged_scan_reads_the_index_version(
@@ -264,3 +337,64 @@ def test_without_an_endpoint_the_scan_is_not_reviewed_and_names_no_delegation(
     assert rc == 3 and data["status"] == "failed", err  # incomplete and on_error = block
     assert data["incomplete_reasons"][0].startswith("NOT REVIEWED: ")
     assert "delegate" not in data["incomplete_reasons"][0]
+
+
+def test_a_bounded_scan_names_the_scan_preview_and_session_list_says_scan(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "app/util.py", "--format", "json"],
+                           llm.env(OCR_HOOK_SELECT_MAX_FILES="1"), capsys, review_filter=False)
+    assert rc == 0, err
+    assert json.loads(out)["incomplete_reasons"] == [
+        "NOT REVIEWED: 1 of 2 files: the scan has more files to review than select.max_files (1);"
+        " `git ocr scan \u2026 --preview` lists them"]
+    rc, out, err = run_cli(["session", "list"], llm.env(), capsys)
+    assert rc == 0, err
+    header, row = out.splitlines()
+    assert row.split()[header.split().index("STAGE") + 1] == "scan"  # STARTED is two words
+
+
+def test_a_symlink_is_left_out_of_a_scan_with_its_reason(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _project(repo)
+    (repo.path / "app" / "link.py").symlink_to("db.py")
+    repo.git("add", "app/link.py")
+    repo.git("commit", "-qm", "link")
+    assert repo.git("ls-files", "-s", "app/link.py").startswith("120000 ")
+    llm.tool_calls(DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 0, err
+    files = {f["path"]: (f["reviewed"], f.get("reason")) for f in json.loads(out)["files"]}
+    assert files == {"app/db.py": (True, ""), "app/util.py": (True, ""),
+                     "app/link.py": (False, "symlink")}
+    [request] = llm.requests
+    assert '<file path="app/link.py"' not in request["messages"][1]["content"]
+
+
+def test_nothing_in_a_scan_is_preexisting_and_no_moved_code_diff_runs(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    _project(repo)
+    log = GitLog(tmp_path / "shim", monkeypatch)
+    llm.tool_calls(("code_comment", {"comments": [
+        {**sql_comment("app/db.py")["comments"][0], "preexisting": True}]}), DONE)
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/db.py", "--format", "json"], llm.env(), capsys,
+                           review_filter=False)
+    assert rc == 1, err
+    data = json.loads(out)
+    [c] = data["comments"]
+    assert (c["start_line"], c["advisory_reason"], c["moved_from"]) == (12, "", "")
+    assert [(w["type"], w["file"], w["message"]) for w in data["warnings"]] == [
+        ("preexisting_refused", "app/db.py", f"finding {c['id']} was flagged pre-existing but a"
+         " scan reviews the whole file: nothing in it predates the change")]
+    assert not any("--color-moved" in line for line in log.log.read_text().splitlines())

@@ -40,7 +40,7 @@ class FindingEntry(NamedTuple):
     ambiguous: bool = False
     source: str = "llm"
     code: str = ""  # the anchored lines' text ("" when unknown)
-    preexisting: bool = False  # the model's flag (spec §7.1.1); moved code is found at gate time
+    preexisting: bool | None = None  # the model's flag (spec §7.1.1); moved code: at gate time
 
 
 class GroupEntry(NamedTuple):

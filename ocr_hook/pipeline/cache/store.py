@@ -117,7 +117,7 @@ def finding_to_entry(f: Finding) -> dict[str, Any]:
         "content": f.content, "existing_code": f.existing_code,
         "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
         "source": f.source, "code": f.code,
-        **({"preexisting": True} if f.preexisting else {}),  # absent: False (older entries)
+        **({"preexisting": f.preexisting} if f.preexisting is not None else {}),  # absent: None
     }
 
 

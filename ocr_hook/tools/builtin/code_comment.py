@@ -29,8 +29,9 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
 
     ``comments`` may be a list or a JSON string of a list (or a single object); items without
     ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
-    other, each with a note; ``preexisting`` counts only as the JSON ``true`` (spec §7.1.1,
-    anything else is False). Raises ValueError when nothing usable is given.
+    other, each with a note; ``preexisting`` is True or False only as the JSON ``true`` /
+    ``false`` (spec §7.1.1), anything else is None (not said). Raises ValueError when nothing
+    usable is given.
     """
     raw = args.get("comments")
     if isinstance(raw, str):
@@ -93,10 +94,15 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
                     else None
                 ),
                 group=group,
-                preexisting=item.get("preexisting") is True,
+                preexisting=_flag(item.get("preexisting")),
             )
         )
     return out, notes
+
+
+def _flag(value: Any) -> bool | None:
+    """The ``preexisting`` argument: the JSON booleans as they are, anything else None."""
+    return value if isinstance(value, bool) else None
 
 
 NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file it again)"

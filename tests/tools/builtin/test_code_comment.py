@@ -81,9 +81,9 @@ def test_task_done_states(args: dict[str, Any], expected: tuple[str | None, str]
     assert parse_task_done(args) == expected
 
 
-@pytest.mark.parametrize(("given", "flag"), [(True, True), (False, False), ("true", False),
-                                             (1, False), (None, False)])
-def test_preexisting_is_set_only_by_json_true(given: Any, flag: bool) -> None:
+@pytest.mark.parametrize(("given", "flag"), [(True, True), (False, False), ("true", None),
+                                             (1, None), (0, None), (None, None)])
+def test_preexisting_is_a_json_boolean_or_not_said(given: Any, flag: bool | None) -> None:
     _, is_error, got = comment({"comments": [{**ITEM, "preexisting": given}]})
     assert not is_error
     assert [c.preexisting for c in got] == [flag]
