@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from ..errors import BudgetExhausted, DeadlineExceeded
 from ..llm import Usage
+
+# spec §13.7, ``pipeline.spend.SpendGuard``: (the run's usage so far with the requests in flight,
+# the next request's input tokens, its maximum output) → raises SpendCapExceeded to stop it
+SpendCheck = Callable[[Usage, int, int], None]
 
 
 class Cancelled(DeadlineExceeded):
@@ -24,10 +29,13 @@ class Meter:
     """``budget_tokens``: input + output tokens for the run, 0 = unlimited. ``deadline``: a
     ``time.monotonic()`` value or None. ``attempts`` counts HTTP attempts that were allowed to
     start; ``llm_calls`` counts answered calls (usage recorded). Shared by the worker threads:
-    the counters change under its lock."""
+    the counters change under its lock. ``spend_check`` (a money cap, :data:`SpendCheck`) is
+    called under the lock by :meth:`reserve` before each request."""
 
-    def __init__(self, budget_tokens: int = 0, deadline: float | None = None) -> None:
+    def __init__(self, budget_tokens: int = 0, deadline: float | None = None,
+                 spend_check: SpendCheck | None = None) -> None:
         self.budget_tokens = budget_tokens
+        self.spend_check = spend_check
         self.deadline = deadline
         self.usage = Usage()
         self.llm_calls = 0
@@ -36,6 +44,7 @@ class Meter:
         self._lock = threading.Lock()
         # tokens held by the request each thread has in flight (agent.budget.BudgetedClient)
         self._reserved: dict[int, int] = {}
+        self._inputs: dict[int, int] = {}  # the input estimate of each request in flight
 
     def check(self) -> None:
         """Raise Cancelled / DeadlineExceeded / BudgetExhausted when no new LLM call may start."""
@@ -59,26 +68,43 @@ class Meter:
         left = self.remaining_s()
         return None if left is None else max(left, 0.001)
 
-    def reserve(self, tokens: int) -> None:
-        """Hold ``tokens`` (a request's input estimate + maximum output) for this thread's next
-        request. Raises BudgetExhausted, holding nothing, when they do not fit in the budget
-        beside the usage so far and the other threads' reservations. No-op without a budget."""
-        if not self.budget_tokens:
+    def reserve(self, tokens: int, output_tokens: int = 0) -> None:
+        """Hold ``tokens`` (a request's input estimate + maximum output ``output_tokens``) for
+        this thread's next request. Raises BudgetExhausted, holding nothing, when they do not
+        fit in the budget beside the usage so far and the other threads' reservations, and
+        SpendCapExceeded when ``spend_check`` refuses the request. No-op without either."""
+        if not self.budget_tokens and self.spend_check is None:
             return
         me = threading.get_ident()
         with self._lock:
             self._reserved.pop(me, None)
+            self._inputs.pop(me, None)
             left = self.budget_tokens - self.usage.total - sum(self._reserved.values())
-            if tokens > left:
+            if self.budget_tokens and tokens > left:
                 raise BudgetExhausted(
                     f"token budget of {self.budget_tokens}: the next request may need"
                     f" {tokens} tokens (input estimate + max output), {max(left, 0)} left")
+            if self.spend_check is not None:
+                self.spend_check(self._with_in_flight(), tokens - output_tokens, output_tokens)
             self._reserved[me] = tokens
+            self._inputs[me] = tokens - output_tokens
+
+    def _with_in_flight(self) -> Usage:  # under the lock
+        flying = sum(self._inputs.values())
+        return self.usage + Usage(input_tokens=flying, estimated=True) if flying else self.usage
+
+    def settled(self) -> tuple[Usage, int]:
+        """The run's usage and requests for the ledger: the answered calls, plus the input
+        estimate of each request still in flight (an interrupted run: sent, perhaps billed;
+        ``estimated``)."""
+        with self._lock:
+            return self._with_in_flight(), self.llm_calls + len(self._inputs)
 
     def release(self) -> None:
         """Drop this thread's reservation (its request failed, or its usage was added)."""
         with self._lock:
             self._reserved.pop(threading.get_ident(), None)
+            self._inputs.pop(threading.get_ident(), None)
 
     def exhausted(self) -> bool:
         """True when the token budget is used up (no check of deadline or cancellation)."""
@@ -89,6 +115,7 @@ class Meter:
         """Count one answered call and its usage; this thread's reservation ends."""
         with self._lock:
             self._reserved.pop(threading.get_ident(), None)
+            self._inputs.pop(threading.get_ident(), None)
             self.usage = self.usage + usage
             self.llm_calls += 1
 

@@ -202,7 +202,8 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
 
 # Run warnings that are also printed on stderr in every format: the user must see them even
 # when the hook passes.
-STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed")
+STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed", "spend_unpriced",
+                   "spend_ledger")
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],

@@ -92,8 +92,9 @@ class _GroupRunner:
         self.cfg = cfg = state.cfg
         self.result = state.result
         self.record = state.record
-        self.meter = Meter(budget_tokens=req.budget_tokens,
-                           deadline=state.t0 + cfg.review.timeout_s)
+        self.meter = state.meter = Meter(budget_tokens=req.budget_tokens,
+                                         deadline=state.t0 + cfg.review.timeout_s,
+                                         spend_check=state.spend_guard)  # spec §13.7
         # spec §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
         # included; the remaining run time caps each attempt's timeouts.
         self.client = RedactingClient(BudgetedClient(llm.with_tracing(llm.make_client(  # §14
