@@ -260,3 +260,24 @@ def test_a_later_pushed_range_counts_what_an_earlier_one_spent(
                      r" today \(UTC\), " + NEEDS, out), out
     assert [json.loads(x)["cost_usd"] for x in ledger(repo).read_text().splitlines()] == [
         0.1506]
+    assert f"reviewed refs/heads/main: {c1[:12]}..{c2[:12]} (1 commit)" in p.stdout.splitlines()
+    assert (f"not reviewed refs/heads/b: {c1[:12]}..{c3[:12]} (1 commit)"
+            in p.stdout.splitlines()), p.stdout
+
+
+def test_a_single_pushed_range_over_the_cap_says_it_was_not_reviewed(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    c1 = repo.commit({"README.md": "hello\n"}, "init")
+    c2 = repo.commit({"app.py": APP_PY}, "app")
+    user_file(repo, "[budget]\ndaily_usd = 0.01\n")
+    p = subprocess.run([str(GIT_OCR), "hook", "pre-push", "origin", "url"], cwd=repo.path,
+                       input=f"refs/heads/b {c2} refs/heads/b {c1}\n", capture_output=True,
+                       text=True, timeout=120,
+                       env={**repo.env, **llm.env(OCR_LLM_MODEL=PRICED),
+                            "OCR_HOOK_REVIEW_FILTER": "false"})
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert f"not reviewed refs/heads/b: {c1[:12]}..{c2[:12]} (1 commit)" in out, p.stdout
+    assert "not reviewed: app.py (money cap reached)" in out
+    assert llm.requests == []
