@@ -156,7 +156,8 @@ def _over_budget(state: RunState) -> ReviewResult | None:
     endpoint = state.req.endpoint
     assert endpoint is not None  # the caller reviews with an endpoint
     verdict = check_caps(state.cfg, state.req.environ, endpoint.provider, endpoint.model,
-                         [f.patch for f in state.reviewable], endpoint.max_output_tokens)
+                         [f.patch for f in state.reviewable], endpoint.max_output_tokens,
+                         sources=state.req.cap_sources)
     if verdict.warning:
         state.result.warnings.append(RunWarning(verdict.kind, "", verdict.warning))
     if verdict.why:

@@ -207,12 +207,14 @@ def spent(rows: Iterable[Mapping[str, Any]], prefix: str) -> float:
 
 class Cap(NamedTuple):
     """One money cap of a run: ``label`` (daily, monthly), ``cap`` (USD), ``key`` (its
-    setting), ``so_far`` (recorded cost of its period before the run)."""
+    setting), ``so_far`` (recorded cost of its period before the run), ``source`` (where the
+    setting came from: a file, an environment variable; "" unknown)."""
 
     label: str
     cap: float
     key: str
     so_far: float
+    source: str = ""
 
     def passed(self, estimate: float, *, run: float = 0.0) -> str:
         """The NOT REVIEWED reason when this run's cost so far ``run`` plus ``estimate`` (the
@@ -224,8 +226,9 @@ class Cap(NamedTuple):
         this = (f"this review needs about {usd(estimate)}" if not run else
                 f"this review spent {usd(run)} and its next request needs about"
                 f" {usd(estimate)}")
+        key = f"{self.key} from {self.source}" if self.source else self.key
         return (f"{self.label} budget {usd(self.cap)} would be passed: {usd(self.so_far)}"
-                f" spent {when}, {this} ({self.key}; {resets}; see `git ocr llm usage`)")
+                f" spent {when}, {this} ({key}; {resets}; see `git ocr llm usage`)")
 
 
 class SpendGuard:
@@ -263,13 +266,15 @@ class CapCheck(NamedTuple):
 
 def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, model: str,
                patches: Sequence[str], max_output_tokens: int,
-               *, now: _dt.datetime | None = None) -> CapCheck:
+               *, now: _dt.datetime | None = None,
+               sources: Mapping[str, str] | None = None) -> CapCheck:
     """Would this run's first request pass ``budget.daily_usd`` or ``budget.monthly_usd``? Its
     estimate: the ``patches`` (the reviewed files' diff texts) at UTF-8 bytes / 3 tokens plus
     PROMPT_ALLOWANCE_TOKENS, priced as uncached input, plus min(``max_output_tokens``,
     ESTIMATE_OUTPUT_TOKENS) of output. Without a cap: nothing is read. Without a price for
     ``model``: a warning, no refusal. A ledger that cannot be read or written: a warning and a
-    refusal (the cap could not be kept)."""
+    refusal (the cap could not be kept). ``sources``: each cap key's origin, for the
+    message."""
     b = cfg.budget
     wanted = [(label, cap, key) for label, cap, key in (
         ("daily", b.daily_usd, "budget.daily_usd"),
@@ -291,7 +296,8 @@ def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, mo
     except LedgerUnreadable as e:
         return CapCheck(why=f"{e} ({keys} cannot be checked)", warning=f"{e}; {keys} cannot"
                         " be checked: the review is refused", kind="spend_ledger")
-    caps = [Cap(label, cap, key, spent(rows, day if label == "daily" else day[:7]))
+    caps = [Cap(label, cap, key, spent(rows, day if label == "daily" else day[:7]),
+                (sources or {}).get(key, ""))
             for label, cap, key in wanted]
     tokens = estimate_tokens("\n".join(patches)) + PROMPT_ALLOWANCE_TOKENS
     estimate = price.cost(Usage(input_tokens=tokens, output_tokens=min(

@@ -60,8 +60,8 @@ def done_reply() -> dict[str, Any]:
     return body
 
 
-NEEDS = (r"this review needs about \$0\.\d{4} \(budget\.daily_usd; resets at 00:00 UTC; see"
-         r" `git ocr llm usage`\)")
+NEEDS = (r"this review needs about \$0\.\d{4} \(budget\.daily_usd from [^;]+; resets at 00:00"
+         r" UTC; see `git ocr llm usage`\)")
 
 
 def test_a_daily_cap_below_one_reviews_cost_is_not_reviewed_and_gated_by_on_error(
@@ -77,6 +77,8 @@ def test_a_daily_cap_below_one_reviews_cost_is_not_reviewed_and_gated_by_on_erro
         assert re.search(r"NOT REVIEWED: daily budget \$0\.0100 would be passed: \$0\.0000 spent"
                          r" today \(UTC\), " + NEEDS, p.stdout + p.stderr), p.stdout + p.stderr
         assert p.stdout.splitlines()[-1] == verdict
+    user = Path(repo.env["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
+    assert f"(budget.daily_usd from {user}; resets at 00:00 UTC; see" in p.stdout
     p = ocr(repo, llm, "review", "--format", "json")
     data = json.loads(p.stdout)
     assert data["status"] == "failed"
@@ -127,6 +129,8 @@ def test_llm_usage_shows_the_days_spend_and_a_later_run_counts_it(
     assert p.returncode == 0, p.stderr
     assert re.search(r"NOT REVIEWED: daily budget \$0\.0500 would be passed: \$0\.0012 spent"
                      r" today \(UTC\), " + NEEDS, p.stdout + p.stderr), p.stdout + p.stderr
+    assert ("(budget.daily_usd from environment variable OCR_HOOK_BUDGET_DAILY_USD; resets at"
+            " 00:00 UTC; see `git ocr llm usage`)") in p.stdout
     assert len(llm.requests) == 1
 
 
@@ -149,7 +153,7 @@ def test_spend_recorded_earlier_today_and_this_month_is_counted(
     p = ocr(repo, llm, "review")
     assert re.search(r"NOT REVIEWED: monthly budget \$1\.00 would be passed: \$0\.9800 spent"
                      r" this month \(UTC\), this review needs about \$0\.\d{4}"
-                     r" \(budget\.monthly_usd; resets on the 1st at 00:00 UTC; see"
+                     r" \(budget\.monthly_usd from [^;]+; resets on the 1st at 00:00 UTC; see"
                      r" `git ocr llm usage`\)",
                      p.stdout + p.stderr), p.stdout + p.stderr
     assert llm.requests == []
@@ -178,6 +182,7 @@ def test_a_repository_file_may_lower_the_cap_but_not_raise_it(
     out = p.stdout + p.stderr
     assert "ignoring budget" not in out
     assert "NOT REVIEWED: daily budget $0.0100 would be passed" in out
+    assert "(budget.daily_usd from .ocr-hook.toml (HEAD); resets at 00:00 UTC" in out
     assert llm.requests == []
     p = ocr(repo, llm, "config", "get", "budget.daily_usd")
     assert p.stdout.split()[0] == "0.01", p.stdout

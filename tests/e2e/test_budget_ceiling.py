@@ -21,7 +21,7 @@ from tests.support.gitrepo import GitRepo
 from tests.support.samples import APP_PY, sql_comment
 from tests.support.scripted_llm import ScriptedLLM, openai_tool_calls
 
-RESETS = r"\(budget\.daily_usd; resets at 00:00 UTC; see `git ocr llm usage`\)"
+RESETS = r"\(budget\.daily_usd from [^;]+; resets at 00:00 UTC; see `git ocr llm usage`\)"
 
 
 def priced(*calls: tuple[str, Any], output: int = 2000) -> dict[str, Any]:
