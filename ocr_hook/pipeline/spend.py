@@ -44,6 +44,7 @@ PROMPT_ALLOWANCE_TOKENS = 8000
 # review turn (tool calls) is far shorter; llm.max_output_tokens when that is lower
 ESTIMATE_OUTPUT_TOKENS = 4096
 READ_BLOCK = 64 * 1024  # the cap check reads the ledger backwards in blocks of this size
+_TIME = re.compile(rb'"time": *"([^"]*)"')
 
 
 class Price(NamedTuple):
@@ -158,9 +159,15 @@ def _good(raw: str) -> dict[str, Any] | None:
     return row
 
 
+def _older(raw: bytes, since: str) -> bool:
+    m = _TIME.search(raw)
+    return bool(m) and m.group(1).decode("ascii", "replace") < since
+
+
 def _tail_lines(path: Path, since: str) -> list[str]:
     """The lines of ``path`` from its end back to (not including) the first one whose time
-    (the ``"time": "…"`` text) sorts before ``since``: blocks of READ_BLOCK read backwards."""
+    (the ``"time": "…"`` text) sorts before ``since``: blocks of READ_BLOCK read backwards; a
+    block whose first line is not older is taken whole (lines are in time order)."""
     with open(path, "rb") as fh:
         fh.seek(0, os.SEEK_END)
         pos, tail, out = fh.tell(), b"", []
@@ -170,14 +177,14 @@ def _tail_lines(path: Path, since: str) -> list[str]:
             fh.seek(pos)
             lines = (fh.read(step) + tail).split(b"\n")
             tail = lines.pop(0) if pos > 0 else b""
+            if lines and not _older(lines[0], since):
+                out.extend(reversed(lines))
+                continue
             for raw in reversed(lines):
-                m = re.search(rb'"time": *"([^"]*)"', raw)
-                if m and m.group(1).decode("ascii", "replace") < since:
-                    return out[::-1]
-                out.append(raw.decode("utf-8", "replace"))
-        if tail:
-            out.append(tail.decode("utf-8", "replace"))
-    return out[::-1]
+                if _older(raw, since):
+                    return [x.decode("utf-8", "replace") for x in reversed(out)]
+                out.append(raw)
+    return [x.decode("utf-8", "replace") for x in reversed(out)]
 
 
 def read_ledger(environ: Mapping[str, str], *, since: str = "") -> Ledger:
