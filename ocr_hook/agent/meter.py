@@ -16,9 +16,10 @@ from collections.abc import Callable
 from ..errors import BudgetExhausted, DeadlineExceeded
 from ..llm import Usage
 
-# spec §13.7, ``pipeline.spend.SpendGuard``: (the run's usage so far with the requests in flight,
-# the next request's input tokens, its maximum output) → raises SpendCapExceeded to stop it
-SpendCheck = Callable[[Usage, int, int], None]
+# spec §13.7, ``pipeline.spend.SpendGuard``: (the run's answered usage, the (input estimate,
+# maximum output) of each other request in flight, the next request's input tokens and maximum
+# output) → raises SpendCapExceeded to stop the next request
+SpendCheck = Callable[[Usage, list[tuple[int, int]], int, int], None]
 
 
 class Cancelled(DeadlineExceeded):
@@ -44,7 +45,8 @@ class Meter:
         self._lock = threading.Lock()
         # tokens held by the request each thread has in flight (agent.budget.BudgetedClient)
         self._reserved: dict[int, int] = {}
-        self._inputs: dict[int, int] = {}  # the input estimate of each request in flight
+        # the (input estimate, maximum output) of each thread's request in flight
+        self._inputs: dict[int, tuple[int, int]] = {}
 
     def check(self) -> None:
         """Raise Cancelled / DeadlineExceeded / BudgetExhausted when no new LLM call may start."""
@@ -85,20 +87,19 @@ class Meter:
                     f"token budget of {self.budget_tokens}: the next request may need"
                     f" {tokens} tokens (input estimate + max output), {max(left, 0)} left")
             if self.spend_check is not None:
-                self.spend_check(self._with_in_flight(), tokens - output_tokens, output_tokens)
+                self.spend_check(self.usage, list(self._inputs.values()), tokens - output_tokens,
+                                 output_tokens)
             self._reserved[me] = tokens
-            self._inputs[me] = tokens - output_tokens
-
-    def _with_in_flight(self) -> Usage:  # under the lock
-        flying = sum(self._inputs.values())
-        return self.usage + Usage(input_tokens=flying, estimated=True) if flying else self.usage
+            self._inputs[me] = (tokens - output_tokens, output_tokens)
 
     def settled(self) -> tuple[Usage, int]:
         """The run's usage and requests for the ledger: the answered calls, plus the input
         estimate of each request still in flight (an interrupted run: sent, perhaps billed;
         ``estimated``)."""
         with self._lock:
-            return self._with_in_flight(), self.llm_calls + len(self._inputs)
+            flying = sum(i for i, _out in self._inputs.values())
+            usage = self.usage + Usage(input_tokens=flying, estimated=True)
+            return (usage if flying else self.usage), self.llm_calls + len(self._inputs)
 
     def release(self) -> None:
         """Drop this thread's reservation (its request failed, or its usage was added)."""

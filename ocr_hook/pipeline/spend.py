@@ -240,19 +240,24 @@ class Cap(NamedTuple):
 
 class SpendGuard:
     """The per-request ceiling (spec §13.7), the Meter's ``spend_check``: called before each
-    model request with the run's usage so far (answered calls plus requests in flight) and the
-    next request's input estimate and maximum output; raises SpendCapExceeded (reason
-    ``spend_cap``) when that request, priced at its input plus min(max output,
-    ESTIMATE_OUTPUT_TOKENS) of output, would pass a cap."""
+    model request with the run's answered usage, the (input estimate, maximum output) of the
+    other requests in flight and the next request's input estimate and maximum output; each
+    request not answered yet is priced at its input plus min(max output,
+    ESTIMATE_OUTPUT_TOKENS) of output. Raises SpendCapExceeded (reason ``spend_cap``) when the
+    next request would pass a cap."""
 
     def __init__(self, price: Price, caps: Sequence[Cap]) -> None:
         self.price = price
         self.caps = list(caps)
 
-    def __call__(self, so_far: Usage, input_tokens: int, max_output_tokens: int) -> None:
-        run = self.price.cost(so_far)
-        nxt = self.price.cost(Usage(input_tokens=input_tokens, output_tokens=min(
+    def _request(self, input_tokens: int, max_output_tokens: int) -> float:
+        return self.price.cost(Usage(input_tokens=input_tokens, output_tokens=min(
             max_output_tokens or ESTIMATE_OUTPUT_TOKENS, ESTIMATE_OUTPUT_TOKENS)))
+
+    def __call__(self, answered: Usage, in_flight: Sequence[tuple[int, int]],
+                 input_tokens: int, max_output_tokens: int) -> None:
+        run = self.price.cost(answered) + sum(self._request(i, o) for i, o in in_flight)
+        nxt = self._request(input_tokens, max_output_tokens)
         for cap in self.caps:
             why = cap.passed(nxt, run=run)
             if why:

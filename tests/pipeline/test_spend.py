@@ -178,10 +178,16 @@ def test_the_start_estimate_prices_the_first_request_with_a_modest_output() -> N
 def test_the_guard_stops_the_request_that_would_pass_the_cap() -> None:
     guard = SpendGuard(SONNET, [Cap("monthly", 0.1, "budget.monthly_usd", 0.02)])
     so_far = Usage(input_tokens=10_000, output_tokens=1000)  # $0.03 + $0.015 = $0.045
-    guard(so_far, 1000, 100)  # $0.003 + $0.0015: $0.0695 ≤ $0.10
+    guard(so_far, [], 1000, 100)  # $0.003 + $0.0015: $0.0695 ≤ $0.10
     with pytest.raises(SpendCapExceeded) as e:
-        guard(so_far, 1000, 16384)  # 1,000 + 4,096 output: $0.003 + $0.06144
+        guard(so_far, [], 1000, 16384)  # 1,000 + 4,096 output: $0.003 + $0.06144
     assert str(e.value) == (
         "monthly budget $0.1000 would be passed: $0.0200 spent this month (UTC), this review"
         " spent $0.0450 and its next request needs about $0.0644 (budget.monthly_usd; resets"
         " on the 1st at 00:00 UTC; see `git ocr llm usage`)")
+    # another group's request in flight counts at its input and bounded output: 1,000 input
+    # + 4,096 of its 16,384 output = $0.06444; $0.045 + $0.06444 + $0.0045 passes $0.08 left
+    guard(so_far, [(1000, 100)], 1000, 100)  # $0.045 + $0.0045 + $0.0045 ≤ $0.08
+    with pytest.raises(SpendCapExceeded, match=r"this review spent \$0\.1094 and its next"
+                                               r" request needs about \$0\.0045 "):
+        guard(so_far, [(1000, 16384)], 1000, 100)
