@@ -255,6 +255,7 @@ class _GroupRunner:
             result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
                                    in req.mcp.warnings[self.mcp_warnings_seen:])
         ended: dict[int, str] = {}  # each file's reason; any of its windows' failures is its own
+        spend_cause = ""
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
             for f in g.files:
@@ -265,6 +266,8 @@ class _GroupRunner:
                 warning, cause = o.not_reviewed(timeout_s=cfg.review.timeout_s,
                                                 budget_tokens=req.budget_tokens)
                 result.warnings.append(warning)
+                if reason == StopReason.SPEND_CAP:  # one money-cap reason, the first group's
+                    cause = spend_cause = spend_cause or cause
                 self.causes.append((len(g.files), cause))
             report = o.report
             report.reason = reason

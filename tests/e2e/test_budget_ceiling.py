@@ -47,7 +47,7 @@ def test_a_model_that_never_finishes_is_stopped_before_the_request_that_would_pa
     user_file(repo, "[budget]\ndaily_usd = 0.15\n")
     llm.reply(priced(("code_comment", sql_comment())))
     for _ in range(19):  # it never calls task_done
-        llm.reply(priced(("file_read", {"path": "app.py"})))
+        llm.reply(priced(("file_read", {"file_path": "app.py"})))
     p = ocr(repo, llm, "review", "--format", "json", OCR_HOOK_GATE_ON_ERROR="block")
     data = json.loads(p.stdout)
     # each request is priced at its input estimate + 4,096 output ($0.06144) beside the $0.0306
@@ -79,7 +79,7 @@ def test_an_interrupted_run_records_its_usage_so_far(
     repo.commit({"README.md": "hello\n"}, "init")
     repo.stage({"app.py": APP_PY})
     user_file(repo, "[budget]\ndaily_usd = 5\n")
-    llm.reply(priced(("file_read", {"path": "app.py"})))
+    llm.reply(priced(("file_read", {"file_path": "app.py"})))
     llm.reply(priced(("task_done", {"state": "DONE"})), delay_s=30)  # still in flight
     env = {**repo.env, **llm.env(OCR_LLM_MODEL=PRICED), "OCR_HOOK_REVIEW_FILTER": "false"}
     proc = subprocess.Popen([str(GIT_OCR), "review"], cwd=repo.path, env=env, text=True,
@@ -173,3 +173,26 @@ def test_the_unpriced_warning_is_on_stderr_once_in_text_and_hooks(
         p = ocr(repo, llm, *args, OCR_LLM_MODEL="scripted-model")
         assert p.returncode == 0, p.stderr
         assert p.stderr.splitlines().count(warning) == 1, p.stderr
+
+
+def test_groups_running_at_once_stay_under_the_cap_and_share_one_reason(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(40))  # 160 lines
+    repo.stage({"a.py": body, "b.py": body.replace("def f", "def g")})  # 2 groups: > 200 lines
+    user_file(repo, "[budget]\ndaily_usd = 0.15\n")
+    for _ in range(20):  # neither ever calls task_done
+        llm.reply(priced(("file_read", {"file_path": "a.py"})), delay_s=0.05)
+    p = ocr(repo, llm, "review", "--format", "json", OCR_HOOK_REVIEW_CONCURRENCY="2")
+    data = json.loads(p.stdout)
+    assert p.returncode == 0, p.stderr
+    [line] = lines(repo)
+    assert line["requests"] == len(llm.requests)
+    assert line["cost_usd"] == round(0.0306 * len(llm.requests), 8)
+    assert line["cost_usd"] <= 0.15  # the ceiling held with two groups sending at once
+    assert [(f["path"], f["reason"]) for f in data["files"]] == [
+        ("a.py", "spend_cap"), ("b.py", "spend_cap")]
+    [why] = data["incomplete_reasons"]
+    assert why.count("daily budget $0.1500 would be passed") == 1, why
+    assert why.startswith("NOT REVIEWED: daily budget $0.1500 would be passed: $0.0000 spent")
