@@ -74,9 +74,8 @@ class Meter:
         """Hold ``tokens`` (a request's input estimate + maximum output ``output_tokens``) for
         this thread's next request. Raises BudgetExhausted, holding nothing, when they do not
         fit in the budget beside the usage so far and the other threads' reservations, and
-        SpendCapExceeded when ``spend_check`` refuses the request. No-op without either."""
-        if not self.budget_tokens and self.spend_check is None:
-            return
+        SpendCapExceeded when ``spend_check`` refuses the request. The request is counted as in
+        flight (:meth:`settled`) until its usage is added or it fails."""
         me = threading.get_ident()
         with self._lock:
             self._reserved.pop(me, None)

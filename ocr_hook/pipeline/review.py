@@ -121,19 +121,20 @@ def _review_with_llm(state: RunState, redactor: Redactor, session: Session | Non
             return refused
     from .llm_stage import review_with_llm
 
+    result = None
     try:
         result = review_with_llm(state, redactor, session)
     finally:  # spec §13.7: also a run cut by Ctrl-C, a signal or an error is recorded
-        problem = _record_spend(state)
+        problem = _record_spend(state, cut_short=result is None)
     if problem:
         result.warnings.append(RunWarning("spend_ledger", "", problem))
     return result
 
 
-def _record_spend(state: RunState) -> str:
+def _record_spend(state: RunState, *, cut_short: bool) -> str:
     """Append the run's usage so far (its Meter's, requests in flight included) to the ledger,
     still under the run lock; returns "" or the one-line problem of an unwritable ledger
-    (also logged: an interrupted run has no report to carry it)."""
+    (logged when the run was ``cut_short`` by an exception: it has no report to carry it)."""
     endpoint, meter = state.req.endpoint, state.meter
     if endpoint is None or meter is None:
         return ""
@@ -142,8 +143,8 @@ def _record_spend(state: RunState) -> str:
     usage, requests = meter.settled()
     _line, problem = record_run(state.req.environ, endpoint.provider, endpoint.model, usage,
                                 requests)
-    if problem:
-        log.debug("%s", problem)
+    if problem and cut_short:  # no report will carry it
+        log.warning("%s", problem)
     return problem
 
 

@@ -72,13 +72,14 @@ def test_a_model_that_never_finishes_is_stopped_before_the_request_that_would_pa
                      p.stdout), p.stdout
 
 
+@pytest.mark.parametrize("settings", ["[budget]\ndaily_usd = 5\n", ""], ids=["cap", "no-cap"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_records_its_usage_so_far(
-    repo: GitRepo, llm: ScriptedLLM, sig: signal.Signals,
+    repo: GitRepo, llm: ScriptedLLM, sig: signal.Signals, settings: str,
 ) -> None:
     repo.commit({"README.md": "hello\n"}, "init")
     repo.stage({"app.py": APP_PY})
-    user_file(repo, "[budget]\ndaily_usd = 5\n")
+    user_file(repo, settings)
     llm.reply(priced(("file_read", {"file_path": "app.py"})))
     llm.reply(priced(("task_done", {"state": "DONE"})), delay_s=30)  # still in flight
     env = {**repo.env, **llm.env(OCR_LLM_MODEL=PRICED), "OCR_HOOK_REVIEW_FILTER": "false"}
@@ -102,6 +103,27 @@ def test_an_interrupted_run_records_its_usage_so_far(
     assert line["time"].startswith(today())
     assert line["cost_usd"] == round((line["input_tokens"] * 3 + 1000 * 0.3 + 2000 * 15) / 1e6,
                                      8)
+
+
+def test_an_interrupted_run_that_cannot_write_the_ledger_says_so(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    ledger(repo).mkdir(parents=True)  # usage.jsonl is a directory; no cap set
+    llm.reply(priced(("task_done", {"state": "DONE"})), delay_s=30)
+    env = {**repo.env, **llm.env(OCR_LLM_MODEL=PRICED), "OCR_HOOK_REVIEW_FILTER": "false"}
+    proc = subprocess.Popen([str(GIT_OCR), "review"], cwd=repo.path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not llm.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-2:] == [
+        f"ocr-hook: cannot write the usage ledger {ledger(repo)}: Is a directory",
+        "ocr-hook: interrupted"]
 
 
 def test_an_unreadable_ledger_refuses_a_capped_run_and_warns_an_uncapped_one(
