@@ -64,5 +64,10 @@ class BudgetExhausted(OcrError):
     """The run's token budget is used up; no new LLM call may start (spec §6.4)."""
 
 
+class SpendCapExceeded(BudgetExhausted):
+    """The run's next request would pass a money cap (spec §13.7, reason ``spend_cap``); the
+    message is the NOT REVIEWED reason."""
+
+
 class DeadlineExceeded(OcrError):
     """The run's deadline has passed (spec §6.4)."""

@@ -68,7 +68,7 @@ def test_stop_reasons_are_the_codes_of_the_session_log_and_the_files_list() -> N
         "too_many_tool_calls", "tool_args_too_large", "group_tokens",  # the tool loop's
         "token_threshold_exceeded", "error", "cache_hit", "round_incomplete",
         "comments_capped",  # a group's run
-        "no_endpoint", "locked", "spend_cap"]  # the whole run's
+        "no_endpoint", "locked", "spend_cap"]  # the whole run's (spend_cap: also a loop's)
 
 
 def test_which_stops_leave_a_group_unreviewed_or_cached() -> None:
@@ -77,8 +77,8 @@ def test_which_stops_leave_a_group_unreviewed_or_cached() -> None:
     assert CAP_STOPS == {"max_rounds", "group_tokens", "too_many_tool_calls",
                          "tool_args_too_large", "comments_capped"}
     assert INCOMPLETE_STOPS == CAP_STOPS | {
-        "llm_error", "budget", "timeout", "cancelled", "task_failed", "no_tool_calls",
-        "empty_rounds", "token_threshold_exceeded", "error", "output_limit"}
+        "llm_error", "budget", "spend_cap", "timeout", "cancelled", "task_failed",
+        "no_tool_calls", "empty_rounds", "token_threshold_exceeded", "error", "output_limit"}
     assert CACHEABLE_STOPS == ("task_done",)
     assert all(type(s) is StopReason for s in (*INCOMPLETE_STOPS, *CACHEABLE_STOPS))
 

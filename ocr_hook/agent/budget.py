@@ -5,7 +5,8 @@ against what is left of ``review.max_tokens_budget`` before the request is sent.
 Several groups send requests at once, so a check of "used so far" alone would let their sum
 run past the budget. Each request in flight holds a reservation in the
 :class:`~ocr_hook.agent.meter.Meter` until its usage is added, and a request that does not fit
-beside the others is not sent (BudgetExhausted, reason ``budget``). The input
+beside the others is not sent (BudgetExhausted, reason ``budget``). The same reservation
+runs the Meter's ``spend_check`` (a money cap, spec §13.7: SpendCapExceeded). The input
 estimate is deliberately conservative: UTF-8 bytes / 3 of every text the request carries (most
 tokenizers need fewer tokens) plus a per-message and per-tool allowance for the chat format.
 """
@@ -56,7 +57,7 @@ class BudgetedClient(WrappedClient):
     ) -> Turn:
         output = (max_output_tokens or self.inner.endpoint.max_output_tokens
                   or DEFAULT_OUTPUT_TOKENS)
-        self.meter.reserve(request_tokens(messages, tools) + output)
+        self.meter.reserve(request_tokens(messages, tools) + output, output)
         try:
             return self.inner.complete(messages, tools, max_output_tokens=max_output_tokens,
                                        cache_key=cache_key)

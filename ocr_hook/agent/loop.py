@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .. import util
-from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError
+from ..errors import BudgetExhausted, DeadlineExceeded, LlmError, OcrError, SpendCapExceeded
 from ..llm import ChatClient, Message, ToolCall, ToolSpec, Turn, Usage
 from ..tools import Handler, Registry, ToolResult, parse_task_done
 from ..util import tracing
@@ -100,6 +100,8 @@ def stop_reason_for(e: OcrError) -> StopReason:
         return StopReason.CANCELLED
     if isinstance(e, DeadlineExceeded):
         return StopReason.TIMEOUT
+    if isinstance(e, SpendCapExceeded):
+        return StopReason.SPEND_CAP
     if isinstance(e, BudgetExhausted):
         return StopReason.BUDGET
     return StopReason.LLM_ERROR

@@ -178,7 +178,10 @@ def _llm_usage(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from .. import pipeline
 
     cfg = config.build_config(config.config_layers(repo_or_none(), environ))
-    ledger = pipeline.read_ledger(environ)
+    try:
+        ledger, skipped = pipeline.read_ledger(environ)
+    except pipeline.LedgerUnreadable as e:
+        raise OcrError(str(e)) from None
     rows = usage_rows(ledger)
     day = time.strftime("%Y-%m-%d", time.gmtime())
     unpriced = sorted({r["model"] for r in rows if r["unpriced_runs"]})
@@ -188,7 +191,7 @@ def _llm_usage(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                   "cap_usd": cfg.budget.daily_usd},
         "month": {"month": day[:7], "cost_usd": round(pipeline.spent(ledger, day[:7]), 8),
                   "cap_usd": cfg.budget.monthly_usd},
-        "unpriced_models": unpriced,
+        "unpriced_models": unpriced, "skipped_lines": skipped,
     }
     if args.json:
         say(display_json(report))
@@ -212,7 +215,12 @@ def _llm_usage(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     for label, part in (("today", report["today"]), ("this month", report["month"])):
         cap = part["cap_usd"]
         limit = f"cap {pipeline.usd(cap)}" if cap is not None else "no cap"
+        if cap is not None and part["cost_usd"] >= cap:
+            limit += ", cap reached"
         say(f"{label}: ${part['cost_usd']:.6f} ({limit})")
+    if skipped:
+        say(f"skipped {skipped} ledger line{'s' if skipped != 1 else ''} that did not parse"
+            " or had no valid cost_usd")
     if unpriced:
         say("no price for " + ", ".join(util.display_text(m) for m in unpriced)
             + ": tokens counted only (prices: config/providers.json); a cap cannot be"

@@ -9,6 +9,7 @@ import argparse
 import atexit
 import gc
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -160,6 +161,13 @@ def _prepare_process() -> None:
     # pydantic looks up third-party plugins in every installed distribution's entry points
     # on first use (~20 ms); ocr-hook validates its own config and uses none.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    # SIGTERM (a CI job cancelled, `timeout`) ends a run like Ctrl-C: its `finally` blocks run
+    # (the usage ledger, spec §13.7; locks and temporary files), exit 130
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

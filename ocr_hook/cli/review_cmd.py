@@ -104,7 +104,9 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
     to_ref = getattr(args, "to_ref", None) or ""
     repo = git.find_toplevel(Path.cwd(), head_files=config.HEAD_FILES)  # read alongside the probe
     _snapshot_ahead(repo, mode, stage, environ)
-    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True)
+    origins: dict[str, str] = {}  # spec §13.7: a money cap's NOT REVIEWED line names its source
+    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True,
+                                          origins=origins)
     targets: tuple[Any, ...] = ()
     if stage == "pre-push":
         mode = "push"
@@ -139,6 +141,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         protected_paths=layers.protected_paths,
         tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
         mcp=None if preview else pipeline.mcp_bridge(repo, cfg, environ),
+        cap_sources={k: v for k, v in origins.items() if k.startswith("budget.")},
     )
     return req, layers
 
@@ -201,7 +204,8 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
 
 # Run warnings that are also printed on stderr in every format: the user must see them even
 # when the hook passes.
-STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed", "preexisting_refused")
+STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed", "preexisting_refused",
+                   "spend_unpriced", "spend_ledger")
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
@@ -335,7 +339,9 @@ def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     characters> <subject>`` line per such commit, oldest first; exit 0. Raises
     OcrError for bad settings or a repository without commits."""
     repo = git.find_toplevel(Path.cwd(), head_files=config.HEAD_FILES)
-    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True)
+    origins: dict[str, str] = {}  # spec §13.7: a money cap's NOT REVIEWED line names its source
+    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True,
+                                          origins=origins)
     layers = rule_layers(repo, cfg, args, environ)
     cfg = _with_rule_globs(cfg, layers)
     endpoint, why, _ = config.resolve_llm_endpoint_deferred(cfg, environ)

@@ -40,6 +40,7 @@ from .models import (
     SelectConfig,
     ToolsConfig,
     all_keys,
+    bool_for_number,
     expected_value,
     field_names,
     field_of,
@@ -232,6 +233,10 @@ def build_config(layers: Sequence[Layer]) -> Config:
     fast = check_shape(Config, data, text_scalars=True)
     if fast is not None:
         return fast
+    flag = bool_for_number(data)  # before pydantic, which reads true as 1
+    if flag:
+        raise ConfigError(f"invalid {flag} = {str(_get(data, flag)).lower()} in"
+                          f" {origin.get(flag, 'configuration')}: must be {expected(flag)}")
     from pydantic import ValidationError
 
     try:

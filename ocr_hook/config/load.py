@@ -158,12 +158,17 @@ def load_config(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str]
 
 
 def load_settings(repo: Path, flags: Mapping[str, Any], environ: Mapping[str, str],
-                  llm_command: bool = False) -> tuple[layering.Config, frozenset[str]]:
+                  llm_command: bool = False, origins: dict[str, str] | None = None
+                  ) -> tuple[layering.Config, frozenset[str]]:
     """:func:`load_config`, plus the path keys (``repo.REPO_PATH_KEYS``) whose value came from
     the repository file: their files are read from HEAD (``repo.read_repo_path``), never from
-    disk. ``llm_command`` as for :func:`config_layers`. Raises ConfigError."""
+    disk. ``llm_command`` as for :func:`config_layers`. ``origins``, when given, receives each
+    set key's source (dotted key → "environment variable …", a file). Raises ConfigError."""
     layers = config_layers(repo, environ, layering.flag_layer(flags), llm_command=llm_command)
-    return layering.build_config(layers), repo_path_keys(layers, REPO_SOURCE)
+    cfg = layering.build_config(layers)
+    if origins is not None:
+        origins.update(layering.merge_layers(layers)[1])
+    return cfg, repo_path_keys(layers, REPO_SOURCE)
 
 
 def write_private(path: Path, text: str) -> None:

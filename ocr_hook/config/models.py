@@ -370,6 +370,23 @@ def all_keys() -> list[str]:
 
 
 
+def bool_for_number(data: Any) -> str:
+    """The first ``section.name`` key of merged settings ``data`` whose field takes a number
+    (int or float) but whose value is a TOML boolean, else "": pydantic would read ``true`` as
+    1 (``budget.daily_usd = true`` a $1 cap, ``review.timeout_s = true`` one second)."""
+    if not isinstance(data, dict):
+        return ""
+    for section, values in data.items():
+        model = SECTIONS.get(section)
+        if model is None or not isinstance(values, dict):
+            continue
+        types_ = field_types(model)
+        for name, value in values.items():
+            if type(value) is bool and plain_type(types_.get(name)) in (int, float):
+                return f"{section}.{name}"
+    return ""
+
+
 def _bound_of(tp: Any) -> Bound:
     """The ``Bound`` of annotation ``tp`` (also inside ``… | None``), or an empty one."""
     for arm in (tp, *typing.get_args(tp)):

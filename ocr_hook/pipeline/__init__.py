@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .request import ReviewRequest
     from .review_notes import record_review, settings_fingerprint, trusted_patches
     from .services import mcp_bridge, run_with_services, tool_defs
-    from .spend import ledger_path, price_of, read_ledger, record_run, spent, usd
+    from .spend import LedgerUnreadable, ledger_path, price_of, read_ledger, record_run, spent, usd
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "cache.store": ("ResultCache",),
@@ -23,5 +23,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "request": ("ReviewRequest",),
     "review_notes": ("record_review", "settings_fingerprint", "trusted_patches",),
     "services": ("mcp_bridge", "run_with_services", "tool_defs",),
-    "spend": ("ledger_path", "price_of", "read_ledger", "record_run", "spent", "usd",),
+    "spend": ("LedgerUnreadable", "ledger_path", "price_of", "read_ledger", "record_run",
+              "spent", "usd",),
 })

@@ -92,8 +92,9 @@ class _GroupRunner:
         self.cfg = cfg = state.cfg
         self.result = state.result
         self.record = state.record
-        self.meter = Meter(budget_tokens=req.budget_tokens,
-                           deadline=state.t0 + cfg.review.timeout_s)
+        self.meter = state.meter = Meter(budget_tokens=req.budget_tokens,
+                                         deadline=state.t0 + cfg.review.timeout_s,
+                                         spend_check=state.spend_guard)  # spec §13.7
         # spec §6.4: budget, deadline and Ctrl-C are checked before every HTTP attempt, retries
         # included; the remaining run time caps each attempt's timeouts.
         self.client = RedactingClient(BudgetedClient(llm.with_tracing(llm.make_client(  # §14
@@ -257,6 +258,7 @@ class _GroupRunner:
             result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
                                    in req.mcp.warnings[self.mcp_warnings_seen:])
         ended: dict[int, str] = {}  # each file's reason; any of its windows' failures is its own
+        spend_cause = ""
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
             for f in g.files:
@@ -267,6 +269,8 @@ class _GroupRunner:
                 warning, cause = o.not_reviewed(timeout_s=cfg.review.timeout_s,
                                                 budget_tokens=req.budget_tokens)
                 result.warnings.append(warning)
+                if reason == StopReason.SPEND_CAP:  # one money-cap reason, the first group's
+                    cause = spend_cause = spend_cause or cause
                 self.causes.append((len(g.files), cause))
             report = o.report
             report.reason = reason

@@ -47,6 +47,10 @@ class RunState:
         self.t0 = t0
         self.session = session
         self.rules_for = rules_for
+        # spec §13.7: the money caps' per-request ceiling (pipeline.spend.SpendGuard) and the
+        # run's Meter (set by llm_stage), whose usage the ledger records even on Ctrl-C
+        self.spend_guard: Any = None
+        self.meter: Any = None
         self.record: Callable[[str, Any], None] = (
             session.record if session else (lambda kind, data: None))
         decisions, notice, scan_warnings = self._load(targets)

@@ -19,7 +19,8 @@ def ranges_json(targets: Sequence[git.Target]) -> list[dict[str, str | int]]:
     """JSON ``input.ranges`` of push mode: one ``{ref, base, head, commits}`` per pushed remote
     ref (``base..head`` is what was reviewed, ``commits`` how many commits it holds); a range
     cut to its newest commits (``git.push_scope``) adds ``not_reviewed_commits`` and
-    ``not_reviewed_base`` (the older commits ``not_reviewed_base..base`` were left out)."""
+    ``not_reviewed_base`` (the older commits ``not_reviewed_base..base`` were left out);
+    ``run_ranges`` adds ``status`` (``partial``, ``failed``) to a range not wholly reviewed."""
     out: list[dict[str, str | int]] = []
     for t in targets:
         for ref in t.refs or ("",):
@@ -65,6 +66,12 @@ def run_ranges(
         spent += r.usage.total
         results.append(r)
     merged = _merged_head(req, targets, results)
+    entries = iter(merged.input["ranges"])  # ranges_json: one entry per ref of each target
+    for t, r in zip(targets, results, strict=True):
+        for _ref in t.refs or ("",):
+            entry = next(entries)
+            if r.status in ("partial", "failed"):
+                entry["status"] = r.status  # the text report: `not reviewed <ref>: …`
     _concatenate(merged, results)
     if len(merged.incomplete_reasons) > 1:  # one NOT REVIEWED line for the whole push
         merged.incomplete_reasons = ["NOT REVIEWED: " + "; ".join(dict.fromkeys(

@@ -57,6 +57,8 @@ class ReviewRequest(NamedTuple):
     # since_last``), shown to the model with the files they are on; () when there is none.
     earlier: tuple[Finding, ...] = ()
     notes_applied: bool = False  # spec §3.4.1: the reviewed-at-commit commits are left out
+    # spec §13.7: where each set budget.* key came from (a file, an environment variable)
+    cap_sources: Mapping[str, str] = {}  # a NamedTuple default, never mutated
 
     @property
     def effort(self) -> str:

@@ -17,6 +17,7 @@ a function that opens it on first call) only by a run with something for the mod
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: a preview or a cache hit needs none of
 
 __all__ = ["CacheOpener", "resolve_targets", "run"]
 
+log = logging.getLogger(__name__)
 CacheOpener = Callable[[], "ResultCache | None"]  # the run's cache, opened on first call
 
 
@@ -119,27 +121,47 @@ def _review_with_llm(state: RunState, redactor: Redactor, session: Session | Non
             return refused
     from .llm_stage import review_with_llm
 
-    result = review_with_llm(state, redactor, session)
-    endpoint = state.req.endpoint
-    if endpoint is not None and (result.llm_calls or result.usage.total):
-        from .spend import record_run  # spec §13.7: the ledger, still under the run lock
-
-        record_run(state.req.environ, endpoint.provider, endpoint.model, result.usage,
-                   result.llm_calls)
+    result = None
+    try:
+        result = review_with_llm(state, redactor, session)
+    finally:  # spec §13.7: also a run cut by Ctrl-C, a signal or an error is recorded
+        problem = _record_spend(state, cut_short=result is None)
+    if problem:
+        result.warnings.append(RunWarning("spend_ledger", "", problem))
     return result
 
 
+def _record_spend(state: RunState, *, cut_short: bool) -> str:
+    """Append the run's usage so far (its Meter's, requests in flight included) to the ledger,
+    still under the run lock; returns "" or the one-line problem of an unwritable ledger
+    (logged when the run was ``cut_short`` by an exception: it has no report to carry it)."""
+    endpoint, meter = state.req.endpoint, state.meter
+    if endpoint is None or meter is None:
+        return ""
+    from .spend import record_run
+
+    usage, requests = meter.settled()
+    _line, problem = record_run(state.req.environ, endpoint.provider, endpoint.model, usage,
+                                requests)
+    if problem and cut_short:  # no report will carry it
+        log.warning("%s", problem)
+    return problem
+
+
 def _over_budget(state: RunState) -> ReviewResult | None:
-    """The NOT REVIEWED result when this run would pass a money cap (``pipeline.spend``),
-    else None; a cap that cannot be enforced (no price for the model) is one warning."""
+    """The NOT REVIEWED result when this run would pass a money cap (``pipeline.spend``) or the
+    ledger cannot be read, else None (the run's per-request ceiling is set); a cap that cannot
+    be enforced (no price for the model) is one warning."""
     from .spend import check_caps
 
     endpoint = state.req.endpoint
     assert endpoint is not None  # the caller reviews with an endpoint
     verdict = check_caps(state.cfg, state.req.environ, endpoint.provider, endpoint.model,
-                         [f.patch for f in state.reviewable], endpoint.max_output_tokens)
+                         [f.patch for f in state.reviewable], endpoint.max_output_tokens,
+                         sources=state.req.cap_sources)
     if verdict.warning:
-        state.result.warnings.append(RunWarning("budget", "", verdict.warning))
+        state.result.warnings.append(RunWarning(verdict.kind, "", verdict.warning))
     if verdict.why:
         return state.not_reviewed(StopReason.SPEND_CAP, verdict.why)
+    state.spend_guard = verdict.guard
     return None

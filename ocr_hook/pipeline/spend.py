@@ -1,24 +1,29 @@
-"""Money caps (spec §13.7): the usage ledger, model prices and the check before a run's first
-model call.
+"""Money caps (spec §13.7): the usage ledger, model prices, the check before a run's first
+model call and the ceiling checked before each request.
 
 - Prices: ``config/providers.json``, each preset's ``prices`` table (USD per million tokens of
   ``input``, ``cached_input``, ``cache_write`` and ``output``). A model is priced by the
   table of its endpoint's preset, else by the first preset whose table names it (a custom or
-  proxy endpoint serving ``claude-sonnet-4-5`` is priced as Anthropic's); a dated snapshot
-  (``claude-sonnet-4-5-20250929``) or ``vendor/model`` name takes its model's price. A model found
-  nowhere has no price: its tokens are counted, its cost is null.
-- Ledger: ``$XDG_STATE_HOME/ocr-hook/usage.jsonl`` (else ``~/.local/state/ocr-hook/``), one
-  JSON line per run that made model calls, appended with one ``write`` on an ``O_APPEND``
-  descriptor (concurrent runs never interleave a line). Days and months are UTC.
-- Check: today's (this month's) recorded cost plus this run's estimate (its input priced as
-  uncached input, plus one request's maximum output) must not pass ``budget.daily_usd``
-  (``budget.monthly_usd``); otherwise the run is not reviewed with the reason.
+  proxy endpoint serving ``claude-sonnet-4-5`` is priced as Anthropic's); names compare
+  case-insensitively, a dated snapshot (``claude-sonnet-4-5-20250929``), a ``vendor/model`` name
+  and a dotted version (``claude-sonnet-4.5``) take their model's price. A model found nowhere,
+  and any model of a keyless local preset (ollama, llama-cpp, vllm, litellm), has no price: its
+  tokens are counted, its cost is null.
+- Ledger: ``$XDG_STATE_HOME/ocr-hook/usage.jsonl`` (an absolute XDG_STATE_HOME only, else
+  ``~/.local/state/ocr-hook/``), one JSON line per run that made model calls, appended with one
+  ``write`` on an ``O_APPEND`` descriptor (concurrent runs never interleave a line). Days and
+  months are UTC; lines are in time order, so the cap check reads the file from its end back
+  to the first line of an earlier month.
+- Check: today's (this month's) recorded cost plus the first request's estimate must not pass
+  ``budget.daily_usd`` (``budget.monthly_usd``); then :class:`SpendGuard` stops the run before
+  any request that would pass what is left of the cap.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,14 +31,20 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import config, util
+from ..errors import SpendCapExceeded
 from ..llm import Usage, estimate_tokens
 
 LEDGER_NAME = "usage.jsonl"
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")  # a dated model snapshot
+_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")  # claude-sonnet-4.5 (OpenRouter) → claude-sonnet-4-5
 # the prompt around the diffs (system prompt, checklist, tool definitions): measured at about
 # 5,000 tokens with the shipped prompts and tools; rounded up so the estimate stays a bound
 PROMPT_ALLOWANCE_TOKENS = 8000
-DEFAULT_OUTPUT_TOKENS = 16384  # spec §2 llm.max_output_tokens default
+# the output a request is priced at, in the start estimate and the per-request ceiling: a
+# review turn (tool calls) is far shorter; llm.max_output_tokens when that is lower
+ESTIMATE_OUTPUT_TOKENS = 4096
+READ_BLOCK = 64 * 1024  # the cap check reads the ledger backwards in blocks of this size
+_TIME = re.compile(rb'"time": *"([^"]*)"')
 
 
 class Price(NamedTuple):
@@ -50,17 +61,27 @@ class Price(NamedTuple):
                 + u.cache_write_tokens * self.cache_write + u.output_tokens * self.output) / 1e6
 
 
+def _names(model: str) -> list[str]:
+    """The lookup names of ``model``: itself, without ``vendor/`` and a snapshot suffix, with
+    a dotted version dashed; lower case."""
+    m = model.strip().lower()
+    base = _SNAPSHOT.sub("", m.rpartition("/")[2])
+    return list(dict.fromkeys([m, base, _DOTTED.sub("-", base)]))
+
+
 def price_of(provider: str, model: str) -> Price | None:
     """The list price of ``model`` served through preset ``provider`` ("" or ``custom``: any
-    preset's table), or None when no table names it, nor its name without a ``vendor/``
-    prefix and a snapshot suffix (``-20250929``, ``-2024-07-18``, ``-latest``)."""
+    preset's table), or None when no table names it (see the module docstring for the names
+    tried) or ``provider`` is a keyless local preset (a local server costs no list price)."""
     presets = config.provider_presets()
+    if presets.get(provider, {}).get("keyless"):
+        return None
     order = [presets[provider]] if provider in presets else []
     order += [p for name, p in presets.items() if name != provider]
-    base = _SNAPSHOT.sub("", model.rpartition("/")[2])  # openrouter: vendor/model
+    names = _names(model)
     for preset in order:
-        table = preset.get("prices") or {}
-        row = table.get(model) or table.get(base)
+        table = {k.lower(): v for k, v in (preset.get("prices") or {}).items()}
+        row = next((table[n] for n in names if n in table), None)
         if row:
             return Price(float(row["input"]), float(row["cached_input"]),
                          float(row["cache_write"]), float(row["output"]))
@@ -68,26 +89,29 @@ def price_of(provider: str, model: str) -> Price | None:
 
 
 def ledger_path(environ: Mapping[str, str]) -> Path:
-    """``$XDG_STATE_HOME/ocr-hook/usage.jsonl``, else ``$HOME/.local/state/ocr-hook/…``."""
-    base = environ.get("XDG_STATE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    """``$XDG_STATE_HOME/ocr-hook/usage.jsonl``, else (unset, empty or relative: the XDG
+    Base Directory spec ignores a relative path) ``$HOME/.local/state/ocr-hook/…``."""
+    base = environ.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(base):
+        base = os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".local", "state")
     return Path(base) / "ocr-hook" / LEDGER_NAME
 
 
 def usd(amount: float) -> str:
-    """``$0.98``; amounts under a cent keep four decimals (``$0.0012``) so they do not read
-    as nothing."""
-    return f"${amount:.2f}" if amount == 0 or amount >= 0.01 else f"${amount:.4f}"
+    """``$1.25``; below $1 four decimals (``$0.0250``, ``$0.0012``) so a small cap and the
+    amounts compared with it read right."""
+    return f"${amount:.2f}" if amount >= 1 else f"${amount:.4f}"
 
 
 def record_run(environ: Mapping[str, str], provider: str, model: str, usage: Usage,
-               requests: int, *, now: _dt.datetime | None = None) -> dict[str, Any] | None:
+               requests: int, *, now: _dt.datetime | None = None) -> tuple[dict | None, str]:
     """Append one ledger line for a run's ``usage`` (nothing when it made no model call) and
-    return it: ``time`` (UTC, ISO 8601 with ``Z``), ``provider``, ``model``, ``requests``, the
-    four token counts, ``estimated`` (counted locally) and ``cost_usd`` (None: no price). An
-    unwritable ledger is ignored (a review never fails for its accounting)."""
+    return it with "" or, when the ledger cannot be written, a one-line problem naming the path
+    and the OS error (a review never fails for its accounting). The line: ``time`` (UTC, ISO
+    8601 with ``Z``), ``provider``, ``model``, ``requests``, the four token counts,
+    ``estimated`` (counted locally) and ``cost_usd`` (None: no price)."""
     if not requests and not usage.total:
-        return None
+        return None, ""
     price = price_of(provider, model)
     when = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     line = {"time": when, "provider": provider, "model": model, "requests": requests,
@@ -103,27 +127,82 @@ def record_run(environ: Mapping[str, str], provider: str, model: str, usage: Usa
             os.write(fd, (json.dumps(line, sort_keys=True) + "\n").encode("utf-8"))
         finally:
             os.close(fd)
-    except OSError:
-        pass
-    return line
+    except OSError as e:
+        return line, f"cannot write the usage ledger {path}: {e.strerror or e}"
+    return line, ""
 
 
-def read_ledger(environ: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The ledger's lines in order; a line that is not a JSON object with a ``time`` text (a
-    torn or hand-edited line) is skipped."""
+class Ledger(NamedTuple):
+    """The ledger's good lines in order, and how many were skipped (not JSON, no ``time``, a
+    ``cost_usd`` that is not a finite number ≥ 0 or null)."""
+
+    rows: list[dict[str, Any]]
+    skipped: int
+
+
+class LedgerUnreadable(Exception):
+    """The ledger exists but cannot be read (a directory, no permission): ``str()`` is one line
+    naming the path and the OS error."""
+
+
+def _good(raw: str) -> dict[str, Any] | None:
     try:
-        text = ledger_path(environ).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    out = []
-    for raw in text.splitlines():
-        try:
-            row = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("time"), str):
-            out.append(row)
-    return out
+        row = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(row, dict) or not isinstance(row.get("time"), str):
+        return None
+    cost = row.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
+                             or not math.isfinite(cost) or cost < 0):
+        return None
+    return row
+
+
+def _older(raw: bytes, since: str) -> bool:
+    m = _TIME.search(raw)
+    return bool(m) and m.group(1).decode("ascii", "replace") < since
+
+
+def _tail_lines(path: Path, since: str) -> list[str]:
+    """The lines of ``path`` from its end back to (not including) the first one whose time
+    (the ``"time": "…"`` text) sorts before ``since``: blocks of READ_BLOCK read backwards; a
+    block whose first line is not older is taken whole (lines are in time order)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        pos, tail, out = fh.tell(), b"", []
+        while pos > 0:
+            step = min(READ_BLOCK, pos)
+            pos -= step
+            fh.seek(pos)
+            lines = (fh.read(step) + tail).split(b"\n")
+            tail = lines.pop(0) if pos > 0 else b""
+            if lines and not _older(lines[0], since):
+                out.extend(reversed(lines))
+                continue
+            for raw in reversed(lines):
+                if _older(raw, since):
+                    return [x.decode("utf-8", "replace") for x in reversed(out)]
+                out.append(raw)
+    return [x.decode("utf-8", "replace") for x in reversed(out)]
+
+
+def read_ledger(environ: Mapping[str, str], *, since: str = "") -> Ledger:
+    """The ledger's lines in order (a missing ledger: none). ``since`` (a UTC month
+    ``2026-12``): only the lines from the end back to an earlier month's line. Raises
+    LedgerUnreadable when the file exists but cannot be read."""
+    path = ledger_path(environ)
+    try:
+        if since:
+            lines = _tail_lines(path, since)
+        else:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return Ledger([], 0)
+    except OSError as e:
+        raise LedgerUnreadable(f"cannot read the usage ledger {path}: {e.strerror or e}") from e
+    rows = [row for raw in lines if raw.strip() and (row := _good(raw)) is not None]
+    return Ledger(rows, sum(1 for raw in lines if raw.strip()) - len(rows))
 
 
 def spent(rows: Iterable[Mapping[str, Any]], prefix: str) -> float:
@@ -133,43 +212,110 @@ def spent(rows: Iterable[Mapping[str, Any]], prefix: str) -> float:
                if r["time"].startswith(prefix) and isinstance(r.get("cost_usd"), (int, float)))
 
 
+class Cap(NamedTuple):
+    """One money cap of a run: ``label`` (daily, monthly), ``cap`` (USD), ``key`` (its
+    setting), ``so_far`` (recorded cost of its period before the run), ``source`` (where the
+    setting came from: a file, an environment variable; "" unknown)."""
+
+    label: str
+    cap: float
+    key: str
+    so_far: float
+    source: str = ""
+
+    def passed(self, estimate: float, *, run: float = 0.0) -> str:
+        """The NOT REVIEWED reason when this run's cost so far ``run`` plus ``estimate`` (the
+        next request) passes the cap, else ""."""
+        if self.so_far + run + estimate <= self.cap:
+            return ""
+        when, resets = (("today (UTC)", "resets at 00:00 UTC") if self.label == "daily"
+                        else ("this month (UTC)", "resets on the 1st at 00:00 UTC"))
+        this = (f"this review needs about {usd(estimate)}" if not run else
+                f"this review spent {usd(run)} and its next request needs about"
+                f" {usd(estimate)}")
+        key = f"{self.key} from {self.source}" if self.source else self.key
+        return (f"{self.label} budget {usd(self.cap)} would be passed: {usd(self.so_far)}"
+                f" spent {when}, {this} ({key}; {resets}; see `git ocr llm usage`)")
+
+
+class SpendGuard:
+    """The per-request ceiling (spec §13.7), the Meter's ``spend_check``: called before each
+    model request with the run's answered usage, the (input estimate, maximum output) of the
+    other requests in flight and the next request's input estimate and maximum output; each
+    request not answered yet is priced at its input plus min(max output,
+    ESTIMATE_OUTPUT_TOKENS) of output. Raises SpendCapExceeded (reason ``spend_cap``) when the
+    next request would pass a cap."""
+
+    def __init__(self, price: Price, caps: Sequence[Cap]) -> None:
+        self.price = price
+        self.caps = list(caps)
+
+    def _request(self, input_tokens: int, max_output_tokens: int) -> float:
+        return self.price.cost(Usage(input_tokens=input_tokens, output_tokens=min(
+            max_output_tokens or ESTIMATE_OUTPUT_TOKENS, ESTIMATE_OUTPUT_TOKENS)))
+
+    def __call__(self, answered: Usage, in_flight: Sequence[tuple[int, int]],
+                 input_tokens: int, max_output_tokens: int) -> None:
+        run = self.price.cost(answered) + sum(self._request(i, o) for i, o in in_flight)
+        nxt = self._request(input_tokens, max_output_tokens)
+        for cap in self.caps:
+            why = cap.passed(nxt, run=run)
+            if why:
+                raise SpendCapExceeded(why)
+
+
 class CapCheck(NamedTuple):
-    """The verdict of :func:`check_caps`: ``why`` (non-empty: the run must not start) and
-    ``warning`` (non-empty: a cap cannot be enforced, one line)."""
+    """The verdict of :func:`check_caps`: ``why`` (non-empty: the run must not start),
+    ``warning`` (non-empty: one line, a cap cannot be enforced or the ledger cannot be read)
+    with its ``kind`` (``spend_unpriced``, ``spend_ledger``) and ``guard`` (the per-request
+    ceiling of a run that may start; None without a cap or a price)."""
 
     why: str = ""
     warning: str = ""
+    kind: str = ""
+    guard: SpendGuard | None = None
 
 
 def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, model: str,
                patches: Sequence[str], max_output_tokens: int,
-               *, now: _dt.datetime | None = None) -> CapCheck:
-    """Would this run pass ``budget.daily_usd`` or ``budget.monthly_usd``? Its estimate: the
-    ``patches`` (the reviewed files' diff texts) at UTF-8 bytes / 3 tokens plus
-    PROMPT_ALLOWANCE_TOKENS, priced as uncached input, plus ``max_output_tokens`` of output.
-    Without a cap: nothing is read. Without a price for ``model``: a warning, no refusal."""
+               *, now: _dt.datetime | None = None,
+               sources: Mapping[str, str] | None = None) -> CapCheck:
+    """Would this run's first request pass ``budget.daily_usd`` or ``budget.monthly_usd``? Its
+    estimate: the ``patches`` (the reviewed files' diff texts) at UTF-8 bytes / 3 tokens plus
+    PROMPT_ALLOWANCE_TOKENS, priced as uncached input, plus min(``max_output_tokens``,
+    ESTIMATE_OUTPUT_TOKENS) of output. Without a cap: nothing is read. Without a price for
+    ``model``: a warning, no refusal. A ledger that cannot be read or written: a warning and a
+    refusal (the cap could not be kept). ``sources``: each cap key's origin, for the
+    message."""
     b = cfg.budget
-    caps = [(label, cap, key) for label, cap, key in (
+    wanted = [(label, cap, key) for label, cap, key in (
         ("daily", b.daily_usd, "budget.daily_usd"),
         ("monthly", b.monthly_usd, "budget.monthly_usd")) if cap is not None]
-    if not caps:
+    if not wanted:
         return CapCheck()
+    keys = ", ".join(k for _, _, k in wanted)
     price = price_of(provider, model)
     if price is None:
-        return CapCheck(warning=f"{', '.join(k for _, _, k in caps)} cannot be enforced: no"
-                                f" price for model {util.display_text(model)!s} in"
-                                " config/providers.json (its tokens are counted only)")
-    tokens = estimate_tokens("\n".join(patches)) + PROMPT_ALLOWANCE_TOKENS
-    estimate = price.cost(Usage(input_tokens=tokens,
-                                output_tokens=max_output_tokens or DEFAULT_OUTPUT_TOKENS))
-    rows = read_ledger(environ)
+        return CapCheck(warning=f"{keys} cannot be enforced: no price for model"
+                                f" {util.display_text(model)!s} in config/providers.json"
+                                " (its tokens are counted only)", kind="spend_unpriced")
     day = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y-%m-%d")
-    for label, cap, key in caps:
-        period = day if label == "daily" else day[:7]
-        so_far = spent(rows, period)
-        if so_far + estimate > cap:
-            when = "today (UTC)" if label == "daily" else "this month (UTC)"
-            return CapCheck(why=f"{label} budget {usd(cap)} would be passed: {usd(so_far)}"
-                                f" spent {when}, this review needs about {usd(estimate)}"
-                                f" ({key})")
-    return CapCheck()
+    path = ledger_path(environ)
+    try:
+        rows = read_ledger(environ, since=day[:7]).rows
+        if path.exists() and not os.access(path, os.W_OK):
+            raise LedgerUnreadable(f"cannot write the usage ledger {path}: permission denied")
+    except LedgerUnreadable as e:
+        return CapCheck(why=f"{e} ({keys} cannot be checked)", warning=f"{e}; {keys} cannot"
+                        " be checked: the review is refused", kind="spend_ledger")
+    caps = [Cap(label, cap, key, spent(rows, day if label == "daily" else day[:7]),
+                (sources or {}).get(key, ""))
+            for label, cap, key in wanted]
+    tokens = estimate_tokens("\n".join(patches)) + PROMPT_ALLOWANCE_TOKENS
+    estimate = price.cost(Usage(input_tokens=tokens, output_tokens=min(
+        max_output_tokens or ESTIMATE_OUTPUT_TOKENS, ESTIMATE_OUTPUT_TOKENS)))
+    for cap in caps:
+        why = cap.passed(estimate)
+        if why:
+            return CapCheck(why=why)
+    return CapCheck(guard=SpendGuard(price, caps))

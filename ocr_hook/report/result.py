@@ -33,7 +33,8 @@ CAP_STOPS = frozenset({StopReason.MAX_ROUNDS, StopReason.GROUP_TOKENS,
                        StopReason.TOO_MANY_TOOL_CALLS, StopReason.TOOL_ARGS_TOO_LARGE,
                        StopReason.COMMENTS_CAPPED})
 INCOMPLETE_STOPS = frozenset({
-    StopReason.LLM_ERROR, StopReason.BUDGET, StopReason.TIMEOUT, StopReason.CANCELLED,
+    StopReason.LLM_ERROR, StopReason.BUDGET, StopReason.SPEND_CAP, StopReason.TIMEOUT,
+    StopReason.CANCELLED,
     StopReason.TASK_FAILED, StopReason.NO_TOOL_CALLS, StopReason.EMPTY_ROUNDS,
     StopReason.TOKEN_THRESHOLD_EXCEEDED, StopReason.ERROR, StopReason.OUTPUT_LIMIT, *CAP_STOPS,
 })
@@ -231,7 +232,7 @@ def merged_findings(findings: Sequence[Finding]) -> list[Finding]:
 MAX_CAUSES_SHOWN = 3  # distinct reasons on the NOT REVIEWED line; the rest are in the warnings
 # stops whose own error message says more than their words (the LLM's, the exception's, the
 # prompt's size, a cap with its numbers)
-_OWN_MESSAGE_STOPS = frozenset({StopReason.LLM_ERROR, StopReason.ERROR,
+_OWN_MESSAGE_STOPS = frozenset({StopReason.LLM_ERROR, StopReason.ERROR, StopReason.SPEND_CAP,
                                 StopReason.TOKEN_THRESHOLD_EXCEEDED, *CAP_STOPS})
 
 

@@ -201,10 +201,12 @@ def _short(label: Any) -> str:
     return text[:12] if len(text) in (40, 64) and text.isalnum() else text
 
 
-def scope_lines(inp: Mapping[str, Any]) -> list[str]:
+def scope_lines(inp: Mapping[str, Any], status: str = "") -> list[str]:
     """Text lines naming what was reviewed: each pushed range with its commit count and the
-    older commits left out, the ``base..head`` of a commit, range or merge, then the commits
-    left out as reviewed at commit time (spec §3.4.1), or where the files of a scan come from.
+    older commits left out (``not reviewed …`` / ``partly reviewed …`` for a range whose
+    ``status``, or the run's ``status`` when it is the only one, is failed / partial), the
+    ``base..head`` of a commit, range or merge, then the commits left out as reviewed at
+    commit time (spec §3.4.1), or where the files of a scan come from.
     [] for the staged snapshot (its base is HEAD)."""
     mode = inp.get("mode", "")
     noted = [f"reviewed at commit time: {_short(c['commit'])} (session {c['session'] or '?'})"
@@ -216,7 +218,9 @@ def scope_lines(inp: Mapping[str, Any]) -> list[str]:
         lines = []
         for r in ranges:
             n = r.get("commits", 0)
-            line = (f"reviewed {r.get('ref') or mode}: {_short(r['base'])}..{_short(r['head'])}"
+            done = r.get("status") or (status if len(ranges) == 1 else "")
+            verb = {"failed": "not reviewed", "partial": "partly reviewed"}.get(done, "reviewed")
+            line = (f"{verb} {r.get('ref') or mode}: {_short(r['base'])}..{_short(r['head'])}"
                     f" ({n} commit{'s' if n != 1 else ''})")
             if r.get("not_reviewed_commits"):
                 line += (f"; {r['not_reviewed_commits']} older commit(s) not reviewed"
@@ -348,7 +352,7 @@ def write_text(result: ReviewResult, stream: TextIO, environ: Mapping[str, str])
             result.gate.mode == "blocking" and not result.gate.block_preexisting)) + "\n")
     if not result.findings and result.status in ("complete", "skipped"):
         w("No findings.\n" if result.status == "complete" else "Nothing to review.\n")
-    for line in scope_lines(result.input):
+    for line in scope_lines(result.input, result.status):
         w(f"{display_text(line)}\n")
     for block in (dismissed_lines(result),
                   coverage_lines(result.files, preview_command(result.input))):

@@ -156,6 +156,12 @@ FILE_CASES = [
     ('[llm]\nprotocol = "grpc"\n', "llm.protocol = 'grpc'", "must be openai or anthropic"),
     ("[llm]\nextra_headers = 5\n", "llm.extra_headers = 5", "must be a table of texts"),
     ("[select]\ninclude = [1]\n", "select.include = [1]", "must be a list of texts"),
+    # a TOML boolean is no number (pydantic would read true as 1: a $1 cap, a 1 s timeout)
+    ("[budget]\ndaily_usd = true\n", "budget.daily_usd = true", "must be a number of 0 or more"),
+    ("[review]\ntimeout_s = true\n", "review.timeout_s = true",
+     "must be a number of seconds above 0 and at most 604800"),
+    ("[review]\nconcurrency = false\n", "review.concurrency = false",
+     "must be a whole number from 1 to 64"),
 ]
 
 

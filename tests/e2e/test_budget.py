@@ -60,7 +60,8 @@ def done_reply() -> dict[str, Any]:
     return body
 
 
-NEEDS = r"this review needs about \$0\.\d\d \(budget\.daily_usd\)"
+NEEDS = (r"this review needs about \$0\.\d{4} \(budget\.daily_usd from [^;]+; resets at 00:00"
+         r" UTC; see `git ocr llm usage`\)")
 
 
 def test_a_daily_cap_below_one_reviews_cost_is_not_reviewed_and_gated_by_on_error(
@@ -73,9 +74,11 @@ def test_a_daily_cap_below_one_reviews_cost_is_not_reviewed_and_gated_by_on_erro
     for on_error, code, verdict in (("allow", 0, LET_THROUGH), ("block", 3, BLOCKED)):
         p = ocr(repo, llm, "review", OCR_HOOK_GATE_ON_ERROR=on_error)
         assert p.returncode == code, p.stderr
-        assert re.search(r"NOT REVIEWED: daily budget \$0\.01 would be passed: \$0\.00 spent"
+        assert re.search(r"NOT REVIEWED: daily budget \$0\.0100 would be passed: \$0\.0000 spent"
                          r" today \(UTC\), " + NEEDS, p.stdout + p.stderr), p.stdout + p.stderr
         assert p.stdout.splitlines()[-1] == verdict
+    user = Path(repo.env["XDG_CONFIG_HOME"]) / "ocr-hook" / "config.toml"
+    assert f"(budget.daily_usd from {user}; resets at 00:00 UTC; see" in p.stdout
     p = ocr(repo, llm, "review", "--format", "json")
     data = json.loads(p.stdout)
     assert data["status"] == "failed"
@@ -122,10 +125,12 @@ def test_llm_usage_shows_the_days_spend_and_a_later_run_counts_it(
     assert "today: $0.001200 (cap $5.00)" in text
     assert "this month: $0.001200 (cap $50.00)" in text
     # the recorded spend counts: a cap it leaves too little of refuses the next run
-    p = ocr(repo, llm, "review", OCR_HOOK_BUDGET_DAILY_USD="0.2")
+    p = ocr(repo, llm, "review", OCR_HOOK_BUDGET_DAILY_USD="0.05")
     assert p.returncode == 0, p.stderr
-    assert re.search(r"NOT REVIEWED: daily budget \$0\.20 would be passed: \$0\.0012 spent"
+    assert re.search(r"NOT REVIEWED: daily budget \$0\.0500 would be passed: \$0\.0012 spent"
                      r" today \(UTC\), " + NEEDS, p.stdout + p.stderr), p.stdout + p.stderr
+    assert ("(budget.daily_usd from environment variable OCR_HOOK_BUDGET_DAILY_USD; resets at"
+            " 00:00 UTC; see `git ocr llm usage`)") in p.stdout
     assert len(llm.requests) == 1
 
 
@@ -142,12 +147,14 @@ def test_spend_recorded_earlier_today_and_this_month_is_counted(
     ledger(repo).write_text(json.dumps(earlier) + "\n{torn line\n", encoding="utf-8")
     user_file(repo, "[budget]\ndaily_usd = 1.00\n")
     p = ocr(repo, llm, "review")
-    assert re.search(r"NOT REVIEWED: daily budget \$1\.00 would be passed: \$0\.98 spent today"
+    assert re.search(r"NOT REVIEWED: daily budget \$1\.00 would be passed: \$0\.9800 spent today"
                      r" \(UTC\), " + NEEDS, p.stdout + p.stderr), p.stdout + p.stderr
     user_file(repo, "[budget]\nmonthly_usd = 1.00\n")
     p = ocr(repo, llm, "review")
-    assert re.search(r"NOT REVIEWED: monthly budget \$1\.00 would be passed: \$0\.98 spent this"
-                     r" month \(UTC\), this review needs about \$0\.\d\d \(budget\.monthly_usd\)",
+    assert re.search(r"NOT REVIEWED: monthly budget \$1\.00 would be passed: \$0\.9800 spent"
+                     r" this month \(UTC\), this review needs about \$0\.\d{4}"
+                     r" \(budget\.monthly_usd from [^;]+; resets on the 1st at 00:00 UTC; see"
+                     r" `git ocr llm usage`\)",
                      p.stdout + p.stderr), p.stdout + p.stderr
     assert llm.requests == []
 
@@ -165,7 +172,7 @@ def test_a_repository_file_may_lower_the_cap_but_not_raise_it(
     assert p.returncode == 0, out
     assert ("ignoring budget.daily_usd from .ocr-hook.toml (HEAD): a repository may only lower"
             " your budget caps") in out
-    assert "NOT REVIEWED: daily budget $0.01 would be passed" in out
+    assert "NOT REVIEWED: daily budget $0.0100 would be passed" in out
     assert llm.requests == []
     # lowering: the repository's $0.01 under the user's $100 applies
     repo.commit({".ocr-hook.toml": "[budget]\ndaily_usd = 0.01\n"}, "lower the cap")
@@ -174,7 +181,8 @@ def test_a_repository_file_may_lower_the_cap_but_not_raise_it(
     p = ocr(repo, llm, "hook", "pre-commit")
     out = p.stdout + p.stderr
     assert "ignoring budget" not in out
-    assert "NOT REVIEWED: daily budget $0.01 would be passed" in out
+    assert "NOT REVIEWED: daily budget $0.0100 would be passed" in out
+    assert "(budget.daily_usd from .ocr-hook.toml (HEAD); resets at 00:00 UTC" in out
     assert llm.requests == []
     p = ocr(repo, llm, "config", "get", "budget.daily_usd")
     assert p.stdout.split()[0] == "0.01", p.stdout
@@ -201,7 +209,7 @@ def test_an_unpriced_model_counts_tokens_only_and_says_the_cap_cannot_be_enforce
     p = ocr(repo, llm, "review", "--format", "json", OCR_LLM_MODEL="scripted-model")
     data = json.loads(p.stdout)
     assert p.returncode == 0, p.stderr
-    assert [w["message"] for w in data["warnings"] if w["type"] == "budget"] == [
+    assert [w["message"] for w in data["warnings"] if w["type"] == "spend_unpriced"] == [
         "budget.daily_usd cannot be enforced: no price for model scripted-model in"
         " config/providers.json (its tokens are counted only)"]
     assert len(llm.requests) == 1
@@ -241,7 +249,7 @@ def test_a_later_pushed_range_counts_what_an_earlier_one_spent(
     c2 = repo.commit({"app.py": APP_PY}, "app")
     repo.git("checkout", "-q", "-b", "b", c1)
     c3 = repo.commit({"lib.py": APP_PY.replace("def ", "def lib_")}, "lib")
-    user_file(repo, "[budget]\ndaily_usd = 0.40\n")
+    user_file(repo, "[budget]\ndaily_usd = 0.20\n")
     body = done_reply()
     body["usage"]["completion_tokens"] = 10_000  # 100×3 + 1000×0.30 + 10000×15: $0.1506
     llm.reply(body)
@@ -253,7 +261,28 @@ def test_a_later_pushed_range_counts_what_an_earlier_one_spent(
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert len(llm.requests) == 1  # the first range only
-    assert re.search(r"NOT REVIEWED: daily budget \$0\.40 would be passed: \$0\.15 spent"
+    assert re.search(r"NOT REVIEWED: daily budget \$0\.2000 would be passed: \$0\.1506 spent"
                      r" today \(UTC\), " + NEEDS, out), out
     assert [json.loads(x)["cost_usd"] for x in ledger(repo).read_text().splitlines()] == [
         0.1506]
+    assert f"reviewed refs/heads/main: {c1[:12]}..{c2[:12]} (1 commit)" in p.stdout.splitlines()
+    assert (f"not reviewed refs/heads/b: {c1[:12]}..{c3[:12]} (1 commit)"
+            in p.stdout.splitlines()), p.stdout
+
+
+def test_a_single_pushed_range_over_the_cap_says_it_was_not_reviewed(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    c1 = repo.commit({"README.md": "hello\n"}, "init")
+    c2 = repo.commit({"app.py": APP_PY}, "app")
+    user_file(repo, "[budget]\ndaily_usd = 0.01\n")
+    p = subprocess.run([str(GIT_OCR), "hook", "pre-push", "origin", "url"], cwd=repo.path,
+                       input=f"refs/heads/b {c2} refs/heads/b {c1}\n", capture_output=True,
+                       text=True, timeout=120,
+                       env={**repo.env, **llm.env(OCR_LLM_MODEL=PRICED),
+                            "OCR_HOOK_REVIEW_FILTER": "false"})
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert f"not reviewed refs/heads/b: {c1[:12]}..{c2[:12]} (1 commit)" in out, p.stdout
+    assert "not reviewed: app.py (money cap reached)" in out
+    assert llm.requests == []

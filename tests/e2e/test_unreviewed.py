@@ -149,7 +149,7 @@ def test_pre_push_hook_reports_the_file_as_not_reviewed_and_gates_on_error(
                            env={**repo.env, **llm.env(), "OCR_HOOK_GATE_ON_ERROR": on_error})
         assert p.returncode == code, p.stderr
         lines = p.stdout.splitlines()
-        assert f"reviewed refs/heads/main: {c1[:12]}..{c2[:12]} (1 commit)" in lines
+        assert f"not reviewed refs/heads/main: {c1[:12]}..{c2[:12]} (1 commit)" in lines
         assert any(ln.startswith("not reviewed: big.py (too large for the model's context: its"
                                  " diff (10,000 hunks) is ") for ln in lines), lines
         assert lines[-1] == verdict
