@@ -87,9 +87,11 @@ def summarize(session_id: str, records: list[dict[str, Any]]) -> SessionSummary:
 
 
 def list_sessions(directory: Path) -> list[SessionSummary]:
-    """Summaries of every session in ``directory``, newest first."""
+    """Summaries of every session in ``directory``, newest first: by the start record's time,
+    then id (ids sort by the second only; the order of ``session compare last``/``previous``);
+    a session without a start time last."""
     try:
-        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.name, reverse=True)
+        files = list(directory.glob("*.jsonl"))
     except OSError:
         return []
     out = []
@@ -98,7 +100,7 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
             out.append(summarize(p.stem, read_session_records(p)))
         except UsageError:
             continue
-    return out
+    return sorted(out, key=lambda s: (s.started or 0.0, s.id), reverse=True)
 
 
 def find_session(directory: Path, id_prefix: str) -> Path:

@@ -57,15 +57,16 @@ def test_hook_after_a_blocked_commit_reports_the_fixed_finding_as_resolved(
     data = json.loads(out)
     assert data["verdict"] == "pass"
     assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
-                                  "persisting": [], "new": []}
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
     # the model was shown the earlier finding, after the stable head and the diffs
     [body] = llm.requests
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-    line = f"- app.py:12 [critical] {CONTENT}"
+    line = f"- E1 app.py:12 [critical] {CONTENT}"
     assert line in user
     assert user.index("<review_checklist>") < user.index("</review_files>") < user.index(line)
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
-    assert state == {"version": 1, "blocked": {}}  # the pass ended the chain
+    assert state == {"version": 2, "blocked": {}}  # the pass ended the chain
     # the chain is over: the next review reports nothing since a blocked one
     llm.requests.clear()
     repo.stage({"app.py": FIXED + "# end\n"})
@@ -98,7 +99,7 @@ def test_hook_text_prints_the_since_line_and_a_moved_finding_persists(
     assert since["session"] == first["session_id"] and len(since["persisting"]) == 1
     # blocked again: the chain goes on from this review
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
-    assert list(state["blocked"].values()) == [path.stem]
+    assert [v["session"] for v in state["blocked"].values()] == [path.stem]
     rc, cmp, _ = run_json(["session", "compare", "previous", "last", "--json"], {}, capsys)
     assert rc == 0 and cmp["resolved"] == []
     [kept] = cmp["persisting"]
@@ -159,7 +160,7 @@ def test_git_commit_through_the_native_hook_reports_the_resolved_finding(
     p = commit("fixed")
     assert p.returncode == 0, p.stderr
     assert "Since the last blocked review: 1 resolved, 0 persisting, 0 new" in p.stderr
-    assert f"app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+    assert f"- E1 app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
 
 
 def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
@@ -185,8 +186,9 @@ def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
     rc, data, err = run_json(rng, llm.env(), capsys)
     assert rc == 0, err
     assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
-                                  "persisting": [], "new": []}
-    assert f"- app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
+    assert f"- E1 app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
 
 
 def test_ndjson_verdict_line_carries_since_last(
@@ -201,7 +203,8 @@ def test_ndjson_verdict_line_carries_since_last(
     assert verdict["type"] == "verdict"
     assert verdict["since_last"] == {"session": first["session_id"],
                                      "resolved": [first["comments"][0]["id"]],
-                                     "persisting": [], "new": []}
+                                     "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
 
 
 def test_session_compare_escapes_model_text_of_hand_written_sessions(
