@@ -122,7 +122,7 @@ def test_session_compare_of_a_blocked_review_and_its_fixed_re_review(
                              {}, capsys)
     assert rc == 0, err
     assert data == {"a": first["session_id"], "b": second, "persisting": [], "new": [],
-                    "resolved": [{"id": c["id"], "path": "app.py", "start_line": 12,
+                    "dismissed": [], "resolved": [{"id": c["id"], "path": "app.py", "start_line": 12,
                                   "end_line": 12, "severity": "critical",
                                   "category": "security", "content": CONTENT}]}
     rc, out, _ = run_cli(["session", "compare", first["session_id"][:17], second], {}, capsys)
@@ -229,3 +229,174 @@ def test_session_compare_escapes_model_text_of_hand_written_sessions(
     rc, out, _ = run_cli(["session", "compare", "last", "previous", "--json"], {}, capsys)
     assert "\x1b" not in out and "\u202e" not in out
     assert json.loads(out)["resolved"][0]["content"] == rec["content"]
+
+
+GUARDED = APP_PY.replace("    # build the query\n",
+                         "    if \"'\" in name:\n        raise ValueError(name)\n"
+                         "    # build the query\n")  # the SQL line itself unchanged
+
+
+def state_of(repo: GitRepo) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
+    return data
+
+
+def test_a_guard_above_the_unchanged_line_resolves_it_and_a_re_raise_persists_in_comments(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    assert SQL_LINE in GUARDED and GUARDED.splitlines()[13].strip() == SQL_LINE
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": GUARDED},
+                                       args=["hook", "pre-commit"])
+    assert rc == 0, err  # the model was shown E1, checked it and did not file it again
+    assert "Since the last blocked review: 1 resolved, 0 persisting, 0 new\n" in out
+    assert state_of(repo) == {"version": 2, "blocked": {}}
+
+
+def test_a_reworded_re_raise_naming_its_label_persists_and_compare_agrees(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    # other lines, other words, other category: only `repeats` ties it to E1
+    again = {"comments": [{"path": "app.py", "existing_code": "    cursor.execute(query)",
+                           "content": "The executed query still carries raw input.",
+                           "severity": "high", "category": "bug", "repeats": "E1"}]}
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": GUARDED},
+                                       ("code_comment", again))
+    assert rc == 1, err
+    data = json.loads(out)
+    [c] = data["comments"]
+    assert c["start_line"] == 15
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [],
+                                  "persisting": [c["id"]], "new": [], "carried": [],
+                                  "dismissed": []}
+    rc, cmp, _ = run_json(["session", "compare", "previous", "last", "--json"], {}, capsys)
+    assert rc == 0 and (cmp["resolved"], cmp["new"]) == ([], [])
+    assert [(p["id"], p["earlier_id"]) for p in cmp["persisting"]] == [
+        (c["id"], first["comments"][0]["id"])]
+
+
+def test_an_unreachable_model_resolves_nothing_and_keeps_the_chain(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    before = state_of(repo)
+    repo.stage({"app.py": FIXED})
+    down = llm.env(OCR_LLM_URL="http://127.0.0.1:9/v1")  # nothing listens on port 9
+    rc, out, err = run_cli(["hook", "pre-commit"], down, capsys)
+    assert "NOT REVIEWED" in out + err
+    assert "Since the last blocked review" not in out + err
+    assert state_of(repo) == before
+
+
+def test_an_unrelated_commit_carries_the_finding_and_the_chain_goes_on(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    repo.git("restore", "--staged", "app.py")
+    repo.stage({"other.py": "x = 1\n"})
+    llm.requests.clear()
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, out, err = run_cli(["hook", "pre-commit"], llm.env(), capsys)
+    assert rc == 0, err
+    assert "Since the last blocked review: 0 resolved, 0 persisting, 0 new, 1 carried\n" in out
+    assert "<earlier_findings>" not in json.dumps(llm.requests)  # not on other.py's group
+    [(name, entry)] = state_of(repo)["blocked"].items()
+    assert name == "staged refs/heads/main"
+    assert entry == {"session": first["session_id"],
+                     "open": [[first["session_id"], c["id"]]]}
+    repo.git("commit", "-q", "-m", "other")
+    # the next review of app.py is still reported against the blocked one
+    repo.stage({"app.py": FIXED})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
+    assert state_of(repo) == {"version": 2, "blocked": {}}
+
+
+def test_a_dismissed_earlier_finding_is_dismissed_in_since_last_and_compare(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    rc, _, err = run_cli(["dismiss", c["id"], "--reason", "trusted input"], {}, capsys)
+    assert rc == 0, err
+    repo.stage({"app.py": APP_PY + "# touched\n"})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["comments"] == []
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [],
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": [c["id"]]}
+    rc, out, _ = run_cli(["session", "compare", "previous", "last"], {}, capsys)
+    assert rc == 0
+    assert out.splitlines()[0].endswith(": 0 resolved, 0 persisting, 0 new, 1 dismissed")
+
+
+def test_session_list_sorts_by_start_time_then_id(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    folder = repo.path / ".git" / "ocr-hook" / "sessions"
+    folder.mkdir(parents=True)
+    for sid, ts in (("20261203-100000-ffffff", 1.0), ("20261203-100000-000000", 3.0),
+                    ("20261203-100000-aaaaaa", 2.0)):
+        recs = [{"type": "start", "ts": ts}, {"type": "end", "ts": ts}]
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["session", "list", "--json"], {}, capsys)
+    assert rc == 0
+    assert [json.loads(ln)["id"] for ln in out.splitlines()] == [
+        "20261203-100000-000000", "20261203-100000-aaaaaa", "20261203-100000-ffffff"]
+    rc, out, _ = run_cli(["session", "compare", "previous", "last"], {}, capsys)
+    assert out.startswith("20261203-100000-aaaaaa → 20261203-100000-000000:")
+
+
+def test_a_secret_finding_stays_out_of_the_earlier_findings(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY + f'KEY = "{key}"\n'})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    secret = [f for f in first["comments"] if f["category"] == "security"
+              and "AKIA" not in f["content"] and f["content"] != CONTENT]
+    assert len(secret) == 1
+    llm.requests.clear()
+    repo.stage({"app.py": FIXED + f'KEY = "{key}"\n'})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    sent = json.dumps(llm.requests)
+    assert "- E" in sent and "AKIA" not in sent.split("<earlier_findings>")[1]
+    assert data["since_last"]["persisting"] == [secret[0]["id"]]
