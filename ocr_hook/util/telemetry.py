@@ -262,7 +262,7 @@ def _http_url(url: str) -> bool:
 
 class _FirstFailure(logging.Handler):
     """The SDK's warnings and errors (a failed export, a retry) as one debug line of
-    ``ocr_hook.telemetry`` per process (``-v`` shows it): ``telemetry export failed: …``."""
+    ``ocr_hook.telemetry`` per run (``-v`` shows it): ``telemetry export failed: …``."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -285,8 +285,9 @@ def _sdk_tracer(environ: Mapping[str, str], version: str) -> tuple[Any, Any]:
 
     # the SDK logs failed exports; a hook's stderr is for the review: one debug line (-v)
     sdk_log = logging.getLogger("opentelemetry")
-    if not any(isinstance(h, _FirstFailure) for h in sdk_log.handlers):
-        sdk_log.addHandler(_FirstFailure())
+    for h in [h for h in sdk_log.handlers if isinstance(h, _FirstFailure)]:
+        sdk_log.removeHandler(h)  # one line per run
+    sdk_log.addHandler(_FirstFailure())
     sdk_log.propagate = False
     exporter = OTLPSpanExporter(endpoint=traces_url(environ), headers=otlp_headers(environ),
                                 timeout=EXPORT_TIMEOUT_S)
