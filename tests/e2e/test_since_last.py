@@ -400,3 +400,26 @@ def test_a_secret_finding_stays_out_of_the_earlier_findings(
     sent = json.dumps(llm.requests)
     assert "- E" in sent and "AKIA" not in sent.split("<earlier_findings>")[1]
     assert data["since_last"]["persisting"] == [secret[0]["id"]]
+
+
+def test_a_result_cached_outside_the_chain_does_not_answer_the_re_review(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": FIXED})  # reviewed (and cached) before any block
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    assert run_json(HOOK, llm.env(), capsys)[0] == 0
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    llm.requests.clear()
+    repo.stage({"app.py": FIXED})  # the same snapshot as the cached pass
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["summary"]["cache_hits"] == 0 and len(llm.requests) == 1  # the model checked E1
+    assert f"- E1 app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+    assert data["since_last"]["resolved"] == [first["comments"][0]["id"]]

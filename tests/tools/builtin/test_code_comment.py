@@ -87,3 +87,24 @@ def test_preexisting_is_set_only_by_json_true(given: Any, flag: bool) -> None:
     _, is_error, got = comment({"comments": [{**ITEM, "preexisting": given}]})
     assert not is_error
     assert [c.preexisting for c in got] == [flag]
+
+
+@pytest.mark.parametrize(("given", "label"), [("E2", "E2"), (" e12 ", "E12"), ("E", ""),
+                                              ("2", ""), ("E2b", ""), (2, ""), (None, "")])
+def test_repeats_is_an_earlier_findings_label_or_nothing(given: Any, label: str) -> None:
+    _, is_error, got = comment({"comments": [{**ITEM, "repeats": given}]})
+    assert not is_error
+    assert [c.repeats for c in got] == [label]
+
+
+def test_repeats_survives_the_result_cache() -> None:
+    from ocr_hook.pipeline.cache.entries import FindingEntry, entry_to_finding
+    from ocr_hook.pipeline.cache.store import finding_to_entry
+    from ocr_hook.util import check_shape
+    from tests.comments.test_compare import finding
+
+    f = finding("a1")._replace(repeats="E3")
+    back = entry_to_finding(check_shape(FindingEntry, json.loads(json.dumps(
+        finding_to_entry(f)))))
+    assert back.repeats == "E3" and back.id == "a1"
+    assert "repeats" not in finding_to_entry(f._replace(repeats=""))  # older entries' shape
