@@ -226,7 +226,7 @@ class RunState:
         self.cache_policy = CachePolicy.for_run(
             cache, self.cfg, req.endpoint, req.effort, req.background, self.files,
             self.rules, self.record, req.tool_defs, guidance=req.guidance.block,
-            scan=req.mode == "scan", earlier=[f.id for f in req.earlier])
+            scan=req.mode == "scan")
         hit = self.cache_policy.lookup_run(self.reviewable)
         if hit is None:
             return None

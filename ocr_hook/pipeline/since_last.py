@@ -179,10 +179,11 @@ def _name_repeats(result: Any, earlier: tuple[Finding, ...]) -> None:
 def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
            chain: Chain) -> None:
     """After the gate and the dismissals: ``result.since_last`` against the chain's earlier
-    findings (``comments.compare_since`` with the files this review reviewed; none reviewed:
-    no ``since_last``), each finding's ``repeats`` named by id, then the state file: this
-    session plus the carried findings when the review blocked on findings; only the carried
-    ones when it passed (none: the chain ends); unchanged when it could not decide."""
+    findings (``comments.compare_since`` with the files this review reviewed, those answered
+    from the cache aside; none reviewed: no ``since_last``), each finding's ``repeats`` named
+    by id, then the state file: this session plus the carried findings when the review
+    blocked on findings; only the carried ones when it passed (none: the chain ends);
+    unchanged when it could not decide."""
     if result.preview:
         return
     reviewed = {o.path for o in result.files if o.reviewed}
@@ -190,7 +191,8 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
     if chain.session and reviewed:
         from .. import comments
 
-        cmp = comments.compare_since(chain.findings, result.findings, reviewed,
+        cmp = comments.compare_since(chain.findings, result.findings,
+                                     reviewed - _from_cache(result),
                                      [d.finding for d in result.dismissed])
         _name_repeats(result, chain.findings)
         result.since_last = {"session": chain.session, **cmp.ids()}
@@ -218,3 +220,15 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
     elif table.pop(name, None) is None:
         return
     _write_state(common_dir, table)
+
+
+def _from_cache(result: Any) -> set[str]:
+    """The reviewed paths whose answer came from the result cache (spec §10): a group hit
+    (``cache_hit`` stop), or every file on a run hit (cache hits and no group run). No model
+    was shown the earlier findings there, so its silence resolves nothing (carried)."""
+    from ..vocabulary import StopReason
+
+    if result.cache_hits and not result.group_reports:
+        return {o.path for o in result.files}
+    return {p for g in result.group_reports if StopReason.CACHE_HIT in g.stop_reasons
+            for p in g.files}

@@ -41,7 +41,6 @@ class FindingEntry(NamedTuple):
     source: str = "llm"
     code: str = ""  # the anchored lines' text ("" when unknown)
     preexisting: bool = False  # the model's flag (spec §7.1.1); moved code is found at gate time
-    repeats: str = ""  # the earlier finding's label (spec §12.3; keys of a chain hold its ids)
 
 
 class GroupEntry(NamedTuple):
@@ -108,5 +107,4 @@ def entry_to_finding(e: FindingEntry) -> Finding:
         existing_code=e.existing_code, suggestion_code=e.suggestion_code,
         anchor=AnchorMethod.lookup(e.anchor) or e.anchor,
         ambiguous=e.ambiguous, source=e.source, code=e.code, preexisting=e.preexisting,
-        repeats=e.repeats,
     )

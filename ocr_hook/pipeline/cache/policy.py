@@ -68,17 +68,12 @@ class CachePolicy:
         cls, cache: cache_mod.ResultCache, cfg: Config, endpoint: Endpoint, effort: str,
         background: str, files: Sequence[FileDiff], rules: Callable[[Sequence[str]], str],
         record: Record, tool_defs: Any = None, *, guidance: str = "", scan: bool = False,
-        earlier: Sequence[str] = (),
     ) -> CachePolicy:
         """The policy of a run with these settings (reads the shipped templates and tool
         definitions once, see ``store.result_settings``; ``guidance``: the prompt's guidance
-        text; ``scan``: a whole-file scan, whose prompt differs; ``earlier``: the ids of the
-        earlier findings shown to the model, spec §12.3, in their order: a run in a chain is
-        answered only by entries of the same chain, whose ``repeats`` labels mean the same)."""
+        text; ``scan``: a whole-file scan, whose prompt differs)."""
         settings = cache_mod.result_settings(cfg, endpoint, background, __version__,
                                              tool_defs, guidance, scan=scan)
-        if earlier:
-            settings = {**settings, "since_last.earlier": list(earlier)}
         return cls(cache, settings, files, rules, record, effort)
 
     @property

@@ -116,7 +116,7 @@ def finding_to_entry(f: Finding) -> dict[str, Any]:
         "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
         "content": f.content, "existing_code": f.existing_code,
         "suggestion_code": f.suggestion_code, "anchor": f.anchor, "ambiguous": f.ambiguous,
-        "source": f.source, "code": f.code, **({"repeats": f.repeats} if f.repeats else {}),
+        "source": f.source, "code": f.code,
         **({"preexisting": True} if f.preexisting else {}),  # absent: False (older entries)
     }
 

@@ -96,15 +96,3 @@ def test_repeats_is_an_earlier_findings_label_or_nothing(given: Any, label: str)
     assert not is_error
     assert [c.repeats for c in got] == [label]
 
-
-def test_repeats_survives_the_result_cache() -> None:
-    from ocr_hook.pipeline.cache.entries import FindingEntry, entry_to_finding
-    from ocr_hook.pipeline.cache.store import finding_to_entry
-    from ocr_hook.util import check_shape
-    from tests.comments.test_compare import finding
-
-    f = finding("a1")._replace(repeats="E3")
-    back = entry_to_finding(check_shape(FindingEntry, json.loads(json.dumps(
-        finding_to_entry(f)))))
-    assert back.repeats == "E3" and back.id == "a1"
-    assert "repeats" not in finding_to_entry(f._replace(repeats=""))  # older entries' shape
