@@ -2,7 +2,9 @@
 and its fixed re-review, and the pre-commit hook's re-review of a blocked commit reporting
 since the last blocked review (the model shown the earlier finding; resolved, persisting, new;
 the chain ended by a pass), through ``cli.main`` and through a real ``git commit`` firing the
-installed native hook.
+installed native hook; and what the model did not look at is carried, never resolved (an
+unrelated commit, the endpoint down, a cached answer), a labelled re-raise persists, a
+dismissed one is counted apart, secrets stay out of the prompt's list.
 
 Real: git, the session logs, the state file, HTTP, the installed ``git-ocr``. Fake: the model's
 replies (the loopback scripted server)."""
