@@ -7,6 +7,7 @@ returns the client itself, so an untraced run has no extra layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..util import tracing
@@ -15,9 +16,11 @@ from .types import ChatClient, Message, ToolSpec, Turn, WrappedClient
 OPERATION = "chat"  # gen_ai.operation.name of Chat Completions and Messages calls
 
 
-def with_tracing(client: ChatClient) -> ChatClient:
-    """``client`` in a :class:`TracedClient` when telemetry is on, else ``client``."""
-    return TracedClient(client) if tracing.on else client
+def with_tracing(client: ChatClient,
+                 redact: Callable[[str], str] | None = None) -> ChatClient:
+    """``client`` in a :class:`TracedClient` when telemetry is on, else ``client``;
+    ``redact``: applied to an error's message before a span records it (content only)."""
+    return TracedClient(client, redact) if tracing.on else client
 
 
 class TracedClient(WrappedClient):
@@ -31,7 +34,11 @@ class TracedClient(WrappedClient):
     text too (``ocr.prompt``, ``ocr.completion``): the caller hands it redacted messages
     (``agent.RedactingClient`` wraps this client). Errors propagate, recorded on the span
     with ``ocr.attempts`` (``util.tracing``: the exception's type and HTTP status; its message
-    only with ``telemetry.content``)."""
+    only with ``telemetry.content``, through ``redact``)."""
+
+    def __init__(self, inner: ChatClient, redact: Callable[[str], str] | None = None) -> None:
+        super().__init__(inner)
+        self.redact = redact
 
     def complete(
         self,
@@ -50,6 +57,7 @@ class TracedClient(WrappedClient):
             "ocr.request.messages": len(messages), "ocr.request.tools": len(tools or ()),
         }
         with tracing.span(f"{OPERATION} {ep.model}", attrs) as span:
+            span.redact_errors(self.redact)
             if messages:
                 span.set("ocr.prompt", tracing.text(messages[-1].content or ""))
             try:

@@ -55,6 +55,9 @@ class _NoSpan:
     def event(self, name: str, attrs: Mapping[str, Any]) -> None:
         """Add event ``name`` (nothing: off)."""
 
+    def redact_errors(self, redact: Any) -> None:
+        """Pass an exception's message through ``redact`` (nothing: off)."""
+
 
 NO_SPAN = _NoSpan()
 
@@ -63,12 +66,18 @@ class _Span:
     """A span being recorded, current on this thread while its ``with`` block runs (the
     SDK's ``start_as_current_span``: an exception leaving the block is recorded, error status)."""
 
-    __slots__ = ("_cm", "_owner", "_span")
+    __slots__ = ("_cm", "_owner", "_redact", "_span")
 
     def __init__(self, cm: Any, owner: Tracing) -> None:
         self._cm = cm
         self._owner = owner
         self._span: Any = None
+        self._redact: Any = None
+
+    def redact_errors(self, redact: Any) -> None:
+        """With ``telemetry.content``, an exception's message passes ``redact`` (str → str)
+        before it is recorded (the server's error may echo the request)."""
+        self._redact = redact
 
     def __enter__(self) -> _Span:
         self._span = self._cm.__enter__()
@@ -91,7 +100,8 @@ class _Span:
         status = getattr(err, "status", None)
         self._span.add_event("exception", _clean({
             "exception.type": kind,
-            "exception.message": self._owner.text(str(err)),
+            "exception.message": self._owner.text(
+                self._redact(str(err)) if self._redact else str(err)),
             "http.response.status_code": status if isinstance(status, int) else None}))
         if isinstance(status, int):
             self._span.set_attribute("http.response.status_code", status)

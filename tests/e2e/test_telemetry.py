@@ -312,8 +312,9 @@ def test_an_llm_error_echoing_the_prompt_is_only_its_type_and_status_without_con
         repo: GitRepo, llm: ScriptedLLM, collector: OtlpCollector, content: bool,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     marker = "ECHOED-PROMPT-7f3a"
+    key = "AKIA" + "QYLPMN5HHHFPZAM2"  # in the echo: redacted even with content on
     staged(repo)
-    llm.reply({"error": {"message": f"invalid request: {marker} return a - b  # add",
+    llm.reply({"error": {"message": f"invalid request: {marker} return a - b  # add {key}",
                          "type": "invalid_request_error"}}, status=400)
     monkeypatch.chdir(repo.path)
     env = {**llm.env(), **NO_FILTER, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url}
@@ -329,6 +330,7 @@ def test_an_llm_error_echoing_the_prompt_is_only_its_type_and_status_without_con
     assert name == "exception"
     if content:
         assert attrs["exception.type"] == "LlmError" and marker in attrs["exception.message"]
+        assert "[REDACTED:" in attrs["exception.message"] and key not in all_text(spans)
         assert "exception.stacktrace" not in attrs
     else:
         assert attrs == {"exception.type": "LlmError", "http.response.status_code": 400}
