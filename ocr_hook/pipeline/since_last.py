@@ -198,8 +198,8 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
         result.since_last = {"session": chain.session, **cmp.ids()}
         kept = {id(f) for f in cmp.carried}
         carried = [(f, s) for f, s in carried if id(f) in kept]
-    elif any(f.repeats for f in result.findings):
-        _name_repeats(result, chain.findings)
+    elif any(f.repeats for f in [*result.findings, *(d.finding for d in result.dismissed)]):
+        _name_repeats(result, chain.findings)  # labels of no list shown: dropped
     d = result.decision
     blocked = d.blocked and d.verdict == "findings"
     passed = not d.blocked and d.verdict != "incomplete" and result.status == "complete"
