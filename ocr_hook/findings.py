@@ -30,6 +30,7 @@ class RawComment(NamedTuple):
     # the model's word (spec §7.1.1): True the defect predates the change, False the change
     # causes it (never advisory, moved or not), None not said
     preexisting: bool | None = None
+    repeats: str = ""  # the earlier finding (``E2``) the model files again (spec §12.3)
 
 
 SECRET_SOURCE = "secret-scan"  # Finding.source of what secrets.diff_scan/.blobs find
@@ -70,6 +71,7 @@ class Finding(NamedTuple):
     code: str = ""
     preexisting: bool | None = None
     moved_from: str = ""
+    repeats: str = ""  # spec §12.3: the earlier finding's label (E2), its id after since_last
 
     def with_lines(self, start_line: int, end_line: int) -> Finding:
         return self._replace(start_line=start_line, end_line=end_line)
@@ -178,10 +180,11 @@ def merge_same_claims(findings: Sequence[Finding]) -> list[Finding]:
             if _placed_twin(k, f):  # the model filed it again with a quote that landed
                 placed = k if k.start_line else f
                 kept[i] = placed._replace(severity=max(k.severity, f.severity),
-                                          preexisting=both)
+                                          preexisting=both, repeats=k.repeats or f.repeats)
                 break
             if k.id == f.id or (_overlap(k, f) and same_claim(k, f)):
-                kept[i] = (f if f.severity > k.severity else k)._replace(preexisting=both)
+                kept[i] = (f if f.severity > k.severity else k)._replace(
+                    preexisting=both, repeats=k.repeats or f.repeats)
                 break
         else:
             kept.append(f)

@@ -6,11 +6,11 @@ plus the prompt size check (spec §6.3). Pure: the date, rules and redaction are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from .. import util
 from ..diff import FileDiff, render_numbered
-from ..findings import Finding, RawComment
+from ..findings import SECRET_SOURCE, Finding, RawComment
 from ..llm import Message, user_parts
 from .grouping import Group
 
@@ -149,17 +149,31 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
 EARLIER_CAP = 30  # spec §12.3: earlier findings shown to one group
 
 
-def earlier_block(earlier: Sequence[Finding]) -> str:
-    """The findings of the last blocked review on a group's files (spec §12.3), at most
-    EARLIER_CAP, one line each: ``path:line [severity] content`` (``path`` as
-    :func:`util.prompt_path` shows it, ``line`` "?" when unanchored, content on one line and
-    cut at CONFIRMED_ISSUE_CHARS); "" when there are none."""
+def earlier_block(earlier: Sequence[Finding], paths: Collection[str] | None = None) -> str:
+    """The findings of the last blocked review on a group's files (spec §12.3): those of
+    ``earlier`` on ``paths`` (all when None), secret-scan findings left out (the scanner finds
+    secrets again), at most EARLIER_CAP, then ``… and N more``. Each is numbered by its place
+    in ``earlier`` (``E1`` is ``earlier[0]``, the label ``code_comment``'s ``repeats`` names)
+    on two lines: ``- E1 path:line [severity] message`` and ``  code: quote`` (``path`` as
+    :func:`util.prompt_path` shows it, ``line`` "?" when unanchored; message and code on one
+    line, XML-escaped so no text closes the block, cut at CONFIRMED_ISSUE_CHARS and
+    CONFIRMED_CODE_CHARS); "" when there are none."""
+    shown = [(i, f) for i, f in enumerate(earlier, 1)
+             if f.source != SECRET_SOURCE and (paths is None or f.path in paths)]
+
+    def flat(text: str, limit: int) -> str:
+        one = " ".join(text.split())
+        one = one if len(one) <= limit else one[:limit] + "..."
+        return util.xml_attr(util.prompt_text(one, one_line=True)).replace("&quot;", '"')
+
     items = []
-    for f in earlier[:EARLIER_CAP]:
-        flat = " ".join(f.content.split())
-        if len(flat) > CONFIRMED_ISSUE_CHARS:
-            flat = flat[:CONFIRMED_ISSUE_CHARS] + "..."
+    for i, f in shown[:EARLIER_CAP]:
         line = f.start_line or "?"
-        items.append(f"- {util.prompt_path(f.path)}:{line} [{f.severity.label}] "
-                     f"{util.prompt_text(flat, one_line=True)}")
+        items.append(f"- E{i} {util.prompt_path(f.path)}:{line} [{f.severity.label}] "
+                     f"{flat(f.content, CONFIRMED_ISSUE_CHARS)}")
+        code = flat(f.code or f.existing_code, CONFIRMED_CODE_CHARS)
+        if code:
+            items.append(f"  code: {code}")
+    if len(shown) > EARLIER_CAP:
+        items.append(f"… and {len(shown) - EARLIER_CAP} more")
     return "\n".join(items)

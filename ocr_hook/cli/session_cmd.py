@@ -89,30 +89,33 @@ def _started(path: Path) -> tuple[float, str]:
     return (float(ts) if ok else 0.0, path.stem)
 
 
-def _findings_of(path: Path) -> list[Any]:
-    """The findings a session recorded (its ``comment`` records; dismissed ones are not
-    findings of the review), in their order."""
+def _findings_of(path: Path, kind: str = "comment") -> list[Any]:
+    """The findings a session recorded as ``kind`` records (``comment``: the review's
+    findings; ``dismissed``: the ones it dismissed), in their order."""
     out = (comments.finding_from_record(r) for r in report.read_session_records(path)
-           if r.get("type") == "comment")
+           if r.get("type") == kind)
     return [f for f in out if f is not None]
 
 
 def _compare(directory: Path, a: str, b: str, as_json: bool) -> int:
-    """Print the comparison of sessions ``a`` and ``b`` (``comments.compare_by_key``)."""
+    """Print the comparison of sessions ``a`` and ``b`` (``comments.compare_by_key``: B's
+    references to A's findings, then keys; A's findings B dismissed are dismissed)."""
     pa, pb = resolve_session(directory, a), resolve_session(directory, b)
-    cmp = comments.compare_by_key(_findings_of(pa), _findings_of(pb))
+    cmp = comments.compare_by_key(_findings_of(pa), _findings_of(pb),
+                                  _findings_of(pb, "dismissed"))
     if as_json:
         print(report.display_json({
             "a": pa.stem, "b": pb.stem,
             "resolved": [_entry(f) for f in cmp.resolved],
-            "persisting": [{**_entry(new or old), "earlier_id": old.id}
+            "persisting": [{**_entry(new), "earlier_id": old.id}
                            for old, new in cmp.persisting],
-            "new": [_entry(f) for f in cmp.new]}))
+            "new": [_entry(f) for f in cmp.new],
+            "dismissed": [_entry(f) for f in cmp.dismissed]}))
         return Exit.OK
     lines = [f"{pa.stem} → {pb.stem}: {cmp.counts()}"]
     for title, items in (("resolved", cmp.resolved),
-                         ("persisting", [new or old for old, new in cmp.persisting]),
-                         ("new", cmp.new)):
+                         ("persisting", [new for _old, new in cmp.persisting]),
+                         ("new", cmp.new), ("dismissed", list(cmp.dismissed))):
         if items:
             lines.append(f"{title}:")
             lines.extend(f"  {_line(f)}" for f in items)

@@ -439,6 +439,7 @@ def make_finding(c: RawComment, anchor: Anchor | None, fallback_path: str,
         source=c.source,
         group=c.group,
         preexisting=c.preexisting,
+        repeats=c.repeats,
     )
 
 

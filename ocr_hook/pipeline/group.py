@@ -104,8 +104,7 @@ class GroupDeps:
 
     def earlier_of(self, group: Group) -> str:
         """The ``<earlier_findings>`` lines of ``group``'s files ("" when none)."""
-        paths = {f.path for f in group.files}
-        return earlier_block([e for e in self.earlier if e.path in paths])
+        return earlier_block(self.earlier, {f.path for f in group.files})
 
     @property
     def language(self) -> str:

@@ -99,7 +99,7 @@ class _GroupRunner:
         # included; the remaining run time caps each attempt's timeouts.
         self.client = RedactingClient(BudgetedClient(llm.with_tracing(llm.make_client(  # §14
             endpoint, before_attempt=self.meter.before_attempt,
-            count_tokens=state.count)), self.meter), redactor)  # count: when usage is absent
+            count_tokens=state.count), redactor), self.meter), redactor)  # count: if no usage
         self.redact: Callable[[str], str] = redactor
         self.view = SnapshotView(req.repo, state.head.head, state.files, self.redact,
                                  base=state.head.base)

@@ -169,6 +169,7 @@ def record_findings(session: Any, result: ReviewResult) -> None:
             "end_line": f.end_line, "severity": f.severity.label, "category": f.category,
             "anchor": f.anchor, "content": f.content, "source": f.source, "code": f.code,
             "key": comments.finding_key(f),
+            **({"repeats": f.repeats} if f.repeats else {}),  # spec §12.3: the earlier id
         }
 
     for f in result.findings:

@@ -2,14 +2,18 @@
 review of the same kind on that branch is shown the earlier findings and reports against them.
 
 The chain of a branch is one entry of the repository's small state file
-``<git common dir>/ocr-hook/since_last.json`` (``{"version": 1, "blocked": {"<kind>
-<ref>": "<session id>"}}``, written atomically, mode 0600): ``kind`` is ``staged`` (a staged
-snapshot: ``git ocr review`` and the pre-commit hook) or ``range`` (``--from/--to`` ranges and
-pushes), ``ref`` the branch HEAD is on (``git symbolic-ref``; a detached HEAD has no chain). A
-review blocked by findings sets the entry to its session; a review that passes ends the chain
-(the entry is removed); a review that could not decide (incomplete, failed, skipped) leaves it.
-The earlier findings are the ``comment`` records of that session (§12); a pruned session ends
-the chain too.
+``<git common dir>/ocr-hook/since_last.json`` (``{"version": 2, "blocked": {"<kind> <ref>":
+{"session": "<id>", "open": [["<session id>", "<finding id>"], ...]}}}``, written atomically,
+mode 0600; a version-1 entry, a plain session id, means all of that session's findings):
+``kind`` is ``staged`` (a staged snapshot: ``git ocr review`` and the pre-commit hook) or
+``range`` (``--from/--to`` ranges and pushes), ``ref`` the branch HEAD is on (``git
+symbolic-ref``; a detached HEAD has no chain), for a push the one pushed ref. ``session`` is
+the last blocked review, ``open`` the earlier findings still open: a review blocked by
+findings sets the entry to its session, its findings plus the earlier ones it carried (on
+files it did not review); a review that passes keeps the entry with only the carried findings,
+and ends the chain when there are none; a review that could not decide (incomplete, failed,
+skipped) leaves it. The earlier findings are ``comment`` records of the sessions named; a
+pruned session's findings are gone (the chain ends when none is left).
 
 Git is asked for the branch only when the state file names a chain of this kind or the review
 blocked, so a run in a repository without a blocked review costs no extra process.
@@ -24,23 +28,33 @@ from typing import Any, NamedTuple
 
 from .. import git, report, util
 from ..errors import OcrError
-from ..findings import Finding, normalized_quote
+from ..findings import Finding
 from .request import ReviewRequest
 
 log = logging.getLogger("ocr_hook")
 
 STATE_FILE = "since_last.json"  # under <git common dir>/ocr-hook/
-STATE_VERSION = 1
+STATE_VERSION = 2
 _KINDS = {"staged": "staged", "range": "range", "push": "range"}
 
 
 class Chain(NamedTuple):
     """The chain a run belongs to: ``name`` (``<kind> <ref>``, "" before it was needed),
-    ``session`` (the last blocked review's session id, "" when none) and its ``findings``."""
+    ``session`` (the last blocked review's session id, "" when none), its open ``findings``
+    and, for each, the session it was recorded in (``sources``)."""
 
     name: str = ""
     session: str = ""
     findings: tuple[Finding, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
+class Entry(NamedTuple):
+    """One chain of the state file: the last blocked ``session`` and the ``open`` findings as
+    (session id, finding id) pairs; ``open`` None: all findings of ``session``."""
+
+    session: str
+    open: tuple[tuple[str, str], ...] | None = None
 
 
 def state_path(common_dir: Path) -> Path:
@@ -48,9 +62,10 @@ def state_path(common_dir: Path) -> Path:
     return common_dir / "ocr-hook" / STATE_FILE
 
 
-def read_state(common_dir: Path) -> dict[str, str]:
-    """The ``blocked`` table of the state file: chain name → session id; {} when the file is
-    missing, unreadable or of another shape (a broken file starts the chains afresh)."""
+def read_state(common_dir: Path) -> dict[str, Entry]:
+    """The ``blocked`` table of the state file: chain name → Entry; {} when the file is
+    missing, unreadable or of another shape (a broken file starts the chains afresh; a broken
+    entry is left out)."""
     raw = util.read_if_present(state_path(common_dir))
     if not raw:
         return {}
@@ -61,12 +76,23 @@ def read_state(common_dir: Path) -> dict[str, str]:
     table = data.get("blocked") if isinstance(data, dict) else None
     if not isinstance(table, dict):
         return {}
-    return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, str)}
+    out: dict[str, Entry] = {}
+    for k, v in table.items():
+        if isinstance(v, str):  # version 1
+            out[k] = Entry(v)
+        elif isinstance(v, dict) and isinstance(v.get("session"), str):
+            pairs = v.get("open")
+            if isinstance(pairs, list):
+                out[k] = Entry(v["session"], tuple(
+                    (p[0], p[1]) for p in pairs if isinstance(p, list) and len(p) == 2
+                    and all(isinstance(x, str) for x in p)))
+    return out
 
 
-def _write_state(common_dir: Path, table: dict[str, str]) -> None:
-    body = json.dumps({"version": STATE_VERSION, "blocked": dict(sorted(table.items()))},
-                      indent=2) + "\n"
+def _write_state(common_dir: Path, table: dict[str, Entry]) -> None:
+    blocked = {k: {"session": e.session, "open": [list(p) for p in e.open or ()]}
+               for k, e in sorted(table.items())}
+    body = json.dumps({"version": STATE_VERSION, "blocked": blocked}, indent=2) + "\n"
     try:
         util.write_atomic(state_path(common_dir), body.encode("utf-8"))
     except OSError as e:  # the review's outcome stands; only the next comparison is lost
@@ -74,11 +100,16 @@ def _write_state(common_dir: Path, table: dict[str, str]) -> None:
 
 
 def chain_name(req: ReviewRequest) -> str:
-    """``<kind> <ref>`` of this run, "" for a kind without chains (commit, merge) or a
-    detached HEAD. Runs ``git symbolic-ref -q HEAD``."""
+    """``<kind> <ref>`` of this run, "" for a kind without chains (commit, merge), a detached
+    HEAD or a push of several refs. A push is keyed on the ref it pushes (``range
+    refs/heads/feat``, the hook's remote ref); other kinds on HEAD's branch (``git
+    symbolic-ref -q HEAD``)."""
     kind = _KINDS.get(req.mode)
     if kind is None:
         return ""
+    if req.mode == "push":
+        refs = {r for t in req.targets for r in t.refs}
+        return f"{kind} {refs.pop()}" if len(refs) == 1 else ""
     ref = git.run_git(req.repo, "symbolic-ref", "-q", "HEAD", ok_codes=(0, 1), timeout_s=10)
     name = ref.decode("utf-8", "surrogateescape").strip()
     return f"{kind} {name}" if name else ""
@@ -92,13 +123,25 @@ def begin(req: ReviewRequest, common_dir: Path) -> tuple[ReviewRequest, Chain]:
     if not any(k.startswith(f"{kind} ") for k in table):
         return req, Chain()
     name = chain_name(req)
-    sid = table.get(name, "")
-    if not sid:
+    entry = table.get(name)
+    if entry is None:
         return req, Chain(name)
-    findings = earlier_findings(common_dir, sid)
-    if findings is None:
+    found: list[tuple[str, Finding]] = []
+    wanted = entry.open if entry.open is not None else ((entry.session, ""),)
+    loaded: dict[str, dict[str, Finding]] = {}
+    for sid, fid in wanted:
+        if sid not in loaded:
+            got = earlier_findings(common_dir, sid)
+            loaded[sid] = {} if got is None else {f.id: f for f in got}
+            if fid == "":  # all of them (a version-1 entry)
+                found.extend((sid, f) for f in loaded[sid].values())
+        if fid and fid in loaded[sid]:
+            found.append((sid, loaded[sid][fid]))
+    if not found:
         return req, Chain(name)
-    return req._replace(earlier=findings), Chain(name, sid, findings)
+    findings = tuple(f for _s, f in found)
+    return req._replace(earlier=findings), Chain(name, entry.session, findings,
+                                                 tuple(s for s, _f in found))
 
 
 def earlier_findings(common_dir: Path, session_id: str) -> tuple[Finding, ...] | None:
@@ -119,21 +162,44 @@ def earlier_findings(common_dir: Path, session_id: str) -> tuple[Finding, ...] |
     return tuple(f for f in out if f is not None)
 
 
+def _name_repeats(result: Any, earlier: tuple[Finding, ...]) -> None:
+    """Each finding's ``repeats`` label (``E2``) as the earlier finding's id ("" for a label
+    that names none), so the session records say which earlier finding it files again."""
+    def named(f: Finding) -> Finding:
+        if not f.repeats:
+            return f
+        n = f.repeats[1:]
+        ok = f.repeats.startswith("E") and n.isdigit() and 0 < int(n) <= len(earlier)
+        return f._replace(repeats=earlier[int(n) - 1].id if ok else "")
+
+    result.findings = [named(f) for f in result.findings]
+    result.dismissed = [d._replace(finding=named(d.finding)) for d in result.dismissed]
+
+
 def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
            chain: Chain) -> None:
     """After the gate and the dismissals: ``result.since_last`` against the chain's earlier
-    review (``comments.compare_since``, the code looked up in the reviewed snapshot), then the
-    state file: this session when the review blocked on findings, the chain ended when it
-    passed, unchanged when it could not decide (and for a run with nothing to review, which
-    gets no ``since_last``)."""
+    findings (``comments.compare_since`` with the files this review reviewed, those answered
+    from the cache aside; none reviewed: no ``since_last``), each finding's ``repeats`` named
+    by id, then the state file: this session plus the carried findings when the review
+    blocked on findings; only the carried ones when it passed (none: the chain ends);
+    unchanged when it could not decide."""
     if result.preview:
         return
-    if chain.session and result.status != "skipped":  # nothing reviewed: nothing to compare
+    reviewed = {o.path for o in result.files if o.reviewed}
+    carried = list(zip(chain.findings, chain.sources, strict=True))
+    if chain.session and reviewed:
         from .. import comments
 
         cmp = comments.compare_since(chain.findings, result.findings,
-                                     _code_lookup(req.repo, result, chain.findings))
+                                     reviewed - _from_cache(result),
+                                     [d.finding for d in result.dismissed])
+        _name_repeats(result, chain.findings)
         result.since_last = {"session": chain.session, **cmp.ids()}
+        kept = {id(f) for f in cmp.carried}
+        carried = [(f, s) for f, s in carried if id(f) in kept]
+    elif any(f.repeats for f in [*result.findings, *(d.finding for d in result.dismissed)]):
+        _name_repeats(result, chain.findings)  # labels of no list shown: dropped
     d = result.decision
     blocked = d.blocked and d.verdict == "findings"
     passed = not d.blocked and d.verdict != "incomplete" and result.status == "complete"
@@ -145,37 +211,24 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
     if not name:
         return
     table = read_state(common_dir)
+    still = tuple((s, f.id) for f, s in carried)
     if blocked:
-        table[name] = session_id
+        table[name] = Entry(session_id, tuple((session_id, f.id) for f in result.findings)
+                            + still)
+    elif still:
+        table[name] = Entry(chain.session, still)
     elif table.pop(name, None) is None:
         return
     _write_state(common_dir, table)
 
 
-def _code_lookup(repo: Path, result: Any, earlier: tuple[Finding, ...]) -> Any:
-    """``still_there(finding)`` for ``comments.compare_since``: whether the finding's anchored
-    code (normalised as in ids and keys) is still a run of whole lines of its file in the
-    reviewed snapshot (the staged tree, else the head commit). The files are read in one
-    ``git cat-file --batch`` on first use; an unreadable file counts as gone."""
-    tree = result.input.get("snapshot_tree") or result.input.get("head") or ""
-    texts: dict[str, str] = {}
+def _from_cache(result: Any) -> set[str]:
+    """The reviewed paths whose answer came from the result cache (spec §10): a group hit
+    (``cache_hit`` stop), or every file on a run hit (cache hits and no group run). No model
+    was shown the earlier findings there, so its silence resolves nothing (carried)."""
+    from ..vocabulary import StopReason
 
-    def load() -> None:
-        paths = sorted({f.path for f in earlier if f.code and "\n" not in f.path})
-        specs = [f"{tree}:{p}" for p in paths]
-        try:
-            objs = git.read_objects(repo, specs) if tree and specs else []
-        except OcrError:  # the snapshot cannot be read: every earlier finding counts as gone
-            objs = []
-        for p, obj in zip(paths, objs, strict=False):
-            if obj is not None and obj[0] == "blob":
-                texts[p] = "\n" + normalized_quote(obj[1].decode("utf-8", "replace")) + "\n"
-
-    def still_there(f: Finding) -> bool:
-        if not texts:
-            load()
-            texts.setdefault("", "")  # loaded
-        code = normalized_quote(f.code)
-        return bool(code) and f"\n{code}\n" in texts.get(f.path, "")
-
-    return still_there
+    if result.cache_hits and not result.group_reports:
+        return {o.path for o in result.files}
+    return {p for g in result.group_reports if StopReason.CACHE_HIT in g.stop_reasons
+            for p in g.files}

@@ -156,8 +156,8 @@ class ReviewResult:
     incomplete_reasons: list[str] = field(default_factory=list)
     group_reports: list[GroupReport] = field(default_factory=list)
     dismissed: list[DismissedFinding] = field(default_factory=list)
-    # spec §12.3: {"session": id, "resolved": [ids], "persisting": [ids], "new": [ids]} against
-    # the last blocked review of the branch; None when there was none
+    # spec §12.3: {"session": id, "resolved", "persisting", "new", "carried", "dismissed": [ids]}
+    # against the last blocked review of the branch; None when there was none
     since_last: dict[str, Any] | None = None
 
     @property

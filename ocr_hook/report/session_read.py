@@ -138,14 +138,16 @@ def summarize(session_id: str, records: list[dict[str, Any]]) -> SessionSummary:
 
 
 def list_sessions(directory: Path) -> list[SessionSummary]:
-    """Summaries of every session in ``directory`` (its regular files), newest first."""
+    """Summaries of every session in ``directory``, newest first: by the start record's time,
+    then id (ids sort by the second only; the order of ``session compare last``/``previous``);
+    a session without a start time last."""
     out = []
     for p in session_files(directory):
         try:
             out.append(_summarize_quickly(p) or summarize(p.stem, read_session_records(p)))
         except UsageError:
             continue
-    return out
+    return sorted(out, key=lambda s: (s.started or 0.0, s.id), reverse=True)
 
 
 def _records_of(data: bytes) -> list[dict[str, Any]]:

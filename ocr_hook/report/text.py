@@ -324,10 +324,11 @@ def summary_line(result: ReviewResult) -> str:
 
 def since_last_line(since: Mapping[str, Any]) -> str:
     """``Since the last blocked review: 1 resolved, 0 persisting, 0 new`` (spec §12.3) of a
-    result's ``since_last``."""
+    result's ``since_last``, then ``, N carried`` and ``, N dismissed`` when there are any."""
     n = {k: len(v) if isinstance(v, list) else 0 for k, v in since.items()}
+    extra = "".join(f", {n[k]} {k}" for k in ("carried", "dismissed") if n.get(k))
     return (f"Since the last blocked review: {n.get('resolved', 0)} resolved,"
-            f" {n.get('persisting', 0)} persisting, {n.get('new', 0)} new")
+            f" {n.get('persisting', 0)} persisting, {n.get('new', 0)} new{extra}")
 
 
 def _cached(u: Usage) -> str:

@@ -55,6 +55,9 @@ class _NoSpan:
     def event(self, name: str, attrs: Mapping[str, Any]) -> None:
         """Add event ``name`` (nothing: off)."""
 
+    def redact_errors(self, redact: Any) -> None:
+        """Pass an exception's message through ``redact`` (nothing: off)."""
+
 
 NO_SPAN = _NoSpan()
 
@@ -63,12 +66,18 @@ class _Span:
     """A span being recorded, current on this thread while its ``with`` block runs (the
     SDK's ``start_as_current_span``: an exception leaving the block is recorded, error status)."""
 
-    __slots__ = ("_cm", "_owner", "_span")
+    __slots__ = ("_cm", "_owner", "_redact", "_span")
 
     def __init__(self, cm: Any, owner: Tracing) -> None:
         self._cm = cm
         self._owner = owner
         self._span: Any = None
+        self._redact: Any = None
+
+    def redact_errors(self, redact: Any) -> None:
+        """With ``telemetry.content``, an exception's message passes ``redact`` (str → str)
+        before it is recorded (the server's error may echo the request)."""
+        self._redact = redact
 
     def __enter__(self) -> _Span:
         self._span = self._cm.__enter__()
@@ -76,7 +85,27 @@ class _Span:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if exc[1] is not None:
+            self._failed(exc[1])
         self._cm.__exit__(*exc)
+
+    def _failed(self, err: BaseException) -> None:
+        """Record an exception leaving the block: an ``exception`` event with
+        ``exception.type`` (and ``http.response.status_code`` of an error that has one); its
+        message only with ``telemetry.content`` (a server's error may echo the prompt), never
+        the stack trace; error status described by the type."""
+        from opentelemetry.trace import Status, StatusCode
+
+        kind = type(err).__qualname__
+        status = getattr(err, "status", None)
+        self._span.add_event("exception", _clean({
+            "exception.type": kind,
+            "exception.message": self._owner.text(
+                self._redact(str(err)) if self._redact else str(err)),
+            "http.response.status_code": status if isinstance(status, int) else None}))
+        if isinstance(status, int):
+            self._span.set_attribute("http.response.status_code", status)
+        self._span.set_status(Status(StatusCode.ERROR, kind))
 
     def set(self, key: str, value: Any) -> None:
         """Set attribute ``key`` (None: left out)."""
@@ -122,6 +151,11 @@ class Tracing:
                    "telemetry.enabled" if enabled else "")
         if not why or environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
             return False
+        url = traces_url(environ)
+        if not _http_url(url):
+            shown = environ.get(why, "").strip() or url  # what the user set, else the URL
+            log.warning("telemetry off: %s = %r is not an http(s) URL", why, shown)
+            return False
         with self._lock:
             if self._tracer is not None:
                 return True
@@ -149,8 +183,9 @@ class Tracing:
 
             if not trace.get_current_span().get_span_context().is_valid:
                 parent = self._root
-        return _Span(tracer.start_as_current_span(name, context=parent,
-                                                  attributes=_clean(attrs)), self)
+        return _Span(tracer.start_as_current_span(  # _Span records exceptions itself
+            name, context=parent, attributes=_clean(attrs), record_exception=False,
+            set_status_on_exception=False), self)
 
     def current(self) -> Any:
         """The current context (None when off): the ``parent`` of spans on another thread."""
@@ -190,7 +225,7 @@ class Tracing:
                 provider.force_flush()
                 provider.shutdown()
             except Exception as e:  # noqa: BLE001 - an export failure is no review failure
-                log.debug("telemetry export failed: %s", e)
+                log.debug("telemetry export failed: %s", str(e).splitlines()[0][:300])
 
         worker = threading.Thread(target=flush, name="ocr-telemetry-flush", daemon=True)
         worker.start()
@@ -223,6 +258,33 @@ def otlp_headers(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _http_url(url: str) -> bool:
+    """Whether ``url`` is an ``http``/``https`` URL with a host (what the OTLP/HTTP exporter
+    can send to). Pure."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
+class _FirstFailure(logging.Handler):
+    """The SDK's warnings and errors (a failed export, a retry) as one debug line of
+    ``ocr_hook.telemetry`` per run (``-v`` shows it): ``telemetry export failed: …``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.told = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.told:
+            return
+        self.told = True
+        log.debug("telemetry export failed: %s", record.getMessage().splitlines()[0][:300])
+
+
 def _sdk_tracer(environ: Mapping[str, str], version: str) -> tuple[Any, Any]:
     """(TracerProvider, Tracer) exporting to :func:`traces_url` in batches. Raises ImportError
     without the ``otel`` extra."""
@@ -231,10 +293,11 @@ def _sdk_tracer(environ: Mapping[str, str], version: str) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    # the SDK logs failed exports; a hook's stderr is for the review, so they go nowhere
+    # the SDK logs failed exports; a hook's stderr is for the review: one debug line (-v)
     sdk_log = logging.getLogger("opentelemetry")
-    if not sdk_log.handlers:
-        sdk_log.addHandler(logging.NullHandler())
+    for h in [h for h in sdk_log.handlers if isinstance(h, _FirstFailure)]:
+        sdk_log.removeHandler(h)  # one line per run
+    sdk_log.addHandler(_FirstFailure())
     sdk_log.propagate = False
     exporter = OTLPSpanExporter(endpoint=traces_url(environ), headers=otlp_headers(environ),
                                 timeout=EXPORT_TIMEOUT_S)

@@ -329,3 +329,37 @@ def test_push_text_output_names_the_preview_command_of_the_pushed_range(
                        cwd=repo.path, env=repo.env, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert all(path in p.stdout for path in built) and "app.py" in p.stdout
+
+
+def test_a_blocked_push_keys_its_chain_on_the_pushed_ref_not_heads_branch(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    from tests.support.samples import APP_PY, SQL_LINE, sql_comment
+
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.git("checkout", "-q", "-b", "feat")
+    bug = repo.commit({"app.py": APP_PY}, "the bug")
+    repo.git("checkout", "-q", "main")
+    env = {**repo.env, **llm.env(OCR_HOOK_REVIEW_FILTER="false")}
+
+    def push(tip: str) -> subprocess.CompletedProcess[str]:
+        stdin = f"refs/heads/feat {tip} refs/heads/feat {'0' * 40}\n"
+        return subprocess.run([sys.executable, "-m", "ocr_hook.cli", "hook", "pre-push",
+                               "other", "url", "--format", "json"], cwd=repo.path, input=stdin,
+                              text=True, capture_output=True, env=env, timeout=60)
+
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    p = push(bug)
+    assert p.returncode == 1, p.stderr
+    first = json.loads(p.stdout)
+    state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
+    assert list(state["blocked"]) == ["range refs/heads/feat"]  # HEAD is on main
+    repo.git("checkout", "-q", "feat")
+    fixed = repo.commit({"app.py": APP_PY.replace(SQL_LINE, "query = ''")}, "the fix")
+    repo.git("checkout", "-q", "main")
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    p = push(fixed)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["since_last"] == {
+        "session": first["session_id"], "resolved": [first["comments"][0]["id"]],
+        "persisting": [], "new": [], "carried": [], "dismissed": []}

@@ -2,7 +2,9 @@
 and its fixed re-review, and the pre-commit hook's re-review of a blocked commit reporting
 since the last blocked review (the model shown the earlier finding; resolved, persisting, new;
 the chain ended by a pass), through ``cli.main`` and through a real ``git commit`` firing the
-installed native hook.
+installed native hook; and what the model did not look at is carried, never resolved (an
+unrelated commit, the endpoint down, a cached answer), a labelled re-raise persists, a
+dismissed one is counted apart, secrets stay out of the prompt's list.
 
 Real: git, the session logs, the state file, HTTP, the installed ``git-ocr``. Fake: the model's
 replies (the loopback scripted server)."""
@@ -57,15 +59,16 @@ def test_hook_after_a_blocked_commit_reports_the_fixed_finding_as_resolved(
     data = json.loads(out)
     assert data["verdict"] == "pass"
     assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
-                                  "persisting": [], "new": []}
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
     # the model was shown the earlier finding, after the stable head and the diffs
     [body] = llm.requests
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-    line = f"- app.py:12 [critical] {CONTENT}"
+    line = f"- E1 app.py:12 [critical] {CONTENT}"
     assert line in user
     assert user.index("<review_checklist>") < user.index("</review_files>") < user.index(line)
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
-    assert state == {"version": 1, "blocked": {}}  # the pass ended the chain
+    assert state == {"version": 2, "blocked": {}}  # the pass ended the chain
     # the chain is over: the next review reports nothing since a blocked one
     llm.requests.clear()
     repo.stage({"app.py": FIXED + "# end\n"})
@@ -98,7 +101,7 @@ def test_hook_text_prints_the_since_line_and_a_moved_finding_persists(
     assert since["session"] == first["session_id"] and len(since["persisting"]) == 1
     # blocked again: the chain goes on from this review
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
-    assert list(state["blocked"].values()) == [path.stem]
+    assert [v["session"] for v in state["blocked"].values()] == [path.stem]
     rc, cmp, _ = run_json(["session", "compare", "previous", "last", "--json"], {}, capsys)
     assert rc == 0 and cmp["resolved"] == []
     [kept] = cmp["persisting"]
@@ -121,10 +124,10 @@ def test_session_compare_of_a_blocked_review_and_its_fixed_re_review(
                              {}, capsys)
     assert rc == 0, err
     assert data == {"a": first["session_id"], "b": second, "persisting": [], "new": [],
-                    "resolved": [{"id": c["id"], "path": "app.py", "start_line": 12,
+                    "dismissed": [], "resolved": [{"id": c["id"], "path": "app.py", "start_line": 12,
                                   "end_line": 12, "severity": "critical",
                                   "category": "security", "content": CONTENT}]}
-    rc, out, _ = run_cli(["session", "compare", first["session_id"][:17], second], {}, capsys)
+    rc, out, _ = run_cli(["session", "compare", first["session_id"][:20], second], {}, capsys)
     assert rc == 0
     assert out == (f"{first['session_id']} → {second}: 1 resolved, 0 persisting, 0 new\n"
                    f"resolved:\n  app.py:12 critical {CONTENT} (id {c['id']})\n")
@@ -159,7 +162,7 @@ def test_git_commit_through_the_native_hook_reports_the_resolved_finding(
     p = commit("fixed")
     assert p.returncode == 0, p.stderr
     assert "Since the last blocked review: 1 resolved, 0 persisting, 0 new" in p.stderr
-    assert f"app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+    assert f"- E1 app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
 
 
 def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
@@ -185,8 +188,9 @@ def test_range_review_after_a_blocked_range_of_the_branch_reports_since_last(
     rc, data, err = run_json(rng, llm.env(), capsys)
     assert rc == 0, err
     assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
-                                  "persisting": [], "new": []}
-    assert f"- app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
+    assert f"- E1 app.py:12 [critical] {CONTENT}" in json.dumps(llm.requests)
 
 
 def test_ndjson_verdict_line_carries_since_last(
@@ -201,7 +205,8 @@ def test_ndjson_verdict_line_carries_since_last(
     assert verdict["type"] == "verdict"
     assert verdict["since_last"] == {"session": first["session_id"],
                                      "resolved": [first["comments"][0]["id"]],
-                                     "persisting": [], "new": []}
+                                     "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
 
 
 def test_session_compare_escapes_model_text_of_hand_written_sessions(
@@ -226,3 +231,219 @@ def test_session_compare_escapes_model_text_of_hand_written_sessions(
     rc, out, _ = run_cli(["session", "compare", "last", "previous", "--json"], {}, capsys)
     assert "\x1b" not in out and "\u202e" not in out
     assert json.loads(out)["resolved"][0]["content"] == rec["content"]
+
+
+GUARDED = APP_PY.replace("    # build the query\n",
+                         "    if \"'\" in name:\n        raise ValueError(name)\n"
+                         "    # build the query\n")  # the SQL line itself unchanged
+
+
+def state_of(repo: GitRepo) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
+    return data
+
+
+def test_a_guard_above_the_unchanged_line_resolves_it_and_a_re_raise_persists_in_comments(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    assert SQL_LINE in GUARDED and GUARDED.splitlines()[13].strip() == SQL_LINE
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": GUARDED},
+                                       args=["hook", "pre-commit"])
+    assert rc == 0, err  # the model was shown E1, checked it and did not file it again
+    assert "Since the last blocked review: 1 resolved, 0 persisting, 0 new\n" in out
+    assert state_of(repo) == {"version": 2, "blocked": {}}
+
+
+def test_a_reworded_re_raise_naming_its_label_persists_and_compare_agrees(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    # other lines, other words, other category: only `repeats` ties it to E1
+    again = {"comments": [{"path": "app.py", "existing_code": "    cursor.execute(query)",
+                           "content": "The executed query still carries raw input.",
+                           "severity": "high", "category": "bug", "repeats": "E1"}]}
+    first, rc, out, err = blocked_then(repo, llm, capsys, {"app.py": GUARDED},
+                                       ("code_comment", again))
+    assert rc == 1, err
+    data = json.loads(out)
+    [c] = data["comments"]
+    assert c["start_line"] == 15
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [],
+                                  "persisting": [c["id"]], "new": [], "carried": [],
+                                  "dismissed": []}
+    rc, cmp, _ = run_json(["session", "compare", "previous", "last", "--json"], {}, capsys)
+    assert rc == 0 and (cmp["resolved"], cmp["new"]) == ([], [])
+    assert [(p["id"], p["earlier_id"]) for p in cmp["persisting"]] == [
+        (c["id"], first["comments"][0]["id"])]
+
+
+def test_an_unreachable_model_resolves_nothing_and_keeps_the_chain(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    before = state_of(repo)
+    repo.stage({"app.py": FIXED})
+    down = llm.env(OCR_LLM_URL="http://127.0.0.1:9/v1")  # nothing listens on port 9
+    rc, out, err = run_cli(["hook", "pre-commit"], down, capsys)
+    assert "NOT REVIEWED" in out + err
+    assert "Since the last blocked review" not in out + err
+    assert state_of(repo) == before
+
+
+def test_an_unrelated_commit_carries_the_finding_and_the_chain_goes_on(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    repo.git("restore", "--staged", "app.py")
+    repo.stage({"other.py": "x = 1\n"})
+    llm.requests.clear()
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, out, err = run_cli(["hook", "pre-commit"], llm.env(), capsys)
+    assert rc == 0, err
+    assert "Since the last blocked review: 0 resolved, 0 persisting, 0 new, 1 carried\n" in out
+    assert "<earlier_findings>" not in json.dumps(llm.requests)  # not on other.py's group
+    [(name, entry)] = state_of(repo)["blocked"].items()
+    assert name == "staged refs/heads/main"
+    assert entry == {"session": first["session_id"],
+                     "open": [[first["session_id"], c["id"]]]}
+    repo.git("commit", "-q", "-m", "other")
+    # the next review of app.py is still reported against the blocked one
+    repo.stage({"app.py": FIXED})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
+    assert state_of(repo) == {"version": 2, "blocked": {}}
+
+
+def test_a_dismissed_earlier_finding_is_dismissed_in_since_last_and_compare(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    rc, _, err = run_cli(["dismiss", c["id"], "--reason", "trusted input"], {}, capsys)
+    assert rc == 0, err
+    repo.stage({"app.py": APP_PY + "# touched\n"})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["comments"] == []
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [],
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": [c["id"]]}
+    rc, out, _ = run_cli(["session", "compare", "previous", "last"], {}, capsys)
+    assert rc == 0
+    assert out.splitlines()[0].endswith(": 0 resolved, 0 persisting, 0 new, 1 dismissed")
+
+
+def test_session_list_sorts_by_start_time_then_id(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"README.md": "hello\n"}, "init")
+    folder = repo.path / ".git" / "ocr-hook" / "sessions"
+    folder.mkdir(parents=True)
+    for sid, ts in (("20261203-100000-ffffff", 1.0), ("20261203-100000-000000", 3.0),
+                    ("20261203-100000-aaaaaa", 2.0)):
+        recs = [{"type": "start", "ts": ts}, {"type": "end", "ts": ts}]
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    monkeypatch.chdir(repo.path)
+    rc, out, _ = run_cli(["session", "list", "--json"], {}, capsys)
+    assert rc == 0
+    assert [json.loads(ln)["id"] for ln in out.splitlines()] == [
+        "20261203-100000-000000", "20261203-100000-aaaaaa", "20261203-100000-ffffff"]
+    rc, out, _ = run_cli(["session", "compare", "previous", "last"], {}, capsys)
+    assert out.startswith("20261203-100000-aaaaaa → 20261203-100000-000000:")
+
+
+def test_a_secret_finding_stays_out_of_the_earlier_findings(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY + f'KEY = "{key}"\n'})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    secret = [f for f in first["comments"] if f["content"] != CONTENT]  # the scanner's
+    assert len(secret) == 1
+    llm.requests.clear()
+    repo.stage({"app.py": FIXED + f'KEY = "{key}"\n'})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    sent = json.dumps(llm.requests)
+    assert "- E" in sent and "AKIA" not in sent.split("<earlier_findings>")[1]
+    assert data["since_last"]["persisting"] == [secret[0]["id"]]
+
+
+def test_a_cached_answer_resolves_nothing_it_carries_the_earlier_finding(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": FIXED})  # reviewed (and cached) before any block
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    assert run_json(HOOK, llm.env(), capsys)[0] == 0
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    llm.requests.clear()
+    repo.stage({"app.py": FIXED})  # the same snapshot as the cached pass: no model call
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["summary"]["cache_hits"] == 1 and llm.requests == []
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [],
+                                  "persisting": [], "new": [], "carried": [c["id"]],
+                                  "dismissed": []}
+    assert state_of(repo)["blocked"]["staged refs/heads/main"]["open"] == [
+        [first["session_id"], c["id"]]]
+
+
+def test_a_version_1_state_entry_still_names_all_of_its_sessions_findings(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    (repo.path / ".git" / "ocr-hook" / "since_last.json").write_text(json.dumps(
+        {"version": 1, "blocked": {"staged refs/heads/main": first["session_id"]}}))
+    repo.stage({"app.py": FIXED})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["since_last"]["resolved"] == [first["comments"][0]["id"]]
+    assert state_of(repo) == {"version": 2, "blocked": {}}

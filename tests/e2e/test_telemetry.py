@@ -107,6 +107,9 @@ def test_a_review_sends_its_spans_with_the_genai_attributes(
     assert chat.attributes["gen_ai.provider.name"] == protocol
     assert chat.attributes["gen_ai.operation.name"] == "chat"
     assert chat.attributes["gen_ai.request.model"] == "scripted-model"
+    [body] = server.requests  # the limit the client put on the wire
+    sent = body.get("max_tokens", body.get("max_completion_tokens"))
+    assert chat.attributes["gen_ai.request.max_tokens"] == sent == 16384
     assert chat.attributes["gen_ai.response.model"] == "scripted"
     assert chat.attributes["gen_ai.usage.input_tokens"] == 100  # what the server reported
     assert chat.attributes["gen_ai.usage.output_tokens"] == 20
@@ -302,3 +305,33 @@ def test_an_invalid_telemetry_setting_is_one_line_and_exit_2(
     assert (code, out) == (2, "")
     assert err.splitlines()[0] == ("ocr-hook: invalid telemetry.enabled = 'maybe' in environment"
                                    " variable OCR_HOOK_TELEMETRY_ENABLED: must be true or false")
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_an_llm_error_echoing_the_prompt_is_only_its_type_and_status_without_content(
+        repo: GitRepo, llm: ScriptedLLM, collector: OtlpCollector, content: bool,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = "ECHOED-PROMPT-7f3a"
+    key = "AKIA" + "QYLPMN5HHHFPZAM2"  # in the echo: redacted even with content on
+    staged(repo)
+    llm.reply({"error": {"message": f"invalid request: {marker} return a - b  # add {key}",
+                         "type": "invalid_request_error"}}, status=400)
+    monkeypatch.chdir(repo.path)
+    env = {**llm.env(), **NO_FILTER, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url}
+    if content:
+        env["OCR_HOOK_TELEMETRY_CONTENT"] = "true"
+    code, data, err = run_json(["review", "--format", "json"], env, capsys)
+    assert data["status"] == "failed", err
+    spans = wait_for(collector, "ocr.review")
+    [chat] = [s for s in spans if s.name == "chat scripted-model"]
+    assert chat.attributes["ocr.attempts"] == 1
+    assert chat.attributes["http.response.status_code"] == 400
+    [(name, attrs)] = chat.events
+    assert name == "exception"
+    if content:
+        assert attrs["exception.type"] == "LlmError" and marker in attrs["exception.message"]
+        assert "[REDACTED:" in attrs["exception.message"] and key not in all_text(spans)
+        assert "exception.stacktrace" not in attrs
+    else:
+        assert attrs == {"exception.type": "LlmError", "http.response.status_code": 400}
+        assert marker not in all_text(spans)

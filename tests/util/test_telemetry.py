@@ -7,6 +7,7 @@ Real: the facade and, when on, the OpenTelemetry SDK; the collector of the last 
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -82,3 +83,72 @@ def test_content_is_cut_to_its_bound_and_spans_nest_across_threads() -> None:
     finally:
         tracing.finish()
         c.close()
+
+
+class Lines(logging.Handler):
+    """The messages ``ocr_hook.telemetry`` logs while installed, at every level."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.logger = logging.getLogger("ocr_hook.telemetry")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def __enter__(self) -> Lines:
+        self.level_was = self.logger.level
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.level_was)
+
+
+@pytest.mark.parametrize("value", ["not a url", "ftp://collector.example/otlp", "localhost:4318"])
+def test_an_endpoint_that_is_not_an_http_url_is_one_warning_and_off(value: str) -> None:
+    with Lines() as got:
+        on = tracing.start({"OTEL_EXPORTER_OTLP_ENDPOINT": value}, enabled=False,
+                           content=False, version="t")
+    assert on is False and not tracing.on
+    assert [(r.levelno, r.getMessage()) for r in got.records] == [(logging.WARNING,
+        f"telemetry off: OTEL_EXPORTER_OTLP_ENDPOINT = {value!r} is not an http(s) URL")]
+
+
+FAILED_EXPORT = """
+import logging, socket, sys, time
+from ocr_hook.cli.main import setup_logging
+from ocr_hook.util import tracing
+setup_logging(verbose=sys.argv[1] == "-v")
+with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+assert tracing.start({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
+                     enabled=False, content=False, version="t")
+with tracing.span("run"):
+    pass
+tracing.finish()
+time.sleep(2.5)  # the exporter fails and retries meanwhile
+print(port)
+"""
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_a_failed_export_is_one_debug_line(verbose: bool) -> None:
+    """In its own process: the exporter's retries go on after the test (no other test may
+    see their connections)."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", FAILED_EXPORT, "-v" if verbose else "-q"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    port = p.stdout.strip()
+    lines = p.stderr.splitlines()
+    if not verbose:
+        assert lines == []
+        return
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ocr-hook: telemetry export failed: ") and f"port={port}" in lines[0]

@@ -30,8 +30,8 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
     ``comments`` may be a list or a JSON string of a list (or a single object); items without
     ``path`` or ``content`` are dropped with a note; unknown severity → low, unknown category →
     other, each with a note; ``preexisting`` is True or False only as the JSON ``true`` /
-    ``false`` (spec §7.1.1), anything else is None (not said). Raises ValueError when nothing
-    usable is given.
+    ``false`` (spec §7.1.1), anything else is None (not said); ``repeats`` only as a label
+    ``E<n>`` (spec §12.3, else ""). Raises ValueError when nothing usable is given.
     """
     raw = args.get("comments")
     if isinstance(raw, str):
@@ -95,6 +95,7 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
                 ),
                 group=group,
                 preexisting=_flag(item.get("preexisting")),
+                repeats=_label(item.get("repeats")),
             )
         )
     return out, notes
@@ -103,6 +104,14 @@ def parse_comments(args: dict[str, Any], group: str = "") -> tuple[list[RawComme
 def _flag(value: Any) -> bool | None:
     """The ``preexisting`` argument: the JSON booleans as they are, anything else None."""
     return value if isinstance(value, bool) else None
+
+
+def _label(value: Any) -> str:
+    """``repeats`` as an earlier finding's label (``E2``, spec §12.3), "" for anything else."""
+    if not isinstance(value, str):
+        return ""
+    v = value.strip().upper()
+    return v if len(v) > 1 and v[0] == "E" and v[1:].isdigit() else ""
 
 
 NOT_PLACED = "not found in the diff; quote the exact lines from the diff (file it again)"

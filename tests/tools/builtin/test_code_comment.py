@@ -87,3 +87,12 @@ def test_preexisting_is_a_json_boolean_or_not_said(given: Any, flag: bool | None
     _, is_error, got = comment({"comments": [{**ITEM, "preexisting": given}]})
     assert not is_error
     assert [c.preexisting for c in got] == [flag]
+
+
+@pytest.mark.parametrize(("given", "label"), [("E2", "E2"), (" e12 ", "E12"), ("E", ""),
+                                              ("2", ""), ("E2b", ""), (2, ""), (None, "")])
+def test_repeats_is_an_earlier_findings_label_or_nothing(given: Any, label: str) -> None:
+    _, is_error, got = comment({"comments": [{**ITEM, "repeats": given}]})
+    assert not is_error
+    assert [c.repeats for c in got] == [label]
+
