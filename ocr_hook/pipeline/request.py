@@ -57,6 +57,8 @@ class ReviewRequest(NamedTuple):
     # since_last``), shown to the model with the files they are on; () when there is none.
     earlier: tuple[Finding, ...] = ()
     notes_applied: bool = False  # spec §3.4.1: the reviewed-at-commit commits are left out
+    # spec §3.4.1: the rule layers (``change.RuleLayers.sources``), for the notes' fingerprint
+    rule_sources: tuple[Any, ...] = ()
 
     @property
     def effort(self) -> str:
