@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_review_notes import NOTES, note_field, ocr, ok, run, sent
+from tests.e2e.test_review_notes import NOTES, SYSTEM_PATH, note_field, ocr, ok, run, sent
 from tests.support.gitrepo import GitRepo, init_bare
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -178,3 +179,50 @@ def test_notes_fetched_into_refs_notes_remotes_are_read(
 def test_status_on_an_unborn_branch(repo: GitRepo, llm: ScriptedLLM) -> None:
     p = ocr(repo, llm, "status")
     assert (p.returncode, p.stdout, p.stderr) == (0, "no commits yet\n", "")
+
+
+def test_a_git_without_patch_id_verbatim_writes_and_trusts_no_note(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """Fake: a ``git`` first on PATH that answers ``patch-id -h`` and ``patch-id --verbatim``
+    as git 2.38 does (no such option) and hands every other command to the real git."""
+    real = shutil.which("git", path=SYSTEM_PATH)
+    shim = tmp_path / "old-git"
+    shim.mkdir()
+    (shim / "git").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = patch-id ] && [ "$2" = -h ]; then\n'
+        "  echo 'usage: git patch-id [--stable | --unstable]'; exit 129\n"
+        "fi\n"
+        'if [ "$1" = patch-id ] && [ "$2" = --verbatim ]; then\n'
+        "  echo 'error: unknown option `verbatim'\"'\"; exit 129\n"
+        "fi\n"
+        f'exec {real} "$@"\n')
+    (shim / "git").chmod(0o755)
+    old = {"PATH": f"{shim}:{SYSTEM_PATH}"}  # not inside git's hooks: git puts its own first
+    hooked(repo, llm, tmp_path)
+    base = commit(repo, llm, {"r.py": "root_value = 0\n"}, "root", "--no-verify")
+    noted = commit(repo, llm, {"a.py": "alpha_value = 1\n"}, "add A")  # noted by the new git
+    assert note_field(repo, noted, "verdict") == "pass"
+    # the hooks by hand, as an old git's would run them: a review, the commit, no note
+    repo.write({"b.py": "beta_value = 2\n"})
+    repo.git("add", "-A")
+    ok(ocr(repo, llm, "hook", "pre-commit", **old))
+    ok(run(repo, llm, "git", "-c", f"core.hooksPath={tmp_path / 'none'}", "commit", "-q",
+           "-m", "add B"))
+    ok(ocr(repo, llm, "hook", "post-commit", **old))
+    head = repo.git("rev-parse", "HEAD").strip()
+    assert repo.git("notes", f"--ref={NOTES}", "list").split()[1::2] == [noted]
+    line = ("review notes not trusted: this git has no `git patch-id --verbatim` (git 2.39 or"
+            " later); every commit is reviewed")
+    assert ok(ocr(repo, llm, "status", **old)).stdout == (
+        "commits not on any remote-tracking ref without a review note: 3\n"
+        f"  {base[:12]} root\n  {noted[:12]} add A\n  {head[:12]} add B\n{line}\n")
+    before = len(llm.requests)
+    p = ok(ocr(repo, llm, "review", "--from", base, "--to", head, "--format", "json",
+               "--no-cache", **old))
+    data = json.loads(p.stdout)
+    assert "reviewed_at_commit" not in data["input"]
+    assert data["warnings"] == [{"type": "review_notes", "file": "", "message": line}]
+    assert p.stderr.splitlines().count(f"ocr-hook: {line}") == 1
+    assert "alpha_value" in sent(llm, before) and "beta_value" in sent(llm, before)
