@@ -139,6 +139,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         background=background,
         guidance=layers.guidance,
         protected_paths=layers.protected_paths,
+        rule_sources=layers.sources,
         tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
         mcp=None if preview else pipeline.mcp_bridge(repo, cfg, environ),
         cap_sources={k: v for k, v in origins.items() if k.startswith("budget.")},
@@ -205,7 +206,7 @@ def run_review_command(args: argparse.Namespace, environ: Mapping[str, str], sta
 # Run warnings that are also printed on stderr in every format: the user must see them even
 # when the hook passes.
 STDERR_WARNINGS = ("changes_only", "lock_wait", "commits_not_reviewed", "preexisting_refused",
-                   "spend_unpriced", "spend_ledger")
+                   "spend_unpriced", "spend_ledger", "review_notes")
 
 
 def _pushed_ranges(repo: Path, args: argparse.Namespace, environ: Mapping[str, str],
@@ -336,8 +337,9 @@ def add_status_parser(sub: Any, help_text: str) -> None:
 def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """``git ocr status``: prints ``commits not on UPSTREAM without a review note: N`` (with
     `` (of the newest 200)`` when there are more, STATUS_MAX_COMMITS) and one ``  <id, 12
-    characters> <subject>`` line per such commit, oldest first; exit 0. Raises
-    OcrError for bad settings or a repository without commits."""
+    characters> <subject>`` line per such commit, oldest first; then, when no note can be
+    trusted, one line saying why (``review.trust_notes = false``, an old git). On a branch
+    without commits: ``no commits yet``. Exit 0. Raises OcrError for bad settings."""
     repo = git.find_toplevel(Path.cwd(), head_files=config.HEAD_FILES)
     origins: dict[str, str] = {}  # spec §13.7: a money cap's NOT REVIEWED line names its source
     cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True,
@@ -348,7 +350,11 @@ def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     req = pipeline.ReviewRequest(
         repo=repo, config=cfg, environ=environ, mode="range", endpoint=endpoint,
         endpoint_error=why, background=_read_background(cfg, repo, from_repo),
-        guidance=layers.guidance, tool_defs=pipeline.tool_defs(cfg, repo, from_repo))
+        guidance=layers.guidance, tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
+        rule_sources=layers.sources)
+    if not git.has_commits(repo):
+        print("no commits yet")
+        return int(Exit.OK)
     against, commits = git.unpushed_commits(repo, STATUS_MAX_COMMITS + 1)
     more = len(commits) > STATUS_MAX_COMMITS
     commits = commits[1:] if more else commits
@@ -359,6 +365,11 @@ def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
                               + (f" (of the newest {STATUS_MAX_COMMITS})" if more else "")))
     for c, subject in left:
         print(report.display_text(f"  {c[:12]} {subject}"))
+    if not cfg.review.trust_notes:
+        print("review notes are not trusted (review.trust_notes = false): a push reviews"
+              " every commit")
+    elif (w := pipeline.notes_warning(req)) is not None:
+        print(w.message)
     return int(Exit.OK)
 
 

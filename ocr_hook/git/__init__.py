@@ -30,12 +30,15 @@ if TYPE_CHECKING:
     from .review_notes import (
         NOTES_REF,
         ReviewNote,
+        has_commits,
         note_new_commit,
+        notes_refs,
         patch_ids,
         range_commits,
         read_notes,
         record_snapshot,
         unpushed_commits,
+        verbatim_patch_ids,
     )
     from .stream import stream_git
     from .target import (
@@ -74,8 +77,9 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     ),
     "push_scope": ("bound_push_range",),
     "whole_files": ("SCAN_BASE_LABEL", "scan_target"),
-    "review_notes": ("NOTES_REF", "ReviewNote", "note_new_commit", "patch_ids", "range_commits",
-                     "read_notes", "record_snapshot", "unpushed_commits",),
+    "review_notes": ("NOTES_REF", "ReviewNote", "has_commits", "note_new_commit", "notes_refs",
+                     "patch_ids", "range_commits", "read_notes", "record_snapshot",
+                     "unpushed_commits", "verbatim_patch_ids",),
     "stream": ("stream_git",),
     "target": (
         "CONTEXT_LINES",

@@ -10,15 +10,19 @@ Three pieces, all through :mod:`git.process`:
   commit on ``refs/notes/ocr-hook`` (``git notes --ref=ocr-hook add -f``) holding the commit's
   patch-id and the review's verdict, settings fingerprint, effort and session id;
 - the **lookup**: notes are keyed on the patch, not on the commit id: :func:`read_notes` reads
-  every note of the ref and :func:`patch_ids` computes ``git patch-id --stable`` of commits, so a
-  message-only ``--amend``, a cherry-pick or a rebase that leaves a commit's diff alone still
-  finds the record of the commit it was made from.
+  every note of the local ref and of every fetched copy (``refs/notes/remotes/*/ocr-hook``) and
+  :func:`patch_ids` computes ``git patch-id --verbatim`` of commits (whitespace counts: ``rm -rf
+  /tmp/x`` and ``rm -rf / tmp/x`` differ), so a message-only ``--amend``, a cherry-pick or a
+  rebase that leaves a commit's diff alone still finds the record of the commit it was made
+  from. A git without ``--verbatim`` (before 2.39) gets no patch-ids: no note is written or
+  trusted.
 
 A note is a convenience, not a proof: anyone who can write the ref can write a note.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Sequence
@@ -29,14 +33,15 @@ from .. import util
 from . import process, repository
 
 NOTES_REF = "refs/notes/ocr-hook"
-NOTE_HEADER = "ocr-hook review v1"
+NOTES_REMOTES = "refs/notes/remotes/"  # fetched copies: refs/notes/remotes/<remote>/ocr-hook
+NOTE_HEADER = "ocr-hook review v2"  # v1 notes (``--stable`` patch-ids) are ignored
 STATE_FILE = "ocr-hook-reviewed.json"  # under the worktree's git dir (git rev-parse --git-path)
 _FIELDS = ("patch-id", "verdict", "fingerprint", "effort", "session")
 
 
 class ReviewNote(NamedTuple):
     """One note of ``refs/notes/ocr-hook``: the commit it is attached to, the patch-id of that
-    commit (``git patch-id --stable``, hex), the verdict (``pass``/``findings``/``incomplete``,
+    commit (``git patch-id --verbatim``, hex), the verdict (``pass``/``findings``/``incomplete``,
     spec §9), the settings fingerprint (SHA-256 hex of the result cache's settings, spec §10),
     the effort reviewed at, and the session id of the review."""
 
@@ -58,30 +63,44 @@ def format_note(note: ReviewNote) -> str:
 
 def parse_note(commit: str, text: str) -> ReviewNote | None:
     """The note :func:`format_note` wrote, or None for any other text (a note written by hand
-    or by another tool is ignored, never an error)."""
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != NOTE_HEADER:
+    or by another tool is ignored, never an error). Line order does not matter, so a note
+    merged with ``git notes merge -s cat_sort_uniq`` still reads; a field with two different
+    values (two clones' notes of one commit, concatenated) makes the note None."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if NOTE_HEADER not in lines:
         return None
-    fields = {}
-    for line in lines[1:]:
+    fields: dict[str, str] = {}
+    for line in lines:
         key, sep, value = line.partition(":")
-        if sep:
-            fields[key.strip()] = value.strip()
+        if not sep or line == NOTE_HEADER:
+            continue
+        if fields.setdefault(key.strip(), value.strip()) != value.strip():
+            return None
     if not all(fields.get(k) for k in ("patch-id", "verdict", "fingerprint")):
         return None
     return ReviewNote(commit, fields["patch-id"], fields["verdict"], fields["fingerprint"],
                       fields.get("effort", ""), fields.get("session", ""))
 
 
+def notes_refs(repo: Path) -> list[str]:
+    """The notes refs a lookup reads: ``refs/notes/ocr-hook`` and every fetched copy
+    ``refs/notes/remotes/<remote>/ocr-hook`` (README: sharing notes). Raises GitError."""
+    out = process.run_git(repo, "for-each-ref", "--format=%(refname)", NOTES_REMOTES,
+                          timeout_s=30).decode()
+    fetched = [r for r in out.splitlines() if r.endswith("/ocr-hook")]
+    return [NOTES_REF, *fetched]
+
+
 def read_notes(repo: Path) -> list[ReviewNote]:
-    """Every review note on ``refs/notes/ocr-hook`` (``git notes list``, then one
-    ``cat-file --batch`` for their blobs); [] when the ref does not exist. Raises GitError."""
-    rc, out, _ = process.run_git_full(repo, "notes", f"--ref={NOTES_REF}", "list",
-                                      ok_codes=(0, 1, 128))
-    if rc != 0:
-        return []
-    pairs = [line.split() for line in out.decode().splitlines() if line.strip()]
-    pairs = [p for p in pairs if len(p) == 2]
+    """Every review note on the refs of :func:`notes_refs` (``git notes list`` per ref, then
+    one ``cat-file --batch`` for their blobs); [] when none exists. Raises GitError."""
+    pairs: list[list[str]] = []
+    for ref in notes_refs(repo):
+        rc, out, _ = process.run_git_full(repo, "notes", f"--ref={ref}", "list",
+                                          ok_codes=(0, 1, 128))
+        if rc == 0:
+            pairs += [p for p in (line.split() for line in out.decode().splitlines())
+                      if len(p) == 2]
     if not pairs:
         return []
     blobs = repository.cat_file_batch(repo, [blob for blob, _ in pairs], 60.0)
@@ -97,9 +116,10 @@ def read_notes(repo: Path) -> list[ReviewNote]:
 def patch_ids(repo: Path, commits: Sequence[str]) -> dict[str, str]:
     """``{commit: patch-id}`` of ``commits`` (full ids): the diff of each against its parent
     (``git diff-tree --stdin -p --root --binary``, no renames, external diffs or textconv, so
-    two machines get the same patch) hashed by ``git patch-id --stable``. A merge commit and a
-    commit that changes nothing have no patch-id and are left out. Raises GitError."""
-    if not commits:
+    two machines get the same patch) hashed by ``git patch-id --verbatim`` (whitespace kept).
+    A merge commit and a commit that changes nothing have no patch-id and are left out; {} on
+    a git without ``--verbatim`` (:func:`verbatim_patch_ids`). Raises GitError."""
+    if not commits or not verbatim_patch_ids():
         return {}
     diff = process.run_git(
         repo, "diff-tree", "--stdin", "-p", "-r", "--root", "--binary", "--no-renames",
@@ -107,13 +127,22 @@ def patch_ids(repo: Path, commits: Sequence[str]) -> dict[str, str]:
         stdin=("\n".join(commits) + "\n").encode(), timeout_s=120)
     if not diff.strip():
         return {}
-    out = process.run_git(repo, "patch-id", "--stable", stdin=diff, timeout_s=120)
+    out = process.run_git(repo, "patch-id", "--verbatim", stdin=diff, timeout_s=120)
     ids = {}
     for line in out.decode().splitlines():
         parts = line.split()
         if len(parts) == 2:
             ids[parts[1]] = parts[0]
     return ids
+
+
+@functools.lru_cache(maxsize=1)
+def verbatim_patch_ids() -> bool:
+    """Whether this git has ``git patch-id --verbatim`` (git 2.39; its ``-h`` usage names
+    it), asked once per process. Without it review notes are neither written nor trusted:
+    ``--stable`` ignores whitespace, which can change what code does."""
+    rc, out, err = process.run_git_full(".", "patch-id", "-h", ok_codes=(0, 129))
+    return b"--verbatim" in out + err
 
 
 def range_commits(repo: Path, base: str, head: str) -> list[tuple[str, ...]] | None:
@@ -180,6 +209,13 @@ def note_new_commit(repo: Path) -> ReviewNote | None:
     process.run_git(repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-m",
                     format_note(note).rstrip("\n"), commit, timeout_s=30)
     return note
+
+
+def has_commits(repo: Path) -> bool:
+    """Whether HEAD names a commit (False on an unborn branch). Raises GitError."""
+    rc, out, _ = process.run_git_full(repo, "rev-parse", "-q", "--verify", "HEAD^{commit}",
+                                      ok_codes=(0, 1, 128))
+    return rc == 0 and bool(out.strip())
 
 
 def unpushed_commits(repo: Path, limit: int) -> tuple[str, list[tuple[str, str]]]:

@@ -13,7 +13,12 @@ if TYPE_CHECKING:
     from .cache.store import ResultCache
     from .delegated import Delegation, parse_findings, run_submitted, run_tool, task_text
     from .request import ReviewRequest
-    from .review_notes import record_review, settings_fingerprint, trusted_patches
+    from .review_notes import (
+        notes_warning,
+        record_review,
+        settings_fingerprint,
+        trusted_patches,
+    )
     from .services import mcp_bridge, run_with_services, tool_defs
     from .spend import LedgerUnreadable, ledger_path, price_of, read_ledger, record_run, spent, usd
 
@@ -21,7 +26,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "cache.store": ("ResultCache",),
     "delegated": ("Delegation", "parse_findings", "run_submitted", "run_tool", "task_text",),
     "request": ("ReviewRequest",),
-    "review_notes": ("record_review", "settings_fingerprint", "trusted_patches",),
+    "review_notes": ("notes_warning", "record_review", "settings_fingerprint",
+                     "trusted_patches",),
     "services": ("mcp_bridge", "run_with_services", "tool_defs",),
     "spend": ("LedgerUnreadable", "ledger_path", "price_of", "read_ledger", "record_run",
               "spent", "usd",),

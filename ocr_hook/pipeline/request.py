@@ -59,6 +59,8 @@ class ReviewRequest(NamedTuple):
     notes_applied: bool = False  # spec §3.4.1: the reviewed-at-commit commits are left out
     # spec §13.7: where each set budget.* key came from (a file, an environment variable)
     cap_sources: Mapping[str, str] = {}  # a NamedTuple default, never mutated
+    # spec §3.4.1: the rule layers (``change.RuleLayers.sources``), for the notes' fingerprint
+    rule_sources: tuple[Any, ...] = ()
 
     @property
     def effort(self) -> str:

@@ -72,11 +72,12 @@ def run(
     if req.mode in ("push", "range") and not req.notes_applied:  # spec §3.4.1
         from .review_notes import apply_notes
 
-        left, covered = apply_notes(req, targets)
+        left, covered, notes_warnings = apply_notes(req, targets)
         result = run(req._replace(targets=tuple(left), notes_applied=True), session=session,
                      rules_for=rules_for, cache=cache)
         if covered:
             result.input["reviewed_at_commit"] = covered
+        result.warnings.extend(notes_warnings)
         return result
     if len(targets) != 1:  # push mode: no range, or several (spec §3.4)
         from .ranges import run_ranges

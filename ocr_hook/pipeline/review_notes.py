@@ -3,12 +3,15 @@ push or range review leaves out the commits whose patch has a passing note for t
 settings. The git side (the snapshot file, the notes, patch-ids) is ``git.review_notes``.
 
 A note is trusted when its verdict is ``pass``, its settings fingerprint is this run's
-(:func:`settings_fingerprint`: the result cache's settings, spec §10) and its effort covers this
-run's (``cache.entries.effort_covers``). ``review.trust_notes = false`` trusts none.
+(:func:`settings_fingerprint`: every setting but NOT_IN_FINGERPRINT, plus the texts the model is
+given) and its effort covers this run's (``cache.entries.effort_covers``), and git has
+``patch-id --verbatim``. ``review.trust_notes = false`` trusts none.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import re
 from collections.abc import Sequence
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import git
 from ..errors import OcrError
+from ..findings import RunWarning
 
 if TYPE_CHECKING:
     from ..report import ReviewResult
@@ -23,27 +27,75 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ocr_hook")
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+NOTE_FINGERPRINT_FORMAT = 2  # 2: every setting by default, rule texts (spec §3.4.1)
+_NO_ANSWER = "cannot change which files are reviewed, what the model is told, or the verdict"
+# Configuration keys that stay out of the fingerprint, and why. Every other key (and so every
+# new one) is in it: a note made under other selection, gate, rules or model settings is not
+# trusted.
+NOT_IN_FINGERPRINT: dict[str, str] = {
+    "llm.api_key": "a credential",
+    "llm.api_key_cmd": "a credential",
+    "llm.timeout_s": "a bound: a review that reaches it is incomplete, never a pass",
+    "llm.connect_timeout_s": "a bound: a review that reaches it is incomplete, never a pass",
+    "llm.max_retries": "a failed attempt is repeated as it was",
+    "llm.prompt_caching": "a provider caching hint: " + _NO_ANSWER,
+    "review.effort": "stored in the note and compared as the result cache does",
+    "review.concurrency": "groups are reviewed independently: " + _NO_ANSWER,
+    "review.timeout_s": "a bound: a review that reaches it is incomplete, never a pass",
+    "review.max_tokens_budget": "a bound: a review that reaches it is incomplete, never a pass",
+    "review.max_push_commits": "bounds a pushed range, not the commit-time review",
+    "review.trust_notes": "chooses whether notes are read at all",
+    "cache.enabled": _NO_ANSWER,
+    "cache.max_mb": _NO_ANSWER,
+    "telemetry.enabled": _NO_ANSWER,
+    "telemetry.content": _NO_ANSWER,
+    "budget.daily_usd": "a money cap: a run over it is not reviewed, never a pass",
+    "budget.monthly_usd": "a money cap: a run over it is not reviewed, never a pass",
+}
+
+
+def fingerprint_settings(req: ReviewRequest) -> dict[str, Any]:
+    """``{section.name: value}`` of every configuration key of ``req`` but NOT_IN_FINGERPRINT
+    (selection, gate, rules, model, prompt and secret settings included)."""
+    out: dict[str, Any] = {}
+    for section in dataclasses.fields(req.config):
+        values = getattr(req.config, section.name)
+        for f in dataclasses.fields(values):
+            key = f"{section.name}.{f.name}"
+            if key not in NOT_IN_FINGERPRINT:
+                out[key] = getattr(values, f.name)
+    return out
 
 
 def settings_fingerprint(req: ReviewRequest) -> str:
-    """SHA-256 hex of the settings that can change a review's answer: exactly the result
-    cache's ``result_settings`` (configuration but NOT_IN_KEY, endpoint, templates, tools,
-    background, guidance, version); "" without an endpoint (nothing was reviewed)."""
+    """SHA-256 hex of what can change which files a review reads, what the model is told or
+    the verdict: the result cache's ``result_settings`` (endpoint, templates, tools,
+    background, guidance, version) with its configuration digest replaced by
+    :func:`fingerprint_settings`, plus the rule texts of every layer (``req.rule_sources``:
+    ``--rule``, ``rules.file`` at HEAD, the user's rule.json, the built-in rules); "" without
+    an endpoint (nothing was reviewed)."""
     if req.endpoint is None:
         return ""
     from .. import __version__
     from .cache.store import digest, result_settings
 
-    return digest(result_settings(req.config, req.endpoint, req.background, __version__,
-                                  req.tool_defs, req.guidance.block))
+    settings = result_settings(req.config, req.endpoint, req.background, __version__,
+                               req.tool_defs, req.guidance.block)
+    settings["config"] = digest(fingerprint_settings(req))
+    settings["rules"] = hashlib.sha256(repr(tuple(req.rule_sources)).encode(
+        "utf-8", "replace")).hexdigest()
+    settings["notes_format"] = NOTE_FINGERPRINT_FORMAT
+    return digest(settings)
 
 
 def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     """After a pre-commit hook's review of the whole staged snapshot (no file list, no
     preview, something staged): record the snapshot's tree, its parent commit, the verdict,
     the fingerprint, the effort and the session for the post-commit hook
-    (``git.record_snapshot``). Best effort: a failure is logged at debug level, never
-    raised."""
+    (``git.record_snapshot``). A finding the user's own (personal) dismissals took out makes
+    the recorded verdict ``dismissed-personal``, never ``pass``: a push or CI elsewhere does
+    not have those dismissals (repository dismissals are committed and apply there too).
+    Best effort: a failure is logged at debug level, never raised."""
     if (req.stage != "pre-commit" or req.mode != "staged" or req.path_filter is not None
             or req.preview or not result.files):  # nothing staged: no commit with a patch
         return
@@ -52,44 +104,80 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     fingerprint = settings_fingerprint(req)
     if not tree or not fingerprint:
         return
+    verdict = result.decision.verdict
+    if any(d.by == "personal" for d in result.dismissed):
+        verdict = "dismissed-personal"
     try:
         git.record_snapshot(req.repo, tree, base if _OID.fullmatch(base) else "",
-                            result.decision.verdict, fingerprint, req.effort, result.session_id)
+                            verdict, fingerprint, req.effort, result.session_id)
     except (OSError, OcrError) as e:
         log.debug("reviewed snapshot not recorded: %s", e)
 
 
+NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --verbatim` (git"
+                     " 2.39 or later); every commit is reviewed")
+NOTES_UNTRUSTED = "not trusted: settings changed since commit time"
+
+
 def trusted_patches(req: ReviewRequest) -> dict[str, git.ReviewNote]:
-    """``{patch-id: note}`` of the notes on ``refs/notes/ocr-hook`` this run trusts (see the
-    module doc); {} with ``review.trust_notes = false`` or no endpoint. Raises GitError."""
+    """``{patch-id: note}`` of the notes this run trusts (see the module doc); {} with
+    ``review.trust_notes = false``, no endpoint or a git without ``patch-id --verbatim``.
+    Raises GitError."""
+    return _notes(req)[0]
+
+
+def _notes(req: ReviewRequest) -> tuple[dict[str, git.ReviewNote], dict[str, git.ReviewNote]]:
+    """(trusted, passing but made under other settings or a lower effort), by patch-id."""
     fingerprint = settings_fingerprint(req) if req.config.review.trust_notes else ""
-    if not fingerprint:
-        return {}
+    if not fingerprint or not git.verbatim_patch_ids():
+        return {}, {}
     from .cache.entries import effort_covers
 
-    return {n.patch_id: n for n in git.read_notes(req.repo)
-            if n.verdict == "pass" and n.fingerprint == fingerprint
-            and effort_covers(n.effort, req.effort)}
+    trusted: dict[str, git.ReviewNote] = {}
+    other: dict[str, git.ReviewNote] = {}
+    for n in git.read_notes(req.repo):
+        if n.verdict != "pass":
+            continue
+        if n.fingerprint == fingerprint and effort_covers(n.effort, req.effort):
+            trusted[n.patch_id] = n
+        else:
+            other.setdefault(n.patch_id, n)
+    return trusted, other
+
+
+def notes_warning(req: ReviewRequest) -> RunWarning | None:
+    """The one ``review_notes`` warning of a push or range run that trusts notes on a git
+    without ``patch-id --verbatim``, else None."""
+    if (req.config.review.trust_notes and req.endpoint is not None
+            and not git.verbatim_patch_ids()):
+        return RunWarning("review_notes", "", NOTES_OFF_OLD_GIT)
+    return None
 
 
 def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
-                ) -> tuple[list[git.Target], list[dict[str, Any]]]:
-    """``targets`` without the commits reviewed at commit time, and those commits (JSON
+                ) -> tuple[list[git.Target], list[dict[str, Any]], list[RunWarning]]:
+    """``targets`` without the commits reviewed at commit time, those commits (JSON
     ``input.reviewed_at_commit``: ``{commit, noted_commit, session, ref}``, oldest first per
-    range). A range that is one first-parent chain without merges is cut into the runs of
-    consecutive commits without a trusted note (each a range of its own, with the range's
-    refs); a range with merges is reviewed whole. In a range cut to its newest commits
+    range) and the run's ``review_notes`` warnings (at most one: notes not trusted on this
+    git, or ``N commit(s) with a passing review note: not trusted: settings changed since
+    commit time``). A range that is one first-parent chain without merges is cut into the
+    runs of consecutive commits without a trusted note (each a range of its own, with the
+    range's refs); a range with merges is reviewed whole. In a range cut to its newest commits
     (``git.bound_push_range``) the noted commits at its base are reviewed, so the part that
     starts there still names the older commits left out. Raises GitError."""
-    trusted = trusted_patches(req)
-    if not trusted:
-        return list(targets), []
+    warning = notes_warning(req)
+    trusted, other = _notes(req)
+    if not trusted and not other:
+        return list(targets), [], [warning] if warning else []
     out: list[git.Target] = []
     covered: list[dict[str, Any]] = []
+    untrusted = 0
     for t in targets:
         rows = git.range_commits(req.repo, t.base, t.head)
         ids = git.patch_ids(req.repo, [r[0] for r in rows]) if rows else {}
         notes = [trusted.get(ids.get(r[0], "")) for r in rows or ()]
+        untrusted += sum(1 for r, n in zip(rows or (), notes, strict=True) if n is None
+                         and ids.get(r[0], "") in other)
         if t.skipped_commits:  # cut by review.max_push_commits: the first part keeps the cut
             lead = next((i for i, n in enumerate(notes) if n is None), len(notes))
             notes[:lead] = [None] * lead  # base, so its "older commits not reviewed" is right
@@ -106,7 +194,10 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
             if start is not None and (note is not None or i == len(rows) - 1):
                 out.append(_segment(t, rows, start, i - 1 if note is not None else i))
                 start = None
-    return out, covered
+    if untrusted:
+        warning = RunWarning("review_notes", "", f"{untrusted} commit(s) with a passing review"
+                             f" note reviewed again: {NOTES_UNTRUSTED}")
+    return out, covered, [warning] if warning else []
 
 
 def _segment(t: git.Target, rows: Sequence[tuple[str, ...]], first: int,

@@ -210,6 +210,8 @@ def scope_lines(inp: Mapping[str, Any], status: str = "") -> list[str]:
     [] for the staged snapshot (its base is HEAD)."""
     mode = inp.get("mode", "")
     noted = [f"reviewed at commit time: {_short(c['commit'])} (session {c['session'] or '?'})"
+             + (f" (note on {_short(c['noted_commit'])})"
+                if c.get("noted_commit") not in (None, "", c["commit"]) else "")
              for c in inp.get("reviewed_at_commit") or ()]  # spec §3.4.1
     if mode == "push" or (mode == "range" and "ranges" in inp):
         ranges = inp.get("ranges") or []

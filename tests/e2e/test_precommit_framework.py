@@ -231,3 +231,29 @@ def test_clean_merge_is_reviewed_by_ocr_review_merge(
     prompt = llm.requests[0]["messages"][1]["content"]
     assert '<file path="calc.py"' in prompt and "main_only.py" not in prompt
     run(repo, env, "git", "merge", "--abort")
+
+
+def test_ocr_review_notes_writes_the_note_under_the_framework(
+    project: tuple[GitRepo, dict[str, str]], llm: ScriptedLLM,
+) -> None:
+    repo, env = project
+    config = (repo.path / ".pre-commit-config.yaml").read_text()
+    repo.write({".pre-commit-config.yaml": config + "    -   id: ocr-review-notes\n"})
+    repo.git("add", "-A")
+    assert run(repo, env, "git", "commit", "-q", "--no-verify", "-m", "notes").returncode == 0
+    base = repo.git("rev-parse", "HEAD").strip()
+    p = run(repo, env, sys.executable, "-m", "pre_commit", "install", "-t", "post-commit")
+    assert p.returncode == 0, p.stdout + p.stderr
+    repo.stage({"calc.py": "def add(a, b):\n    return a + b\n"})
+    p = run(repo, env, "git", "commit", "-m", "add calc")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(llm.requests) == 1
+    head = repo.git("rev-parse", "HEAD").strip()
+    note = repo.git("notes", "--ref=refs/notes/ocr-hook", "show", head).splitlines()
+    assert note[0] == "ocr-hook review v2" and "verdict: pass" in note
+    # a range review with the same settings leaves the commit out
+    r = run(repo, env, sys.executable, "-m", "ocr_hook.cli", "review", "--from", base, "--to",
+            head, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert [c["commit"] for c in json.loads(r.stdout)["input"]["reviewed_at_commit"]] == [head]
+    assert len(llm.requests) == 1

@@ -81,9 +81,9 @@ def test_commits_reviewed_at_commit_time_are_not_reviewed_again_at_push(
     assert listed == {ids["A"], ids["B0"]}
     note = repo.git("notes", f"--ref={NOTES}", "show", ids["A"]).splitlines()
     patch = repo.git("diff-tree", "-p", "--root", "--binary", ids["A"]).encode()
-    pid = subprocess.run(["git", "patch-id", "--stable"], input=patch, capture_output=True,
+    pid = subprocess.run(["git", "patch-id", "--verbatim"], input=patch, capture_output=True,
                          cwd=repo.path, env=repo.env, check=True).stdout.decode().split()[0]
-    assert note[:3] == ["ocr-hook review v1", f"patch-id: {pid}", "verdict: pass"]
+    assert note[:3] == ["ocr-hook review v2", f"patch-id: {pid}", "verdict: pass"]
     assert note[3].startswith("fingerprint: ") and len(note[3]) == len("fingerprint: ") + 64
     assert note[4] == "effort: low" and note[5].startswith("session: ")
     # git ocr status: only the --no-verify commit
@@ -111,7 +111,8 @@ def test_commits_reviewed_at_commit_time_are_not_reviewed_again_at_push(
     session_a = note_field(repo, ids["A"], "session")
     assert f"reviewed refs/heads/main: {ids['B'][:12]}..{ids['C'][:12]} (1 commit)" in lines
     assert f"reviewed at commit time: {ids['A'][:12]} (session {session_a})" in lines
-    assert f"reviewed at commit time: {ids['B'][:12]} (session {session_b})" in lines
+    assert (f"reviewed at commit time: {ids['B'][:12]} (session {session_b})"
+            f" (note on {ids['B0'][:12]})") in lines  # the amend kept the patch
     # after the push nothing is left
     assert ok(ocr(repo, llm, "status")).stdout == (
         "commits not on any remote-tracking ref without a review note: 0\n")
@@ -145,7 +146,9 @@ def test_trust_notes_false_reviews_every_commit(
     off = {"OCR_HOOK_REVIEW_TRUST_NOTES": "false"}
     assert ok(ocr(repo, llm, "status", **off)).stdout == (
         "commits not on any remote-tracking ref without a review note: 3\n"
-        f"  {ids['A'][:12]} add A\n  {ids['B'][:12]} add B, reworded\n  {ids['C'][:12]} add C\n")
+        f"  {ids['A'][:12]} add A\n  {ids['B'][:12]} add B, reworded\n  {ids['C'][:12]} add C\n"
+        "review notes are not trusted (review.trust_notes = false): a push reviews every"
+        " commit\n")
     before = len(llm.requests)
     p = ok(run(repo, llm, "git", "push", "origin", "main", **off))
     text = sent(llm, before)
