@@ -29,17 +29,25 @@ HOOK = ["hook", "pre-commit", "--format", "json"]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"  # git and sh, not the venv: the hook finds git-ocr
 
 
+def blocked_first(repo: GitRepo, llm: ScriptedLLM,
+                  capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """A first commit, then APP_PY staged and blocked by the scripted SQL finding: the hook
+    run's JSON."""
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1, err
+    return first
+
+
 def blocked_then(repo: GitRepo, llm: ScriptedLLM, capsys: pytest.CaptureFixture[str],
                  second: dict[str, str], *calls: tuple[str, Any],
                  args: list[str] = HOOK) -> tuple[dict[str, Any], int, str, str]:
     """A blocked hook run on APP_PY, then ``second`` staged and reviewed with the model's
     ``calls`` (then task_done). Returns (the first run's JSON, second exit code, stdout,
     stderr) and leaves only the second run's requests in ``llm.requests``."""
-    repo.commit({"README.md": "hello\n"}, "init")
-    repo.stage({"app.py": APP_PY})
-    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
-    rc, first, err = run_json(HOOK, llm.env(), capsys)
-    assert rc == 1, err
+    first = blocked_first(repo, llm, capsys)
     assert "since_last" not in first  # no earlier blocked review
     llm.requests.clear()
     repo.stage(second)
@@ -286,11 +294,7 @@ def test_an_unreachable_model_resolves_nothing_and_keeps_the_chain(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(repo.path)
-    repo.commit({"README.md": "hello\n"}, "init")
-    repo.stage({"app.py": APP_PY})
-    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
-    rc, first, err = run_json(HOOK, llm.env(), capsys)
-    assert rc == 1, err
+    blocked_first(repo, llm, capsys)
     before = state_of(repo)
     repo.stage({"app.py": FIXED})
     down = llm.env(OCR_LLM_URL="http://127.0.0.1:9/v1")  # nothing listens on port 9
@@ -305,11 +309,7 @@ def test_an_unrelated_commit_carries_the_finding_and_the_chain_goes_on(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(repo.path)
-    repo.commit({"README.md": "hello\n"}, "init")
-    repo.stage({"app.py": APP_PY})
-    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
-    rc, first, err = run_json(HOOK, llm.env(), capsys)
-    assert rc == 1, err
+    first = blocked_first(repo, llm, capsys)
     [c] = first["comments"]
     repo.git("restore", "--staged", "app.py")
     repo.stage({"other.py": "x = 1\n"})
@@ -340,11 +340,7 @@ def test_a_dismissed_earlier_finding_is_dismissed_in_since_last_and_compare(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(repo.path)
-    repo.commit({"README.md": "hello\n"}, "init")
-    repo.stage({"app.py": APP_PY})
-    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
-    rc, first, err = run_json(HOOK, llm.env(), capsys)
-    assert rc == 1, err
+    first = blocked_first(repo, llm, capsys)
     [c] = first["comments"]
     rc, _, err = run_cli(["dismiss", c["id"], "--reason", "trusted input"], {}, capsys)
     assert rc == 0, err
@@ -434,11 +430,7 @@ def test_a_version_1_state_entry_still_names_all_of_its_sessions_findings(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(repo.path)
-    repo.commit({"README.md": "hello\n"}, "init")
-    repo.stage({"app.py": APP_PY})
-    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
-    rc, first, err = run_json(HOOK, llm.env(), capsys)
-    assert rc == 1, err
+    first = blocked_first(repo, llm, capsys)
     (repo.path / ".git" / "ocr-hook" / "since_last.json").write_text(json.dumps(
         {"version": 1, "blocked": {"staged refs/heads/main": first["session_id"]}}))
     repo.stage({"app.py": FIXED})
