@@ -84,3 +84,36 @@ def test_a_secret_in_a_scanned_file_is_worded_for_a_scan(
         "Hard-coded secret (aws-access-key) in the scanned file: it is readable by everyone"
         " with the repository and stays in its history. Remove it, rotate it,"), c["content"]
     assert "in the change" not in c["content"] and "once committed" not in c["content"]
+
+
+def _lines(tag: str, n: int) -> str:
+    return "".join(f"{tag}_{k:03d} = {k} * 2 + 1  # a line of forty bytes\n"[:39] + "\n"
+                   for k in range(n))
+
+
+def test_a_bounded_scan_fills_the_byte_budget_with_small_source_files_first(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    # git's path order would take a.json first: it alone passes the budget
+    data = "[" + ",".join(f'{{"id": {k}, "name": "row {k:05d}"}}' for k in range(700)) + "]\n"
+    repo.commit({"a.json": data, "b.py": _lines("b", 75), "c.py": _lines("c", 25),
+                 "d.py": _lines("d", 150), "README.md": "hi\n"}, "init")
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    p = ocr(repo, llm, "scan", "--all", "--format", "json",
+            OCR_HOOK_SELECT_MAX_TOTAL_BYTES="8000")
+    out = json.loads(p.stdout)
+    files = {f["path"]: (f["reviewed"], f["reason"]) for f in out["files"]}
+    # c.py (about 1.5 KB with headers) and b.py (about 3.5 KB) fit in 8,000 bytes; d.py (about
+    # 6.5 KB) and the data file do not
+    assert {k: v for k, v in files.items() if k != "README.md"} == {
+        "a.json": (False, "over_max_total_bytes"), "b.py": (True, ""), "c.py": (True, ""),
+        "d.py": (False, "over_max_total_bytes")}
+    [request] = llm.requests
+    user = request["messages"][1]["content"]
+    assert '<file path="b.py"' in user and '<file path="c.py"' in user
+    assert '<file path="d.py"' not in user and '<file path="a.json"' not in user
+    assert out["incomplete_reasons"] == [
+        "NOT REVIEWED: 2 of 4 files: the files to review are larger than"
+        " select.max_total_bytes (7.8 KiB); raise select.max_total_bytes to review them,"
+        " `git ocr scan \u2026 --preview` lists them"]
+    assert "reviewing 2 files in 1 group with" in p.stderr, p.stderr
