@@ -117,3 +117,28 @@ def test_a_bounded_scan_fills_the_byte_budget_with_small_source_files_first(
         " select.max_total_bytes (7.8 KiB); raise select.max_total_bytes to review them,"
         " `git ocr scan \u2026 --preview` lists them"]
     assert "reviewing 2 files in 1 group with" in p.stderr, p.stderr
+
+
+def test_a_blocked_scan_names_the_scan_for_every_id_and_html_says_scan_of(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    body = "".join(f"value_{k} = eval(input())\n" for k in range(12))
+    repo.commit({"app.py": body}, "init")
+    head = repo.git("rev-parse", "HEAD").strip()
+    comments = [{"path": "app.py", "existing_code": f"value_{k} = eval(input())",
+                 "content": f"eval of user input {k} runs arbitrary code",
+                 "severity": "critical", "category": "security"} for k in range(12)]
+    llm.tool_calls(("code_comment", {"comments": comments}), ("task_done", {"state": "DONE"}))
+    p = ocr(repo, llm, "scan", "app.py", "--format", "html")
+    assert p.returncode == 1, p.stderr
+    assert f"input: scan of {head}" in p.stdout and "(whole files).." not in p.stdout
+    assert ("ocr-hook:   … and 2 more (`git ocr scan \u2026 --format json` lists every id)"
+            in p.stderr.splitlines()), p.stderr
+    assert "git ocr review` lists every id" not in p.stderr
+
+
+def test_llm_help_names_usage(repo: GitRepo, llm: ScriptedLLM) -> None:
+    p = ocr(repo, llm, "-h")
+    text = " ".join(p.stdout.split())
+    assert ("llm check the LLM endpoint, list provider presets or show the recorded spend"
+            " (usage)") in text, p.stdout
