@@ -142,3 +142,18 @@ def test_llm_help_names_usage(repo: GitRepo, llm: ScriptedLLM) -> None:
     text = " ".join(p.stdout.split())
     assert ("llm check the LLM endpoint, list provider presets or show the recorded spend"
             " (usage)") in text, p.stdout
+
+
+def test_a_scan_preview_says_scanned_and_counts_files(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({"app.py": "x = 1\ny = 2\n", "README.md": "hi\n"}, "init")
+    p = ocr(repo, llm, "scan", "--all", "--preview")
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.splitlines()]
+    assert ["app.py", "scanned", "+2/-0", "yes"] in rows, p.stdout
+    assert "2 file(s), 1 to review" in p.stdout.splitlines(), p.stdout
+    assert "changed file(s)" not in p.stdout and " added " not in p.stdout
+    p = ocr(repo, llm, "scan", "--all", "--preview", "--format", "json")
+    # JSON keeps its documented status values: a scanned file is all added lines
+    assert {f["path"]: f["status"] for f in json.loads(p.stdout)["files"]} == {
+        "app.py": "added", "README.md": "added"}
+    assert llm.requests == []
