@@ -9,7 +9,7 @@ filled.
   order: files matching ``select.include``; source files before data and configuration files
   (DATA_EXTENSIONS: ``.json``, ``.yaml``, ``.xml``, ``.toml`` …); smaller files first (by
   their blob size); then path. A file whose estimated diff section (SECTION_OVERHEAD_BYTES and
-  four times its path for the headers, its blob, one ``+`` per line) would pass what is left
+  PATH_COPIES × its path for the headers, its blob, one ``+`` per line) would pass what is left
   of ``select.max_total_bytes`` is ``over_max_total_bytes`` and the next ones are still tried,
   so one large data file does not take the budget of many source files.
 """
@@ -31,8 +31,10 @@ DATA_EXTENSIONS = frozenset({
     ".properties", ".po", ".pot", ".tfvars",
 })
 # the header lines of an added file's section (diff --git, new file mode, index, ---, +++, @@,
-# "\ No newline at end of file"): at most this much beside four copies of its path
+# "\ No newline at end of file"): at most this much beside PATH_COPIES times its path (three
+# copies, each up to four times longer when git quotes its bytes as octal escapes)
 SECTION_OVERHEAD_BYTES = 512
+PATH_COPIES = 12
 
 
 def is_data(path: str) -> bool:
@@ -43,7 +45,7 @@ def is_data(path: str) -> bool:
 def section_bytes(f: FileDiff, blob_size: int) -> int:
     """An upper bound of the bytes of the diff section of ``f`` added whole: its blob of
     ``blob_size`` bytes, one ``+`` per added line, its headers."""
-    return (blob_size + f.insertions + 4 * len(os.fsencode(f.path))
+    return (blob_size + f.insertions + PATH_COPIES * len(os.fsencode(f.path))
             + SECTION_OVERHEAD_BYTES)
 
 
