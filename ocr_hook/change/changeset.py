@@ -9,8 +9,8 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    files alone ``git cat-file --batch-check`` gives the blob sizes (``FileDiff.size_bytes``).
 2. Selection gates that need no content (``selection.metadata_reason``) decide most files,
    a too-large file among them, before any of their content is read. The files left (the
-   candidates) are bounded: files matching ``select.include`` first, then git's path order;
-   after ``select.max_files`` of them the rest are ``over_max_files``.
+   candidates) are bounded (``bounds``: ``select.include`` first, then path order; a scan
+   also by ``select.max_total_bytes``, source and smaller files first).
 3. The patch that follows is walked section by section (``diff.PatchStream``): a candidate's
    section is kept and parsed while the kept sections stay within ``select.max_total_bytes``
    (then that file and every later candidate are ``over_max_total_bytes``); the sections of
@@ -65,7 +65,7 @@ from ..git import (
     read_objects,
     rediff_as_text,
 )
-from . import hookinput, selection
+from . import bounds, hookinput, selection
 from .deleted_refs import EarlySearch, mark_referenced
 from .scan import not_scanned, read_head_texts, scan_blobs, sniff_blobs
 from .selection import SelectionReason
@@ -284,17 +284,15 @@ class _Loader:
         self._bound_files()
 
     def _bound_files(self) -> None:
-        """``select.max_files``: files in select.include first, then path order."""
+        """``select.max_files`` (a scan: and ``select.max_total_bytes``), in ``bounds``' order."""
         candidates = [i for i, r in enumerate(self.pre) if not r]
         self.n_selected = len(candidates)
-        user_in, limit = self.globs[1], self.policy.max_files
-        if limit > 0 and len(candidates) > limit:
-            ranked = sorted(candidates, key=lambda i: not (
-                user_in is not None and user_in.match_file(self.files[i].path)))
-            for i in ranked[limit:]:
-                self.pre[i] = SelectionReason.OVER_MAX_FILES
-            candidates = sorted(ranked[:limit])
-        self.candidates = candidates
+        sizes = (blob_sizes(self.repo, [self.files[i].new_oid for i in candidates])
+                 if self.target.mode == "scan" else None)
+        self.candidates, over = bounds.bound(self.files, candidates, self.globs[1],
+                                             self.policy, sizes)
+        for i, why in over.items():
+            self.pre[i] = why
 
     def scan_wanted(self, i: int) -> bool:
         """Whether file ``i``'s section is read for the secret scan when it is not kept."""

@@ -32,7 +32,7 @@ COMMAND_HELP = {
     "session": "list, show, compare review sessions or serve them in a local viewer",
     "dismiss": "record that a finding is not a problem (it no longer blocks)",
     "config": "configuration commands",
-    "llm": "check the LLM endpoint or list provider presets",
+    "llm": "check the LLM endpoint, list provider presets or show the recorded spend (usage)",
     "delegate": "print a review task for your own agent; `delegate submit FILE` records its"
                 " findings",
     "tool": "the reviewer's read-only tools on the reviewed snapshot (for a delegated review)",

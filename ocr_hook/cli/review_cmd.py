@@ -267,8 +267,10 @@ def dismiss_hints(result: ReviewResult, environ: Mapping[str, str]) -> list[str]
             lines.append(f"  {where}: a secret; mark its line `ocr-hook: allow-secret` or list"
                          " the value in security.allow_secrets")
     if len(blocking) > DISMISS_HINTS_MAX:
-        lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`git ocr review`"
-                     " lists every id)")
+        lister = ("git ocr scan \u2026 --format json" if result.input.get("mode") == "scan"
+                  else "git ocr review")  # a scan's ids are not in a review's output
+        lines.append(f"  … and {len(blocking) - DISMISS_HINTS_MAX} more (`{lister}` lists"
+                     " every id)")
     if (environ.get("PRE_COMMIT") == "1" and any(comments.can_dismiss(f) for f in blocking)
             and not _git_ocr_on_path(environ)):
         import shlex  # only a blocked run under the pre-commit framework quotes a command

@@ -46,7 +46,9 @@ def _build_scan_request(args: argparse.Namespace, environ: Mapping[str, str],
     repo = git.find_toplevel(cwd, head_files=config.HEAD_FILES)
     if args.staged:
         git.snapshot_ahead(repo, environ)  # write-tree while the settings load
-    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True)
+    origins: dict[str, str] = {}  # spec §13.7: a money cap's NOT REVIEWED line names its source
+    cfg, from_repo = config.load_settings(repo, vars(args), environ, llm_command=True,
+                                          origins=origins)
     target = git.scan_target(repo, cwd, [] if args.all else args.paths, environ,
                              staged=bool(args.staged))
     layers = rule_layers(repo, cfg, args, environ)
@@ -59,5 +61,6 @@ def _build_scan_request(args: argparse.Namespace, environ: Mapping[str, str],
         use_cache=cfg.cache.enabled, background=_read_background(cfg, repo, from_repo),
         guidance=layers.guidance, tool_defs=pipeline.tool_defs(cfg, repo, from_repo),
         mcp=None if preview else pipeline.mcp_bridge(repo, cfg, environ),
+        cap_sources={k: v for k, v in origins.items() if k.startswith("budget.")},
     )
     return req, layers

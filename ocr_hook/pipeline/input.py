@@ -61,7 +61,7 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
     """Why selected files were not reviewed because they could not be fitted (too large, a
     bound of the change set), in words with the settings: at most NAMES_SHOWN paths of each
     kind of too-large file, then the bounds, then the command that lists them (``git ocr
-    scan … --preview`` for a ``scan``)."""
+    scan … --preview`` for a ``scan``, after the bound settings to raise)."""
     reasons = {d.reason for d in bounded}
     big = [d for d in bounded if d.reason == change.SelectionReason.TOO_LARGE]
     by_size = [d for d in big if d.file.size_bytes is not None and not d.file.loaded]
@@ -84,6 +84,11 @@ def bound_text(bounded: Sequence[change.Decision], policy: change.SelectionPolic
                      f" select.max_total_bytes "
                      f"({util.human_bytes(policy.max_total_bytes)})")
     command = "git ocr scan \u2026 --preview" if scan else "git ocr review --preview"
+    keys = [k for r, k in ((change.SelectionReason.OVER_MAX_FILES, "select.max_files"), (
+        change.SelectionReason.OVER_MAX_TOTAL_BYTES, "select.max_total_bytes")) if r in reasons]
+    if scan and keys:  # spec §3.9: a bounded scan names the setting that reviews more
+        return " and ".join(parts) + f"; raise {' or '.join(keys)} to review them, `{command}`" \
+            " lists them"
     return " and ".join(parts) + f"; `{command}` lists them"
 
 

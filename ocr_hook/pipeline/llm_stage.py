@@ -179,7 +179,8 @@ class _GroupRunner:
         self.result.groups = groups
         self.record("grouping", {"groups": [{"label": g.label, "files": [f.path for f in g.files]}
                                             for g in groups],
-                                 "files": sum(len(g.files) for g in groups),
+                                 # a windowed file counts once (spec §3.9)
+                                 "files": len({f.path for g in groups for f in g.files}),
                                  "model": self.req.llm_labels.get("model", "")})
         return groups
 

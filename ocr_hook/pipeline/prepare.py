@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import change, util
+from .. import change, secrets, util
 from ..change import changes_only_notice, filter_paths, input_warnings
 from ..findings import MOVED_UNKNOWN, RunWarning
 from ..gate import decide, would_block
@@ -101,6 +101,8 @@ class RunState:
                                          detect_secrets=self.cfg.security.detect_secrets,
                                          listed=listed)
         self.config_findings = [*scanned.findings, *cs.findings]
+        if req.mode == "scan":  # spec §3.9: "in the scanned file", not "in the change"
+            self.config_findings = secrets.worded_for_scan(self.config_findings)
         self.secret_literals = scanned.literals
         return cs.decisions, notice, scanned.warnings
 

@@ -14,7 +14,8 @@ model call and the ceiling checked before each request.
   ``write`` on an ``O_APPEND`` descriptor (concurrent runs never interleave a line). Days and
   months are UTC; lines are in time order, so the cap check reads the file from its end back
   to the first line of an earlier month.
-- Check: today's (this month's) recorded cost plus the first request's estimate must not pass
+- Check: today's (this month's) recorded cost plus the first request's estimate (one request
+  with the smallest reviewed file, not the sum of all) must not pass
   ``budget.daily_usd`` (``budget.monthly_usd``); then :class:`SpendGuard` stops the run before
   any request that would pass what is left of the cap.
 """
@@ -281,12 +282,14 @@ def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, mo
                *, now: _dt.datetime | None = None,
                sources: Mapping[str, str] | None = None) -> CapCheck:
     """Would this run's first request pass ``budget.daily_usd`` or ``budget.monthly_usd``? Its
-    estimate: the ``patches`` (the reviewed files' diff texts) at UTF-8 bytes / 3 tokens plus
-    PROMPT_ALLOWANCE_TOKENS, priced as uncached input, plus min(``max_output_tokens``,
-    ESTIMATE_OUTPUT_TOKENS) of output. Without a cap: nothing is read. Without a price for
-    ``model``: a warning, no refusal. A ledger that cannot be read or written: a warning and a
-    refusal (the cap could not be kept). ``sources``: each cap key's origin, for the
-    message."""
+    estimate: one request carrying the smallest of the ``patches`` (the reviewed files' diff
+    texts; every group carries at least one file, so when that request cannot fit none can) at
+    UTF-8 bytes / 3 tokens plus PROMPT_ALLOWANCE_TOKENS, priced as uncached input, plus
+    min(``max_output_tokens``, ESTIMATE_OUTPUT_TOKENS) of output. Never the sum of the
+    patches: each later request is checked by the run's :class:`SpendGuard`. Without a cap:
+    nothing is read. Without a price for ``model``: a warning, no refusal. A ledger that
+    cannot be read or written: a warning and a refusal (the cap could not be kept).
+    ``sources``: each cap key's origin, for the message."""
     b = cfg.budget
     wanted = [(label, cap, key) for label, cap, key in (
         ("daily", b.daily_usd, "budget.daily_usd"),
@@ -311,7 +314,7 @@ def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, mo
     caps = [Cap(label, cap, key, spent(rows, day if label == "daily" else day[:7]),
                 (sources or {}).get(key, ""))
             for label, cap, key in wanted]
-    tokens = estimate_tokens("\n".join(patches)) + PROMPT_ALLOWANCE_TOKENS
+    tokens = min((estimate_tokens(p) for p in patches), default=0) + PROMPT_ALLOWANCE_TOKENS
     estimate = price.cost(Usage(input_tokens=tokens, output_tokens=min(
         max_output_tokens or ESTIMATE_OUTPUT_TOKENS, ESTIMATE_OUTPUT_TOKENS)))
     for cap in caps:

@@ -148,6 +148,13 @@ def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str
     return "\n".join(p for p in parts if p) + "\n"
 
 
+def _input_line(inp: Mapping[str, Any]) -> str:
+    """``input: staged HEAD..<tree>``; a scan has no base: ``input: scan of <head>``."""
+    if inp.get("mode") == "scan":
+        return f"input: scan of {inp.get('head', '')}"
+    return f"input: {inp.get('mode', '')} {inp.get('base', '')}..{inp.get('head', '')}"
+
+
 def _meta(data: Mapping[str, Any]) -> str:
     s = data.get("summary", {})
     inp = data.get("input", {})
@@ -156,7 +163,7 @@ def _meta(data: Mapping[str, Any]) -> str:
     items = [
         f"gate: {gate.get('mode', '')}, fail on {gate.get('fail_on', '')}",
         f"status: {data.get('status', '')}",
-        f"input: {inp.get('mode', '')} {inp.get('base', '')}..{inp.get('head', '')}",
+        _input_line(inp),
         f"model: {llm.get('model', '') or '—'}",
         f"files reviewed: {s.get('files_reviewed', 0)}",
         f"findings: {s.get('comments', 0)}, dismissed: {len(data.get('dismissed', []))}",

@@ -64,7 +64,7 @@ def start_fields(result: ReviewResult) -> dict[str, Any]:
     preview: the files it would review, ``will_review``)."""
     groups = [{"label": g.label, "files": [f.path for f in g.files]} for g in result.groups]
     if not result.preview:
-        return {"files": sum(len(g["files"]) for g in groups), "groups": groups,
+        return {"files": len({p for g in groups for p in g["files"]}), "groups": groups,
                 "model": result.llm.get("model", ""), "preview": False}
     paths = [o.path for o in result.files if o.will_review and not o.reason]
     return {"files": len(paths), "groups": groups, "model": result.llm.get("model", ""),

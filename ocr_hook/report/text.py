@@ -240,22 +240,25 @@ def scope_lines(inp: Mapping[str, Any], status: str = "") -> list[str]:
 
 
 def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
-    """``--preview`` as text (spec §4): path (``old → new`` for renames), status, +/-, and
-    ``yes`` or ``no (why, in words)``; then a count line, and one line per agent guidance file
-    the model is given (``input.guidance``, read from HEAD)."""
+    """``--preview`` as text (spec §4): path (``old → new`` for renames), status (a scan:
+    ``scanned``), +/-, and ``yes`` or ``no (why, in words)``; then a count line (a scan:
+    ``N file(s)``, not ``N changed file(s)``), and one line per agent guidance file the model
+    is given (``input.guidance``, read from HEAD)."""
+    scan = result.input.get("mode") == "scan"  # spec §3.9: whole files, not a change
     rows = []
     for o in result.files:
         path = display_path(o.path)
         if o.old_path != o.path:
             path = f"{display_path(o.old_path)} → {path}"
         review = "yes" if o.will_review and not o.reason else f"no ({file_reason(o)})"
-        rows.append((path, o.status, f"+{o.insertions}/-{o.deletions}", review))
+        rows.append((path, "scanned" if scan else o.status, f"+{o.insertions}/-{o.deletions}",
+                     review))
     header = ("path", "status", "+/-", "review")
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
     for r in [header, *rows]:
         stream.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}\n")
     n = sum(1 for o in result.files if o.will_review and not o.reason)
-    stream.write(f"\n{len(result.files)} changed file(s), {n} to review\n")
+    stream.write(f"\n{len(result.files)} {'' if scan else 'changed '}file(s), {n} to review\n")
     for g in result.input.get("guidance") or ():
         cut = f", cut to {g['shown_bytes']} bytes" if g.get("cut") else ""
         stream.write(f"guidance (HEAD): {display_path(g['path'])} ({g['bytes']} bytes{cut})\n")

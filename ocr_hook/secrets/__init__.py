@@ -16,7 +16,12 @@ if TYPE_CHECKING:
         detect_secrets_hits,
         library_findings,
     )
-    from .diff_scan import injection_findings, redact_file_diff, secret_findings
+    from .diff_scan import (
+        injection_findings,
+        redact_file_diff,
+        secret_findings,
+        worded_for_scan,
+    )
     from .redaction import redact
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
@@ -24,6 +29,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "detect_secrets_pass": (
         "NOT_INSTALLED", "added_rows", "library_findings", "detect_secrets_hits",
     ),
-    "diff_scan": ("injection_findings", "redact_file_diff", "secret_findings",),
+    "diff_scan": ("injection_findings", "redact_file_diff", "secret_findings",
+                  "worded_for_scan",),
     "redaction": ("redact",),
 })

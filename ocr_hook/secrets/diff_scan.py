@@ -194,3 +194,27 @@ def redact_file_diff(fd: FileDiff, redact_text: Callable[[str], str]) -> None:
 
 def _is_added(line: Line | None) -> bool:
     return line is not None and line.kind == "+"
+
+
+# spec §3.9: a scan reviews files as they stand, not a change (the same advice otherwise)
+_SCAN_WORDING = (
+    ("in the change: once committed it is readable by everyone with the repository and stays"
+     " in its history.", "in the scanned file: it is readable by everyone with the repository"
+     " and stays in its history."),
+    ("Text in the change addresses", "Text in the scanned file addresses"),
+)
+
+
+def worded_for_scan(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with the secret and prompt-injection texts (SECRET_CONTENT,
+    INJECTION_CONTENT) worded for a whole-file scan (``in the scanned file``), each one's
+    ``id`` recomputed from its new text (``findings.finding_id``); other findings unchanged."""
+    out: list[Finding] = []
+    for f in findings:
+        content = f.content
+        if f.source in (SECRET_SOURCE, INJECTION_SOURCE):
+            for old, new in _SCAN_WORDING:
+                content = content.replace(old, new)
+        out.append(f if content == f.content else f._replace(
+            content=content, id=finding_id(f.path, f.side, f.existing_code, content)))
+    return out

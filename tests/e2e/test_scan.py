@@ -309,6 +309,8 @@ def test_a_file_too_large_for_one_prompt_is_scanned_in_windows(
     shown = [int(lb.split()[-1].split("-")[0]) for lb in labels]
     ends = [int(lb.split("-")[-1]) for lb in labels]
     assert all(s <= e + 1 for s, e in zip(shown[1:], ends, strict=False))
+    # the windowed file counts once in the start line
+    assert f"reviewing 1 file in {len(labels)} groups with scripted-model" in err, err
 
 
 def test_preview_lists_the_selection_without_a_model_call(
@@ -351,7 +353,7 @@ def test_a_bounded_scan_names_the_scan_preview_and_session_list_says_scan(
     assert rc == 0, err
     assert json.loads(out)["incomplete_reasons"] == [
         "NOT REVIEWED: 1 of 2 files: the scan has more files to review than select.max_files (1);"
-        " `git ocr scan \u2026 --preview` lists them"]
+        " raise select.max_files to review them, `git ocr scan \u2026 --preview` lists them"]
     rc, out, err = run_cli(["session", "list"], llm.env(), capsys)
     assert rc == 0, err
     header, row = out.splitlines()

@@ -175,6 +175,21 @@ def test_the_start_estimate_prices_the_first_request_with_a_modest_output() -> N
     assert opus.why == "" and opus.guard is not None
 
 
+def test_the_start_estimate_is_one_request_with_the_smallest_file_not_the_sum() -> None:
+    environ = dict(os.environ)
+    capped = daily(0.10)
+    # ten 30,000-byte diffs (10,000 tokens each): the sum (108,000 tokens, $0.32 + $0.06144)
+    # would be refused; one request with the smallest (3 bytes: 8,001 tokens) is $0.0854
+    patches = ["y" * 30_000] * 10 + ["abc"]
+    verdict = check_caps(capped, environ, "anthropic", "claude-sonnet-4-5", patches, 16384)
+    assert verdict.why == "" and verdict.guard is not None
+    tight = daily(0.08)  # not even the smallest file's request fits: refused, that request named
+    verdict = check_caps(tight, environ, "anthropic", "claude-sonnet-4-5", patches, 16384)
+    assert verdict.why == (
+        "daily budget $0.0800 would be passed: $0.0000 spent today (UTC), this review needs"
+        " about $0.0854 (budget.daily_usd; resets at 00:00 UTC; see `git ocr llm usage`)")
+
+
 def test_the_guard_stops_the_request_that_would_pass_the_cap() -> None:
     guard = SpendGuard(SONNET, [Cap("monthly", 0.1, "budget.monthly_usd", 0.02)])
     so_far = Usage(input_tokens=10_000, output_tokens=1000)  # $0.03 + $0.015 = $0.045
