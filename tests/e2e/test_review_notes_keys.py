@@ -133,6 +133,11 @@ def test_a_later_noted_fix_counts_and_its_other_files_are_not_reviewed_again(
     assert "delta_value" not in text and "one = 1" not in text
     out = (p.stdout + p.stderr).splitlines()
     assert f"reviewed refs/heads/main: {first[:12]}..{fix[:12]} (2 commits)" in out
+    data = json.loads(ok(ocr(repo, llm, "review", "--from", first, "--to", fix,
+                             "--format", "json")).stdout)
+    assert (data["input"]["base"], data["input"]["head"]) == (first, fix)
+    assert data["input"]["paths"] == ["c2.py"]
+    assert [f["path"] for f in data["files"]] == ["c2.py"]
     noted = [line for line in out if line.startswith("reviewed at commit time")]
     assert noted == [
         f"reviewed at commit time: {first[:12]} (session {note_field(repo, first, 'session')})",
