@@ -96,6 +96,14 @@ def test_a_withdrawn_shared_dismissal_blocks_the_push(
     llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
     noted = commit(repo, llm, {}, "add")  # a.py is still staged: passes by the dismissal
     assert note_field(repo, noted, "verdict") == "dismissed"
+    # while the shared dismissal is at the tip: reviewed again, and it applies again
+    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
+    before = len(llm.requests)
+    p = ok(ocr(repo, llm, "review", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+               "--no-cache"))
+    data = json.loads(p.stdout)
+    assert "reviewed_at_commit" not in data["input"] and "wipe_disk()" in sent(llm, before)
+    assert data["verdict"] == "pass" and [d["path"] for d in data["dismissed"]] == ["a.py"]
     repo.git("rm", "-q", ".ocr-hook-dismissed.json")
     ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "withdraw"))
     assert "a.py" in repo.git("ls-tree", "--name-only", "HEAD")
