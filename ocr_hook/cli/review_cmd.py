@@ -361,8 +361,8 @@ def run_status_command(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     more = len(commits) > STATUS_MAX_COMMITS
     commits = commits[1:] if more else commits
     trusted = pipeline.trusted_patches(req)
-    ids = git.patch_ids(repo, [c for c, _ in commits]) if trusted else {}
-    left = [(c, s) for c, s in commits if ids.get(c, "") not in trusted]
+    keys = git.note_keys(repo, [c for c, _ in commits]) if trusted else {}
+    left = [(c, s) for c, s in commits if keys.get(c, ("", "")) not in trusted]
     print(report.display_text(f"commits not on {against} without a review note: {len(left)}"
                               + (f" (of the newest {STATUS_MAX_COMMITS})" if more else "")))
     for c, subject in left:

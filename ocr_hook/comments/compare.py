@@ -3,7 +3,8 @@ the last blocked review). Pure.
 
 A later finding matches an earlier one first by its explicit reference (``Finding.repeats``:
 the model filed that earlier finding again, ``E2`` in the prompt, the earlier id in a session
-record), then by dismissal key (``dismissals.finding_key``: path, normalised anchored code,
+record; a reference to an earlier finding on another path is ignored, :func:`same_path_refs`),
+then by dismissal key (``dismissals.finding_key``: path, normalised anchored code,
 category), never by line numbers, so moved lines stay the same finding. Keys may repeat; they
 pair in order.
 
@@ -112,11 +113,27 @@ def _pair(a: Sequence[tuple[int, Finding]], b: Sequence[Finding], *, claims: boo
     return paired, left
 
 
+def same_path_refs(earlier: Sequence[Finding], later: Sequence[Finding]) -> list[Finding]:
+    """``later`` with each ``repeats`` that names an earlier finding (``E<n>`` or its id) on
+    another path cleared: a finding on one file cannot be another file's finding filed again,
+    so it is matched by key and claim like any other."""
+    out = []
+    for f in later:
+        if f.repeats:
+            named = next((e for i, e in enumerate(earlier)
+                          if f.repeats in (f"E{i + 1}", e.id)), None)
+            if named is not None and named.path != f.path:
+                f = f._replace(repeats="")
+        out.append(f)
+    return out
+
+
 def _split(earlier: Sequence[Finding], later: Sequence[Finding], dismissed: Sequence[Finding],
            claims: bool) -> tuple[list[tuple[Finding, Finding]], list[Finding],
                                   list[tuple[int, Finding]], set[int]]:
     """(persisting pairs, new, the earlier (index, finding) left over, the indexes of those
     that pair with a dismissed finding)."""
+    later, dismissed = same_path_refs(earlier, later), same_path_refs(earlier, dismissed)
     numbered = list(enumerate(earlier))
     paired, new = _pair(numbered, later, claims=claims)
     rest = [(i, e) for i, e in numbered if i not in paired]

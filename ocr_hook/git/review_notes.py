@@ -15,7 +15,11 @@ Three pieces, all through :mod:`git.process`:
   /tmp/x`` and ``rm -rf / tmp/x`` differ), so a message-only ``--amend``, a cherry-pick or a
   rebase that leaves a commit's diff alone still finds the record of the commit it was made
   from. A git without ``--verbatim`` (before 2.39) gets no patch-ids: no note is written or
-  trusted.
+  trusted. A patch-id drops hunk line numbers and keeps three context lines, so the same lines
+  added at another place of the same file share it: a note also holds the commit's
+  :func:`change_digests` (every changed path with its old/new mode and blob id), and a lookup
+  matches both (:func:`note_keys`). A message-only ``--amend`` keeps both; a cherry-pick or
+  rebase onto other code changes the blob ids, so it is reviewed again.
 
 A note is a convenience, not a proof: anyone who can write the ref can write a note.
 """
@@ -23,6 +27,7 @@ A note is a convenience, not a proof: anyone who can write the ref can write a n
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -34,16 +39,17 @@ from . import process, repository
 
 NOTES_REF = "refs/notes/ocr-hook"
 NOTES_REMOTES = "refs/notes/remotes/"  # fetched copies: refs/notes/remotes/<remote>/ocr-hook
-NOTE_HEADER = "ocr-hook review v2"  # v1 notes (``--stable`` patch-ids) are ignored
+NOTE_HEADER = "ocr-hook review v3"  # v1 (``--stable``), v2 (no change digest) are ignored
 STATE_FILE = "ocr-hook-reviewed.json"  # under the worktree's git dir (git rev-parse --git-path)
-_FIELDS = ("patch-id", "verdict", "fingerprint", "effort", "session")
+_FIELDS = ("patch-id", "change", "verdict", "fingerprint", "effort", "session")
 
 
 class ReviewNote(NamedTuple):
     """One note of ``refs/notes/ocr-hook``: the commit it is attached to, the patch-id of that
     commit (``git patch-id --verbatim``, hex), the verdict (``pass``/``findings``/``incomplete``,
     spec §9), the settings fingerprint (SHA-256 hex of the result cache's settings, spec §10),
-    the effort reviewed at, and the session id of the review."""
+    the effort reviewed at, and the session id of the review; ``change`` is the commit's
+    :func:`change_digests` entry (SHA-256 hex)."""
 
     commit: str
     patch_id: str
@@ -51,12 +57,18 @@ class ReviewNote(NamedTuple):
     fingerprint: str
     effort: str
     session: str
+    change: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(patch-id, change digest): what a commit must match (:func:`note_keys`)."""
+        return (self.patch_id, self.change)
 
 
 def format_note(note: ReviewNote) -> str:
     """The note's text: ``NOTE_HEADER`` then one ``key: value`` line per field (readable in
     ``git log --notes=ocr-hook``)."""
-    values = (note.patch_id, note.verdict, note.fingerprint, note.effort, note.session)
+    values = (note.patch_id, note.change, note.verdict, note.fingerprint, note.effort, note.session)
     lines = [f"{k}: {v}" for k, v in zip(_FIELDS, values, strict=True)]
     return "\n".join([NOTE_HEADER, *lines]) + "\n"
 
@@ -76,10 +88,10 @@ def parse_note(commit: str, text: str) -> ReviewNote | None:
             continue
         if fields.setdefault(key.strip(), value.strip()) != value.strip():
             return None
-    if not all(fields.get(k) for k in ("patch-id", "verdict", "fingerprint")):
+    if not all(fields.get(k) for k in ("patch-id", "change", "verdict", "fingerprint")):
         return None
     return ReviewNote(commit, fields["patch-id"], fields["verdict"], fields["fingerprint"],
-                      fields.get("effort", ""), fields.get("session", ""))
+                      fields.get("effort", ""), fields.get("session", ""), fields["change"])
 
 
 def notes_refs(repo: Path) -> list[str]:
@@ -134,6 +146,61 @@ def patch_ids(repo: Path, commits: Sequence[str]) -> dict[str, str]:
         if len(parts) == 2:
             ids[parts[1]] = parts[0]
     return ids
+
+
+def _raw_changes(repo: Path, *args: str, stdin: bytes | None = None
+                 ) -> dict[str, list[tuple[bytes, bytes]]]:
+    """``{commit: [(raw meta, path)]}`` of ``git diff-tree -r -z --full-index --no-renames
+    --root <args>`` (``--stdin``: one entry per commit; two trees: under "")."""
+    out = process.run_git(repo, "diff-tree", "-r", "-z", "--full-index", "--no-renames",
+                          "--root", *args, stdin=stdin, timeout_s=120)
+    raw: dict[str, list[tuple[bytes, bytes]]] = {}
+    tokens = iter(out.split(b"\0"))
+    current = ""
+    for tok in tokens:
+        if tok.startswith(b":"):
+            raw.setdefault(current, []).append((tok, next(tokens, b"")))
+        elif tok.strip():
+            current = tok.strip().decode()
+    return raw
+
+
+def change_digests(repo: Path, commits: Sequence[str]) -> dict[str, str]:
+    """``{commit: SHA-256 hex}`` of each commit's exact change against its parent: the raw
+    lines of ``git diff-tree --stdin -r -z --full-index --no-renames --root`` (old/new mode,
+    old/new blob id, status and path of every changed file). Equal for a message-only amend
+    (same tree and parent), different for the same lines added at another place or on top of
+    other code. A commit that changes nothing is left out. Raises GitError."""
+    if not commits:
+        return {}
+    raw = _raw_changes(repo, "--stdin", stdin=("\n".join(commits) + "\n").encode())
+    return {c: hashlib.sha256(b"\n".join(m + b"\t" + p for m, p in rows)).hexdigest()
+            for c, rows in raw.items() if c and rows}
+
+
+def changed_paths(repo: Path, commits: Sequence[str]) -> set[str]:
+    """Every path one of ``commits`` changes against its parent (no rename detection: a
+    rename is its old and its new path). Raises GitError."""
+    if not commits:
+        return set()
+    raw = _raw_changes(repo, "--stdin", stdin=("\n".join(commits) + "\n").encode())
+    return {p.decode("utf-8", "surrogateescape") for rows in raw.values() for _, p in rows}
+
+
+def range_paths(repo: Path, base: str, head: str) -> set[str]:
+    """Every path that differs between ``base`` and ``head`` (tree-ish ids; no rename
+    detection). Raises GitError."""
+    raw = _raw_changes(repo, base, head)
+    return {p.decode("utf-8", "surrogateescape") for rows in raw.values() for _, p in rows}
+
+
+def note_keys(repo: Path, commits: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """``{commit: (patch-id, change digest)}`` (:func:`patch_ids`, :func:`change_digests`):
+    the key a trusted note must have (``ReviewNote.key``); commits without a patch-id are
+    left out. Raises GitError."""
+    ids = patch_ids(repo, commits)
+    changes = change_digests(repo, list(ids)) if ids else {}
+    return {c: (pid, changes[c]) for c, pid in ids.items() if c in changes}
 
 
 @functools.lru_cache(maxsize=1)
@@ -200,12 +267,12 @@ def note_new_commit(repo: Path) -> ReviewNote | None:
     commit, head_tree, *parents = row.decode().split()
     if head_tree != tree or (parents[0] if parents else "") != parent or len(parents) > 1:
         return None
-    pid = patch_ids(repo, [commit]).get(commit)
-    if not pid:
+    key = note_keys(repo, [commit]).get(commit)
+    if not key:
         return None
-    note = ReviewNote(commit, pid, str(state.get("verdict", "")),
+    note = ReviewNote(commit, key[0], str(state.get("verdict", "")),
                       str(state.get("fingerprint", "")), str(state.get("effort", "")),
-                      str(state.get("session", "")))
+                      str(state.get("session", "")), key[1])
     process.run_git(repo, "notes", f"--ref={NOTES_REF}", "add", "-f", "-m",
                     format_note(note).rstrip("\n"), commit, timeout_s=30)
     return note

@@ -59,7 +59,9 @@ class Target(NamedTuple):
     ``(empty tree)``). ``refs`` are the remote refs a pushed range updates (push mode; several
     when identical ranges were merged). Push mode also counts ``commits`` (in base..head) and,
     when the range was cut to its newest commits (``push_scope``), ``skipped_commits`` older
-    ones from ``skipped_base_label`` up to ``base`` that are not reviewed.
+    ones from ``skipped_base_label`` up to ``base`` that are not reviewed. ``paths``: when not
+    None, only these changed paths of ``base..head`` are reviewed (a pushed range that holds
+    commits reviewed at commit time, spec §3.4.1; each is a changed path of the range).
     """
 
     mode: str  # staged | merge | commit | range | push
@@ -72,6 +74,7 @@ class Target(NamedTuple):
     commits: int = 0
     skipped_commits: int = 0
     skipped_base_label: str = ""
+    paths: tuple[str, ...] | None = None
 
 
 class PushLine(NamedTuple):

@@ -24,8 +24,8 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
                  ) -> tuple[change.ChangeSet, str]:
     """(the joined change set, the changes-only notice or "") of ``targets``: sizes first,
     content only where a decision or the secret scan (not for ``--preview``) needs it, the
-    hook's file names (``req.path_filter``) as a filter. ``count`` counts tokens for the
-    context gate. Raises GitError / DiffParseError."""
+    hook's file names (``req.path_filter``) or a target's own ``paths`` as a filter.
+    ``count`` counts tokens for the context gate. Raises GitError / DiffParseError."""
     security = req.config.security
     scan = None if req.preview else change.ScanPolicy(
         tuple(security.allow_secrets), security.max_scan_bytes)
@@ -33,7 +33,8 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
     unchanged: list[str] | None = None
     for t in targets:
         cs = change.load_change_set(req.repo, t, req.selection_policy, count_tokens=count,
-                                       scan=scan, names=req.path_filter)
+                                       scan=scan,
+                                       names=req.path_filter if t.paths is None else t.paths)
         whole.files += cs.files
         whole.decisions += cs.decisions
         whole.findings += cs.findings

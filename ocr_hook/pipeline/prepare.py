@@ -63,6 +63,8 @@ class RunState:
             input={"mode": req.mode, "base": self.head.base_label, "head": self.head.head_label,
                    "snapshot_tree": self.head.snapshot_tree},
             llm=req.llm_labels, session_id=session.id if session else "", preview=req.preview)
+        if self.head.paths is not None:  # spec §3.4.1: limited to the un-noted commits' files
+            self.result.input["paths"] = list(self.head.paths)
         if req.mode == "push":  # the ranges' machinery: push mode only
             from .ranges import ranges_json, skipped_commits_warnings
 

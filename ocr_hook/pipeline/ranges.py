@@ -15,20 +15,23 @@ from ..report import ReviewResult
 from .request import ReviewRequest
 
 
-def ranges_json(targets: Sequence[git.Target]) -> list[dict[str, str | int]]:
+def ranges_json(targets: Sequence[git.Target]) -> list[dict[str, str | int | list[str]]]:
     """JSON ``input.ranges`` of push mode: one ``{ref, base, head, commits}`` per pushed remote
     ref (``base..head`` is what was reviewed, ``commits`` how many commits it holds); a range
     cut to its newest commits (``git.push_scope``) adds ``not_reviewed_commits`` and
-    ``not_reviewed_base`` (the older commits ``not_reviewed_base..base`` were left out);
+    ``not_reviewed_base`` (the older commits ``not_reviewed_base..base`` were left out); a
+    range limited to some files (review notes, spec §3.4.1) adds ``paths`` (a list);
     ``run_ranges`` adds ``status`` (``partial``, ``failed``) to a range not wholly reviewed."""
-    out: list[dict[str, str | int]] = []
+    out: list[dict[str, str | int | list[str]]] = []
     for t in targets:
         for ref in t.refs or ("",):
-            entry: dict[str, str | int] = {"ref": ref, "base": t.base_label,
+            entry: dict[str, str | int | list[str]] = {"ref": ref, "base": t.base_label,
                                            "head": t.head_label, "commits": t.commits}
             if t.skipped_commits:
                 entry["not_reviewed_commits"] = t.skipped_commits
                 entry["not_reviewed_base"] = t.skipped_base_label
+            if t.paths is not None:  # spec §3.4.1: only the files of commits without a note
+                entry["paths"] = list(t.paths)
             out.append(entry)
     return out
 

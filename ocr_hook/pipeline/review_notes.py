@@ -1,8 +1,10 @@
 """Review notes in a run (spec §3.4.1): the pre-commit hook records what it reviewed, and a
-push or range review leaves out the commits whose patch has a passing note for the same
-settings. The git side (the snapshot file, the notes, patch-ids) is ``git.review_notes``.
+push or range review leaves out the commits whose patch and exact change have a passing note
+for the same settings. The git side (the snapshot file, the notes, patch-ids, change digests)
+is ``git.review_notes``.
 
-A note is trusted when its verdict is ``pass``, its settings fingerprint is this run's
+A note is trusted when its patch-id and change digest are the commit's, its verdict is
+``pass``, its settings fingerprint is this run's
 (:func:`settings_fingerprint`: every setting but NOT_IN_FINGERPRINT, plus the texts the model is
 given) and its effort covers this run's (``cache.entries.effort_covers``), and git has
 ``patch-id --verbatim``. ``review.trust_notes = false`` trusts none.
@@ -92,10 +94,11 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     """After a pre-commit hook's review of the whole staged snapshot (no file list, no
     preview, something staged): record the snapshot's tree, its parent commit, the verdict,
     the fingerprint, the effort and the session for the post-commit hook
-    (``git.record_snapshot``). A finding the user's own (personal) dismissals took out makes
-    the recorded verdict ``dismissed-personal``, never ``pass``: a push or CI elsewhere does
-    not have those dismissals (repository dismissals are committed and apply there too).
-    Best effort: a failure is logged at debug level, never raised."""
+    (``git.record_snapshot``). A finding a dismissal took out (personal or shared) makes the
+    recorded verdict ``dismissed``, never ``pass``: a push or CI elsewhere does not have the
+    personal ones, and a shared one can be withdrawn later; at push such a commit is reviewed
+    and a dismissal still in force applies again. Best effort: a failure is logged at debug
+    level, never raised."""
     if (req.stage != "pre-commit" or req.mode != "staged" or req.path_filter is not None
             or req.preview or not result.files):  # nothing staged: no commit with a patch
         return
@@ -105,8 +108,8 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     if not tree or not fingerprint:
         return
     verdict = result.decision.verdict
-    if any(d.by == "personal" for d in result.dismissed):
-        verdict = "dismissed-personal"
+    if result.dismissed:
+        verdict = "dismissed"
     try:
         git.record_snapshot(req.repo, tree, base if _OID.fullmatch(base) else "",
                             verdict, fingerprint, req.effort, result.session_id)
@@ -119,15 +122,17 @@ NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --
 NOTES_UNTRUSTED = "not trusted: settings changed since commit time"
 
 
-def trusted_patches(req: ReviewRequest) -> dict[str, git.ReviewNote]:
-    """``{patch-id: note}`` of the notes this run trusts (see the module doc); {} with
-    ``review.trust_notes = false``, no endpoint or a git without ``patch-id --verbatim``.
-    Raises GitError."""
+def trusted_patches(req: ReviewRequest) -> dict[tuple[str, str], git.ReviewNote]:
+    """``{(patch-id, change digest): note}`` (``ReviewNote.key``) of the notes this run
+    trusts (see the module doc); {} with ``review.trust_notes = false``, no endpoint or a git
+    without ``patch-id --verbatim``. Raises GitError."""
     return _notes(req)[0]
 
 
-def _notes(req: ReviewRequest) -> tuple[dict[str, git.ReviewNote], dict[str, git.ReviewNote]]:
-    """(trusted, passing but made under other settings or a lower effort), by patch-id."""
+def _notes(req: ReviewRequest) -> tuple[dict[tuple[str, str], git.ReviewNote],
+                                        dict[tuple[str, str], git.ReviewNote]]:
+    """(trusted, passing but made under other settings or a lower effort), by
+    ``ReviewNote.key``."""
     fingerprint = settings_fingerprint(req) if req.config.review.trust_notes else ""
     if not fingerprint or not git.verbatim_patch_ids():
         return {}, {}
@@ -139,9 +144,9 @@ def _notes(req: ReviewRequest) -> tuple[dict[str, git.ReviewNote], dict[str, git
         if n.verdict != "pass":
             continue
         if n.fingerprint == fingerprint and effort_covers(n.effort, req.effort):
-            trusted[n.patch_id] = n
+            trusted[n.key] = n
         else:
-            other.setdefault(n.patch_id, n)
+            other.setdefault(n.key, n)
     return trusted, other
 
 
@@ -160,11 +165,13 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
     ``input.reviewed_at_commit``: ``{commit, noted_commit, session, ref}``, oldest first per
     range) and the run's ``review_notes`` warnings (at most one: notes not trusted on this
     git, or ``N commit(s) with a passing review note: not trusted: settings changed since
-    commit time``). A range that is one first-parent chain without merges is cut into the
-    runs of consecutive commits without a trusted note (each a range of its own, with the
-    range's refs); a range with merges is reviewed whole. In a range cut to its newest commits
-    (``git.bound_push_range``) the noted commits at its base are reviewed, so the part that
-    starts there still names the older commits left out. Raises GitError."""
+    commit time``). In a range that is one first-parent chain without merges, the leading
+    run of commits with a trusted note is left out and the rest is reviewed as one range, at
+    the tip's state (a later commit may fix what an earlier one broke), limited to the paths
+    the commits without a trusted note change (``Target.paths``) when a noted commit lies
+    among them; a range with merges is reviewed whole. In a range cut to its newest commits
+    (``git.bound_push_range``) the noted commits at its base are reviewed, so the range still
+    names the older commits left out. Raises GitError."""
     warning = notes_warning(req)
     trusted, other = _notes(req)
     if not trusted and not other:
@@ -174,26 +181,32 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
     untrusted = 0
     for t in targets:
         rows = git.range_commits(req.repo, t.base, t.head)
-        ids = git.patch_ids(req.repo, [r[0] for r in rows]) if rows else {}
-        notes = [trusted.get(ids.get(r[0], "")) for r in rows or ()]
+        keys = git.note_keys(req.repo, [r[0] for r in rows]) if rows else {}
+        notes = [trusted.get(keys.get(r[0], ("", ""))) for r in rows or ()]
         untrusted += sum(1 for r, n in zip(rows or (), notes, strict=True) if n is None
-                         and ids.get(r[0], "") in other)
-        if t.skipped_commits:  # cut by review.max_push_commits: the first part keeps the cut
+                         and keys.get(r[0], ("", "")) in other)
+        if t.skipped_commits:  # cut by review.max_push_commits: the range keeps its base
             lead = next((i for i, n in enumerate(notes) if n is None), len(notes))
-            notes[:lead] = [None] * lead  # base, so its "older commits not reviewed" is right
+            notes[:lead] = [None] * lead  # so its "older commits not reviewed" is right
         if not rows or not any(notes):
             out.append(t)
             continue
-        start: int | None = None
-        for i, (row, note) in enumerate(zip(rows, notes, strict=True)):
-            if note is not None:
-                covered.append({"commit": row[0], "noted_commit": note.commit,
-                                "session": note.session, "ref": ", ".join(t.refs)})
-            elif start is None:
-                start = i
-            if start is not None and (note is not None or i == len(rows) - 1):
-                out.append(_segment(t, rows, start, i - 1 if note is not None else i))
-                start = None
+        covered += [{"commit": row[0], "noted_commit": note.commit, "session": note.session,
+                     "ref": ", ".join(t.refs)}
+                    for row, note in zip(rows, notes, strict=True) if note is not None]
+        first = next((i for i, n in enumerate(notes) if n is None), None)
+        if first is None:
+            continue
+        part = _segment(t, rows, first, len(rows) - 1)
+        if any(notes[first:]):  # noted commits among them: review only what the others change
+            unnoted = [r[0] for r, n in zip(rows[first:], notes[first:], strict=True)
+                       if n is None]
+            paths = git.changed_paths(req.repo, unnoted) & git.range_paths(
+                req.repo, part.base, part.head)
+            if not paths:  # what they changed is back as it was at the range's base
+                continue
+            part = part._replace(paths=tuple(sorted(paths)))
+        out.append(part)
     if untrusted:
         warning = RunWarning("review_notes", "", f"{untrusted} commit(s) with a passing review"
                              f" note reviewed again: {NOTES_UNTRUSTED}")

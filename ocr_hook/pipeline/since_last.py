@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -164,12 +166,14 @@ def earlier_findings(common_dir: Path, session_id: str) -> tuple[Finding, ...] |
 
 def _name_repeats(result: Any, earlier: tuple[Finding, ...]) -> None:
     """Each finding's ``repeats`` label (``E2``) as the earlier finding's id ("" for a label
-    that names none), so the session records say which earlier finding it files again."""
+    that names none or a finding on another path), so the session records say which earlier
+    finding it files again."""
     def named(f: Finding) -> Finding:
         if not f.repeats:
             return f
         n = f.repeats[1:]
-        ok = f.repeats.startswith("E") and n.isdigit() and 0 < int(n) <= len(earlier)
+        ok = (f.repeats.startswith("E") and n.isdigit() and 0 < int(n) <= len(earlier)
+              and earlier[int(n) - 1].path == f.path)  # another file's finding: no repeat
         return f._replace(repeats=earlier[int(n) - 1].id if ok else "")
 
     result.findings = [named(f) for f in result.findings]
@@ -180,10 +184,11 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
            chain: Chain) -> None:
     """After the gate and the dismissals: ``result.since_last`` against the chain's earlier
     findings (``comments.compare_since`` with the files this review reviewed, those answered
-    from the cache aside; none reviewed: no ``since_last``), each finding's ``repeats`` named
-    by id, then the state file: this session plus the carried findings when the review
-    blocked on findings; only the carried ones when it passed (none: the chain ends);
-    unchanged when it could not decide."""
+    from the cache aside; none reviewed: no ``since_last``; a carried finding whose file is
+    not in the reviewed snapshot is resolved, :func:`_gone_resolved`), each finding's
+    ``repeats`` named by id, then the state file: this session plus the carried findings
+    when the review blocked on findings; only the carried ones when it passed (none: the
+    chain ends); unchanged when it could not decide."""
     if result.preview:
         return
     reviewed = {o.path for o in result.files if o.reviewed}
@@ -194,6 +199,7 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
         cmp = comments.compare_since(chain.findings, result.findings,
                                      reviewed - _from_cache(result),
                                      [d.finding for d in result.dismissed])
+        cmp = _gone_resolved(req, result, chain, cmp)
         _name_repeats(result, chain.findings)
         result.since_last = {"session": chain.session, **cmp.ids()}
         kept = {id(f) for f in cmp.carried}
@@ -220,6 +226,37 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
     elif table.pop(name, None) is None:
         return
     _write_state(common_dir, table)
+
+
+_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+def _gone_resolved(req: ReviewRequest, result: Any, chain: Chain, cmp: Any) -> Any:
+    """``cmp`` with the carried findings whose file is absent from the reviewed snapshot (the
+    staged tree, or the range's head; ``git ls-tree``) counted as resolved: the file is gone
+    (deleted, or never committed and reset away), so nothing can carry it on. A staged review
+    keeps a file that is still in the work tree (unstaged for this commit, it may come back).
+    ``cmp`` unchanged when nothing is carried or the snapshot cannot be read."""
+    if not cmp.carried:
+        return cmp
+    tree = str(result.input.get("snapshot_tree") or result.input.get("head") or "")
+    if not _OID.fullmatch(tree):
+        return cmp
+    paths = sorted({f.path for f in cmp.carried})
+    try:
+        out = git.run_git(req.repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", tree,
+                          "--", *paths, timeout_s=30)
+    except OcrError as e:
+        log.debug("carried findings kept: %s", e)
+        return cmp
+    present = set(out.decode("utf-8", "surrogateescape").split("\0"))
+    gone = {id(f) for f in cmp.carried if f.path not in present
+            and not (req.mode == "staged" and os.path.lexists(req.repo / f.path))}
+    if not gone:
+        return cmp
+    resolved = {id(f) for f in cmp.resolved} | gone
+    return cmp._replace(resolved=[f for f in chain.findings if id(f) in resolved],
+                        carried=[f for f in cmp.carried if id(f) not in gone])
 
 
 def _from_cache(result: Any) -> set[str]:

@@ -85,6 +85,20 @@ def test_since_a_reworded_re_raise_with_its_label_persists_before_any_key() -> N
         "2 resolved, 0 persisting, 1 new")
 
 
+def test_a_label_naming_a_finding_on_another_path_is_ignored() -> None:
+    earlier = [finding("e1"), finding("e2", path="other.py")]
+    # filed on other.py, labelled E1 (app.py's): matched by key to e2, never to e1
+    wrong = finding("c1", path="other.py")._replace(repeats="E1")
+    cmp = compare_since(earlier, [wrong], {"app.py", "other.py"})
+    assert cmp.ids() == {"resolved": ["e1"], "persisting": ["c1"], "new": [], "carried": [],
+                         "dismissed": []}
+    assert [(a.id, b.id) for a, b in cmp.persisting] == [("e2", "c1")]
+    # by id too (session compare); nothing on other.py to pair with: new, e1 resolved
+    by_id = compare_by_key(earlier[:1], [wrong._replace(repeats="e1")])
+    assert by_id.ids()["resolved"] == ["e1"] and by_id.ids()["new"] == ["c1"]
+    assert by_id.ids()["persisting"] == []
+
+
 def test_a_dismissed_earlier_finding_counts_as_dismissed_in_both() -> None:
     earlier = [finding("e1")]
     gone = [finding("d1", "  " + SQL)]  # this review filed it again and it was dismissed

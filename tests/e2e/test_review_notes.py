@@ -6,6 +6,7 @@ model (fake: only its replies, ``task_done`` with no finding)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -83,9 +84,14 @@ def test_commits_reviewed_at_commit_time_are_not_reviewed_again_at_push(
     patch = repo.git("diff-tree", "-p", "--root", "--binary", ids["A"]).encode()
     pid = subprocess.run(["git", "patch-id", "--verbatim"], input=patch, capture_output=True,
                          cwd=repo.path, env=repo.env, check=True).stdout.decode().split()[0]
-    assert note[:3] == ["ocr-hook review v2", f"patch-id: {pid}", "verdict: pass"]
-    assert note[3].startswith("fingerprint: ") and len(note[3]) == len("fingerprint: ") + 64
-    assert note[4] == "effort: low" and note[5].startswith("session: ")
+    raw = repo.git("diff-tree", "-r", "-z", "--full-index", "--no-renames", "--root",
+                   "--no-commit-id", ids["A"]).split("\0")
+    change = hashlib.sha256(f"{raw[0]}\t{raw[1]}".encode()).hexdigest()
+    assert raw[1] == "a.py" and raw[0].endswith(" A")
+    assert note[:4] == ["ocr-hook review v3", f"patch-id: {pid}", f"change: {change}",
+                        "verdict: pass"]
+    assert note[4].startswith("fingerprint: ") and len(note[4]) == len("fingerprint: ") + 64
+    assert note[5] == "effort: low" and note[6].startswith("session: ")
     # git ocr status: only the --no-verify commit
     assert ok(ocr(repo, llm, "status")).stdout == (
         "commits not on any remote-tracking ref without a review note: 1\n"
@@ -179,7 +185,7 @@ def test_a_post_commit_failure_never_fails_the_commit(
 
 
 
-def test_a_noted_commit_between_others_splits_the_range_and_a_merge_keeps_it_whole(
+def test_after_the_first_unnoted_commit_one_range_at_the_tip_limited_to_its_files(
     repo: GitRepo, llm: ScriptedLLM,
 ) -> None:
     ok(ocr(repo, llm, "install"))
@@ -193,19 +199,19 @@ def test_a_noted_commit_between_others_splits_the_range_and_a_merge_keeps_it_who
     before = len(llm.requests)
     data = json.loads(ok(ocr(repo, llm, "review", "--from", ids["R"], "--to", ids["D"],
                              "--format", "json")).stdout)
-    assert data["input"]["ranges"] == [
-        {"ref": "", "base": ids["A"], "head": ids["B"], "commits": 1},
-        {"ref": "", "base": ids["C"], "head": ids["D"], "commits": 1}]
+    # A (leading, noted) is left out; A..D is one range, only the files of B and D
+    assert (data["input"]["base"], data["input"]["head"]) == (ids["A"], ids["D"])
+    assert "ranges" not in data["input"]
     assert [c["commit"] for c in data["input"]["reviewed_at_commit"]] == [ids["A"], ids["C"]]
     assert [f["path"] for f in data["files"]] == ["b.py", "d.py"]
+    assert len(llm.requests) == before + 1
     text = sent(llm, before)
     assert "b_value" in text and "d_value" in text and "a_value" not in text
     assert "c_value" not in text
     out = ok(ocr(repo, llm, "review", "--from", ids["R"], "--to", ids["D"])).stdout.splitlines()
     sessions = {n: note_field(repo, ids[n], "session") for n in "AC"}
     assert [line for line in out if line.startswith("reviewed")] == [
-        f"reviewed range: {ids['A'][:12]}..{ids['B'][:12]} (1 commit)",
-        f"reviewed range: {ids['C'][:12]}..{ids['D'][:12]} (1 commit)",
+        f"reviewed: {ids['A'][:12]}..{ids['D'][:12]}",
         f"reviewed at commit time: {ids['A'][:12]} (session {sessions['A']})",
         f"reviewed at commit time: {ids['C'][:12]} (session {sessions['C']})"]
     # a merge in the range: reviewed whole, nothing left out
@@ -250,9 +256,8 @@ def test_a_range_cut_to_its_newest_commits_keeps_naming_the_older_ones(
     short = {k: v[:12] for k, v in ids.items()}
     assert [line for line in (p.stdout + p.stderr).splitlines()
             if line.startswith("reviewed")] == [
-        f"reviewed refs/heads/main: {short['R']}..{short['A']} (1 commit); 1 older commit(s) not"
+        f"reviewed refs/heads/main: {short['R']}..{short['C']} (3 commits); 1 older commit(s) not"
         f" reviewed ((empty tree)..{short['R']})",
-        f"reviewed refs/heads/main: {short['B']}..{short['C']} (1 commit)",
         f"reviewed at commit time: {short['B']} (session {note_field(repo, ids['B'], 'session')})"]
     text = sent(llm, before)
     assert "a_value" in text and "c_value" in text and "b_value" not in text

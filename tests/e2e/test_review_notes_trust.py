@@ -139,7 +139,7 @@ def test_a_commit_passed_by_a_personal_dismissal_gets_no_passing_note(
     llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
     ok(run(repo, llm, "git", "commit", "-q", "-m", "add"))
     head = repo.git("rev-parse", "HEAD").strip()
-    assert note_field(repo, head, "verdict") == "dismissed-personal"
+    assert note_field(repo, head, "verdict") == "dismissed"
     assert ok(ocr(repo, llm, "status")).stdout == (
         "commits not on any remote-tracking ref without a review note: 1\n"
         f"  {head[:12]} add\n")

@@ -335,6 +335,46 @@ def test_an_unrelated_commit_carries_the_finding_and_the_chain_goes_on(
     assert state_of(repo) == {"version": 2, "blocked": {}}
 
 
+def test_a_repeats_label_on_another_file_is_not_a_re_raise(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    other = {"comments": [{"path": "other.py", "existing_code": "run(x)",
+                           "content": "Runs unchecked input.", "severity": "high",
+                           "category": "security", "repeats": "E1"}]}  # E1 is on app.py
+    first, rc, out, err = blocked_then(repo, llm, capsys,
+                                       {"app.py": FIXED, "other.py": "run(x)\n"},
+                                       ("code_comment", other))
+    assert rc == 1, err
+    data = json.loads(out)
+    [earlier] = first["comments"]
+    [c] = data["comments"]
+    assert c["path"] == "other.py"
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [earlier["id"]],
+                                  "persisting": [], "new": [c["id"]], "carried": [],
+                                  "dismissed": []}
+
+
+def test_a_carried_finding_on_a_file_that_is_gone_is_resolved(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(repo.path)
+    first = blocked_first(repo, llm, capsys)  # app.py staged, never committed
+    [c] = first["comments"]
+    repo.git("reset", "-q", "--hard")
+    assert not (repo.path / "app.py").exists()
+    repo.stage({"other.py": "x = 1\n"})
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["since_last"] == {"session": first["session_id"], "resolved": [c["id"]],
+                                  "persisting": [], "new": [], "carried": [],
+                                  "dismissed": []}
+    assert state_of(repo) == {"version": 2, "blocked": {}}  # the chain is over
+
+
 def test_a_dismissed_earlier_finding_is_dismissed_in_since_last_and_compare(
     repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -79,12 +79,15 @@ def test_the_rule_text_is_in_the_fingerprint() -> None:
 
 
 def test_a_note_reads_in_any_line_order_and_not_with_two_values_of_a_field() -> None:
-    text = f"{NOTE_HEADER}\npatch-id: p\nverdict: pass\nfingerprint: f\neffort: low\nsession: s\n"
+    text = (f"{NOTE_HEADER}\npatch-id: p\nchange: d\nverdict: pass\nfingerprint: f\n"
+            "effort: low\nsession: s\n")
     note = parse_note("c", text)
-    assert note is not None and (note.patch_id, note.verdict, note.fingerprint) == (
-        "p", "pass", "f")
+    assert note is not None and (note.key, note.verdict, note.fingerprint) == (
+        ("p", "d"), "pass", "f")
     # `git notes merge -s cat_sort_uniq`: lines sorted and made unique
     assert parse_note("c", "\n".join(sorted(text.splitlines()))) == note
     merged = sorted(set(text.splitlines()) | {"verdict: findings"})
     assert parse_note("c", "\n".join(merged)) is None
-    assert parse_note("c", text.replace("v2", "v1")) is None  # `--stable` patch-ids
+    assert parse_note("c", text.replace("v3", "v1")) is None  # `--stable` patch-ids
+    assert parse_note("c", text.replace("v3", "v2")) is None  # no change digest
+    assert parse_note("c", text.replace("change: d\n", "")) is None

@@ -1,0 +1,152 @@
+"""Review notes against a second adversarial tester (spec §3.4.1): the same lines added at
+another place of a file share a patch-id but not the change digest; a dismissal (shared too)
+never makes a trusted note; a push reviews from the first commit without a note to the tip, so
+a later noted commit's fix counts. Real: git, the installed hooks, ``git push`` to a local
+bare remote, HTTP to the scripted loopback model (fake: only its replies)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from tests.e2e.test_review_notes import note_field, ocr, ok, run, sent
+from tests.e2e.test_review_notes_trust import DONE, comment, commit, hooked
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+PANEL = """class {name}Panel:
+    def allow(self, user):
+        self.log(user)
+        self.audit(user)
+        ok = self.check(user)
+{added}        return ok
+
+    def name(self):
+        return "panel"
+"""
+GRANT = "        ok = True  # EVERYONE\n"
+
+
+def panels(guest: str = "", admin: str = "") -> str:
+    return PANEL.format(name="Guest", added=guest) + "\n" + PANEL.format(name="Admin",
+                                                                         added=admin)
+
+
+def patch_id(repo: GitRepo, commit_id: str) -> str:
+    patch = repo.git("diff-tree", "-p", "--root", "--binary", commit_id).encode()
+    return subprocess.run(["git", "patch-id", "--verbatim"], input=patch, capture_output=True,
+                          cwd=repo.path, env=repo.env, check=True).stdout.decode().split()[0]
+
+
+def test_the_same_lines_added_at_another_place_are_reviewed_at_push(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    hooked(repo, llm, tmp_path)
+    base = commit(repo, llm, {"panels.py": panels()}, "panels", "--no-verify")
+    repo.git("checkout", "-q", "-b", "guest")
+    guest = commit(repo, llm, {"panels.py": panels(guest=GRANT)}, "guests may")  # reviewed
+    assert note_field(repo, guest, "verdict") == "pass"
+    repo.git("checkout", "-q", "main")
+    admin = commit(repo, llm, {"panels.py": panels(admin=GRANT)}, "admins may", "--no-verify")
+    assert patch_id(repo, admin) == patch_id(repo, guest)  # git patch-id cannot tell them apart
+    assert ok(ocr(repo, llm, "status")).stdout == (
+        "commits not on any remote-tracking ref without a review note: 2\n"
+        f"  {base[:12]} panels\n  {admin[:12]} admins may\n")
+    llm.tool_calls(comment("panels.py", GRANT.strip()), DONE)
+    before = len(llm.requests)
+    p = run(repo, llm, "git", "push", "origin", "main")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert len(llm.requests) == before + 1
+    assert "ok = True  # EVERYONE" in sent(llm, before)
+    out = p.stdout + p.stderr
+    assert "reviewed at commit time" not in out
+    assert f"reviewed refs/heads/main: (empty tree)..{admin[:12]} (2 commits)" in out
+    admin_line = panels(admin=GRANT).splitlines().index(GRANT.rstrip("\n")) + 1
+    assert admin_line == 16
+    assert re.search(rf"panels\.py:{admin_line}\b", out), out
+    # a message-only amend keeps both keys: the commit is still covered by its note
+    repo.git("checkout", "-q", "guest")
+    ok(run(repo, llm, "git", "commit", "-q", "--amend", "--no-verify", "-m", "reworded"))
+    reworded = repo.git("rev-parse", "HEAD").strip()
+    data = json.loads(ok(ocr(repo, llm, "review", "--from", base, "--to", reworded,
+                             "--format", "json")).stdout)
+    assert data["input"]["reviewed_at_commit"] == [
+        {"commit": reworded, "noted_commit": guest, "ref": "",
+         "session": note_field(repo, guest, "session")}]
+    assert data["files"] == []
+
+
+def test_a_withdrawn_shared_dismissal_blocks_the_push(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    hooked(repo, llm, tmp_path)
+    repo.write({"a.py": "wipe_disk()\n"})
+    repo.git("add", "-A")
+    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
+    p = run(repo, llm, "git", "commit", "-q", "-m", "add")
+    assert p.returncode == 1, p.stderr
+    fid = re.search(r"git ocr dismiss (\S+) --reason", p.stderr)
+    assert fid, p.stderr
+    ok(ocr(repo, llm, "dismiss", fid.group(1), "--shared", "--reason", "the team agrees"))
+    repo.git("add", ".ocr-hook-dismissed.json")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "dismiss",
+           ".ocr-hook-dismissed.json"))
+    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
+    noted = commit(repo, llm, {}, "add")  # a.py is still staged: passes by the dismissal
+    assert note_field(repo, noted, "verdict") == "dismissed"
+    # while the shared dismissal is at the tip: reviewed again, and it applies again
+    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
+    before = len(llm.requests)
+    p = ok(ocr(repo, llm, "review", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+               "--no-cache"))
+    data = json.loads(p.stdout)
+    assert "reviewed_at_commit" not in data["input"] and "wipe_disk()" in sent(llm, before)
+    assert data["verdict"] == "pass" and [d["path"] for d in data["dismissed"]] == ["a.py"]
+    repo.git("rm", "-q", ".ocr-hook-dismissed.json")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "withdraw"))
+    assert "a.py" in repo.git("ls-tree", "--name-only", "HEAD")
+    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
+    before = len(llm.requests)
+    p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "wipe_disk()" in sent(llm, before)
+    out = p.stdout + p.stderr
+    assert "reviewed at commit time" not in out
+    assert re.search(r"a\.py:1\b", out), out
+
+
+def test_a_later_noted_fix_counts_and_its_other_files_are_not_reviewed_again(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    hooked(repo, llm, tmp_path)
+    first = commit(repo, llm, {"c1.py": "one = 1\n"}, "c1")  # noted: left out at push
+    # the endpoint is down: the hook lets the commit through as incomplete (gate.on_error)
+    down = {"OCR_LLM_URL": "http://127.0.0.1:9/v1"}
+    repo.write({"c2.py": "value = eval(user_input)\n"})
+    repo.git("add", "-A")
+    p = ok(run(repo, llm, "git", "commit", "-q", "-m", "c2", **down))
+    assert "NOT REVIEWED" in p.stdout + p.stderr
+    second = repo.git("rev-parse", "HEAD").strip()
+    assert note_field(repo, second, "verdict") == "incomplete"
+    fix = commit(repo, llm, {"c2.py": "value = int(user_input)\n",
+                             "d.py": "delta_value = 4\n"}, "c2 without eval, and d")
+    assert note_field(repo, fix, "verdict") == "pass"
+    before = len(llm.requests)
+    p = ok(run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false"))
+    assert len(llm.requests) == before + 1
+    text = sent(llm, before)
+    assert "value = int(user_input)" in text and "eval(" not in text
+    assert "delta_value" not in text and "one = 1" not in text
+    out = (p.stdout + p.stderr).splitlines()
+    assert f"reviewed refs/heads/main: {first[:12]}..{fix[:12]} (2 commits)" in out
+    data = json.loads(ok(ocr(repo, llm, "review", "--from", first, "--to", fix,
+                             "--format", "json")).stdout)
+    assert (data["input"]["base"], data["input"]["head"]) == (first, fix)
+    assert data["input"]["paths"] == ["c2.py"]
+    assert [f["path"] for f in data["files"]] == ["c2.py"]
+    noted = [line for line in out if line.startswith("reviewed at commit time")]
+    assert noted == [
+        f"reviewed at commit time: {first[:12]} (session {note_field(repo, first, 'session')})",
+        f"reviewed at commit time: {fix[:12]} (session {note_field(repo, fix, 'session')})"]
