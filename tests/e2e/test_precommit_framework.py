@@ -250,7 +250,7 @@ def test_ocr_review_notes_writes_the_note_under_the_framework(
     assert len(llm.requests) == 1
     head = repo.git("rev-parse", "HEAD").strip()
     note = repo.git("notes", "--ref=refs/notes/ocr-hook", "show", head).splitlines()
-    assert note[0] == "ocr-hook review v2" and "verdict: pass" in note
+    assert note[0] == "ocr-hook review v3" and "verdict: pass" in note
     # a range review with the same settings leaves the commit out
     r = run(repo, env, sys.executable, "-m", "ocr_hook.cli", "review", "--from", base, "--to",
             head, "--format", "json")
