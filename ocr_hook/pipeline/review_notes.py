@@ -110,12 +110,24 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     verdict = result.decision.verdict
     if result.dismissed:
         verdict = "dismissed"
+    elif verdict == "pass" and any(not f.reviewed and f.reason not in SETTLED_EXCLUSIONS
+                                   for f in result.files):
+        verdict = "partial"  # a path the model did not see may become reviewable later
     try:
         git.record_snapshot(req.repo, tree, base if _OID.fullmatch(base) else "",
                             verdict, fingerprint, req.effort, result.session_id)
     except (OSError, OcrError) as e:
         log.debug("reviewed snapshot not recorded: %s", e)
 
+
+# Exclusions no later commit can turn into reviewable code the note would vouch for: the file
+# is gone, only its mode changed, nothing changed, or its content is binary (a later commit that
+# makes it text shows that change in its own review). Every other exclusion (a path, type,
+# marker or bound: vendored, generated, a test file, not a source type, select.exclude, a rename
+# with unchanged content, …) can be undone by a later rename or edit whose own diff shows
+# nothing of the content, so such a commit gets a ``partial`` note, never trusted (spec §3.4.1).
+SETTLED_EXCLUSIONS = frozenset({"deleted", "mode_only", "no_content_change", "binary",
+                                "submodule"})
 
 NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --verbatim` (git"
                      " 2.39 or later); every commit is reviewed")

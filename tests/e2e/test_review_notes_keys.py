@@ -150,3 +150,52 @@ def test_a_later_noted_fix_counts_and_its_other_files_are_not_reviewed_again(
     assert noted == [
         f"reviewed at commit time: {first[:12]} (session {note_field(repo, first, 'session')})",
         f"reviewed at commit time: {fix[:12]} (session {note_field(repo, fix, 'session')})"]
+
+
+def test_a_pure_rename_of_code_no_model_saw_is_reviewed_at_push(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """A ``--no-verify`` rewrite of a.py, then a noted ``git mv a.py b.py``: the rename's own
+    review left b.py out (renamed, content unchanged), so its note is ``partial`` and the push
+    reviews b.py whole (a third tester's repro)."""
+    hooked(repo, llm, tmp_path)
+    commit(repo, llm, {"a.py": "".join(f"line_{i} = {i}\n" for i in range(12))}, "init",
+           "--no-verify")
+    ok(run(repo, llm, "git", "push", "-q", "origin", "main", "--no-verify"))
+    bad = 'import os\n\n\ndef h(p):\n    os.system("BADCODE " + p)\n'
+    commit(repo, llm, {"a.py": bad}, "rewrite", "--no-verify")
+    repo.git("mv", "a.py", "b.py")
+    ok(run(repo, llm, "git", "commit", "-q", "-m", "rename"))  # reviewed: nothing to review
+    renamed = repo.git("rev-parse", "HEAD").strip()
+    assert note_field(repo, renamed, "verdict") == "partial"
+    llm.tool_calls(comment("b.py", '    os.system("BADCODE " + p)', "critical"), DONE)
+    before = len(llm.requests)
+    p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "BADCODE" in sent(llm, before)
+    out = p.stdout + p.stderr
+    assert "reviewed at commit time" not in out and re.search(r"b\.py:5\b", out), out
+
+
+def test_code_moved_out_of_an_excluded_folder_is_reviewed_at_push(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """vendor/lib.py (excluded, vendored) committed through the hook, then moved to lib.py
+    through the hook: neither review showed its code, so neither note is trusted and the push
+    reviews lib.py as the new file it is at the tip."""
+    hooked(repo, llm, tmp_path)
+    commit(repo, llm, {"README.md": "hello\n"}, "init", "--no-verify")
+    ok(run(repo, llm, "git", "push", "-q", "origin", "main", "--no-verify"))
+    first = commit(repo, llm, {"vendor/lib.py": 'TOKEN = "BADCODE"\n', "ok.py": "x = 1\n"},
+                   "vendored lib")
+    assert note_field(repo, first, "verdict") == "partial"
+    repo.git("mv", "vendor/lib.py", "lib.py")
+    ok(run(repo, llm, "git", "commit", "-q", "-m", "un-vendor"))
+    moved = repo.git("rev-parse", "HEAD").strip()
+    assert note_field(repo, moved, "verdict") == "partial"
+    llm.tool_calls(comment("lib.py", 'TOKEN = "BADCODE"', "critical"), DONE)
+    before = len(llm.requests)
+    p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "BADCODE" in sent(llm, before)
+    assert re.search(r"lib\.py:1\b", p.stdout + p.stderr), p.stdout + p.stderr

@@ -83,7 +83,9 @@ def test_a_file_excluded_at_commit_time_is_reviewed_at_push(
     noted = commit(repo, llm, {"a.py": "alpha_value = 1\n", "deploy.py": "wipe_disk()\n"},
                    "add", OCR_HOOK_SELECT_EXCLUDE="deploy.py")
     assert "wipe_disk" not in sent(llm, before) and "alpha_value" in sent(llm, before)
-    assert note_field(repo, noted, "verdict") == "pass"
+    # a file left out by a setting: the note is partial, never trusted (not only when the
+    # setting changes by the push)
+    assert note_field(repo, noted, "verdict") == "partial"
     assert ok(ocr(repo, llm, "status")).stdout == (
         "commits not on any remote-tracking ref without a review note: 1\n"
         f"  {noted[:12]} add\n")
@@ -91,8 +93,6 @@ def test_a_file_excluded_at_commit_time_is_reviewed_at_push(
     p = ok(run(repo, llm, "git", "push", "origin", "main"))
     assert "wipe_disk" in sent(llm, before)
     err = (p.stdout + p.stderr).splitlines()
-    assert ("ocr-hook: 1 commit(s) with a passing review note reviewed again: not trusted:"
-            " settings changed since commit time") in err
     assert not any(line.startswith("reviewed at commit time") for line in err)
 
 
@@ -120,8 +120,10 @@ def test_a_note_made_under_a_laxer_gate_or_other_rules_is_not_trusted(
         if env:  # the rule text reached the model
             assert "Flag every call to wipe_disk." in sent(llm, before)
             assert p.returncode == 0
-        else:  # fail_on = high: the finding blocks
+        else:  # fail_on = high: the finding blocks, and the run says why it reviewed again
             assert p.returncode == 1 and data["verdict"] == "findings"
+            assert ("1 commit(s) with a passing review note reviewed again: not trusted:"
+                    " settings changed since commit time") in p.stderr
 
 
 def test_a_commit_passed_by_a_personal_dismissal_gets_no_passing_note(
