@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import git
+from .. import change, git
 from ..errors import OcrError
 from ..findings import RunWarning
 
@@ -126,8 +126,9 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
 # marker or bound: vendored, generated, a test file, not a source type, select.exclude, a rename
 # with unchanged content, …) can be undone by a later rename or edit whose own diff shows
 # nothing of the content, so such a commit gets a ``partial`` note, never trusted (spec §3.4.1).
-SETTLED_EXCLUSIONS = frozenset({"deleted", "mode_only", "no_content_change", "binary",
-                                "submodule"})
+_R = change.SelectionReason
+SETTLED_EXCLUSIONS = frozenset({_R.DELETED, _R.MODE_ONLY, _R.NO_CONTENT_CHANGE, _R.BINARY,
+                                _R.SUBMODULE})
 
 NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --verbatim` (git"
                      " 2.39 or later); every commit is reviewed")
