@@ -1,4 +1,4 @@
-"""Review notes against a second adversarial tester (spec §3.4.1): the same lines added at
+"""Review notes that must not cover another change (spec §3.4.1): the same lines added at
 another place of a file share a patch-id but not the change digest; a dismissal (shared too)
 never makes a trusted note; a push reviews from the first commit without a note to the tip, so
 a later noted commit's fix counts. Real: git, the installed hooks, ``git push`` to a local
@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from tests.e2e.test_review_notes import note_field, ocr, ok, run, sent
-from tests.e2e.test_review_notes_trust import DONE, comment, commit, hooked
+from tests.e2e.test_review_notes_trust import DONE, blocked_commit, comment, commit, hooked
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -82,14 +82,8 @@ def test_a_withdrawn_shared_dismissal_blocks_the_push(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
     hooked(repo, llm, tmp_path)
-    repo.write({"a.py": "wipe_disk()\n"})
-    repo.git("add", "-A")
-    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
-    p = run(repo, llm, "git", "commit", "-q", "-m", "add")
-    assert p.returncode == 1, p.stderr
-    fid = re.search(r"git ocr dismiss (\S+) --reason", p.stderr)
-    assert fid, p.stderr
-    ok(ocr(repo, llm, "dismiss", fid.group(1), "--shared", "--reason", "the team agrees"))
+    fid = blocked_commit(repo, llm)
+    ok(ocr(repo, llm, "dismiss", fid, "--shared", "--reason", "the team agrees"))
     repo.git("add", ".ocr-hook-dismissed.json")
     ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "dismiss",
            ".ocr-hook-dismissed.json"))
@@ -157,7 +151,7 @@ def test_a_pure_rename_of_code_no_model_saw_is_reviewed_at_push(
 ) -> None:
     """A ``--no-verify`` rewrite of a.py, then a noted ``git mv a.py b.py``: the rename's own
     review left b.py out (renamed, content unchanged), so its note is ``partial`` and the push
-    reviews b.py whole (a third tester's repro)."""
+    reviews b.py whole."""
     hooked(repo, llm, tmp_path)
     commit(repo, llm, {"a.py": "".join(f"line_{i} = {i}\n" for i in range(12))}, "init",
            "--no-verify")

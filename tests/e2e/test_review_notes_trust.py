@@ -40,6 +40,19 @@ def commit(repo: GitRepo, llm: ScriptedLLM, files: dict[str, str], msg: str, *fl
     return repo.git("rev-parse", "HEAD").strip()
 
 
+def blocked_commit(repo: GitRepo, llm: ScriptedLLM) -> str:
+    """``wipe_disk()`` in a.py staged and committed through the hook, blocked by the scripted
+    high finding: the finding id the hook's dismiss hint names."""
+    repo.write({"a.py": "wipe_disk()\n"})
+    repo.git("add", "-A")
+    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
+    p = run(repo, llm, "git", "commit", "-q", "-m", "add")
+    assert p.returncode == 1, p.stderr
+    found = re.search(r"git ocr dismiss (\S+) --reason", p.stderr)
+    assert found, p.stderr
+    return found.group(1)
+
+
 def test_a_whitespace_change_that_changes_the_code_is_reviewed_at_push(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
@@ -130,14 +143,8 @@ def test_a_commit_passed_by_a_personal_dismissal_gets_no_passing_note(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
     hooked(repo, llm, tmp_path)
-    repo.write({"a.py": "wipe_disk()\n"})
-    repo.git("add", "-A")
-    llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
-    p = run(repo, llm, "git", "commit", "-q", "-m", "add")
-    assert p.returncode == 1, p.stderr
-    fid = re.search(r"git ocr dismiss (\S+) --reason", p.stderr)
-    assert fid, p.stderr
-    ok(ocr(repo, llm, "dismiss", fid.group(1), "--reason", "mine"))
+    fid = blocked_commit(repo, llm)
+    ok(ocr(repo, llm, "dismiss", fid, "--reason", "mine"))
     llm.tool_calls(comment("a.py", "wipe_disk()"), DONE)
     ok(run(repo, llm, "git", "commit", "-q", "-m", "add"))
     head = repo.git("rev-parse", "HEAD").strip()
