@@ -114,15 +114,16 @@ def _pair(a: Sequence[tuple[int, Finding]], b: Sequence[Finding], *, claims: boo
 
 
 def same_path_refs(earlier: Sequence[Finding], later: Sequence[Finding]) -> list[Finding]:
-    """``later`` with each ``repeats`` that names an earlier finding (``E<n>`` or its id) on
-    another path cleared: a finding on one file cannot be another file's finding filed again,
-    so it is matched by key and claim like any other."""
+    """``later`` with each ``repeats`` that does not name an earlier finding (``E<n>`` or its
+    id) on its own path cleared: an unknown label, or another file's finding (one file's
+    finding cannot be another's filed again); such a finding is matched by key and claim like
+    any other."""
     out = []
     for f in later:
         if f.repeats:
             named = next((e for i, e in enumerate(earlier)
                           if f.repeats in (f"E{i + 1}", e.id)), None)
-            if named is not None and named.path != f.path:
+            if named is None or named.path != f.path:
                 f = f._replace(repeats="")
         out.append(f)
     return out

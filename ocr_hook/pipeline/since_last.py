@@ -92,7 +92,9 @@ def read_state(common_dir: Path) -> dict[str, Entry]:
 
 
 def _write_state(common_dir: Path, table: dict[str, Entry]) -> None:
-    blocked = {k: {"session": e.session, "open": [list(p) for p in e.open or ()]}
+    # a version-1 entry (open None: every finding of its session) stays one
+    blocked = {k: e.session if e.open is None else
+               {"session": e.session, "open": [list(p) for p in e.open]}
                for k, e in sorted(table.items())}
     body = json.dumps({"version": STATE_VERSION, "blocked": blocked}, indent=2) + "\n"
     try:
@@ -112,7 +114,11 @@ def chain_name(req: ReviewRequest) -> str:
     if req.mode == "push":
         refs = {r for t in req.targets for r in t.refs}
         return f"{kind} {refs.pop()}" if len(refs) == 1 else ""
-    ref = git.run_git(req.repo, "symbolic-ref", "-q", "HEAD", ok_codes=(0, 1), timeout_s=10)
+    try:
+        ref = git.run_git(req.repo, "symbolic-ref", "-q", "HEAD", ok_codes=(0, 1), timeout_s=10)
+    except OcrError as e:  # the chain is bookkeeping: it never fails the review
+        log.debug("no chain: %s", e)
+        return ""
     name = ref.decode("utf-8", "surrogateescape").strip()
     return f"{kind} {name}" if name else ""
 

@@ -99,6 +99,16 @@ def test_a_label_naming_a_finding_on_another_path_is_ignored() -> None:
     assert by_id.ids()["persisting"] == []
 
 
+def test_a_label_naming_no_earlier_finding_is_ignored_and_the_key_still_pairs() -> None:
+    earlier = [finding("e1")]
+    for label in ("E7", "b1b1b1b1b1b1"):  # out of range; an id of a session in between
+        again = finding("c1")._replace(repeats=label)
+        since = compare_since(earlier, [again], {"app.py"})
+        assert since.ids() == {"resolved": [], "persisting": ["c1"], "new": [], "carried": [],
+                               "dismissed": []}, label
+        assert compare_by_key(earlier, [again]).ids()["persisting"] == ["c1"], label
+
+
 def test_a_dismissed_earlier_finding_counts_as_dismissed_in_both() -> None:
     earlier = [finding("e1")]
     gone = [finding("d1", "  " + SQL)]  # this review filed it again and it was dismissed
