@@ -284,7 +284,7 @@ class _GroupRun:
         shown = list(self.group.files)  # plus the diffs of files comments were re-filed to
         for f in new:
             fd = d.by_path.get(f.path)
-            if fd is not None and all(fd is not x for x in shown):
+            if fd is not None and all(fd.path != x.path for x in shown):  # a window is its file
                 shown.append(fd)
         outcome = agent.review_filter(
             d.client, shown, new, meter=d.meter, redact=d.redact, record=d.record,

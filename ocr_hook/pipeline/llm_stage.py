@@ -259,6 +259,7 @@ class _GroupRunner:
             result.warnings.extend(RunWarning("mcp", "", msg) for _server, msg
                                    in req.mcp.warnings[self.mcp_warnings_seen:])
         ended: dict[int, str] = {}  # each file's reason; any of its windows' failures is its own
+        counted: set[int] = set()  # the whole files the NOT REVIEWED line already counts
         spend_cause = ""
         for g, o in zip(groups, outcomes, strict=True):
             reason = o.reason
@@ -272,7 +273,10 @@ class _GroupRunner:
                 result.warnings.append(warning)
                 if reason == StopReason.SPEND_CAP:  # one money-cap reason, the first group's
                     cause = spend_cause = spend_cause or cause
-                self.causes.append((len(g.files), cause))
+                wholes = {id(self.whole_of.get(id(f), f)) for f in g.files} - counted
+                counted |= wholes  # a file in windows is one file, however many fail
+                if wholes:
+                    self.causes.append((len(wholes), cause))
             report = o.report
             report.reason = reason
             result.group_reports.append(report)

@@ -400,3 +400,25 @@ def test_nothing_in_a_scan_is_preexisting_and_no_moved_code_diff_runs(
         ("preexisting_refused", "app/db.py", f"finding {c['id']} was flagged pre-existing but a"
          " scan reviews the whole file: nothing in it predates the change")]
     assert not any("--color-moved" in line for line in log.log.read_text().splitlines())
+
+
+def test_a_file_whose_windows_fail_counts_once_as_not_reviewed(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"app/big.py": _big_module(600, defect_at=540),
+                 "app/small.py": "def one():\n    return 1\n"}, "init")
+    for _ in range(12):  # every window of big.py: a request the endpoint refuses
+        llm.reply({"error": {"message": "bad request"}}, status=400, match="compute_value(")
+    monkeypatch.chdir(repo.path)
+    rc, out, err = run_cli(["scan", "app/big.py", "app/small.py", "--format", "json"],
+                           llm.env(OCR_HOOK_LLM_CONTEXT_TOKENS="12000"), capsys,
+                           review_filter=False)
+    assert rc == 0, err  # gate.on_error = allow
+    data = json.loads(out)
+    files = {f["path"]: (f["reviewed"], f["reason"]) for f in data["files"]}
+    assert files["app/small.py"] == (True, "")
+    assert files["app/big.py"][0] is False
+    assert sum(1 for g in data["groups"] if g["label"].startswith("app/big.py lines")) >= 2
+    [line] = data["incomplete_reasons"]
+    assert line.startswith("NOT REVIEWED: 1 of 2 files: "), line
