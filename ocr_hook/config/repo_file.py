@@ -147,7 +147,8 @@ def cap_repo_budget(layer: Layer, below: Sequence[Layer]) -> tuple[Layer, list[s
     """The repository file's layer without the ``[budget]`` caps that would raise the user's
     own (spec §13.7): a cap of ``below`` (the user file) is an upper bound the repository may
     only lower; with no user cap any repository cap is a lowering. Returns (the layer, the
-    dotted keys dropped). A value that is not a number is kept (validation refuses it). Pure."""
+    dotted keys dropped). Values compare as validation reads them (a number written as text
+    too, ``"5"``); one that is no number is kept and validation refuses it. Pure."""
     table = layer.data.get("budget") if isinstance(layer.data, Mapping) else None
     if not isinstance(table, Mapping):
         return layer, []
@@ -155,12 +156,21 @@ def cap_repo_budget(layer: Layer, below: Sequence[Layer]) -> tuple[Layer, list[s
     mine = user.get("budget") if isinstance(user.get("budget"), Mapping) else {}
     dropped = []
     for key in BUDGET_KEYS:
-        value, cap = table.get(key), mine.get(key)
-        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                      for x in (value, cap))
-        if numbers and value > cap:
+        value, cap = _amount(table.get(key)), _amount(mine.get(key))
+        if value is not None and cap is not None and value > cap:
             dropped.append(f"budget.{key}")
     if not dropped:
         return layer, []
     kept = {k: v for k, v in table.items() if f"budget.{k}" not in dropped}
     return Layer(layer.source, {**layer.data, "budget": kept}, layer.names), dropped
+
+
+def _amount(value: object) -> float | None:
+    """A cap as validation reads it (a number, or a number written as text), else None (a
+    bool, anything else: validation refuses those)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None

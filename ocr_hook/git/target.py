@@ -302,10 +302,12 @@ def push_range(repo: Path, remote: str, line: PushLine) -> Target | None:
     - remote oid zero (new ref), unknown here (not fetched), or unrelated to local: the new
       commits ``rev-list <local> --not --remotes=<remote>``; none → None; base = parent of the
       oldest new commit, or the empty tree for a root commit.
-    - a notes ref (``refs/notes/*``, e.g. ``refs/notes/ocr-hook``): notes, not code → None.
+    - a notes ref pushed to a notes ref (``refs/notes/*`` on both sides, e.g.
+      ``refs/notes/ocr-hook``): notes, not code → None.
     Raises UsageError when the local oid is not a commit here.
     """
-    if is_zero_oid(line.local_oid) or line.remote_ref.startswith("refs/notes/"):
+    notes = line.local_ref.startswith("refs/notes/") and line.remote_ref.startswith("refs/notes/")
+    if is_zero_oid(line.local_oid) or notes:
         return None
     local = verify_commit(repo, line.local_oid)
     refs = (line.remote_ref,)
@@ -357,7 +359,8 @@ def pre_commit_push_targets(repo: Path, environ: Mapping[str, str]) -> list[Targ
     from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
     to_ref = environ.get("PRE_COMMIT_TO_REF", "")
     remote_ref = environ.get("PRE_COMMIT_REMOTE_BRANCH", "")
-    if remote_ref.startswith("refs/notes/"):  # notes, not code (as push_range)
+    if remote_ref.startswith("refs/notes/") and environ.get(
+            "PRE_COMMIT_LOCAL_BRANCH", "").startswith("refs/notes/"):  # notes (as push_range)
         return []
     refs = (remote_ref,) if remote_ref else ()
     if from_ref and to_ref:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import git
+from ..errors import GitError
 from ..findings import RunWarning
 from ..report import ReviewResult
 from ..util import tracing
@@ -72,7 +73,11 @@ def run(
     if req.mode in ("push", "range") and not req.notes_applied:  # spec §3.4.1
         from .review_notes import apply_notes
 
-        left, covered, notes_warnings = apply_notes(req, targets)
+        try:
+            left, covered, notes_warnings = apply_notes(req, targets)
+        except GitError as e:  # a broken notes ref: trust no note, review every commit
+            left, covered = list(targets), []
+            notes_warnings = [RunWarning("review_notes", "", f"review notes not read: {e}")]
         result = run(req._replace(targets=tuple(left), notes_applied=True), session=session,
                      rules_for=rules_for, cache=cache)
         if covered:

@@ -121,14 +121,14 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
 
 
 # Exclusions no later commit can turn into reviewable code the note would vouch for: the file
-# is gone, only its mode changed, nothing changed, or its content is binary (a later commit that
-# makes it text shows that change in its own review). Every other exclusion (a path, type,
-# marker or bound: vendored, generated, a test file, not a source type, select.exclude, a rename
-# with unchanged content, …) can be undone by a later rename or edit whose own diff shows
-# nothing of the content, so such a commit gets a ``partial`` note, never trusted (spec §3.4.1).
+# is gone, only its mode changed, nothing changed, or a submodule pointer. Every other
+# exclusion (a path, type, marker, binary content or bound: vendored, generated, a test file,
+# not a source type, select.exclude, a NUL byte a later edit removes — git still shows that
+# edit as binary —, a rename with unchanged content, …) can be undone by a later commit whose
+# own diff shows nothing of the content, so such a commit gets a ``partial`` note, never
+# trusted (spec §3.4.1).
 _R = change.SelectionReason
-SETTLED_EXCLUSIONS = frozenset({_R.DELETED, _R.MODE_ONLY, _R.NO_CONTENT_CHANGE, _R.BINARY,
-                                _R.SUBMODULE})
+SETTLED_EXCLUSIONS = frozenset({_R.DELETED, _R.MODE_ONLY, _R.NO_CONTENT_CHANGE, _R.SUBMODULE})
 
 NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --verbatim` (git"
                      " 2.39 or later); every commit is reviewed")

@@ -125,7 +125,7 @@ def test_llm_usage_shows_the_days_spend_and_a_later_run_counts_it(
     assert "today: $0.001200 (cap $5.00)" in text
     assert "this month: $0.001200 (cap $50.00)" in text
     # the recorded spend counts: a cap it leaves too little of refuses the next run
-    p = ocr(repo, llm, "review", OCR_HOOK_BUDGET_DAILY_USD="0.05")
+    p = ocr(repo, llm, "review", "--no-cache", OCR_HOOK_BUDGET_DAILY_USD="0.05")
     assert p.returncode == 0, p.stderr
     assert re.search(r"NOT REVIEWED: daily budget \$0\.0500 would be passed: \$0\.0012 spent"
                      r" today \(UTC\), " + NEEDS, p.stdout + p.stderr), p.stdout + p.stderr
@@ -197,6 +197,12 @@ def test_cap_repo_budget_drops_only_raising_values() -> None:
     assert layer.data == {"budget": {"monthly_usd": 10}, "gate": {"mode": "advisory"}}
     layer, dropped = cap_repo_budget(repo, [])  # no user cap: any repository cap lowers
     assert dropped == [] and layer is repo
+    # a number written as text compares as the number validation makes of it, on either side
+    as_text = Layer(".ocr-hook.toml (HEAD)", {"budget": {"daily_usd": "5"}})
+    assert cap_repo_budget(as_text, [Layer("config.toml", {"budget": {"daily_usd": 0.01}})])[1] \
+        == ["budget.daily_usd"]
+    assert cap_repo_budget(repo, [Layer("config.toml", {"budget": {"daily_usd": "1"}})])[1] \
+        == ["budget.daily_usd"]
 
 
 def test_an_unpriced_model_counts_tokens_only_and_says_the_cap_cannot_be_enforced(

@@ -323,6 +323,12 @@ def test_push_ranges_for_each_kind_of_ref_update(repo: GitRepo, tmp_path: Path) 
     # root history: nothing on the remote yet → base is the empty tree
     t = target.push_range(repo.path, "elsewhere", push_line(c2b, zero))
     assert (t.base, t.base_label, t.head) == (EMPTY_TREE_SHA1, "(empty tree)", c2b)
+    # a notes ref pushed as such is no code; a branch pushed to a notes name is reviewed
+    notes = "refs/notes/ocr-hook"
+    assert target.push_range(repo.path, "elsewhere", push_line(c2b, zero, notes)) is None
+    t = target.push_range(repo.path, "elsewhere",
+                          target.PushLine("refs/heads/main", c2b, notes, zero))
+    assert (t.base, t.head) == (EMPTY_TREE_SHA1, c2b)
 
 
 def test_identical_pushed_ranges_are_reviewed_once_with_all_refs(repo: GitRepo) -> None:

@@ -127,14 +127,12 @@ def warning_to_entry(w: RunWarning) -> dict[str, str]:
 
 
 _ONLY_COMPLETE = "a bound: a run or group that reaches it is incomplete, and is never stored"
-_SELECTION = ("chooses the files reviewed: each reviewed file's content and every changed path"
-              " are in the keys")
+_SELECTION = "chooses the files reviewed: their content and every changed path are in the keys"
 # Configuration keys (``section.name``) that cannot change a stored result, and why. Every
 # other key enters the cache keys (``result_settings``); a new key is in them until it is
 # listed here. The API key never enters a key, not even as a digest; settings that may hold a
 # credential but change requests (``llm.extra_headers``) enter only through the SHA-256 key.
-_CACHE_HINT = ("a provider caching hint (cache_control, prompt_cache_key): the prompt, and so"
-               " its answer, is the same with it or without")
+_CACHE_HINT = "a caching hint to the provider (cache_control, prompt_cache_key): the same prompt"
 NOT_IN_KEY: dict[str, str] = {
     "llm.api_key": "a credential: who pays for a request does not change its answer",
     "llm.api_key_cmd": "a credential: who pays for a request does not change its answer",
@@ -167,6 +165,8 @@ NOT_IN_KEY: dict[str, str] = {
     "cache.max_mb": "how large the cache may grow, not what a request holds",
     "security.allow_secrets": "allowed values are redacted before any request all the same",
     "security.max_scan_bytes": "bounds the secret scan of files no request carries",
+    "budget.daily_usd": _ONLY_COMPLETE,  # a run over a cap stores nothing
+    "budget.monthly_usd": _ONLY_COMPLETE,
     "telemetry.enabled": "what the run reports to a trace collector, not what a request holds",
     "telemetry.content": "what the run reports to a trace collector, not what a request holds",
 }
