@@ -306,8 +306,7 @@ def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, mo
     path = ledger_path(environ)
     try:
         rows = read_ledger(environ, since=day[:7]).rows
-        if path.exists() and not os.access(path, os.W_OK):
-            raise LedgerUnreadable(f"cannot write the usage ledger {path}: permission denied")
+        _writable(path)  # a ledger this run cannot append to would never add up to the cap
     except LedgerUnreadable as e:
         return CapCheck(why=f"{e} ({keys} cannot be checked)", warning=f"{e}; {keys} cannot"
                         " be checked: the review is refused", kind="spend_ledger")
@@ -322,3 +321,13 @@ def check_caps(cfg: config.Config, environ: Mapping[str, str], provider: str, mo
         if why:
             return CapCheck(why=why)
     return CapCheck(guard=SpendGuard(price, caps))
+
+
+def _writable(path: Path) -> None:
+    """Create the ledger (and its folder) if missing and check it opens for appending.
+    Raises LedgerUnreadable naming the path and the OS error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    except OSError as e:
+        raise LedgerUnreadable(f"cannot write the usage ledger {path}: {e.strerror}") from e

@@ -85,7 +85,7 @@ def test_a_daily_cap_below_one_reviews_cost_is_not_reviewed_and_gated_by_on_erro
     assert [w["type"] for w in data["warnings"]] == ["spend_cap"]
     assert [f["reason"] for f in data["files"]] == ["spend_cap"]
     assert llm.requests == []  # the scripted server received no request
-    assert not ledger(repo).exists()  # a run that called no model records nothing
+    assert ledger(repo).read_text() == ""  # a run that called no model records nothing
     assert repo.state() == before
 
 

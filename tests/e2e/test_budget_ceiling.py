@@ -218,3 +218,22 @@ def test_groups_running_at_once_stay_under_the_cap_and_share_one_reason(
     [why] = data["incomplete_reasons"]
     assert why.count("daily budget $0.1500 would be passed") == 1, why
     assert why.startswith("NOT REVIEWED: daily budget $0.1500 would be passed: $0.0000 spent")
+
+
+def test_a_capped_run_is_refused_when_the_ledger_cannot_be_created(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """No ledger yet, and none can be made (a link into a folder that does not exist: it
+    reads as no ledger): every run would start at $0 spent, so a capped run is refused
+    before its first request."""
+    repo.commit({"README.md": "hello\n"}, "init")
+    repo.stage({"app.py": APP_PY})
+    ledger(repo).parent.mkdir(parents=True)
+    ledger(repo).symlink_to(repo.path.parent / "nowhere" / "usage.jsonl")
+    user_file(repo, "[budget]\ndaily_usd = 5\n")
+    p = ocr(repo, llm, "review")
+    assert p.returncode == 0, p.stderr
+    assert (f"NOT REVIEWED: cannot write the usage ledger {ledger(repo)}: No such file or"
+            " directory"
+            " (budget.daily_usd cannot be checked)") in p.stdout.splitlines(), p.stdout
+    assert llm.requests == []
