@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .meter import Meter
     from .prompts import (
         CONFIRMED_CAP,
+        EARLIER_CAP,
         PROMPT_CONTEXT_FRACTION,
         confirmed_block,
         earlier_block,
@@ -36,7 +37,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "CONFIRMED_CAP",
         "PROMPT_CONTEXT_FRACTION",
         "confirmed_block",
-        "earlier_block",
+        "EARLIER_CAP", "earlier_block",
         "exceeds_tokens",
         "group_fields",
         "group_messages",

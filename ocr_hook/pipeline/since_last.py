@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from .. import git, report, util
 from ..errors import OcrError
-from ..findings import Finding
+from ..findings import SECRET_SOURCE, Finding
 from .request import ReviewRequest
 
 log = logging.getLogger("ocr_hook")
@@ -49,6 +49,12 @@ class Chain(NamedTuple):
     session: str = ""
     findings: tuple[Finding, ...] = ()
     sources: tuple[str, ...] = ()
+    asked: int = 0  # the leading findings this run shows the model (``ReviewRequest.earlier``)
+
+    @property
+    def shown(self) -> tuple[Finding, ...]:
+        """The findings the model is asked about; the rest wait for a later review."""
+        return self.findings[:self.asked]
 
 
 class Entry(NamedTuple):
@@ -147,9 +153,20 @@ def begin(req: ReviewRequest, common_dir: Path) -> tuple[ReviewRequest, Chain]:
             found.append((sid, loaded[sid][fid]))
     if not found:
         return req, Chain(name)
+    # at most EARLIER_CAP findings the model is asked about (secret-scan ones are not shown,
+    # the scanner finds them again by key); the others wait, carried, for a later review, so
+    # none is resolved that no model was shown
+    from ..agent import EARLIER_CAP
+
+    asked, waiting, shown = [], [], 0
+    for pair in found:
+        secret = pair[1].source == SECRET_SOURCE
+        (asked if secret or shown < EARLIER_CAP else waiting).append(pair)
+        shown += not secret
+    found = asked + waiting
     findings = tuple(f for _s, f in found)
-    return req._replace(earlier=findings), Chain(name, entry.session, findings,
-                                                 tuple(s for s, _f in found))
+    return req._replace(earlier=findings[:len(asked)]), Chain(
+        name, entry.session, findings, tuple(s for s, _f in found), len(asked))
 
 
 def earlier_findings(common_dir: Path, session_id: str) -> tuple[Finding, ...] | None:
@@ -202,16 +219,17 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
     if chain.session and reviewed:
         from .. import comments
 
-        cmp = comments.compare_since(chain.findings, result.findings,
+        cmp = comments.compare_since(chain.shown, result.findings,
                                      reviewed - _from_cache(result),
                                      [d.finding for d in result.dismissed])
+        cmp = cmp._replace(carried=[*cmp.carried, *chain.findings[chain.asked:]])  # not shown
         cmp = _gone_resolved(req, result, chain, cmp)
-        _name_repeats(result, chain.findings)
-        result.since_last = {"session": chain.session, **cmp.ids()}
+        _name_repeats(result, chain.shown)
         kept = {id(f) for f in cmp.carried}
+        result.since_last = {"session": chain.session, **cmp.ids()}
         carried = [(f, s) for f, s in carried if id(f) in kept]
     elif any(f.repeats for f in [*result.findings, *(d.finding for d in result.dismissed)]):
-        _name_repeats(result, chain.findings)  # labels of no list shown: dropped
+        _name_repeats(result, chain.shown)  # labels of no list shown: dropped
     d = result.decision
     blocked = d.blocked and d.verdict == "findings"
     passed = not d.blocked and d.verdict != "incomplete" and result.status == "complete"

@@ -479,3 +479,32 @@ def test_a_version_1_state_entry_still_names_all_of_its_sessions_findings(
     assert rc == 0, err
     assert data["since_last"]["resolved"] == [first["comments"][0]["id"]]
     assert state_of(repo) == {"version": 2, "blocked": {}}
+
+
+def test_earlier_findings_past_the_cap_are_carried_not_resolved(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """35 earlier findings on one file: the model is shown 30 (E1…E30) and files none again,
+    so 30 are resolved and the 5 it never saw are carried, the chain kept for them."""
+    monkeypatch.chdir(repo.path)
+    repo.commit({"README.md": "hello\n"}, "init")
+    lines = [f"value_{i:02d} = eval(arg_{i:02d})" for i in range(35)]
+    repo.stage({"calc.py": "".join(ln + "\n" for ln in lines)})
+    llm.tool_calls(("code_comment", {"comments": [
+        {"path": "calc.py", "existing_code": ln, "content": f"eval of input {ln[6:8]}",
+         "severity": "high", "category": "security"} for ln in lines]}),
+        ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 1 and len(first["comments"]) == 35, err
+    repo.stage({"calc.py": "".join(ln.replace("eval", "int") + "\n" for ln in lines)})
+    llm.requests.clear()
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(HOOK, llm.env(), capsys)
+    assert rc == 0, err
+    sent = json.dumps(llm.requests)
+    assert "- E30 " in sent and "- E31 " not in sent
+    since = data["since_last"]
+    assert (len(since["resolved"]), len(since["carried"]), since["persisting"]) == (30, 5, [])
+    [(name, entry)] = state_of(repo)["blocked"].items()
+    assert name == "staged refs/heads/main" and len(entry["open"]) == 5
