@@ -211,20 +211,21 @@ class _GroupRun:
         rules_text = d.rules([f.path for f in group.files])
         fields = group_fields(group, d.files, rules_text, d.background, d.now, d.line_count,
                               guidance=d.guidance, scan=d.scan)
-        first = group_messages(fields, d.language, d.redact)
+        earlier = d.earlier_of(group)  # part of every round's prompt: in the size check too
+        first = group_messages(fields, d.language, d.redact, earlier=earlier)
         if (any(f.git_hunks is not None for f in group.files)
                 and exceeds_tokens([m.content for m in first], d.context_limit, d.count)):
             self.as_git = True  # the scope context (diff.context) does not fit: git's hunks
             fields = group_fields(group, d.files, rules_text, d.background, d.now,
                                   d.line_count, as_git=True, guidance=d.guidance, scan=d.scan)
-            first = group_messages(fields, d.language, d.redact)
+            first = group_messages(fields, d.language, d.redact, earlier=earlier)
         if exceeds_tokens([m.content for m in first], d.context_limit, d.count):
             msg = (f"prompt of group {group.label!r} exceeds 80% of llm.context_tokens "
                    f"({d.cfg.llm.context_tokens}); group skipped")
             self.warn(StopReason.TOKEN_THRESHOLD_EXCEEDED, msg)  # the warning's type: the stop
             self.report.stop_reasons.append(StopReason.TOKEN_THRESHOLD_EXCEEDED)
             return StopReason.TOKEN_THRESHOLD_EXCEEDED, msg
-        cap, used, earlier = d.group_tokens_cap, 0, d.earlier_of(group)
+        cap, used = d.group_tokens_cap, 0
         for rnd in range(1, d.rounds_total + 1):
             with self.raw_lock:
                 before = len(self.raw)
