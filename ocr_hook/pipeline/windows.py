@@ -48,13 +48,14 @@ def windowed_groups(groups: Sequence[Group], prompt_limit: int, count: Callable[
 
 def _windows(f: FileDiff, budget: int, count: Callable[[str], int]) -> list[FileDiff]:
     """``f`` as consecutive windows of its added lines, each at most ``budget`` tokens of
-    patch text (a single longer line is a window alone), each repeating the last
+    its lines as the prompt shows them, numbered (a single longer line is a window alone), each repeating the last
     ``WINDOW_OVERLAP_LINES`` lines of the one before (at most half of them, so every window
     moves on by at least half its length); [] when ``f`` is not one all-added hunk."""
     if len(f.hunks) != 1 or any(ln.kind != "+" for ln in f.hunks[0].lines):
         return []
     lines = f.hunks[0].lines
-    cost = [count(f"+{ln.text}\n") for ln in lines]
+    width = len(str(lines[-1].new_line or len(lines)))  # the prompt numbers every line
+    cost = [count(f"{ln.new_line or 0:>{width}} +{ln.text}\n") for ln in lines]
     spans: list[tuple[int, int]] = []
     start = 0
     while start < len(lines):
