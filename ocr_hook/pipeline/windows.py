@@ -48,9 +48,10 @@ def windowed_groups(groups: Sequence[Group], prompt_limit: int, count: Callable[
 
 def _windows(f: FileDiff, budget: int, count: Callable[[str], int]) -> list[FileDiff]:
     """``f`` as consecutive windows of its added lines, each at most ``budget`` tokens of
-    its lines as the prompt shows them, numbered (a single longer line is a window alone), each repeating the last
-    ``WINDOW_OVERLAP_LINES`` lines of the one before (at most half of them, so every window
-    moves on by at least half its length); [] when ``f`` is not one all-added hunk."""
+    its lines as the prompt shows them, numbered (a single longer line is a window alone),
+    each repeating the last ``WINDOW_OVERLAP_LINES`` lines of the one before (at most half of
+    them, so every window moves on by at least half its length); [] when ``f`` is not one
+    all-added hunk."""
     if len(f.hunks) != 1 or any(ln.kind != "+" for ln in f.hunks[0].lines):
         return []
     lines = f.hunks[0].lines
