@@ -113,8 +113,9 @@ class _GroupRunner:
             self.mcp_warnings_seen = len(req.mcp.warnings)
         shipped = parse_tools_json()
         defs = req.tool_defs or shipped
-        if req.mode == "scan":  # spec §3.9: whole files, no diff to read
-            defs = {k: v for k, v in defs.items() if k != "file_read_diff"}
+        if req.mode == "scan":  # spec §3.9: whole files, no diff to read, nothing pre-exists
+            defs = {k: _without_preexisting(v) if k == "code_comment" else v
+                    for k, v in defs.items() if k != "file_read_diff"}
         self.registry = build_registry(defs, builtin_handlers(self.view),
                                        external, reserved=shipped, warn=self.tool_warning)
         self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
@@ -425,3 +426,19 @@ def _outcome_of(g: Group, fut: Future[GroupOutcome]) -> GroupOutcome:
         log.debug("group %s crashed", g.label, exc_info=e)
         return _stopped(g, StopReason.ERROR, f"internal error: {type(e).__name__}: {e}")
     return fut.result()
+
+
+def _without_preexisting(d: Any) -> Any:
+    """``code_comment``'s definition without the ``preexisting`` flag of its comments (a
+    scan reviews whole files: nothing predates it); the definition as it is when it has no
+    such property (a user's tools file)."""
+    params = d.spec.parameters
+    item = params.get("properties", {}).get("comments", {}).get("items", {})
+    props = item.get("properties", {}) if isinstance(item, dict) else {}
+    if "preexisting" not in props:
+        return d
+    items = {**item, "properties": {k: v for k, v in props.items() if k != "preexisting"}}
+    comments = {**params["properties"]["comments"], "items": items}
+    spec = d.spec._replace(parameters={**params, "properties": {**params["properties"],
+                                                                "comments": comments}})
+    return d._replace(spec=spec)

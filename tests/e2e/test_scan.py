@@ -92,7 +92,9 @@ def test_the_scan_prompt_speaks_of_whole_files_and_offers_no_diff_tool(
             " line of them is in scope") in user
     names = [t["function"]["name"] for t in request["tools"]]
     assert "file_read_diff" not in names and {"file_read", "code_comment"} <= set(names)
-    # a change review keeps its own wording and the diff tool
+    [comment_tool] = [t for t in request["tools"] if t["function"]["name"] == "code_comment"]
+    assert "preexisting" not in json.dumps(comment_tool)  # nothing predates a scan
+    # a change review keeps its own wording, the diff tool and the flag
     repo.stage({"app/util.py": OTHER_PY + "\n\ndef two():\n    return 2\n"})
     llm.tool_calls(DONE)
     rc, _out, err = run_cli(["review", "--format", "json", "--no-cache"], llm.env(), capsys,
@@ -104,6 +106,7 @@ def test_the_scan_prompt_speaks_of_whole_files_and_offers_no_diff_tool(
     assert "preexisting (optional)" in system and "file_read_diff" in system
     assert "<!--" not in system and "In this scan" not in review["messages"][1]["content"]
     assert "file_read_diff" in [t["function"]["name"] for t in review["tools"]]
+    assert "preexisting" in json.dumps(review["tools"])
 
 
 def test_pathspecs_combine_and_exclude_magic_takes_files_out(
