@@ -49,7 +49,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from ..errors import OcrError
 from ..util import display_text, write_atomic
 from .display import utf8_safe
-from .html import STYLE, diff_from_record, render_html
+from .html import STYLE, _e, diff_from_record, render_html  # _e: the page's one escaping
 from .session_read import find_session, list_sessions, read_session_records, session_result
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none';"
@@ -142,12 +142,6 @@ def save_mark(path: Path, finding_id: str, mark: str, session_id: str,
     body = json.dumps({"version": MARKS_VERSION, "marks": dict(sorted(marks.items()))},
                       ensure_ascii=False, indent=2) + "\n"
     write_atomic(path, body.encode("utf-8"))
-
-
-def _e(text: object) -> str:
-    """Session text for HTML: control and format characters spelled out (newlines and tabs
-    kept), then escaped."""
-    return escape(display_text(utf8_safe(str(text)), keep="\n\t"), quote=True)
 
 
 class Viewer:
