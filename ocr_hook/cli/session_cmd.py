@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,25 +67,12 @@ def resolve_session(directory: Path, name: str) -> Path:
     a unique prefix (``report.find_session``). Raises UsageError when there is no such
     session."""
     if name in ("last", "previous"):
-        files = sorted(report.session_files(directory), key=_started, reverse=True)
+        ids = [s.id for s in report.list_sessions(directory)]  # `session list`'s order
         i = 0 if name == "last" else 1
-        if len(files) <= i:
+        if len(ids) <= i:
             raise UsageError(f"no {name} session (see `git ocr session list`)")
-        return files[i]
+        return report.find_session(directory, ids[i])
     return report.find_session(directory, name)
-
-
-def _started(path: Path) -> tuple[float, str]:
-    """(the ``ts`` of the session's first record, its id): the order of ``last``/``previous``;
-    0 for a file whose first line holds no time."""
-    try:
-        with path.open("rb") as fh:
-            first = json.loads(fh.readline() or b"{}")
-    except (OSError, ValueError):
-        first = {}
-    ts = first.get("ts") if isinstance(first, dict) else None
-    ok = isinstance(ts, (int, float)) and not isinstance(ts, bool)
-    return (float(ts) if ok else 0.0, path.stem)
 
 
 def _findings_of(path: Path, kind: str = "comment") -> list[Any]:
