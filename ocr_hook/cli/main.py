@@ -167,6 +167,8 @@ def _prepare_process() -> None:
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
+    # once: a second SIGTERM (a cancel, then `timeout`) must not cut the cleanup short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
