@@ -38,8 +38,8 @@ from ..llm import Usage, estimate_tokens
 LEDGER_NAME = "usage.jsonl"
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")  # a dated model snapshot
 _DOTTED = re.compile(r"(?<=\d)\.(?=\d)")  # claude-sonnet-4.5 (OpenRouter) → claude-sonnet-4-5
-# the prompt around the diffs (system prompt, checklist, tool definitions): measured at about
-# 5,000 tokens with the shipped prompts and tools; rounded up so the estimate stays a bound
+# the prompt around the diffs (system prompt, checklist, tool definitions): a bound on the
+# shipped prompts and tools (tests/pipeline/test_spend.py checks they stay under it)
 PROMPT_ALLOWANCE_TOKENS = 8000
 # the output a request is priced at, in the start estimate and the per-request ceiling: a
 # review turn (tool calls) is far shorter; llm.max_output_tokens when that is lower

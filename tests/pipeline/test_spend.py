@@ -206,3 +206,17 @@ def test_the_guard_stops_the_request_that_would_pass_the_cap() -> None:
     with pytest.raises(SpendCapExceeded, match=r"this review spent \$0\.1094 and its next"
                                                r" request needs about \$0\.0045 "):
         guard(so_far, [(1000, 16384)], 1000, 100)
+
+
+def test_the_prompt_allowance_bounds_the_shipped_prompt_around_the_diffs() -> None:
+    """PROMPT_ALLOWANCE_TOKENS prices what every request carries besides the diffs: the
+    templates, the longest built-in rule file and the tool definitions must stay under it."""
+    from ocr_hook.pipeline.spend import PROMPT_ALLOWANCE_TOKENS
+    from ocr_hook.util import count_tokens, list_builtin_dir, read_builtin_text
+
+    templates = sum(count_tokens(read_builtin_text(f"templates/{n}")) for n in (
+        "main_system.md", "main_user_head.md", "main_user.md", "severity.md"))
+    rules = max(count_tokens(read_builtin_text(f"rules/{n}"))
+                for n in list_builtin_dir("rules") if n.endswith(".md"))
+    tools = count_tokens(read_builtin_text("tools.json"))
+    assert templates + rules + tools < PROMPT_ALLOWANCE_TOKENS, (templates, rules, tools)
