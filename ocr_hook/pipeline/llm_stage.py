@@ -46,6 +46,7 @@ __all__ = ["review_with_llm", "run_groups"]
 log = logging.getLogger(__name__)
 
 EFFORT_ROUNDS = {"low": 1, "medium": 2, "high": 3}  # spec §2 (OCR effort presets)
+_NOT_STARTED = "review deadline reached before the group started"
 DEADLINE_GRACE_S = 5.0  # after the deadline: wait this long for running groups to stop
 INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: wait this long for workers before giving up on them
 
@@ -337,7 +338,7 @@ def run_groups(
     if not groups:
         background.shutdown(timeout_s=DEADLINE_GRACE_S)
         return []
-    finished = _Finished(groups, review, on_done)
+    finished = _Finished(groups, review, on_done, meter.remaining_s)
     pool = WorkerPool(min(concurrency, len(groups)), "ocr-group")
     futures: list[Future[GroupOutcome]] = [
         pool.submit(finished.run, rank) for rank in range(len(groups))]
@@ -365,8 +366,10 @@ class _Finished:
     One lock: a group's outcome is kept and reported once, and none after :meth:`close`."""
 
     def __init__(self, groups: Sequence[Group], review: Callable[[Group, int], GroupOutcome],
-                 on_done: Callable[[Group, GroupOutcome], None] | None) -> None:
+                 on_done: Callable[[Group, GroupOutcome], None] | None,
+                 remaining_s: Callable[[], float | None] = lambda: None) -> None:
         self.groups = groups
+        self.remaining_s = remaining_s  # seconds to the run deadline, None: no deadline
         self.review = review
         self.on_done = on_done
         self.lock = threading.Lock()
@@ -377,8 +380,12 @@ class _Finished:
         """The group-pool task of group ``rank``: its review (a crash is an ``error``
         outcome), then its ``on_done``."""
         g = self.groups[rank]
+        left = self.remaining_s()
         try:
-            o = self.review(g, rank)
+            if left is not None and left <= 0:  # picked from the queue as the deadline passed
+                o = _stopped(g, StopReason.TIMEOUT, _NOT_STARTED)
+            else:
+                o = self.review(g, rank)
         except Exception as e:  # isolation: one group's crash is its own outcome
             log.debug("group %s crashed", g.label, exc_info=e)
             o = _stopped(g, StopReason.ERROR, f"internal error: {type(e).__name__}: {e}")
@@ -418,7 +425,7 @@ def _stopped(g: Group, stop: StopReason, err: str) -> GroupOutcome:
 def _outcome_of(g: Group, fut: Future[GroupOutcome]) -> GroupOutcome:
     """The outcome of ``g``'s future after the group pool is shut down."""
     if fut.cancelled():
-        return _stopped(g, StopReason.TIMEOUT, "review deadline reached before the group started")
+        return _stopped(g, StopReason.TIMEOUT, _NOT_STARTED)
     if not fut.done():
         return _stopped(g, StopReason.TIMEOUT,
                         "review deadline reached while the group was running")

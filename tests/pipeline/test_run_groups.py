@@ -35,6 +35,21 @@ class FakeMeter:
         self.cancelled = True
 
 
+class PassesAsAStarts(FakeMeter):
+    """The deadline passes just as the first group starts: its worker sees time left, the
+    run (and every later look) sees none."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self.group_started = False
+
+    def remaining_s(self) -> float | None:
+        if threading.current_thread().name.startswith("ocr-group") and not self.group_started:
+            self.group_started = True
+            return 0.5
+        return 0.0
+
+
 def done_outcome(g: Group) -> GroupOutcome:
     return GroupOutcome(StopReason.TASK_DONE, "", GroupReport(g.label, [], [StopReason.TASK_DONE]))
 
@@ -100,7 +115,7 @@ def test_groups_cut_off_by_the_deadline_are_reported_once_as_timeouts(
         returned.set()
         return done_outcome(g)
 
-    meter: Any = FakeMeter(0.0)
+    meter: Any = PassesAsAStarts()
     try:
         out = run_groups(groups, review, concurrency=1, meter=meter,
                          background=WorkerPool(1, "test-bg"), on_done=calls)
@@ -116,6 +131,26 @@ def test_groups_cut_off_by_the_deadline_are_reported_once_as_timeouts(
             t.join(10)
     with calls.lock:
         assert calls.seen == [("a", "timeout"), ("b", "timeout")]
+
+
+def test_a_group_taken_from_the_queue_after_the_deadline_is_not_started() -> None:
+    """The first group ends as the deadline passes and its worker takes the next one before
+    the run can cancel it: that group is not reviewed and says it never started."""
+    groups = [Group(n, []) for n in ("a", "b")]
+    meter: Any = FakeMeter(0.5)
+    reviewed: list[str] = []
+
+    def review(g: Group, rank: int) -> GroupOutcome:
+        reviewed.append(g.label)
+        meter.left = 0.0  # a's request ended on the deadline
+        return done_outcome(g)
+
+    out = run_groups(groups, review, concurrency=1, meter=meter,
+                     background=WorkerPool(1, "test-bg"))
+    assert reviewed == ["a"]
+    assert [(o.report.label, o.stop, o.error) for o in out] == [
+        ("a", "task_done", ""),
+        ("b", "timeout", "review deadline reached before the group started")]
 
 
 def test_an_on_done_that_raises_changes_no_outcome() -> None:
