@@ -95,6 +95,15 @@ def _snapshot_ahead(repo: Path, mode: str, stage: str, environ: Mapping[str, str
         git.snapshot_ahead(repo, environ)
 
 
+def _framework_all_files(stage: str, environ: Mapping[str, str]) -> bool:
+    """Whether ``pre-commit run --all-files`` runs this pre-commit hook (``hooks``: its parent
+    processes)."""
+    if stage != "pre-commit" or environ.get("PRE_COMMIT") != "1":
+        return False
+    from .. import hooks
+    return bool(hooks.framework_all_files(environ))
+
+
 def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
                    stage: str) -> tuple[ReviewRequest, RuleLayers]:
     """The ReviewRequest of this command and the rule layers it reviews with. Raises OcrError
@@ -131,6 +140,7 @@ def _build_request(args: argparse.Namespace, environ: Mapping[str, str],
         to_ref=to_ref,
         targets=targets,
         path_filter=tuple(files) if files else None,
+        files_handed=bool(files) and _framework_all_files(stage, environ),
         endpoint=endpoint,
         endpoint_error=why,
         api_key_cmd=key_cmd,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         uninstall_claude_code,
     )
     from .cursor import claude_event, cursor_answer, install_cursor, uninstall_cursor
-    from .hosts import HOSTS, bypass_clause, framework_skip_id, hook_host
+    from .hosts import HOSTS, bypass_clause, framework_all_files, framework_skip_id, hook_host
     from .managers import Refusal, paste_order
     from .native import HOOK_TYPES, ManagedElsewhere, hook_command, install, uninstall
 
@@ -28,6 +28,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                "parse_event", "prepare_commit", "uninstall_claude_code",),
     "native": ("HOOK_TYPES", "ManagedElsewhere", "hook_command", "install", "uninstall",),
     "managers": ("Refusal", "paste_order",),
-    "hosts": ("HOSTS", "bypass_clause", "framework_skip_id", "hook_host",),
+    "hosts": ("HOSTS", "bypass_clause", "framework_all_files", "framework_skip_id",
+              "hook_host",),
     "cursor": ("claude_event", "cursor_answer", "install_cursor", "uninstall_cursor",),
 })

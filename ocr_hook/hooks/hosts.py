@@ -138,6 +138,25 @@ def hook_host(stage: str, environ: Mapping[str, str],
     return _host_of_process(lines) or ("ci" if ci and not _git_is_writing(lines) else "native")
 
 
+def framework_all_files(environ: Mapping[str, str],
+                        processes: list[list[str]] | None = None) -> bool:
+    """Whether the pre-commit framework (``PRE_COMMIT=1``) runs this hook for ``pre-commit run
+    --all-files`` (``-a``): the framework exports nothing that says so, so its command line
+    among the parent processes (``processes``, :func:`ancestors` when None) tells. A slice of
+    that run may hold only changed names (every file staged) and cannot see that another slice
+    was handed unchanged ones."""
+    if environ.get("PRE_COMMIT") != "1":
+        return False
+    lines = ancestors() if processes is None else processes
+    for argv in lines or []:
+        words = argv[1:]
+        if "run" in words and any(os.path.basename(w) in ("pre-commit", "pre_commit")
+                                  for w in words[:words.index("run")]):
+            rest = words[words.index("run") + 1:]
+            return "--all-files" in rest or "-a" in rest
+    return False
+
+
 def framework_hook_ids(default: str, stage: str, config_text: str) -> str:
     """The ``SKIP`` value for this hook under the pre-commit framework: ``default`` (the id in
     this repository's ``.pre-commit-hooks.yaml``) when ``config_text`` (the user's

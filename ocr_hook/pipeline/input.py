@@ -32,9 +32,12 @@ def load_targets(req: ReviewRequest, targets: Sequence[Target], count: Callable[
     whole = change.ChangeSet([], [])
     unchanged: list[str] | None = None
     for t in targets:
+        names = req.path_filter if t.paths is None else t.paths
+        handed = req.files_handed and t.paths is None and names is not None
         cs = change.load_change_set(req.repo, t, req.selection_policy, count_tokens=count,
-                                       scan=scan,
-                                       names=req.path_filter if t.paths is None else t.paths)
+                                       scan=scan, names=None if handed else names)
+        if handed and names is not None:  # every changed file, the names for the notice only
+            cs.unchanged_names = change.filter_paths(cs.files, names).unchanged_names
         whole.files += cs.files
         whole.decisions += cs.decisions
         whole.findings += cs.findings

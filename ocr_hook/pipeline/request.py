@@ -37,6 +37,9 @@ class ReviewRequest(NamedTuple):
     # File names the hook was given (pre-commit framework, pass_filenames): only these of the
     # changed paths are reviewed; None = no list was given. An empty tuple reviews nothing.
     path_filter: tuple[str, ...] | None = None
+    # The framework handed files, not changes (``pre-commit run --all-files``): the names do not
+    # narrow the changed paths, so every slice of that run reviews the same snapshot.
+    files_handed: bool = False
     endpoint: Endpoint | None = None
     endpoint_error: str = ""
     # Runs llm.api_key_cmd (config.endpoint.ApiKeyCommand): set when the endpoint's key is still to

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ocr_hook import hooks
 from ocr_hook.change.hookinput import CI_HINT
 from ocr_hook.cli.review_cmd import _git_ocr_on_path
 from tests.support.gitrepo import GitRepo
@@ -146,3 +147,49 @@ def test_nothing_staged_does_not_claim_all_files(
             f" {CI_HINT}") in out
     assert not [x for x in out if "--all-files" in x]
     assert llm.requests == []
+
+
+def test_all_files_with_every_file_staged_prints_one_verdict_in_every_slice(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """A slice of ``--all-files`` may be handed only staged names (a young repository, all of
+    it new): it still reviews the whole staged snapshot, as the slice handed the unchanged
+    ``.pre-commit-config.yaml`` does, instead of its own part with a verdict of its own."""
+    repo.commit({".pre-commit-config.yaml": CONFIG}, "init")
+    env = {k: v for k, v in repo.env.items() if k not in ("CI", "VIRTUAL_ENV", "SKIP")}
+    env.update(llm.env(OCR_HOOK_REVIEW_FILTER="false", OCR_HOOK_EFFORT="low"))
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "pc-home"), PRE_COMMIT_COLOR="never",
+               PATH=SYSTEM_PATH)
+    repo.stage({"calc.py": BUGGY, **{f"m{i}.py": f"M{i} = {i}\n" for i in range(30)}})
+    for _ in range(4):  # at most one is used
+        llm.tool_calls(("code_comment", finding()), ("task_done", {"state": "DONE"}))
+    p = run(repo, env, sys.executable, "-m", "pre_commit", "run", "ocr-defaults",
+            "--hook-stage", "manual", "--all-files")
+    assert p.returncode == 1, p.stdout + p.stderr
+    out = lines(p)
+    notices = [x for x in out if x.startswith("ocr-hook: this hook reviews changes, not files: ")]
+    verdicts = [x for x in out if x.startswith(("PASS:", "BLOCKED:"))]
+    summaries = [x.split(";")[0] for x in out if x.startswith("ocr-hook: ") and " reviewed, " in x]
+    if (os.cpu_count() or 1) >= 2:  # the framework's slices: only one holds the config's name
+        assert len(notices) == 1 and len(verdicts) >= 2, out
+    assert verdicts == ["BLOCKED: 1 finding at or above high (blocking mode)"] * len(verdicts)
+    assert summaries == ["ocr-hook: 31 reviewed, 0 excluded, 0 incomplete"] * len(verdicts)
+    assert sum("1 cache hit(s)" in x for x in out) == len(verdicts) - 1  # one review
+
+
+@pytest.mark.parametrize(("environ", "processes", "expected"), [
+    ({"PRE_COMMIT": "1"}, [["python3", "/v/bin/python3", "/v/bin/pre-commit", "run", "-a"]],
+     True),
+    ({"PRE_COMMIT": "1"}, [["python3", "python3", "-m", "pre_commit", "run", "x",
+                            "--all-files"]], True),
+    ({"PRE_COMMIT": "1"}, [["pre-commit", "/v/bin/python3", "/v/bin/pre-commit", "run",
+                            "--files", "a.py"]], False),
+    ({"PRE_COMMIT": "1"}, [["python3", "python3", ".git/hooks/pre-commit"],
+                           ["git", "git", "commit", "-a"]], False),  # `git commit -a`
+    ({}, [["python3", "/v/bin/pre-commit", "run", "--all-files"]], False),
+    ({"PRE_COMMIT": "1"}, [], False),
+])
+def test_framework_all_files_from_the_parent_command_line(
+    environ: dict[str, str], processes: list[list[str]], expected: bool,
+) -> None:
+    assert hooks.framework_all_files(environ, processes) is expected

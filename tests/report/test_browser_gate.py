@@ -66,3 +66,13 @@ def test_the_browser_test_without_chromium_skips_or_fails_under_the_ci_variable(
         assert where.startswith("SKIPPED [1] tests/support/browser.py:")
         assert said == f"{NO_CHROMIUM}; set OCR_TEST_REQUIRE_CHROMIUM=1 to fail instead"
         assert summary.startswith("1 skipped in ")
+
+
+def test_ci_run_requires_chromium_before_the_readme_test_command() -> None:
+    """``.ci/run`` exports the variable before it runs the README's test command, so a CI
+    machine without Chromium fails instead of skipping the browser tests."""
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    exported = script.index(f"export {browser.REQUIRE_VARIABLE}=1")
+    [test_run] = [i for i, line in enumerate(script) if " -m pytest " in line]
+    assert exported < test_run
+    assert script[test_run].startswith(".venv/bin/python -m pytest -q -rs")
