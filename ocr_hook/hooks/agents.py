@@ -15,6 +15,7 @@ into (or out of) a project's settings file (:func:`install_claude_code`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import git, util
-from ..errors import UsageError
+from ..errors import GitError, UsageError
 
 CLAUDE_SETTINGS = Path(".claude") / "settings.json"
 CLAUDE_COMMAND = "git ocr hook claude-code"  # on PATH: the settings file is shared
@@ -38,6 +39,10 @@ COMMIT_VALUE_LONG = frozenset({"--message", "--file", "--reuse-message", "--reed
                                "--fixup", "--squash", "--template", "--author", "--date",
                                "--cleanup", "--pathspec-from-file", "--trailer"})
 SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+# `git add` options a review can replay on a private index (no prompt, nothing but the index)
+ADD_OPTIONS = frozenset({"-A", "--all", "-u", "--update", "-f", "--force", "-N",
+                         "--intent-to-add", "-v", "--verbose", "--ignore-removal", "--no-all",
+                         "--ignore-errors", "--sparse", "--renormalize"})
 PREVIEW_IDENTITY = {"GIT_AUTHOR_NAME": "ocr-hook", "GIT_AUTHOR_EMAIL": "ocr-hook@localhost",
                     "GIT_COMMITTER_NAME": "ocr-hook", "GIT_COMMITTER_EMAIL": "ocr-hook@localhost"}
 
@@ -56,13 +61,15 @@ class AgentEvent:
 class CommitCall:
     """One ``git commit`` in a command line: the directory git runs in (``cd`` and ``-C``
     applied), ``all`` for ``-a``/``--all``, ``amend``, the pathspecs (``git commit PATH…``),
-    ``dry_run`` (nothing is committed)."""
+    ``dry_run`` (nothing is committed), ``adds``: the ``git add`` runs before it on the line,
+    each as (directory, arguments), that the commit takes too (``git add f && git commit``)."""
 
     cwd: Path
     all: bool = False
     amend: bool = False
     paths: tuple[str, ...] = ()
     dry_run: bool = False
+    adds: tuple[tuple[Path, tuple[str, ...]], ...] = ()
 
 
 def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
@@ -174,12 +181,24 @@ def _commit_call(args: Sequence[str], cwd: Path) -> CommitCall:
     return CommitCall(cwd, flags["all"], flags["amend"], tuple(paths), flags["dry_run"])
 
 
+def _replayable_add(args: Sequence[str]) -> bool:
+    """Whether ``git add ARGS`` only stages paths (options of :data:`ADD_OPTIONS`), so that a
+    review can run it on a private index: never ``-p``/``-i``/``-e`` (a prompt) or ``-n``."""
+    options = [a for a in args[:args.index("--")] if a.startswith("-")] if "--" in args else [
+        a for a in args if a.startswith("-")]
+    return all(a in ADD_OPTIONS or (a[1:].isalpha() and not a.startswith("--")
+                                    and all(f"-{c}" in ADD_OPTIONS for c in a[1:]))
+               for a in options)
+
+
 def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
     """Every ``git commit`` in the shell ``command`` run from ``cwd``, in order: ``cd DIR``
     before it moves the directory (for the rest of the line), ``git -C DIR`` for that one
     command, ``VAR=x``/``env`` prefixes skipped, ``git`` by any path (``/usr/bin/git``), the
-    line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well."""
+    line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well. The ``git add`` runs
+    before a commit on the line (only staging options) go with it (``CommitCall.adds``)."""
     found = []
+    adds: list[tuple[Path, tuple[str, ...]]] = []
     for words in split_commands(command):
         words = _strip_prefix(words)
         if not words:
@@ -193,8 +212,12 @@ def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
         if os.path.basename(words[0]) != "git":
             continue
         sub, where, args = _git_subcommand(words, cwd)
-        if sub == "commit":
-            found.append(_commit_call(args, where))
+        if sub == "add" and _replayable_add(args):
+            adds.append((where, tuple(args)))
+        elif sub == "commit":
+            call = _commit_call(args, where)
+            found.append(CommitCall(call.cwd, call.all, call.amend, call.paths, call.dry_run,
+                                    tuple(adds)))
     return found
 
 
@@ -217,18 +240,23 @@ class CommitPreview:
 
 def prepare_commit(repo: Path, call: CommitCall, environ: Mapping[str, str]) -> CommitPreview:
     """The :class:`CommitPreview` of ``call`` in the repository whose top is ``repo``.
-    ``-a``/``--all`` and pathspecs: a private copy of the index (``git.private_copy``) takes
-    the tracked work-tree changes (``git add -u [-- PATHS]``, run in the commit's directory so
-    the paths mean what they mean to git commit). ``--amend``: that index's tree is written
+    ``git add`` runs before the commit (``call.adds``), ``-a``/``--all`` and pathspecs: a
+    private copy of the index (``git.private_copy``) takes them: each ``git add`` as written
+    (one that fails is passed over, as its commit would go on without it), then the tracked
+    work-tree changes (``git add -u [-- PATHS]``), run in the directory each runs in so the
+    paths mean what they mean to git. ``--amend``: that index's tree is written
     and committed with HEAD's parents (``git commit-tree``: an object, no ref). Raises
     GitError."""
     env = dict(environ)
     preview = CommitPreview(env)
     try:
-        if call.all or call.paths or call.amend:
+        if call.all or call.paths or call.amend or call.adds:
             index = git.private_copy(git.git_path(repo, "index"), environ)
             preview.scratch.append(index)
             env["GIT_INDEX_FILE"] = str(index)
+            for where, add_args in call.adds:
+                with contextlib.suppress(GitError):
+                    git.run_git(where, "add", *add_args, env=env)
             if call.all or call.paths:
                 git.run_git(call.cwd, "add", "-u", "--", *call.paths, env=env)
         if call.amend:

@@ -162,6 +162,31 @@ def test_plain_commit_does_not_review_unstaged_changes(repo: GitRepo, llm: Scrip
     assert llm.requests == []  # nothing staged: nothing to review
 
 
+@pytest.mark.parametrize("command", ["git add calc.py && git commit -m x",
+                                     "git add -A; git commit -m x",
+                                     "cd sub && git add ../calc.py && cd .. && git commit -m x"])
+def test_git_add_before_the_commit_is_taken_into_the_review_not_the_index(
+    repo: GitRepo, llm: ScriptedLLM, command: str,
+) -> None:
+    repo.commit({"calc.py": SOURCE, "sub/keep.py": "K = 1\n"}, "base")
+    repo.write({"calc.py": BUGGY})  # not staged yet: the command line stages it
+    before = state(repo)
+    llm.tool_calls(("code_comment", finding()), DONE)
+    p = hook(repo, llm, event(command, repo.path))
+    assert_blocked(p, "calc.py", 2)
+    assert '<file path="calc.py"' in user_message(llm)
+    assert state(repo) == before
+    assert repo.git("diff", "--cached", "--name-only") == ""
+
+
+def test_an_interactive_git_add_is_not_replayed(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({"calc.py": SOURCE}, "base")
+    repo.write({"calc.py": BUGGY})
+    p = hook(repo, llm, event("git add -p calc.py && git commit -m x", repo.path))
+    assert p.returncode == 0, p.stderr
+    assert llm.requests == []  # nothing staged that a review could know of
+
+
 def test_git_dash_c_dir_and_config_options_review_that_repository(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
@@ -331,6 +356,22 @@ def test_the_commits_a_command_line_runs(command: str,
 
     calls = commit_invocations(command, Path("/w"))
     assert [(str(c.cwd), c.all, c.amend, c.paths) for c in calls] == found
+
+
+@pytest.mark.parametrize("command, adds", [
+    ("git add a.py 'b c.py' && git commit -m x", [[("/w", ("a.py", "b c.py"))]]),
+    ("git -C d add -A -- x; cd e; git add -Nv y; git commit -am x",
+     [[("/w/d", ("-A", "--", "x")), ("/w/e", ("-Nv", "y"))]]),
+    ("git add -p && git commit; git add -i; git add --chmod=+x f; git commit", [[], []]),
+    ("git commit -m x && git add z", [[]]),
+])
+def test_the_git_add_runs_before_a_commit_go_with_it(
+    command: str, adds: list[list[tuple[str, tuple[str, ...]]]],
+) -> None:
+    from ocr_hook.hooks import commit_invocations
+
+    calls = commit_invocations(command, Path("/w"))
+    assert [[(str(d), a) for d, a in c.adds] for c in calls] == adds
 
 
 def test_the_agent_gate_has_the_git_hooks_token_budget(repo: GitRepo, llm: ScriptedLLM) -> None:
