@@ -10,7 +10,9 @@ This module reads the event (:func:`parse_event`), finds the ``git commit`` invo
 shell command line (:func:`commit_invocations`), prepares what such a commit would contain
 without touching the index, work tree or refs (:func:`prepare_commit`), and merges our entry
 into (or out of) a project's settings file (:func:`install_claude_code`,
-:func:`uninstall_claude_code`). The review itself runs in ``cli.hooks_cmd``.
+:func:`uninstall_claude_code`). Codex CLI's hooks speak the same ``PreToolUse`` event and exit
+codes from ``.codex/hooks.json`` (same layout): :func:`install_codex`, :func:`uninstall_codex`.
+The review itself runs in ``cli.hooks_cmd``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ..errors import GitError, UsageError
 
 CLAUDE_SETTINGS = Path(".claude") / "settings.json"
 CLAUDE_COMMAND = "git ocr hook claude-code"  # on PATH: the settings file is shared
+CODEX_HOOKS = Path(".codex") / "hooks.json"
+CODEX_COMMAND = "git ocr hook codex"
 CLAUDE_TIMEOUT_S = 360  # s: past review.timeout_s (300 s by default), so gate.on_error decides
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", "|&", ";;", "(", ")"})
 # git options before the subcommand that take the next word as their value
@@ -274,9 +278,9 @@ def prepare_commit(repo: Path, call: CommitCall, environ: Mapping[str, str]) -> 
     return preview
 
 
-def _ours(hook: object) -> bool:
+def _ours(hook: object, command: str = CLAUDE_COMMAND) -> bool:
     return isinstance(hook, dict) and str(hook.get("command", "")).strip().endswith(
-        "hook claude-code")
+        command.removeprefix("git ocr "))
 
 
 def _read_settings(path: Path) -> dict[str, object]:
@@ -319,9 +323,30 @@ def install_claude_code(repo: Path) -> tuple[Path, str]:
     into ``repo/.claude/settings.json``, keeping every other key and hook as it is. Returns
     (path, ``installed``|``unchanged``). Raises UsageError for a settings file that is not a
     JSON object (left untouched) or cannot be written."""
-    path = repo / CLAUDE_SETTINGS
+    return _install_entry(repo / CLAUDE_SETTINGS, CLAUDE_COMMAND)
+
+
+def install_codex(repo: Path) -> tuple[Path, str]:
+    """:func:`install_claude_code` for Codex CLI: ``git ocr hook codex`` in
+    ``repo/.codex/hooks.json``."""
+    return _install_entry(repo / CODEX_HOOKS, CODEX_COMMAND)
+
+
+def uninstall_claude_code(repo: Path) -> tuple[Path, str]:
+    """Remove our hook entries from ``repo/.claude/settings.json`` (a group or key left empty
+    by that goes too); everything else stays. Returns (path, ``removed``|``absent``)."""
+    return _uninstall_entry(repo / CLAUDE_SETTINGS, CLAUDE_COMMAND)
+
+
+def uninstall_codex(repo: Path) -> tuple[Path, str]:
+    """:func:`uninstall_claude_code` for ``repo/.codex/hooks.json``."""
+    return _uninstall_entry(repo / CODEX_HOOKS, CODEX_COMMAND)
+
+
+def _install_entry(path: Path, command: str) -> tuple[Path, str]:
     data = _read_settings(path)
-    if any(_ours(h) for g in _groups(data, path) for h in g.get("hooks") or []  # type: ignore[union-attr]
+    if any(_ours(h, command) for g in _groups(data, path)
+           for h in g.get("hooks") or []  # type: ignore[union-attr]
            if g.get("matcher") == "Bash"):
         return path, "unchanged"
     hooks = data.setdefault("hooks", {})
@@ -329,23 +354,20 @@ def install_claude_code(repo: Path) -> tuple[Path, str]:
     groups = hooks.setdefault("PreToolUse", [])
     assert isinstance(groups, list)
     groups.append({"matcher": "Bash", "hooks": [
-        {"type": "command", "command": CLAUDE_COMMAND, "timeout": CLAUDE_TIMEOUT_S}]})
+        {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT_S}]})
     _write_settings(path, data)
     return path, "installed"
 
 
-def uninstall_claude_code(repo: Path) -> tuple[Path, str]:
-    """Remove our hook entries from ``repo/.claude/settings.json`` (a group or key left empty
-    by that goes too); everything else stays. Returns (path, ``removed``|``absent``)."""
-    path = repo / CLAUDE_SETTINGS
+def _uninstall_entry(path: Path, command: str) -> tuple[Path, str]:
     data = _read_settings(path)
     if not data:
         return path, "absent"
     removed = False
     for g in list(_groups(data, path)):
         hooks = g.get("hooks")
-        if isinstance(hooks, list) and any(_ours(h) for h in hooks):
-            g["hooks"] = [h for h in hooks if not _ours(h)]
+        if isinstance(hooks, list) and any(_ours(h, command) for h in hooks):
+            g["hooks"] = [h for h in hooks if not _ours(h, command)]
             removed = True
     if not removed:
         return path, "absent"
