@@ -102,7 +102,9 @@ def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
 def split_commands(command: str) -> list[list[str]]:
     """The simple commands of a shell command line, each as its words: split on ``&&``,
     ``||``, ``;``, ``|``, ``&``, parentheses and newlines (quoted ones kept). A line shlex
-    cannot split (an open quote) is split as far as it goes. Comments are dropped."""
+    cannot split (an open quote) is split as far as it goes. Comments and redirections
+    (``2>&1``, ``> FILE``, ``<<EOF``: the operator, its target and a file-descriptor number
+    before it) are dropped."""
     lex = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
     lex.whitespace = " \t\r"
     lex.commenters = "#"
@@ -119,18 +121,34 @@ def split_commands(command: str) -> list[list[str]]:
     except ValueError:  # no closing quotation: what was read still counts
         pass
     found.append(words)
-    return [w for w in found if w]
+    return [w for w in map(_without_redirections, found) if w]
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+        elif w and set(w) <= set("<>&|") and ("<" in w or ">" in w):
+            if kept and kept[-1].isdigit():
+                kept.pop()  # the descriptor of `2>`
+            skip = True  # the target: a file, `&1`'s number, a here-document's word
+        else:
+            kept.append(w)
+    return kept
 
 
 def _strip_prefix(words: list[str]) -> list[str]:
-    """The command without leading ``NAME=value`` assignments and ``env``/``command``/
-    ``exec``/``time``/``nohup`` words."""
+    """The command without leading ``NAME=value`` assignments, ``env``/``command``/
+    ``exec``/``time``/``nohup`` words and the shell's ``if``/``then``/``do``/… keywords."""
     i = 0
     while i < len(words):
         w = words[i]
         if "=" in w and not w.startswith("-") and w.split("=", 1)[0].isidentifier():
             i += 1
-        elif w in ("env", "command", "exec", "time", "nohup", "builtin"):
+        elif w in ("env", "command", "exec", "time", "nohup", "builtin", "if", "then", "elif",
+                   "else", "do", "while", "until", "!", "{"):
             i += 1
         else:
             break

@@ -99,6 +99,18 @@ def test_git_commit_with_a_staged_critical_finding_exits_2_with_the_finding_on_s
     assert state(repo) == before
 
 
+@pytest.mark.parametrize("command", ["git commit -m x 2>&1 | tail -3",
+                                     "git commit -F- <<'EOF'\nFix it\nEOF",
+                                     "if true; then git commit -m x; fi"])
+def test_redirections_and_shell_keywords_around_the_commit_do_not_hide_it(
+    repo: GitRepo, llm: ScriptedLLM, command: str,
+) -> None:
+    repo.commit({"calc.py": SOURCE}, "base")
+    repo.stage({"calc.py": BUGGY})
+    llm.tool_calls(("code_comment", finding()), DONE)
+    assert_blocked(hook(repo, llm, event(command, repo.path)), "calc.py", 2)
+
+
 def test_a_passing_review_exits_0(repo: GitRepo, llm: ScriptedLLM) -> None:
     repo.commit({"calc.py": SOURCE}, "base")
     repo.stage({"calc.py": BUGGY})
@@ -347,6 +359,11 @@ def test_install_claude_code_creates_the_file_and_refuses_a_broken_one(
     ("make && /usr/bin/git commit --all --amend --no-edit || echo failed",
      [("/w", True, True, ())]),
     ("git stash && git commit-tree x && git commitx", []),
+    ("git commit -m x 2>&1 | tail -3", [("/w", False, False, ())]),
+    ("git commit -qm x >/dev/null 2> err.txt -- a.py", [("/w", False, False, ("a.py",))]),
+    ("git commit -F- <<'EOF'\nFix it\nEOF", [("/w", False, False, ())]),
+    ("if git diff --cached --quiet; then :; else git commit -m x; fi", [("/w", False, False, ())]),
+    ("for f in a; do git commit -am x; done", [("/w", True, False, ())]),
     ("echo git commit # git commit", []),
 ])
 def test_the_commits_a_command_line_runs(command: str,
