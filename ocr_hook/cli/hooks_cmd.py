@@ -1,6 +1,7 @@
 """``git ocr install|uninstall [--pre-commit] [--pre-merge-commit] [--pre-push]
-[--claude-code]``: the native git hooks (spec §1.1) and the Claude Code hook entry, one line
-printed per change; ``git ocr hook claude-code``: the gate inside the coding agent."""
+[--claude-code] [--cursor] [--codex]``: the native git hooks (spec §1.1) and the coding
+agents' hook entries, one line printed per change; ``git ocr hook claude-code|codex``: the
+gate inside the coding agent."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def run_hooks_command(args: argparse.Namespace) -> int:
                               ("pre-merge-commit", args.pre_merge_commit),
                               ("pre-push", args.pre_push)) if on]
     cursor = bool(getattr(args, "cursor", False))
-    agent = bool(getattr(args, "claude_code", False)) or cursor
+    codex = bool(getattr(args, "codex", False))
+    agent = bool(getattr(args, "claude_code", False)) or cursor or codex
     lines = []
     if args.command == "install":
         if chosen or not agent:
@@ -53,6 +55,10 @@ def run_hooks_command(args: argparse.Namespace) -> int:
             path, action = hooks.install_cursor(repo)
             lines.append(f"installed Cursor hook (beforeShellExecution): {path}"
                          if action == "installed" else f"Cursor hook already installed: {path}")
+        if codex:
+            path, action = hooks.install_codex(repo)
+            lines.append(f"installed Codex CLI hook (PreToolUse, Bash): {path}"
+                         if action == "installed" else f"Codex CLI hook already installed: {path}")
     else:
         if chosen or not agent:
             lines = [c.describe() for c in hooks.uninstall(repo, chosen or list(hooks.HOOK_TYPES))]
@@ -64,6 +70,10 @@ def run_hooks_command(args: argparse.Namespace) -> int:
             path, action = hooks.uninstall_cursor(repo)
             lines.append(f"removed Cursor hook: {path}" if action == "removed"
                          else "Cursor hook not installed")
+        if codex:
+            path, action = hooks.uninstall_codex(repo)
+            lines.append(f"removed Codex CLI hook: {path}" if action == "removed"
+                         else "Codex CLI hook not installed")
     for line in lines:
         print(display_text(line))  # paths of the repository
     return Exit.OK

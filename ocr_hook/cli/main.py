@@ -82,7 +82,7 @@ def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         from .review_cmd import run_status_command
 
         return run_status_command(args, env)
-    if command == "hook" and args.hook == "claude-code":
+    if command == "hook" and args.hook in ("claude-code", "codex"):
         from .hooks_cmd import run_claude_code_hook
 
         return run_claude_code_hook(args, env)  # 0 or 2 only: Claude Code's exit codes

@@ -267,6 +267,11 @@ def _add_hook(sub: argparse._SubParsersAction[Parser], path: Sequence[str]) -> N
             "claude-code", help="Claude Code PreToolUse hook: review what a `git commit` of the"
             " agent would commit (event JSON on stdin; exit 2 blocks)")
         _add_review_flags(hcc, hook=True)
+    if not path or path[0] == "codex":
+        hcx = hs.add_parser(
+            "codex", help="Codex CLI PreToolUse hook: the Claude Code gate (same event and exit"
+            " codes)")
+        _add_review_flags(hcx, hook=True)
     if not path or path[0] == "post-commit":
         hs.add_parser("post-commit", help="write the review note of the commit just made")
     if not path or path[0] == "cursor":
@@ -300,6 +305,8 @@ def _add_install(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) 
                      help="the Claude Code hook in .claude/settings.json (alone: no git hook)")
     ins.add_argument("--cursor", action="store_true",
                      help="the Cursor hook in .cursor/hooks.json (alone: no git hook)")
+    ins.add_argument("--codex", action="store_true",
+                     help="the Codex CLI hook in .codex/hooks.json (alone: no git hook)")
 
 
 def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
@@ -313,6 +320,8 @@ def _add_uninstall(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]
                      help="only the Claude Code hook in .claude/settings.json")
     uns.add_argument("--cursor", action="store_true",
                      help="only the Cursor hook in .cursor/hooks.json")
+    uns.add_argument("--codex", action="store_true",
+                     help="only the Codex CLI hook in .codex/hooks.json")
 
 
 def _add_cache(sub: argparse._SubParsersAction[Parser], _path: Sequence[str]) -> None:
@@ -446,4 +455,5 @@ _COMMAND_ADDERS: dict[str, Callable[[argparse._SubParsersAction[Parser], Sequenc
     "status": _add_status,
 }
 COMMANDS = tuple(_COMMAND_ADDERS)
-HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code", "cursor", "post-commit")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "claude-code", "codex", "cursor",
+         "post-commit")

@@ -10,11 +10,14 @@ This module reads the event (:func:`parse_event`), finds the ``git commit`` invo
 shell command line (:func:`commit_invocations`), prepares what such a commit would contain
 without touching the index, work tree or refs (:func:`prepare_commit`), and merges our entry
 into (or out of) a project's settings file (:func:`install_claude_code`,
-:func:`uninstall_claude_code`). The review itself runs in ``cli.hooks_cmd``.
+:func:`uninstall_claude_code`). Codex CLI's hooks speak the same ``PreToolUse`` event and exit
+codes from ``.codex/hooks.json`` (same layout): :func:`install_codex`, :func:`uninstall_codex`.
+The review itself runs in ``cli.hooks_cmd``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -23,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import git, util
-from ..errors import UsageError
+from ..errors import GitError, UsageError
 
 CLAUDE_SETTINGS = Path(".claude") / "settings.json"
 CLAUDE_COMMAND = "git ocr hook claude-code"  # on PATH: the settings file is shared
+CODEX_HOOKS = Path(".codex") / "hooks.json"
+CODEX_COMMAND = "git ocr hook codex"
 CLAUDE_TIMEOUT_S = 360  # s: past review.timeout_s (300 s by default), so gate.on_error decides
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", "|&", ";;", "(", ")"})
 # git options before the subcommand that take the next word as their value
@@ -38,6 +43,10 @@ COMMIT_VALUE_LONG = frozenset({"--message", "--file", "--reuse-message", "--reed
                                "--fixup", "--squash", "--template", "--author", "--date",
                                "--cleanup", "--pathspec-from-file", "--trailer"})
 SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+# `git add` options a review can replay on a private index (no prompt, nothing but the index)
+ADD_OPTIONS = frozenset({"-A", "--all", "-u", "--update", "-f", "--force", "-N",
+                         "--intent-to-add", "-v", "--verbose", "--ignore-removal", "--no-all",
+                         "--ignore-errors", "--sparse", "--renormalize"})
 PREVIEW_IDENTITY = {"GIT_AUTHOR_NAME": "ocr-hook", "GIT_AUTHOR_EMAIL": "ocr-hook@localhost",
                     "GIT_COMMITTER_NAME": "ocr-hook", "GIT_COMMITTER_EMAIL": "ocr-hook@localhost"}
 
@@ -56,13 +65,15 @@ class AgentEvent:
 class CommitCall:
     """One ``git commit`` in a command line: the directory git runs in (``cd`` and ``-C``
     applied), ``all`` for ``-a``/``--all``, ``amend``, the pathspecs (``git commit PATH…``),
-    ``dry_run`` (nothing is committed)."""
+    ``dry_run`` (nothing is committed), ``adds``: the ``git add`` runs before it on the line,
+    each as (directory, arguments), that the commit takes too (``git add f && git commit``)."""
 
     cwd: Path
     all: bool = False
     amend: bool = False
     paths: tuple[str, ...] = ()
     dry_run: bool = False
+    adds: tuple[tuple[Path, tuple[str, ...]], ...] = ()
 
 
 def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
@@ -91,7 +102,9 @@ def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
 def split_commands(command: str) -> list[list[str]]:
     """The simple commands of a shell command line, each as its words: split on ``&&``,
     ``||``, ``;``, ``|``, ``&``, parentheses and newlines (quoted ones kept). A line shlex
-    cannot split (an open quote) is split as far as it goes. Comments are dropped."""
+    cannot split (an open quote) is split as far as it goes. Comments and redirections
+    (``2>&1``, ``> FILE``, ``<<EOF``: the operator, its target and a file-descriptor number
+    before it) are dropped."""
     lex = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
     lex.whitespace = " \t\r"
     lex.commenters = "#"
@@ -108,18 +121,34 @@ def split_commands(command: str) -> list[list[str]]:
     except ValueError:  # no closing quotation: what was read still counts
         pass
     found.append(words)
-    return [w for w in found if w]
+    return [w for w in map(_without_redirections, found) if w]
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+        elif w and set(w) <= set("<>&|") and ("<" in w or ">" in w):
+            if kept and kept[-1].isdigit():
+                kept.pop()  # the descriptor of `2>`
+            skip = True  # the target: a file, `&1`'s number, a here-document's word
+        else:
+            kept.append(w)
+    return kept
 
 
 def _strip_prefix(words: list[str]) -> list[str]:
-    """The command without leading ``NAME=value`` assignments and ``env``/``command``/
-    ``exec``/``time``/``nohup`` words."""
+    """The command without leading ``NAME=value`` assignments, ``env``/``command``/
+    ``exec``/``time``/``nohup`` words and the shell's ``if``/``then``/``do``/… keywords."""
     i = 0
     while i < len(words):
         w = words[i]
         if "=" in w and not w.startswith("-") and w.split("=", 1)[0].isidentifier():
             i += 1
-        elif w in ("env", "command", "exec", "time", "nohup", "builtin"):
+        elif w in ("env", "command", "exec", "time", "nohup", "builtin", "if", "then", "elif",
+                   "else", "do", "while", "until", "!", "{"):
             i += 1
         else:
             break
@@ -174,12 +203,24 @@ def _commit_call(args: Sequence[str], cwd: Path) -> CommitCall:
     return CommitCall(cwd, flags["all"], flags["amend"], tuple(paths), flags["dry_run"])
 
 
+def _replayable_add(args: Sequence[str]) -> bool:
+    """Whether ``git add ARGS`` only stages paths (options of :data:`ADD_OPTIONS`), so that a
+    review can run it on a private index: never ``-p``/``-i``/``-e`` (a prompt) or ``-n``."""
+    options = [a for a in args[:args.index("--")] if a.startswith("-")] if "--" in args else [
+        a for a in args if a.startswith("-")]
+    return all(a in ADD_OPTIONS or (a[1:].isalpha() and not a.startswith("--")
+                                    and all(f"-{c}" in ADD_OPTIONS for c in a[1:]))
+               for a in options)
+
+
 def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
     """Every ``git commit`` in the shell ``command`` run from ``cwd``, in order: ``cd DIR``
     before it moves the directory (for the rest of the line), ``git -C DIR`` for that one
     command, ``VAR=x``/``env`` prefixes skipped, ``git`` by any path (``/usr/bin/git``), the
-    line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well."""
+    line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well. The ``git add`` runs
+    before a commit on the line (only staging options) go with it (``CommitCall.adds``)."""
     found = []
+    adds: list[tuple[Path, tuple[str, ...]]] = []
     for words in split_commands(command):
         words = _strip_prefix(words)
         if not words:
@@ -193,8 +234,12 @@ def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
         if os.path.basename(words[0]) != "git":
             continue
         sub, where, args = _git_subcommand(words, cwd)
-        if sub == "commit":
-            found.append(_commit_call(args, where))
+        if sub == "add" and _replayable_add(args):
+            adds.append((where, tuple(args)))
+        elif sub == "commit":
+            call = _commit_call(args, where)
+            found.append(CommitCall(call.cwd, call.all, call.amend, call.paths, call.dry_run,
+                                    tuple(adds)))
     return found
 
 
@@ -217,18 +262,23 @@ class CommitPreview:
 
 def prepare_commit(repo: Path, call: CommitCall, environ: Mapping[str, str]) -> CommitPreview:
     """The :class:`CommitPreview` of ``call`` in the repository whose top is ``repo``.
-    ``-a``/``--all`` and pathspecs: a private copy of the index (``git.private_copy``) takes
-    the tracked work-tree changes (``git add -u [-- PATHS]``, run in the commit's directory so
-    the paths mean what they mean to git commit). ``--amend``: that index's tree is written
+    ``git add`` runs before the commit (``call.adds``), ``-a``/``--all`` and pathspecs: a
+    private copy of the index (``git.private_copy``) takes them: each ``git add`` as written
+    (one that fails is passed over, as its commit would go on without it), then the tracked
+    work-tree changes (``git add -u [-- PATHS]``), run in the directory each runs in so the
+    paths mean what they mean to git. ``--amend``: that index's tree is written
     and committed with HEAD's parents (``git commit-tree``: an object, no ref). Raises
     GitError."""
     env = dict(environ)
     preview = CommitPreview(env)
     try:
-        if call.all or call.paths or call.amend:
+        if call.all or call.paths or call.amend or call.adds:
             index = git.private_copy(git.git_path(repo, "index"), environ)
             preview.scratch.append(index)
             env["GIT_INDEX_FILE"] = str(index)
+            for where, add_args in call.adds:
+                with contextlib.suppress(GitError):
+                    git.run_git(where, "add", *add_args, env=env)
             if call.all or call.paths:
                 git.run_git(call.cwd, "add", "-u", "--", *call.paths, env=env)
         if call.amend:
@@ -246,9 +296,9 @@ def prepare_commit(repo: Path, call: CommitCall, environ: Mapping[str, str]) -> 
     return preview
 
 
-def _ours(hook: object) -> bool:
+def _ours(hook: object, command: str = CLAUDE_COMMAND) -> bool:
     return isinstance(hook, dict) and str(hook.get("command", "")).strip().endswith(
-        "hook claude-code")
+        command.removeprefix("git ocr "))
 
 
 def _read_settings(path: Path) -> dict[str, object]:
@@ -291,9 +341,30 @@ def install_claude_code(repo: Path) -> tuple[Path, str]:
     into ``repo/.claude/settings.json``, keeping every other key and hook as it is. Returns
     (path, ``installed``|``unchanged``). Raises UsageError for a settings file that is not a
     JSON object (left untouched) or cannot be written."""
-    path = repo / CLAUDE_SETTINGS
+    return _install_entry(repo / CLAUDE_SETTINGS, CLAUDE_COMMAND)
+
+
+def install_codex(repo: Path) -> tuple[Path, str]:
+    """:func:`install_claude_code` for Codex CLI: ``git ocr hook codex`` in
+    ``repo/.codex/hooks.json``."""
+    return _install_entry(repo / CODEX_HOOKS, CODEX_COMMAND)
+
+
+def uninstall_claude_code(repo: Path) -> tuple[Path, str]:
+    """Remove our hook entries from ``repo/.claude/settings.json`` (a group or key left empty
+    by that goes too); everything else stays. Returns (path, ``removed``|``absent``)."""
+    return _uninstall_entry(repo / CLAUDE_SETTINGS, CLAUDE_COMMAND)
+
+
+def uninstall_codex(repo: Path) -> tuple[Path, str]:
+    """:func:`uninstall_claude_code` for ``repo/.codex/hooks.json``."""
+    return _uninstall_entry(repo / CODEX_HOOKS, CODEX_COMMAND)
+
+
+def _install_entry(path: Path, command: str) -> tuple[Path, str]:
     data = _read_settings(path)
-    if any(_ours(h) for g in _groups(data, path) for h in g.get("hooks") or []  # type: ignore[union-attr]
+    if any(_ours(h, command) for g in _groups(data, path)
+           for h in g.get("hooks") or []  # type: ignore[union-attr]
            if g.get("matcher") == "Bash"):
         return path, "unchanged"
     hooks = data.setdefault("hooks", {})
@@ -301,23 +372,20 @@ def install_claude_code(repo: Path) -> tuple[Path, str]:
     groups = hooks.setdefault("PreToolUse", [])
     assert isinstance(groups, list)
     groups.append({"matcher": "Bash", "hooks": [
-        {"type": "command", "command": CLAUDE_COMMAND, "timeout": CLAUDE_TIMEOUT_S}]})
+        {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT_S}]})
     _write_settings(path, data)
     return path, "installed"
 
 
-def uninstall_claude_code(repo: Path) -> tuple[Path, str]:
-    """Remove our hook entries from ``repo/.claude/settings.json`` (a group or key left empty
-    by that goes too); everything else stays. Returns (path, ``removed``|``absent``)."""
-    path = repo / CLAUDE_SETTINGS
+def _uninstall_entry(path: Path, command: str) -> tuple[Path, str]:
     data = _read_settings(path)
     if not data:
         return path, "absent"
     removed = False
     for g in list(_groups(data, path)):
         hooks = g.get("hooks")
-        if isinstance(hooks, list) and any(_ours(h) for h in hooks):
-            g["hooks"] = [h for h in hooks if not _ours(h)]
+        if isinstance(hooks, list) and any(_ours(h, command) for h in hooks):
+            g["hooks"] = [h for h in hooks if not _ours(h, command)]
             removed = True
     if not removed:
         return path, "absent"

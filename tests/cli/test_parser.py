@@ -131,7 +131,7 @@ def test_a_run_builds_only_its_own_parsers(monkeypatch: pytest.MonkeyPatch) -> N
     full = len(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
     assert full == len(parser.COMMANDS) == 14
     n_full = len(built)
-    assert n_full == 39  # every command, action and hook
+    assert n_full == 40  # every command, action and hook
     built.clear()
     with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit):
         parse(["-h"])  # the top-level help: every command listed, none built

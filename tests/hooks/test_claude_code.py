@@ -99,6 +99,18 @@ def test_git_commit_with_a_staged_critical_finding_exits_2_with_the_finding_on_s
     assert state(repo) == before
 
 
+@pytest.mark.parametrize("command", ["git commit -m x 2>&1 | tail -3",
+                                     "git commit -F- <<'EOF'\nFix it\nEOF",
+                                     "if true; then git commit -m x; fi"])
+def test_redirections_and_shell_keywords_around_the_commit_do_not_hide_it(
+    repo: GitRepo, llm: ScriptedLLM, command: str,
+) -> None:
+    repo.commit({"calc.py": SOURCE}, "base")
+    repo.stage({"calc.py": BUGGY})
+    llm.tool_calls(("code_comment", finding()), DONE)
+    assert_blocked(hook(repo, llm, event(command, repo.path)), "calc.py", 2)
+
+
 def test_a_passing_review_exits_0(repo: GitRepo, llm: ScriptedLLM) -> None:
     repo.commit({"calc.py": SOURCE}, "base")
     repo.stage({"calc.py": BUGGY})
@@ -160,6 +172,31 @@ def test_plain_commit_does_not_review_unstaged_changes(repo: GitRepo, llm: Scrip
     p = hook(repo, llm, event("git commit -m x", repo.path))
     assert p.returncode == 0, p.stderr
     assert llm.requests == []  # nothing staged: nothing to review
+
+
+@pytest.mark.parametrize("command", ["git add calc.py && git commit -m x",
+                                     "git add -A; git commit -m x",
+                                     "cd sub && git add ../calc.py && cd .. && git commit -m x"])
+def test_git_add_before_the_commit_is_taken_into_the_review_not_the_index(
+    repo: GitRepo, llm: ScriptedLLM, command: str,
+) -> None:
+    repo.commit({"calc.py": SOURCE, "sub/keep.py": "K = 1\n"}, "base")
+    repo.write({"calc.py": BUGGY})  # not staged yet: the command line stages it
+    before = state(repo)
+    llm.tool_calls(("code_comment", finding()), DONE)
+    p = hook(repo, llm, event(command, repo.path))
+    assert_blocked(p, "calc.py", 2)
+    assert '<file path="calc.py"' in user_message(llm)
+    assert state(repo) == before
+    assert repo.git("diff", "--cached", "--name-only") == ""
+
+
+def test_an_interactive_git_add_is_not_replayed(repo: GitRepo, llm: ScriptedLLM) -> None:
+    repo.commit({"calc.py": SOURCE}, "base")
+    repo.write({"calc.py": BUGGY})
+    p = hook(repo, llm, event("git add -p calc.py && git commit -m x", repo.path))
+    assert p.returncode == 0, p.stderr
+    assert llm.requests == []  # nothing staged that a review could know of
 
 
 def test_git_dash_c_dir_and_config_options_review_that_repository(
@@ -322,6 +359,11 @@ def test_install_claude_code_creates_the_file_and_refuses_a_broken_one(
     ("make && /usr/bin/git commit --all --amend --no-edit || echo failed",
      [("/w", True, True, ())]),
     ("git stash && git commit-tree x && git commitx", []),
+    ("git commit -m x 2>&1 | tail -3", [("/w", False, False, ())]),
+    ("git commit -qm x >/dev/null 2> err.txt -- a.py", [("/w", False, False, ("a.py",))]),
+    ("git commit -F- <<'EOF'\nFix it\nEOF", [("/w", False, False, ())]),
+    ("if git diff --cached --quiet; then :; else git commit -m x; fi", [("/w", False, False, ())]),
+    ("for f in a; do git commit -am x; done", [("/w", True, False, ())]),
     ("echo git commit # git commit", []),
 ])
 def test_the_commits_a_command_line_runs(command: str,
@@ -331,6 +373,22 @@ def test_the_commits_a_command_line_runs(command: str,
 
     calls = commit_invocations(command, Path("/w"))
     assert [(str(c.cwd), c.all, c.amend, c.paths) for c in calls] == found
+
+
+@pytest.mark.parametrize("command, adds", [
+    ("git add a.py 'b c.py' && git commit -m x", [[("/w", ("a.py", "b c.py"))]]),
+    ("git -C d add -A -- x; cd e; git add -Nv y; git commit -am x",
+     [[("/w/d", ("-A", "--", "x")), ("/w/e", ("-Nv", "y"))]]),
+    ("git add -p && git commit; git add -i; git add --chmod=+x f; git commit", [[], []]),
+    ("git commit -m x && git add z", [[]]),
+])
+def test_the_git_add_runs_before_a_commit_go_with_it(
+    command: str, adds: list[list[tuple[str, tuple[str, ...]]]],
+) -> None:
+    from ocr_hook.hooks import commit_invocations
+
+    calls = commit_invocations(command, Path("/w"))
+    assert [[(str(d), a) for d, a in c.adds] for c in calls] == adds
 
 
 def test_the_agent_gate_has_the_git_hooks_token_budget(repo: GitRepo, llm: ScriptedLLM) -> None:

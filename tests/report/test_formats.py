@@ -177,7 +177,7 @@ def _format_actions(parser: argparse.ArgumentParser, path: str = "git ocr"
 def test_parser_offers_exactly_the_registered_formats() -> None:
     found = dict(_format_actions(build_parser()))
     assert sorted(found) == ["git ocr delegate",  # delegate submit writes the result
-                             "git ocr hook claude-code", "git ocr hook pre-commit",
+                             "git ocr hook claude-code", "git ocr hook codex", "git ocr hook pre-commit",
                              "git ocr hook pre-merge-commit", "git ocr hook pre-push",
                              "git ocr review", "git ocr scan"]
     for action in found.values():
