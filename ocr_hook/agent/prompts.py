@@ -91,13 +91,16 @@ def group_fields(
     }
 
 
-def contract_fields(language: str, *, scan: bool = False) -> dict[str, str]:
+def contract_fields(language: str, *, scan: bool = False, guidance: bool = False
+                    ) -> dict[str, str]:
     """The main system prompt's shared fields: the one severity scale
     (``config/templates/severity.md``), the answer language, and which variant of the scope
     sentences to render: ``scan`` (``git ocr scan``: whole files, no ``preexisting`` guidance,
-    no ``file_read_diff``) or ``change`` (a change review)."""
+    no ``file_read_diff``) or ``change`` (a change review); the ``<project_guidance>`` sentence
+    only with ``guidance`` (a repository without guidance files sends no words about them)."""
     return {"severity": util.render_template("severity", {}), "language": language or "English",
-            "scan": "1" if scan else "", "change": "" if scan else "1"}
+            "scan": "1" if scan else "", "change": "" if scan else "1",
+            "guidance": "1" if guidance else ""}
 
 
 def group_messages(
@@ -118,7 +121,8 @@ def group_messages(
     changed files and the diffs (the same in every round of the group), then the last blocked
     review's findings (the same in every round), then the earlier rounds' findings."""
     system = util.render_template("main_system",
-                                  contract_fields(language, scan=bool(fields.get("scan"))))
+                                  contract_fields(language, scan=bool(fields.get("scan")),
+                                                  guidance=bool(fields.get("guidance"))))
     parts = [util.render_template("main_user_head", fields),
              util.render_template("main_user", fields)]
     if earlier:

@@ -115,8 +115,11 @@ class _GroupRunner:
         shipped = parse_tools_json()
         defs = req.tool_defs or shipped
         if req.mode == "scan":  # spec §3.9: whole files, no diff to read, nothing pre-exists
-            defs = {k: _without_preexisting(v) if k == "code_comment" else v
+            defs = {k: _without_property(v, "preexisting") if k == "code_comment" else v
                     for k, v in defs.items() if k != "file_read_diff"}
+        if not req.earlier:  # spec §12.3: no earlier findings in this run, nothing to repeat
+            defs = {k: _without_property(v, "repeats") if k == "code_comment" else v
+                    for k, v in defs.items()}
         self.registry = build_registry(defs, builtin_handlers(self.view),
                                        external, reserved=shipped, warn=self.tool_warning)
         self.context_limit = int(cfg.llm.context_tokens * PROMPT_CONTEXT_FRACTION)
@@ -435,16 +438,17 @@ def _outcome_of(g: Group, fut: Future[GroupOutcome]) -> GroupOutcome:
     return fut.result()
 
 
-def _without_preexisting(d: Any) -> Any:
-    """``code_comment``'s definition without the ``preexisting`` flag of its comments (a
-    scan reviews whole files: nothing predates it); the definition as it is when it has no
-    such property (a user's tools file)."""
+def _without_property(d: Any, name: str) -> Any:
+    """``code_comment``'s definition without the property ``name`` of its comments (a scan
+    reviews whole files: nothing predates it, no ``preexisting``; a run given no earlier
+    findings has nothing a comment ``repeats``: fewer tokens in every request); the definition
+    as it is when it has no such property (a user's tools file)."""
     params = d.spec.parameters
     item = params.get("properties", {}).get("comments", {}).get("items", {})
     props = item.get("properties", {}) if isinstance(item, dict) else {}
-    if "preexisting" not in props:
+    if name not in props:
         return d
-    items = {**item, "properties": {k: v for k, v in props.items() if k != "preexisting"}}
+    items = {**item, "properties": {k: v for k, v in props.items() if k != name}}
     comments = {**params["properties"]["comments"], "items": items}
     spec = d.spec._replace(parameters={**params, "properties": {**params["properties"],
                                                                 "comments": comments}})

@@ -93,6 +93,8 @@ def test_claude_copilot_and_cursor_files_are_read_and_guidance_false_turns_it_of
     assert "project_guidance" not in req["messages"][1]["content"]
     assert "CLAUDE RULE" not in req["messages"][1]["content"]
     assert "guidance" not in data["input"]
+    # no guidance sent: no words about it in the system prompt either (a shorter cached prefix)
+    assert "project_guidance" not in req["messages"][0]["content"]
     # the same setting from the repository's own configuration file at HEAD
     repo.stage({".ocr-hook.toml": "[rules]\nguidance = false\n"})
     repo.git("commit", "-q", "-m", "no guidance", "--", ".ocr-hook.toml")  # app.py stays staged

@@ -75,6 +75,7 @@ def test_hook_after_a_blocked_commit_reports_the_fixed_finding_as_resolved(
     line = f"- E1 app.py:12 [critical] {CONTENT}"
     assert line in user
     assert user.index("<review_checklist>") < user.index("</review_files>") < user.index(line)
+    assert "repeats" in _comment_item(body)  # the label of an earlier finding it files again
     state = json.loads((repo.path / ".git" / "ocr-hook" / "since_last.json").read_text())
     assert state == {"version": 2, "blocked": {}}  # the pass ended the chain
     # the chain is over: the next review reports nothing since a blocked one
@@ -84,6 +85,16 @@ def test_hook_after_a_blocked_commit_reports_the_fixed_finding_as_resolved(
     rc, third, _ = run_json(HOOK, llm.env(), capsys)
     assert rc == 0 and "since_last" not in third
     assert "<earlier_findings>" not in json.dumps(llm.requests)
+    # nothing earlier to repeat: code_comment has no repeats (fewer tokens in every request)
+    assert list(_comment_item(llm.requests[0])) == [
+        "path", "content", "existing_code", "suggestion_code", "severity", "category", "line",
+        "preexisting"]
+
+
+def _comment_item(body: dict[str, Any]) -> dict[str, Any]:
+    """The properties of one comment in ``code_comment``'s definition in request ``body``."""
+    [tool] = [t for t in body["tools"] if t["function"]["name"] == "code_comment"]
+    return tool["function"]["parameters"]["properties"]["comments"]["items"]["properties"]
 
 
 def test_hook_text_prints_the_since_line_and_a_moved_finding_persists(
