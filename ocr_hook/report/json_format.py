@@ -58,6 +58,8 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             entry["not_reviewed"] = True
         if o.scan_gap:
             entry["secret_scan"] = "incomplete"
+        if o.whole:
+            entry["whole"] = o.whole
         if result.preview:
             entry["will_review"] = o.will_review and not o.reason
             entry["insertions"] = o.insertions
