@@ -22,16 +22,26 @@ import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 from .. import git
 from ..diff import FileDiff
 from ..errors import GitError
+from ..findings import Finding
 from . import selection
 from .selection import SelectionReason
 
-if TYPE_CHECKING:
-    from .changeset import ChangeSet
+
+class _Loaded(Protocol):
+    """What :func:`review_whole` reads and fills of a ``changeset.ChangeSet``."""
+
+    files: list[FileDiff]
+    decisions: list[selection.Decision]
+    findings: list[Finding]
+    probes: list[selection.Decision]
+
+
+ChangeSetT = TypeVar("ChangeSetT", bound=_Loaded)
 
 _R = SelectionReason
 # the deliberate path, type and marker gates (spec §4 gates 3-8) whose undoing is reviewed whole
@@ -73,10 +83,10 @@ def whole_detail(old_path: str, reason: str, renamed: bool) -> str:
             f" ({selection.reason_words(old_path, reason)})")
 
 
-def review_whole(repo: Path, target: git.Target, cs: ChangeSet,
+def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
                  policy: selection.SelectionPolicy,
                  globs: tuple[selection.GlobList | None, selection.GlobList | None],
-                 load: Callable[[git.Target], ChangeSet]) -> ChangeSet:
+                 load: Callable[[git.Target], ChangeSetT]) -> ChangeSetT:
     """``cs`` with each file whose old side was kept out (:func:`old_side_reason`) replaced
     by its whole version: ``load`` (``load_change_set`` with the same settings) of ``target``
     against ``git.tree_without(target.head, those paths)``, each entry keeping the change's
