@@ -48,7 +48,6 @@ _R = SelectionReason
 WHOLE_GATES = frozenset({_R.SECRET_PATH, _R.PROVIDER_DIRECTORY, _R.USER_EXCLUDE,
                          _R.UNSUPPORTED_EXT, _R.DEFAULT_PATH})
 _NO_HUNKS = frozenset({_R.RENAME_ONLY, _R.NO_CONTENT_CHANGE})  # selected, nothing to show
-WHOLE_KEY = "whole"  # JSON ``files[].whole``: the old side's reason (spec §11)
 
 
 def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
@@ -70,17 +69,24 @@ def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
             return reason
     if user_in is not None and user_in.match_file(f.old_path):
         return ""
-    top = [ln.text for h in f.hunks for ln in h.lines if ln.kind != "+"
-           and ln.old_line is not None and ln.old_line <= selection.GENERATED_SCAN_LINES]
+    top: list[str] = []
+    for h in f.hunks:  # in order: only the first ones can hold the old first lines
+        if h.old_start > selection.GENERATED_SCAN_LINES:
+            break
+        top += [ln.text for ln in h.lines if ln.kind != "+" and ln.old_line is not None
+                and ln.old_line <= selection.GENERATED_SCAN_LINES]
     return _R.DEFAULT_PATH if top and selection.looks_generated(top) else ""
 
 
+WHOLE_DETAIL = "reviewed whole, "  # how the detail of a file reviewed whole starts
+
+
 def whole_detail(old_path: str, reason: str, renamed: bool) -> str:
-    """Why a file is reviewed whole, in words (``files[].detail``)."""
+    """Why a file is reviewed whole, in words (``files[].detail``): ``reviewed whole, its old
+    path was left out: <reason in words>`` or ``… its generated-file marker was removed``."""
     if not renamed:
-        return "reviewed whole: its generated-file marker was removed"
-    return (f"reviewed whole: its old path {old_path} was left out"
-            f" ({selection.reason_words(old_path, reason)})")
+        return WHOLE_DETAIL + "its generated-file marker was removed"
+    return WHOLE_DETAIL + f"its old path was left out: {selection.reason_words(old_path, reason)}"
 
 
 def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from ..change import SelectionReason, reason_words
+from ..change import WHOLE_DETAIL, SelectionReason, reason_words
 from ..findings import Finding, advisory_reason, advisory_text
 from ..gate import blocks
 from ..llm import Usage
@@ -161,7 +161,8 @@ def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]
     command (:func:`preview_command`) that lists them all when there is one. Before them,
     ``reviewed whole: <path> (<why>)`` for each file reviewed whole (spec §4: its old side was
     left out). [] when every changed path was reviewed by its diff."""
-    out = [f"reviewed whole: {_shown_path(o)} ({display_text(o.detail)})"
+    out = [f"reviewed whole: {_shown_path(o)} "
+           f"({display_text(o.detail.removeprefix(WHOLE_DETAIL))})"
            for o in files if o.whole and o.reviewed]
     for label, picked in (
         ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
