@@ -52,39 +52,40 @@ _NO_HUNKS = frozenset({_R.RENAME_ONLY, _R.NO_CONTENT_CHANGE})  # selected, nothi
 
 def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
                     user_ex: selection.GlobList | None,
-                    user_in: selection.GlobList | None) -> str:
-    """The reason in :data:`WHOLE_GATES` that kept the old side of a file selection keeps now
-    (reviewed, or a rename or copy without hunks) out, else "": the old path of a rename or copy
-    through gates 3-8, then a generated-file marker on an old line (removed or context) among
-    the old file's first ``selection.GENERATED_SCAN_LINES`` lines, unless ``select.include``
-    names the old path (gate 6 skips gate 8). Pure: no git."""
+                    user_in: selection.GlobList | None) -> tuple[str, bool]:
+    """(the reason in :data:`WHOLE_GATES` that kept the old side of a file selection keeps now
+    (reviewed, or a rename or copy without hunks) out, whether a marker decided it), or
+    ("", False): the old path of a rename or copy through gates 3-8, then a generated-file
+    marker on an old line (removed or context) among the old file's first
+    ``selection.GENERATED_SCAN_LINES`` lines, unless ``select.include`` names the old path
+    (gate 6 skips gate 8). Pure: no git."""
     f = d.file
     if f.whole or f.status not in ("renamed", "copied", "modified") or not (
             d.reviewed or d.reason in _NO_HUNKS):
-        return ""
+        return "", False
     if f.old_path != f.new_path:
         probe = FileDiff("modified", f.old_path, f.old_path, f.old_mode, f.old_mode)
         reason = selection.path_reason(probe, policy, user_ex, user_in)
         if reason in WHOLE_GATES:
-            return reason
+            return reason, False
     if user_in is not None and user_in.match_file(f.old_path):
-        return ""
+        return "", False
     top: list[str] = []
     for h in f.hunks:  # in order: only the first ones can hold the old first lines
         if h.old_start > selection.GENERATED_SCAN_LINES:
             break
         top += [ln.text for ln in h.lines if ln.kind != "+" and ln.old_line is not None
                 and ln.old_line <= selection.GENERATED_SCAN_LINES]
-    return _R.DEFAULT_PATH if top and selection.looks_generated(top) else ""
+    return (_R.DEFAULT_PATH, True) if top and selection.looks_generated(top) else ("", False)
 
 
 WHOLE_DETAIL = "reviewed whole, "  # how the detail of a file reviewed whole starts
 
 
-def whole_detail(old_path: str, reason: str, renamed: bool) -> str:
+def whole_detail(old_path: str, reason: str, marker: bool) -> str:
     """Why a file is reviewed whole, in words (``files[].detail``): ``reviewed whole, its old
     path was left out: <reason in words>`` or ``… its generated-file marker was removed``."""
-    if not renamed:
+    if marker:
         return WHOLE_DETAIL + "its generated-file marker was removed"
     return WHOLE_DETAIL + f"its old path was left out: {selection.reason_words(old_path, reason)}"
 
@@ -100,7 +101,7 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
     still selected) and a detail; its findings and probes are added. ``cs`` itself (no git call)
     when there is no such file. Raises GitError."""
     found = {i: why for i, d in enumerate(cs.decisions)
-             if (why := old_side_reason(d, policy, *globs))}
+             if (why := old_side_reason(d, policy, *globs))[0]}
     if not found:
         return cs
     paths = [cs.files[i].new_path for i in found]
@@ -110,7 +111,7 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
         raise GitError(f"no private index for the files reviewed whole: {e}") from e
     sub = load(target._replace(base=base, paths=None))
     by_path = {d.file.new_path: d for d in sub.decisions}
-    for i, why in found.items():
+    for i, (why, marker) in found.items():
         old = cs.files[i]
         d = by_path.get(old.new_path)
         if d is None:
@@ -118,7 +119,7 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
         keep = d.selected
         fd = replace(d.file, status=old.status, old_path=old.old_path, old_mode=old.old_mode,
                      old_oid=old.old_oid, similarity=old.similarity, whole=why if keep else "")
-        detail = whole_detail(old.old_path, why, old.old_path != old.new_path)
+        detail = whole_detail(old.old_path, why, marker)
         cs.files[i] = fd
         cs.decisions[i] = d._replace(file=fd, detail="; ".join(
             x for x in (detail if keep else "", d.detail) if x))

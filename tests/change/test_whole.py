@@ -85,3 +85,15 @@ def test_a_secret_in_a_test_file_renamed_to_source_is_found_by_the_scan(
     [c] = data["comments"]
     assert (rc, c["path"], c["start_line"], c["severity"]) == (1, "src/conf.py", 1, "critical")
     assert AWS_KEY not in str(llm.requests)
+
+
+def test_a_rename_that_removes_the_marker_says_so(repo: GitRepo) -> None:
+    body = "".join(f"v{i} = {i}\n" for i in range(12))
+    repo.commit({"a.py": "# @generated\n" + body}, "init")
+    repo.git("mv", "a.py", "b.py")
+    repo.stage({"b.py": body})
+    assert staged(repo) == [("b.py", "renamed", "a.py", "default_path", True)]
+    cs = changeset.load_change_set(repo.path, target.staged_snapshot(repo.path, os.environ),
+                                   selection.SelectionPolicy())
+    assert [d.detail for d in cs.decisions] == [
+        "reviewed whole, its generated-file marker was removed"]
