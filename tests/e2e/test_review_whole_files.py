@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -75,11 +76,16 @@ def test_a_pure_rename_out_of_tests_is_reviewed_whole_at_commit_time(
         "detail": "reviewed whole, its old path was left out: test file",
         "whole": "default_path", "will_review": True, "insertions": 9, "deletions": 0}]
     llm.tool_calls(comment("src/x.py", BAD, "critical"), DONE)
+    p = ocr(repo, llm, "review", "--format", "json", "--no-cache")
+    [c] = json.loads(p.stdout)["comments"]
+    assert (p.returncode, c["path"], c["side"], c["start_line"], c["end_line"]) == (
+        1, "src/x.py", "new", 5, 5)
+    llm.tool_calls(comment("src/x.py", BAD, "critical"), DONE)
     before = len(llm.requests)
     p = run(repo, llm, "git", "commit", "-q", "-m", "D")
     assert p.returncode == 1, p.stdout + p.stderr
     assert whole_lines_sent(llm, before, TEST_X)
-    assert "src/x.py:5" in p.stdout + p.stderr
+    assert re.search(r"src/x\.py:5\b", p.stdout + p.stderr), p.stdout + p.stderr
     assert ("reviewed whole: tests/test_x.py → src/x.py (its old path was left out: test"
             " file)") in (p.stdout + p.stderr).splitlines()
 
@@ -99,7 +105,7 @@ def test_a_push_of_the_rename_alone_reviews_the_file_whole(
     assert p.returncode == 1, p.stdout + p.stderr
     assert len(llm.requests) == before + 1
     assert whole_lines_sent(llm, before, TEST_X)
-    assert "src/x.py:5" in p.stdout + p.stderr
+    assert re.search(r"src/x\.py:5\b", p.stdout + p.stderr), p.stdout + p.stderr
 
 
 @pytest.mark.parametrize(("old", "new", "old_text", "new_text", "why"), [
