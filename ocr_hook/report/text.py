@@ -160,10 +160,14 @@ def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]
     most COVERAGE_LINES_MAX of each, the rest counted by reason, naming the ``preview``
     command (:func:`preview_command`) that lists them all when there is one. Before them,
     ``reviewed whole: <path> (<why>)`` for each file reviewed whole (spec §4: its old side was
-    left out). [] when every changed path was reviewed by its diff."""
+    left out; at most COVERAGE_LINES_MAX, then ``reviewed whole: N more``). [] when every
+    changed path was reviewed by its diff."""
+    whole = [o for o in files if o.whole and o.reviewed]
     out = [f"reviewed whole: {_shown_path(o)} "
            f"({display_text(o.detail.removeprefix(WHOLE_DETAIL))})"
-           for o in files if o.whole and o.reviewed]
+           for o in whole[:COVERAGE_LINES_MAX]]
+    if len(whole) > COVERAGE_LINES_MAX:
+        out.append(f"reviewed whole: {len(whole) - COVERAGE_LINES_MAX} more")
     for label, picked in (
         ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
         ("excluded", [o for o in files if not o.will_review]),

@@ -75,6 +75,9 @@ def test_a_pure_rename_out_of_tests_is_reviewed_whole_at_commit_time(
         "old_path": "tests/test_x.py",
         "detail": "reviewed whole, its old path was left out: test file",
         "whole": "default_path", "will_review": True, "insertions": 9, "deletions": 0}]
+    table = ok(ocr(repo, llm, "review", "--preview")).stdout.splitlines()
+    assert table[1].split() == ["tests/test_x.py", "→", "src/x.py", "renamed", "+9/-0", "yes",
+                                "(whole", "file)"]
     llm.tool_calls(comment("src/x.py", BAD, "critical"), DONE)
     p = ocr(repo, llm, "review", "--format", "json", "--no-cache")
     [c] = json.loads(p.stdout)["comments"]
