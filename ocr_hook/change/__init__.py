@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         SelectionReason,
         reason_words,
     )
+    from .whole import WHOLE_DETAIL, WHOLE_GATES
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "changeset": ("ChangeSet", "ScanPolicy", "load_change_set",),
@@ -35,4 +36,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "scan": ("change_findings",),
     "selection": ("BOUND_REASONS", "NOT_REVIEWED_REASONS", "TOO_LARGE_FRACTION", "Decision",
                   "SelectionPolicy", "SelectionReason", "reason_words",),
+    "whole": ("WHOLE_DETAIL", "WHOLE_GATES",),
 })

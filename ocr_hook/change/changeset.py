@@ -65,7 +65,7 @@ from ..git import (
     read_objects,
     rediff_as_text,
 )
-from . import bounds, hookinput, selection
+from . import bounds, hookinput, selection, whole
 from .deleted_refs import EarlySearch, mark_referenced
 from .scan import not_scanned, read_head_texts, scan_blobs, sniff_blobs
 from .selection import SelectionReason
@@ -185,9 +185,9 @@ def load_change_set(
     changed paths on, the path gates run on a ``--raw``-only listing while git computes
     ``--numstat``. Files binary only by ``.gitattributes`` are re-diffed as text
     (``git.attributes``, ``git.rediff_as_text``); a deleted file the snapshot still refers to is
-    reviewed (``deleted_refs``). A target whose head is its base (a staged snapshot of an
-    index that matches HEAD) has no change: no git process. Raises GitError /
-    DiffParseError."""
+    reviewed (``deleted_refs``); one whose old side a path or marker gate kept out, whole
+    (``whole``). A head equal to the base (a staged snapshot that matches HEAD) has no change:
+    no git process. Raises GitError / DiffParseError."""
     if target.base == target.head:
         return ChangeSet([], [], unchanged_names=None if names is None
                          else hookinput.filter_paths([], names)[1])
@@ -214,7 +214,9 @@ def load_change_set(
         loader.decide_metadata(known, names, search)
         loader.walk(PatchStream(chunks, rest))
     loader.rediff_forced()
-    return loader.finish(count_tokens)
+    return whole.review_whole(
+        repo, target, loader.finish(count_tokens), policy, (user_ex, user_in),
+        lambda t: load_change_set(repo, t, policy, count_tokens=count_tokens, scan=scan))
 
 
 DROPPED = "\0dropped"  # pre-reason of a path the hook's file names leave out

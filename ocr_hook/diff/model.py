@@ -95,6 +95,9 @@ class FileDiff:
     ``git_hunks`` holds git's own hunks once ``diff.context.widen_file`` replaced ``hunks`` by
     hunks with the enclosing scope's lines added as context (prompts, anchoring and the review
     page use ``hunks``; ``patch`` stays git's), else None.
+    ``whole`` is the selection reason the file's old side had (its old path, or a generated
+    marker in its old first lines) when the file is reviewed whole because of it: ``hunks``
+    then hold every line of the new blob as added (``change.whole``, spec §4), else "".
     ``loaded`` is False when the file's patch was not kept (excluded, too large, over a bound:
     ``change.changeset``):
     then ``hunks`` is empty and ``patch`` is "" although the file did change, and
@@ -123,6 +126,7 @@ class FileDiff:
     size_bytes: int | None = None
     loaded: bool = True
     git_hunks: tuple[Hunk, ...] | None = None
+    whole: str = ""
 
     @property
     def path(self) -> str:

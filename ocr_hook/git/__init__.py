@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         snapshot_ahead,
         staged_snapshot,
     )
-    from .whole_files import SCAN_BASE_LABEL, scan_target
+    from .whole_files import SCAN_BASE_LABEL, scan_target, tree_without
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "attributes": ("text_marked_binary",),
@@ -80,7 +80,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
         "run_scope",
     ),
     "push_scope": ("bound_push_range",),
-    "whole_files": ("SCAN_BASE_LABEL", "scan_target"),
+    "whole_files": ("SCAN_BASE_LABEL", "scan_target", "tree_without"),
     "review_notes": ("NOTES_REF", "ReviewNote", "change_digests", "changed_paths",
                      "has_commits", "note_keys", "note_new_commit", "notes_refs", "patch_ids",
                      "range_commits", "range_paths", "read_notes", "record_snapshot",

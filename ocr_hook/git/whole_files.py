@@ -60,6 +60,26 @@ def scan_target(repo: Path, cwd: Path, pathspecs: Sequence[str], environ: Mappin
                   head_label=label, snapshot_tree=tree)
 
 
+def tree_without(repo: Path, treeish: str, paths: Sequence[str],
+                 environ: Mapping[str, str]) -> str:
+    """The id of the tree of ``treeish`` (a tree or commit id) with the entries ``paths``
+    (top-relative; absent ones are passed over) taken out: the base against which ``git diff
+    <tree> <treeish>`` shows each of ``paths`` as one added hunk of its whole blob (spec §4,
+    files reviewed whole: ``change.whole``). Written from a private index (``private_copy``):
+    the user's index, work tree and refs are not touched; ``write-tree`` only adds tree
+    objects. Three git processes. Raises GitError, OSError (no folder for the index)."""
+    tmp = private_copy(repository.git_path(repo, "ocr-hook-whole-no-index"), environ)
+    env = {"GIT_INDEX_FILE": str(tmp)}
+    try:
+        process.run_git(repo, "read-tree", treeish, extra_env=env)
+        process.run_git(repo, "update-index", "--force-remove", "-z", "--stdin",
+                        stdin=b"".join(os.fsencode(p) + b"\0" for p in paths), extra_env=env)
+        return _write_tree(repo, env)
+    finally:
+        tmp.unlink(missing_ok=True)
+        Path(str(tmp) + ".lock").unlink(missing_ok=True)
+
+
 def _tracked(repo: Path, cwd: Path, pathspecs: Sequence[str], env: Mapping[str, str],
              where: str) -> list[str]:
     """Top-relative paths of the entries of the index in ``env`` that ``pathspecs`` match
@@ -113,4 +133,4 @@ def _unmatched(repo: Path, cwd: Path, spec: str, where: str) -> str:
             f" {here}/, so this is {looked}{hint}")
 
 
-__all__ = ["SCAN_BASE_LABEL", "scan_target"]
+__all__ = ["SCAN_BASE_LABEL", "scan_target", "tree_without"]

@@ -120,15 +120,23 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
         log.debug("reviewed snapshot not recorded: %s", e)
 
 
-# Exclusions no later commit can turn into reviewable code the note would vouch for: the file
-# is gone, only its mode changed, nothing changed, or a submodule pointer. Every other
-# exclusion (a path, type, marker, binary content or bound: vendored, generated, a test file,
-# not a source type, select.exclude, a NUL byte a later edit removes — git still shows that
-# edit as binary —, a rename with unchanged content, …) can be undone by a later commit whose
-# own diff shows nothing of the content, so such a commit gets a ``partial`` note, never
-# trusted (spec §3.4.1).
+# Exclusions that do not make a commit's note ``partial`` (spec §3.4.1), each because no later
+# commit can turn the content left out into code the model did not see while its own diff shows
+# nothing of it: deleted, mode_only, no_content_change and submodule leave no content out; the
+# path, type and marker gates (secret_path, provider_directory, user_exclude, unsupported_ext,
+# default_path) are in the settings fingerprint, and a later rename or marker removal that
+# undoes one is reviewed whole (``change.whole``, spec §4); symlink_outside and symlink leave
+# out only the link text, and a later change of it or of the link's type is in that commit's
+# diff. Not settled: ``binary`` (a .gitattributes change can turn a file text with no diff of
+# the file, and a NUL byte a later edit removes leaves git showing that edit as binary),
+# ``rename_only`` (a range limited to the paths its unnoted commits change, ``apply_notes``,
+# does not follow a noted rename of what they changed), and every NOT_REVIEWED reason (the
+# review is incomplete anyway).
 _R = change.SelectionReason
-SETTLED_EXCLUSIONS = frozenset({_R.DELETED, _R.MODE_ONLY, _R.NO_CONTENT_CHANGE, _R.SUBMODULE})
+SETTLED_EXCLUSIONS = frozenset({_R.DELETED, _R.MODE_ONLY, _R.NO_CONTENT_CHANGE, _R.SUBMODULE,
+                                _R.SECRET_PATH, _R.PROVIDER_DIRECTORY, _R.USER_EXCLUDE,
+                                _R.UNSUPPORTED_EXT, _R.DEFAULT_PATH, _R.SYMLINK_OUTSIDE,
+                                _R.SYMLINK})
 
 NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --verbatim` (git"
                      " 2.39 or later); every commit is reviewed")

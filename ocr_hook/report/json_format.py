@@ -10,7 +10,8 @@ file whose content was not loaded; ``size_bytes``, the size of a file git would 
 because of it; ``not_reviewed`` (true), a file that was selected but not reviewed (too large,
 over a bound, its group's review failed), which makes the verdict ``incomplete``; and
 ``secret_scan`` (``"incomplete"``), a file whose added text the secret scan did not read to
-its end, which makes it ``incomplete`` too. ``incomplete_reasons`` holds the ``NOT REVIEWED``
+its end, which makes it ``incomplete`` too; ``whole``, a file reviewed whole, with the reason
+its old side was left out (spec §4). ``incomplete_reasons`` holds the ``NOT REVIEWED``
 line(s) of an incomplete review (``[]`` otherwise).
 
 The same object is the session log's ``result`` record and the data of the review page
@@ -58,6 +59,8 @@ def to_json(result: ReviewResult) -> dict[str, Any]:
             entry["not_reviewed"] = True
         if o.scan_gap:
             entry["secret_scan"] = "incomplete"
+        if o.whole:
+            entry["whole"] = o.whole
         if result.preview:
             entry["will_review"] = o.will_review and not o.reason
             entry["insertions"] = o.insertions

@@ -57,6 +57,7 @@ class FileOutcome:
     detail: str = ""  # the reason in words, and the secret scan of a file not loaded
     size_bytes: int | None = None  # the larger blob's size, when it made the file too_large
     scan_gap: bool = False  # the secret scan left part of its added text unread
+    whole: str = ""  # reviewed whole: the reason its old side was left out (spec §4)
 
     @classmethod
     def selected(cls, d: Decision) -> FileOutcome:
@@ -66,7 +67,7 @@ class FileOutcome:
         incomplete); ``scan_gap`` as the decision's (it makes the review incomplete too)."""
         f = d.file
         return cls(f.path, f.old_path, f.status, False, d.reason, f.insertions, f.deletions,
-                   d.selected, d.detail, f.size_bytes, d.scan_gap)
+                   d.selected, d.detail, f.size_bytes, d.scan_gap, f.whole)
 
     @property
     def not_reviewed(self) -> bool:

@@ -275,7 +275,7 @@ def _record_line(rec: Mapping[str, Any]) -> str:
 
 _COMMENT_TEXT = ("id", "path", "side", "severity", "category", "content", "existing_code",
                  "suggestion_code", "anchor", "advisory_reason", "moved_from", "by", "reason")
-_FILE_TEXT = ("path", "status", "reason", "old_path", "detail", "secret_scan")
+_FILE_TEXT = ("path", "status", "reason", "old_path", "detail", "secret_scan", "whole")
 _FILE_FLAGS = ("reviewed", "will_review", "not_reviewed")
 _SUMMARY_NUMBERS = ("files_reviewed", "comments", "input_tokens", "output_tokens",
                     "cache_read_tokens", "cache_write_tokens", "llm_calls", "llm_attempts",

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from ..change import SelectionReason, reason_words
+from ..change import WHOLE_DETAIL, SelectionReason, reason_words
 from ..findings import Finding, advisory_reason, advisory_text
 from ..gate import blocks
 from ..llm import Usage
@@ -158,18 +158,22 @@ def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]
     ``not reviewed: <path> (<why>)`` for selected files left unreviewed, then ``excluded:
     <path> (<why>)`` for files selection kept out, reasons in words (``reason_words``); at
     most COVERAGE_LINES_MAX of each, the rest counted by reason, naming the ``preview``
-    command (:func:`preview_command`) that lists them all when there is one. [] when every
-    changed path was reviewed."""
-    out: list[str] = []
+    command (:func:`preview_command`) that lists them all when there is one. Before them,
+    ``reviewed whole: <path> (<why>)`` for each file reviewed whole (spec §4: its old side was
+    left out; at most COVERAGE_LINES_MAX, then ``reviewed whole: N more``). [] when every
+    changed path was reviewed by its diff."""
+    whole = [o for o in files if o.whole and o.reviewed]
+    out = [f"reviewed whole: {_shown_path(o)} "
+           f"({display_text(o.detail.removeprefix(WHOLE_DETAIL))})"
+           for o in whole[:COVERAGE_LINES_MAX]]
+    if len(whole) > COVERAGE_LINES_MAX:
+        out.append(f"reviewed whole: {len(whole) - COVERAGE_LINES_MAX} more")
     for label, picked in (
         ("not reviewed", [o for o in files if o.will_review and not o.reviewed]),
         ("excluded", [o for o in files if not o.will_review]),
     ):
         for o in picked[:COVERAGE_LINES_MAX]:
-            path = display_path(o.path)
-            if o.old_path != o.path:
-                path = f"{display_path(o.old_path)} → {path}"
-            out.append(f"{label}: {path} ({file_reason(o)})")
+            out.append(f"{label}: {_shown_path(o)} ({file_reason(o)})")
         rest = picked[COVERAGE_LINES_MAX:]
         if rest:
             counts: dict[str, int] = {}
@@ -180,6 +184,12 @@ def coverage_lines(files: Sequence[FileOutcome], preview: str = "") -> list[str]
             out.append(f"{label}: {len(rest)} more ("
                        + ", ".join(f"{n} {r}" for r, n in counts.items()) + f"{hint})")
     return out
+
+
+def _shown_path(o: FileOutcome) -> str:
+    """``path``, or ``old → new`` for a rename or copy."""
+    path = display_path(o.path)
+    return f"{display_path(o.old_path)} → {path}" if o.old_path != o.path else path
 
 
 def file_reason(o: FileOutcome, *, detail: bool = True) -> str:
@@ -251,6 +261,7 @@ def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
         if o.old_path != o.path:
             path = f"{display_path(o.old_path)} → {path}"
         review = "yes" if o.will_review and not o.reason else f"no ({file_reason(o)})"
+        review += " (whole file)" if o.whole and review == "yes" else ""
         rows.append((path, "scanned" if scan else o.status, f"+{o.insertions}/-{o.deletions}",
                      review))
     header = ("path", "status", "+/-", "review")

@@ -171,28 +171,34 @@ def test_a_pure_rename_of_code_no_model_saw_is_reviewed_at_push(
     assert "reviewed at commit time" not in out and re.search(r"b\.py:5\b", out), out
 
 
-def test_code_moved_out_of_an_excluded_folder_is_reviewed_at_push(
+def test_code_moved_out_of_an_excluded_folder_is_reviewed_whole_by_the_move(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
-    """vendor/lib.py (excluded, vendored) committed through the hook, then moved to lib.py
-    through the hook: neither review showed its code, so neither note is trusted and the push
-    reviews lib.py as the new file it is at the tip."""
+    """vendor/lib.py (excluded, vendored) committed through the hook: its note passes (a move
+    out of vendor/ is reviewed whole, spec §4); moving it to lib.py through the hook reviews
+    lib.py whole and blocks; committed with --no-verify instead, the push does the same and
+    trusts the vendored commit's note."""
     hooked(repo, llm, tmp_path)
     commit(repo, llm, {"README.md": "hello\n"}, "init", "--no-verify")
     ok(run(repo, llm, "git", "push", "-q", "origin", "main", "--no-verify"))
     first = commit(repo, llm, {"vendor/lib.py": 'TOKEN = "BADCODE"\n', "ok.py": "x = 1\n"},
                    "vendored lib")
-    assert note_field(repo, first, "verdict") == "partial"
+    assert note_field(repo, first, "verdict") == "pass"
     repo.git("mv", "vendor/lib.py", "lib.py")
-    ok(run(repo, llm, "git", "commit", "-q", "-m", "un-vendor"))
-    moved = repo.git("rev-parse", "HEAD").strip()
-    assert note_field(repo, moved, "verdict") == "partial"
+    llm.tool_calls(comment("lib.py", 'TOKEN = "BADCODE"', "critical"), DONE)
+    before = len(llm.requests)
+    p = run(repo, llm, "git", "commit", "-q", "-m", "un-vendor")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "BADCODE" in sent(llm, before)
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "un-vendor"))
     llm.tool_calls(comment("lib.py", 'TOKEN = "BADCODE"', "critical"), DONE)
     before = len(llm.requests)
     p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")
     assert p.returncode == 1, p.stdout + p.stderr
-    assert "BADCODE" in sent(llm, before)
-    assert re.search(r"lib\.py:1\b", p.stdout + p.stderr), p.stdout + p.stderr
+    assert len(llm.requests) == before + 1 and "BADCODE" in sent(llm, before)
+    out = p.stdout + p.stderr
+    assert re.search(r"lib\.py:1\b", out), out
+    assert f"reviewed at commit time: {first[:12]}" in out
 
 
 def test_code_that_was_binary_until_a_later_commit_is_reviewed_at_push(

@@ -141,3 +141,18 @@ def test_verdict_line_for_one_finding_and_for_incomplete_blocked() -> None:
         "BLOCKED: 1 finding at or above critical (blocking mode)")
     assert verdict_line(result([], GateOptions(on_error="block"), incomplete=True)) == (
         "BLOCKED: review incomplete and gate.on_error = block (blocking mode)")
+
+
+def test_files_reviewed_whole_are_listed_first_and_capped() -> None:
+    from ocr_hook.report.text import COVERAGE_LINES_MAX, coverage_lines
+
+    whole = [FileOutcome(f"src/t{i}.py", f"tests/test_t{i}.py", "renamed", True, "", 3, 0,
+                         True, "reviewed whole, its old path was left out: test file",
+                         whole="default_path")
+             for i in range(COVERAGE_LINES_MAX + 2)]
+    lines = coverage_lines([*whole, FileOutcome("README.md", "README.md", "modified", False,
+                                                "unsupported_ext", 1, 0)])
+    assert lines[0] == ("reviewed whole: tests/test_t0.py → src/t0.py (its old path was left"
+                        " out: test file)")
+    assert lines[COVERAGE_LINES_MAX:] == ["reviewed whole: 2 more",
+                                          "excluded: README.md (not a source file type)"]

@@ -1,0 +1,128 @@
+"""Files reviewed whole (spec §4, the whole-file rule): a changed file that selection keeps
+now but whose old side a deliberate gate would have kept out is reviewed as an added file, every
+line of its new blob an added line.
+
+Such a file's own diff shows only what the change did to it, while the model never saw the rest:
+a pure rename ``tests/test_x.py -> src/x.py`` (``rename_only``: nothing at all), a move out of
+``vendor/``, a rename to a source extension, the removal of an ``@generated`` line. So the old
+side is decided again from what the change set already holds, without a git call: the old path
+through the path gates (:data:`WHOLE_GATES`), and the old lines the diff shows among the old
+file's first ``GENERATED_SCAN_LINES`` lines through the generated-file marker test. Only when
+some file's old side was kept out is a second diff run, as ``git ocr scan`` builds one
+(``git.tree_without``, spec §3.9): against the head tree without those files, so the diff holds
+exactly them, each as one added hunk, decided and secret-scanned like any other file.
+
+A marker the change pushed below the first lines without showing it (lines inserted above a
+marker that sits beyond the diff's context) is not seen; the file is then reviewed by its diff.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from .. import git
+from ..diff import FileDiff
+from ..errors import GitError
+from ..findings import Finding
+from . import selection
+from .selection import SelectionReason
+
+
+class _Loaded(Protocol):
+    """What :func:`review_whole` reads and fills of a ``changeset.ChangeSet``."""
+
+    files: list[FileDiff]
+    decisions: list[selection.Decision]
+    findings: list[Finding]
+    probes: list[selection.Decision]
+
+
+ChangeSetT = TypeVar("ChangeSetT", bound=_Loaded)
+
+_R = SelectionReason
+# the deliberate path, type and marker gates (spec §4 gates 3-8) whose undoing is reviewed whole
+WHOLE_GATES = frozenset({_R.SECRET_PATH, _R.PROVIDER_DIRECTORY, _R.USER_EXCLUDE,
+                         _R.UNSUPPORTED_EXT, _R.DEFAULT_PATH})
+_NO_HUNKS = frozenset({_R.RENAME_ONLY, _R.NO_CONTENT_CHANGE})  # selected, nothing to show
+
+
+def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
+                    user_ex: selection.GlobList | None,
+                    user_in: selection.GlobList | None) -> tuple[str, bool]:
+    """(the reason in :data:`WHOLE_GATES` that kept the old side of a file selection keeps now
+    (reviewed, or a rename or copy without hunks) out, whether a marker decided it), or
+    ("", False): the old path of a rename or copy through gates 3-8, then a generated-file
+    marker on an old line (removed or context) among the old file's first
+    ``selection.GENERATED_SCAN_LINES`` lines, unless ``select.include`` names the old path
+    (gate 6 skips gate 8). Pure: no git."""
+    f = d.file
+    if f.whole or f.status not in ("renamed", "copied", "modified") or not (
+            d.reviewed or d.reason in _NO_HUNKS):
+        return "", False
+    if f.old_path != f.new_path:
+        probe = FileDiff("modified", f.old_path, f.old_path, f.old_mode, f.old_mode)
+        reason = selection.path_reason(probe, policy, user_ex, user_in)
+        if reason in WHOLE_GATES:
+            return reason, False
+    if user_in is not None and user_in.match_file(f.old_path):
+        return "", False
+    top: list[str] = []
+    for h in f.hunks:  # in order: only the first ones can hold the old first lines
+        if h.old_start > selection.GENERATED_SCAN_LINES:
+            break
+        top += [ln.text for ln in h.lines if ln.kind != "+" and ln.old_line is not None
+                and ln.old_line <= selection.GENERATED_SCAN_LINES]
+    return (_R.DEFAULT_PATH, True) if top and selection.looks_generated(top) else ("", False)
+
+
+WHOLE_DETAIL = "reviewed whole, "  # how the detail of a file reviewed whole starts
+
+
+def whole_detail(old_path: str, reason: str, marker: bool) -> str:
+    """Why a file is reviewed whole, in words (``files[].detail``): ``reviewed whole, its old
+    path was left out: <reason in words>`` or ``… its generated-file marker was removed``."""
+    if marker:
+        return WHOLE_DETAIL + "its generated-file marker was removed"
+    return WHOLE_DETAIL + f"its old path was left out: {selection.reason_words(old_path, reason)}"
+
+
+def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
+                 policy: selection.SelectionPolicy,
+                 globs: tuple[selection.GlobList | None, selection.GlobList | None],
+                 load: Callable[[git.Target], ChangeSetT]) -> ChangeSetT:
+    """``cs`` with each file whose old side was kept out (:func:`old_side_reason`) replaced
+    by its whole version: ``load`` (``load_change_set`` with the same settings) of ``target``
+    against ``git.tree_without(target.head, those paths)``, each entry keeping the change's
+    status, old path, old mode and blob and carrying ``FileDiff.whole`` (when the whole file is
+    still selected) and a detail; its findings and probes are added. ``cs`` itself (no git call)
+    when there is no such file. Raises GitError."""
+    found = {i: why for i, d in enumerate(cs.decisions)
+             if (why := old_side_reason(d, policy, *globs))[0]}
+    if not found:
+        return cs
+    paths = [cs.files[i].new_path for i in found]
+    try:
+        base = git.tree_without(repo, target.head, paths, os.environ)
+    except OSError as e:
+        raise GitError(f"no private index for the files reviewed whole: {e}") from e
+    sub = load(target._replace(base=base, paths=None))
+    by_path = {d.file.new_path: d for d in sub.decisions}
+    for i, (why, marker) in found.items():
+        old = cs.files[i]
+        d = by_path.get(old.new_path)
+        if d is None:
+            continue
+        keep = d.selected
+        fd = replace(d.file, status=old.status, old_path=old.old_path, old_mode=old.old_mode,
+                     old_oid=old.old_oid, similarity=old.similarity, whole=why if keep else "")
+        detail = whole_detail(old.old_path, why, marker)
+        cs.files[i] = fd
+        cs.decisions[i] = d._replace(file=fd, detail="; ".join(
+            x for x in (detail if keep else "", d.detail) if x))
+    cs.findings += sub.findings
+    cs.probes += sub.probes
+    return cs

@@ -1,0 +1,99 @@
+"""The whole-file rule of the change set (spec §4, ``change.whole``): the old side of a file
+selection keeps now is decided again from the diff alone, and a file whose old side a path, type
+or marker gate kept out comes back as one added hunk of its new blob, keeping the change's
+status and old path. Real: git repositories, ``load_change_set`` on their staged snapshots, the
+CLI with the scripted loopback model for the secret scan."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ocr_hook.change import changeset, selection
+from ocr_hook.git import target
+from tests.support.cli import run_json
+from tests.support.gitrepo import GitRepo
+from tests.support.scripted_llm import ScriptedLLM
+
+AWS_KEY = "AKIA" + "IOSFODNN7REALKEY"  # fake; assembled so scanners skip this file
+
+
+def staged(repo: GitRepo, policy: selection.SelectionPolicy | None = None
+           ) -> list[tuple[str, str, str, str, bool]]:
+    """(path, status, old path, whole, reviewed) of each staged decision, and the whole files'
+    hunks checked to be one added hunk of the staged blob."""
+    cs = changeset.load_change_set(repo.path, target.staged_snapshot(repo.path, os.environ),
+                                   policy or selection.SelectionPolicy())
+    for f in cs.files:
+        if f.whole:
+            text = repo.git("show", f":{f.new_path}")
+            [h] = f.hunks
+            assert (h.old_start, h.old_count, h.new_start, h.new_count) == (
+                0, 0, 1, len(text.splitlines()))
+            assert [ln.text for ln in h.lines if ln.kind == "+"] == text.splitlines()
+    return [(d.file.path, d.file.status, d.file.old_path, d.file.whole, d.reviewed)
+            for d in cs.decisions]
+
+
+def test_a_marker_pushed_below_the_first_lines_shown_as_context_is_reviewed_whole(
+    repo: GitRepo,
+) -> None:
+    repo.commit({"gen.py": "# @generated\nA = 1\nB = 2\n"}, "init")
+    repo.stage({"gen.py": "".join(f"x{i} = {i}\n" for i in range(5)) +
+                "# @generated\nA = 1\nB = 2\n"})
+    assert staged(repo) == [("gen.py", "modified", "gen.py", "default_path", True)]
+
+
+def test_an_edit_below_the_first_lines_of_a_source_file_is_reviewed_by_its_diff(
+    repo: GitRepo,
+) -> None:
+    body = "".join(f"v{i} = {i}\n" for i in range(30))
+    repo.commit({"app.py": body}, "init")
+    repo.stage({"app.py": body.replace("v20 = 20", "v20 = 21")})
+    assert staged(repo) == [("app.py", "modified", "app.py", "", True)]
+
+
+@pytest.mark.parametrize(("policy", "old", "expected"), [
+    (selection.SelectionPolicy(exclude=("legacy/",)), "legacy/a.py", "user_exclude"),
+    (selection.SelectionPolicy(), "build.txt", "unsupported_ext"),
+    # select.include named the old path: gates 7-8 did not apply to it, so its rename is a
+    # rename (nothing to review)
+    (selection.SelectionPolicy(include=("build.txt",)), "build.txt", ""),
+    # review_tests: a test file was reviewed, so moving it is a rename
+    (selection.SelectionPolicy(review_tests=True), "tests/test_a.py", ""),
+])
+def test_the_old_path_is_decided_with_the_same_settings(
+    repo: GitRepo, policy: selection.SelectionPolicy, old: str, expected: str,
+) -> None:
+    repo.commit({old: "run()\nstop()\n"}, "init")
+    (repo.path / "src").mkdir()
+    repo.git("mv", old, "src/a.py")
+    assert staged(repo, policy) == [("src/a.py", "renamed", old, expected, bool(expected))]
+
+
+def test_a_secret_in_a_test_file_renamed_to_source_is_found_by_the_scan(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo.commit({"tests/test_conf.py": f'KEY = "{AWS_KEY}"\n'}, "init")
+    (repo.path / "src").mkdir()
+    repo.git("mv", "tests/test_conf.py", "src/conf.py")
+    monkeypatch.chdir(repo.path)
+    rc, data, err = run_json(["review", "--format", "json"], llm.env(), capsys)
+    assert [(f["path"], f["whole"]) for f in data["files"]] == [("src/conf.py", "default_path")]
+    [c] = data["comments"]
+    assert (rc, c["path"], c["start_line"], c["severity"]) == (1, "src/conf.py", 1, "critical")
+    assert AWS_KEY not in str(llm.requests)
+
+
+def test_a_rename_that_removes_the_marker_says_so(repo: GitRepo) -> None:
+    body = "".join(f"v{i} = {i}\n" for i in range(12))
+    repo.commit({"a.py": "# @generated\n" + body}, "init")
+    repo.git("mv", "a.py", "b.py")
+    repo.stage({"b.py": body})
+    assert staged(repo) == [("b.py", "renamed", "a.py", "default_path", True)]
+    cs = changeset.load_change_set(repo.path, target.staged_snapshot(repo.path, os.environ),
+                                   selection.SelectionPolicy())
+    assert [d.detail for d in cs.decisions] == [
+        "reviewed whole, its generated-file marker was removed"]
