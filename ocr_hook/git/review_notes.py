@@ -187,6 +187,39 @@ def changed_paths(repo: Path, commits: Sequence[str]) -> set[str]:
     return {p.decode("utf-8", "surrogateescape") for rows in raw.values() for _, p in rows}
 
 
+def follow_renames(repo: Path, commits: Sequence[str], paths: set[str]) -> set[str]:
+    """``paths`` plus every path one of ``commits`` (oldest first) renames a path of the set
+    to, in turn: where content written under a path went next. Renames are paired as the
+    reviews pair them (``-M``, target.DIFF_FLAGS, ``-l1000``); a copy is not followed (a
+    review shows its destination as added, whole). Raises GitError."""
+    out = set(paths)
+    if not commits or not paths:
+        return out
+    raw = process.run_git(repo, "diff-tree", "--stdin", "-r", "-z", "--root", "-M", "-l1000",
+                          "--name-status", stdin=("\n".join(commits) + "\n").encode(),
+                          timeout_s=120)
+    tokens = iter(raw.split(b"\0"))
+    renames: dict[str, list[tuple[str, str]]] = {}
+    current = ""
+    for tok in tokens:
+        status = tok.decode("ascii", "replace").strip()
+        if status[:1] == "R":
+            old, new = next(tokens, b""), next(tokens, b"")
+            renames.setdefault(current, []).append(
+                (old.decode("utf-8", "surrogateescape"), new.decode("utf-8", "surrogateescape")))
+        elif status[:1] == "C":
+            next(tokens, b""), next(tokens, b"")
+        elif status[:1] in "AMDTUX" and len(status) == 1:
+            next(tokens, b"")
+        elif status:
+            current = status
+    for c in commits:
+        for old, new in renames.get(c, ()):
+            if old in out:
+                out.add(new)
+    return out
+
+
 def range_paths(repo: Path, base: str, head: str) -> set[str]:
     """Every path that differs between ``base`` and ``head`` (tree-ish ids; no rename
     detection). Raises GitError."""

@@ -222,8 +222,9 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
         if any(notes[first:]):  # noted commits among them: review only what the others change
             unnoted = [r[0] for r, n in zip(rows[first:], notes[first:], strict=True)
                        if n is None]
-            paths = git.changed_paths(req.repo, unnoted) & git.range_paths(
-                req.repo, part.base, part.head)
+            later = [r[0] for r in rows[first:]]  # content an unnoted commit wrote, renamed
+            paths = git.follow_renames(req.repo, later, git.changed_paths(req.repo, unnoted))
+            paths &= git.range_paths(req.repo, part.base, part.head)
             if not paths:  # what they changed is back as it was at the range's base
                 continue
             part = part._replace(paths=tuple(sorted(paths)))

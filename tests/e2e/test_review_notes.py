@@ -261,3 +261,39 @@ def test_a_range_cut_to_its_newest_commits_keeps_naming_the_older_ones(
         f"reviewed at commit time: {short['B']} (session {note_field(repo, ids['B'], 'session')})"]
     text = sent(llm, before)
     assert "a_value" in text and "c_value" in text and "b_value" not in text
+
+
+def test_content_an_unnoted_commit_wrote_is_followed_through_a_noted_rename(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """X rewrites a.py without the hook; Y, reviewed at commit time, renames it to b.py with
+    a small edit (its own diff shows only that edit). The push range after X is limited to
+    X's files, and the limit follows Y's rename: what X wrote is reviewed at b.py, which the
+    range (base to Y) shows as added, unpaired with the base's a.py."""
+    ok(ocr(repo, llm, "install"))
+    body = "".join(f"def helper_{i}(value):\n    return value + {i}\n\n" for i in range(12))
+    repo.write({"a.py": body})
+    repo.git("add", "-A")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "base"))
+    base = repo.git("rev-parse", "HEAD").strip()
+    rewrite = "".join(f"def runner_{i}(text):\n    return eval(text)  # step {i}\n\n"
+                      for i in range(12))
+    repo.write({"a.py": rewrite})  # nothing like the base: the range pairs no rename
+    repo.git("add", "-A")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "X"))
+    repo.git("mv", "a.py", "b.py")
+    repo.write({"b.py": (repo.path / "b.py").read_text().replace("step 11", "step 12")})
+    repo.git("add", "-A")
+    before = len(llm.requests)
+    ok(run(repo, llm, "git", "commit", "-q", "-m", "Y: rename"))
+    assert len(llm.requests) == before + 1  # Y reviewed at commit time: a rename, one edit
+    y = repo.git("rev-parse", "HEAD").strip()
+    assert note_field(repo, y, "verdict") == "pass"
+    before = len(llm.requests)
+    data = json.loads(ok(ocr(repo, llm, "review", "--from", base, "--to", y,
+                             "--format", "json")).stdout)
+    assert [c["commit"] for c in data["input"]["reviewed_at_commit"]] == [y]
+    assert sorted((f["path"], f["status"]) for f in data["files"]) == [
+        ("a.py", "deleted"), ("b.py", "added")]
+    assert len(llm.requests) == before + 1
+    assert "eval(text)" in sent(llm, before)
