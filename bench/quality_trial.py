@@ -30,7 +30,12 @@ Commands (``-h`` for flags):
   Security Vulnerability and Performance labels), precision, line-level recall (a matched
   finding that also overlaps the label's lines), requests and input tokens per PR and tool,
   the answering models' ``unclear.md`` notes; writes ``results/quality-trial.md`` (after the
-  ``--preamble`` text) and ``results/quality-trial.json``.
+  ``--preamble`` text) and ``results/quality-trial.json``; ``--data F`` also writes every
+  finding (with its judged id, requests and input tokens per PR) and every verdict to ``F``.
+- ``unpack --data F --run NAME --out D``: the run ``NAME`` of such a file (or of an older one
+  without usage, taking requests and tokens from ``--usage results/quality-trial-….json``) as a
+  run folder ``D/<case>/`` (``review.json``, ``done``, ``log.jsonl`` with as many entries as its
+  requests), so a later judgement can pool it with new runs.
 """
 
 from __future__ import annotations
@@ -299,11 +304,14 @@ def summary(t: dict[str, int]) -> dict[str, Any]:
 
 def cmd_score(args: argparse.Namespace) -> int:
     key = json.loads(key_path(args.judged).read_text("utf-8"))
-    runs = []
+    runs, named = [], []
     for spec in args.run:
         name, _, d = spec.partition("=")
         dirs = [Path(x).resolve() for x in d.split(",")]
         runs.append(score_run(name, dirs, args.judged, args.dataset, key))
+        named.append((name, dirs))
+    if args.data:
+        write_data(args.data, args.label, named, args.judged, key)
     cases = load_cases()
     doc = {"label": args.label,
            "prs": [{"url": c["url"], "language": c["language"], "labels": c["labels"]}
@@ -346,6 +354,46 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_data(path: Path, label: str, runs: list[tuple[str, list[Path]]], judged: Path,
+               key: dict[str, Any]) -> None:
+    """``{"judgement", "runs": {name: {case: {"findings", "requests", "input_tokens"}}},
+    "verdicts": {case: verdict}}``, each finding with its judged id."""
+    back = {(v["run"], v["case"], v["index"]): k for k, v in key.items()}
+    out: dict[str, Any] = {"judgement": label, "runs": {}, "verdicts": {}}
+    for name, dirs in runs:
+        out["runs"][name] = {}
+        for case in load_cases():
+            d = next((x for x in dirs if (x / case["name"] / "done").exists()), dirs[0])
+            fs = findings(d, case["name"])
+            for i, f in enumerate(fs):
+                f["id"] = back.get((str(d), case["name"], i), "")
+            out["runs"][name][case["name"]] = {"findings": fs, **usage(d, case["name"])}
+    for case in load_cases():
+        out["verdicts"][case["name"]] = json.loads(
+            (judged / f"{case['name']}.verdict.json").read_text("utf-8"))
+    path.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
+
+
+def cmd_unpack(args: argparse.Namespace) -> int:
+    data = json.loads(args.data.read_text("utf-8"))
+    per_pr = json.loads(args.usage.read_text("utf-8"))["per_pr"][args.run] if args.usage else []
+    for case, entry in data["runs"][args.run].items():
+        d = args.out / case
+        d.mkdir(parents=True, exist_ok=True)
+        comments = [{"path": f["path"], "start_line": f["lines"][0], "end_line": f["lines"][1],
+                     "side": f["side"], "severity": f["severity"], "category": f["category"],
+                     "content": f["text"]} for f in entry["findings"]]
+        (d / "review.json").write_text(json.dumps({"comments": comments}), "utf-8")
+        (d / "done").write_text("exit 0\n")
+        row = next((r for r in per_pr if r["case"] == case), entry)
+        n, tokens = int(row.get("requests", 0)), int(row.get("input_tokens", 0))
+        parts = [tokens // n + (1 if i < tokens % n else 0) for i in range(n)]
+        (d / "log.jsonl").write_text("".join(json.dumps({"prompt_tokens": t}) + "\n"
+                                             for t in parts), "utf-8")
+    print(f"{args.run}: {len(data['runs'][args.run])} cases unpacked into {args.out}")
+    return 0
+
+
 def friction(runs: list[dict[str, Any]]) -> list[str]:
     """The answering models' notes (``<case>/unclear.md`` of each run), per run and PR."""
     out = ["", "## What the answering models found unclear", ""]
@@ -384,9 +432,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--dataset", type=Path, default=DATASET_DEFAULT)
     s.add_argument("--label", default="")
     s.add_argument("--preamble", type=Path, help="Markdown put before the tables")
+    s.add_argument("--data", type=Path, help="also write every finding and verdict here")
+    u = sub.add_parser("unpack")
+    u.add_argument("--data", type=Path, required=True)
+    u.add_argument("--run", required=True)
+    u.add_argument("--out", type=Path, required=True)
+    u.add_argument("--usage", type=Path, help="a quality-trial JSON with the run's per_pr usage")
     args = p.parse_args(argv)
-    return {"build": cmd_build, "run": cmd_run, "pack": cmd_pack, "score": cmd_score}[args.cmd](
-        args)
+    return {"build": cmd_build, "run": cmd_run, "pack": cmd_pack, "score": cmd_score,
+            "unpack": cmd_unpack}[args.cmd](args)
 
 
 if __name__ == "__main__":
