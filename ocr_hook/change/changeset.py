@@ -23,9 +23,9 @@ diffcore run, so paths, renames and sections agree) is read as a stream:
    ``git cat-file --batch`` for those within ``select.max_file_bytes``, a stream stopped after
    those bytes for each larger one): a file too large to load that holds binary content is
    ``binary``, one whose first lines say it is generated is ``default_path`` (gate 8), and a
-   binary file whose content is text with a stray NUL byte (``secrets.blob_kind``) is
-   secret-scanned like a too-large one.
-6. The secret scan of each file too large to load, and of each text file with a NUL byte,
+   binary file whose content is text with a stray NUL byte or UTF-16 text
+   (``secrets.blob_kind``) is secret-scanned like a too-large one.
+6. The secret scan of each file too large to load, and of each such text file,
    streams its blob to its end (``secrets.blobs``) while the budget lasts; the outcome is
    stated in the file's ``Decision.detail``.
 
@@ -67,7 +67,7 @@ from ..git import (
 )
 from . import bounds, hookinput, selection, whole
 from .deleted_refs import EarlySearch, mark_referenced
-from .scan import not_scanned, read_head_texts, scan_blobs, sniff_blobs
+from .scan import not_scanned, read_head_texts, scan_blobs, scanned_as_text, sniff_blobs
 from .selection import SelectionReason
 
 log = logging.getLogger(__name__)
@@ -416,7 +416,7 @@ class _Loader:
         user_in = self.globs[1]
         for i, (kind, generated) in sniff_blobs(
                 self.repo, files, [i for i, r in enumerate(pre) if r in wanted]).items():
-            if kind == "text_with_nul" and self.scan is not None:
+            if scanned_as_text(kind) and self.scan is not None:
                 self.nul_text.add(i)
             if pre[i] != SelectionReason.TOO_LARGE:
                 continue

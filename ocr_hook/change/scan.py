@@ -152,6 +152,12 @@ def sniff_blobs(repo: Path, files: Sequence[FileDiff], wanted: Sequence[int]
             for i in idx if (head := heads.get(i)) is not None}
 
 
+def scanned_as_text(kind: str) -> bool:
+    """Whether a blob of ``secrets.blob_kind`` ``kind`` that git calls binary is secret-scanned
+    as text: text with a stray NUL byte, or UTF-16 text (``secrets.SCANNED_KINDS``)."""
+    return kind in secrets.SCANNED_KINDS
+
+
 class BlobScans(NamedTuple):
     """What :func:`scan_blobs` found: the findings, a statement per file index, the indices of
     the files whose blob was not scanned to its end, and the bytes read."""

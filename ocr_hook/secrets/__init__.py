@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..util import lazy_exports
 
 if TYPE_CHECKING:
-    from .blobs import blob_kind, read_heads, read_prefix, scan_blob
+    from .blobs import SCANNED_KINDS, blob_kind, read_heads, read_prefix, scan_blob
     from .detect_secrets_pass import (
         NOT_INSTALLED,
         added_rows,
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .redaction import redact
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "blobs": ("blob_kind", "read_heads", "read_prefix", "scan_blob",),
+    "blobs": ("SCANNED_KINDS", "blob_kind", "read_heads", "read_prefix", "scan_blob",),
     "detect_secrets_pass": (
         "NOT_INSTALLED", "added_rows", "library_findings", "detect_secrets_hits",
     ),

@@ -12,8 +12,9 @@ in the old blob is not this change's secret: the old blob is searched for it as 
 The outcome is one sentence for the file's coverage entry, e.g. ``secret scan: first 512.0 KiB
 of 50.0 MiB scanned, no secret found``, and whether the whole blob was read.
 
-:func:`blob_kind` tells text, text with NUL bytes (scanned, NULs read as spaces) and binary
-content (not scanned) apart from a blob's first bytes.
+:func:`blob_kind` tells text, text with NUL bytes (scanned, NULs read as spaces), UTF-16 text
+(scanned decoded: git calls it binary, and Windows tools such as PowerShell 5 write it) and
+binary content (not scanned) apart from a blob's first bytes.
 
 Findings are ``critical``/``security`` like ``diff_scan``'s, anchored ``file`` to the line
 of the blob (there are no parsed hunks); ``existing_code`` is the redacted text around the
@@ -43,22 +44,37 @@ BINARY_PROBE_BYTES = 8000  # spec §4 gate 1: a NUL byte in the first 8000 bytes
 # Binary formats have them in their first bytes (PNG \x1a, ZIP \x03\x04, ELF \x7f, gzip
 # \x1f, JPEG \x10, SQLite \x10\x00\x01); text with a stray NUL does not.
 _NON_TEXT = frozenset(set(range(1, 32)) - {9, 10, 11, 12, 13, 27}) | {127}
-NUL_TEXT_MAX_SHARE = 0.1  # more NULs than this share of the probe: binary (or UTF-16: not read)
+NUL_TEXT_MAX_SHARE = 0.1  # more NULs than this share of the probe: binary, or UTF-16 text
+UTF16_MIN_PROBE = 16  # bytes a blob needs before its NUL pattern says UTF-16 without a BOM
+UTF16_ZERO_SHARE = 0.9  # of the high bytes of UTF-16 text without a BOM: zero (mostly ASCII)
+UTF16_KINDS = {"utf16le": "utf-16-le", "utf16be": "utf-16-be"}  # blob_kind -> codec
+SCANNED_KINDS = frozenset({"text_with_nul", *UTF16_KINDS})  # git says binary, scanned as text
 QUOTE_CHARS = 160  # characters of redacted context kept around a secret in a long line
 STREAM_CHUNK_BYTES = 1 << 20
 OPEN_TAIL_BYTES = 64 * 1024  # bytes of a line not yet ended held back from the scan at most
 
 
 def blob_kind(head: bytes) -> str:
-    """``text``, ``text_with_nul`` or ``binary``, from a blob's first bytes (at least
-    BINARY_PROBE_BYTES of them when the blob has that many). ``text``: no NUL in the first
-    BINARY_PROBE_BYTES (git's own test). ``text_with_nul``: NULs (at most NUL_TEXT_MAX_SHARE of
-    the probe) but none of the other bytes no text holds (``_NON_TEXT``): a text file git calls
-    binary for a stray NUL. ``binary``: anything else."""
+    """``text``, ``text_with_nul``, ``utf16le``, ``utf16be`` or ``binary``, from a blob's first
+    bytes (at least BINARY_PROBE_BYTES of them when the blob has that many). ``text``: no NUL
+    in the first BINARY_PROBE_BYTES (git's own test). ``utf16le`` / ``utf16be``: a UTF-16
+    byte-order mark (``FF FE`` / ``FE FF``), or, in a probe of at least UTF16_MIN_PROBE bytes
+    without one, no NUL in the low bytes and at least UTF16_ZERO_SHARE of the high bytes zero
+    (mostly ASCII text, two bytes a character). ``text_with_nul``: NULs (at most
+    NUL_TEXT_MAX_SHARE of the probe) but none of the other bytes no text holds (``_NON_TEXT``):
+    a text file git calls binary for a stray NUL. ``binary``: anything else."""
     probe = head[:BINARY_PROBE_BYTES]
     nuls = probe.count(0)
     if not nuls:
         return "text"
+    if probe[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "utf16le" if probe[:2] == codecs.BOM_UTF16_LE else "utf16be"
+    if len(probe) >= UTF16_MIN_PROBE:
+        even = probe[: len(probe) // 2 * 2]
+        for kind, low, high in (("utf16le", even[0::2], even[1::2]),
+                                ("utf16be", even[1::2], even[0::2])):
+            if 0 not in low and high.count(0) >= len(high) * UTF16_ZERO_SHARE:
+                return kind
     if nuls > len(probe) * NUL_TEXT_MAX_SHARE or any(b in _NON_TEXT for b in set(probe)):
         return "binary"
     return "text_with_nul"
@@ -188,16 +204,19 @@ class _Reader(Protocol):
 
 class _BlobText:
     """The text of a blob read as a stream of at most ``max_bytes`` bytes, handed out as
-    decoded pieces (UTF-8, undecodable bytes replaced, NUL read as a space). When the blob is
-    longer than that, the line it stops in is not handed out (only whole lines are scanned),
-    unless it is the first line: then what was read of it is. ``scanned``: the bytes handed
-    out; ``complete``: the blob was read to its end; ``head``: its first bytes, for
-    :func:`blob_kind`."""
+    decoded pieces (UTF-8, undecodable bytes replaced, NUL read as a space; after
+    :meth:`decode_as` UTF-16, recoded to UTF-8 as it is read). When the blob is longer than
+    that, the line it stops in is not handed out (only whole lines are scanned), unless it is
+    the first line: then what was read of it is. ``scanned``: the bytes handed out (UTF-8);
+    ``read``: the blob's bytes read; ``complete``: the blob was read to its end; ``head``: its
+    first bytes, for :func:`blob_kind`."""
 
     def __init__(self, stream: _Reader, max_bytes: int) -> None:
         self.stream, self.left = stream, max_bytes
         self.scanned = 0
+        self.read = 0
         self.complete = False
+        self._recode: codecs.IncrementalDecoder | None = None
         self.head = b""
         self._decode = codecs.getincrementaldecoder("utf-8")("replace").decode
         self._tail = b""  # bytes after the last newline read, held back
@@ -210,6 +229,15 @@ class _BlobText:
         self.head = self._tail[:BINARY_PROBE_BYTES]
         return self.head
 
+    def decode_as(self, codec: str) -> None:
+        """Read the blob as ``codec`` (``utf-16-le`` / ``utf-16-be``) from here on, the bytes
+        already read included (a byte-order mark dropped)."""
+        self._recode = codecs.getincrementaldecoder(codec)("replace")
+        raw = self._tail
+        if raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+            raw = raw[2:]
+        self._tail = self._recode.decode(raw, self.complete).encode("utf-8")
+
     def _read(self) -> bool:
         """Read one chunk into the held-back tail; False at the end or at the byte bound."""
         if self.left <= 0:
@@ -217,9 +245,12 @@ class _BlobText:
         data = self.stream.read(min(self.left, STREAM_CHUNK_BYTES))
         if not data:
             self.complete = True
+            if self._recode is not None:  # an odd last byte: one replacement character
+                self._tail += self._recode.decode(b"", True).encode("utf-8")
             return False
         self.left -= len(data)
-        self._tail += data
+        self.read += len(data)
+        self._tail += data if self._recode is None else self._recode.decode(data).encode("utf-8")
         return True
 
     def _emit(self, data: bytes, final: bool = False) -> str:
@@ -264,17 +295,23 @@ def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) ->
             kind = blob_kind(text.first())
             if kind == "binary":
                 return BlobScan([], 0, "secret scan: not scanned, binary content")
+            if kind in UTF16_KINDS:
+                text.decode_as(UTF16_KINDS[kind])
             pairs = _findings(fd.path, stream_rows(text.pieces()), allow)
     except GitError:
         return BlobScan([], 0, "secret scan: not scanned, the blob could not be read",
                         complete=False)
     if pairs and fd.status != "added" and fd.old_oid and set(fd.old_oid) != {"0"}:
-        # a value the old blob already holds is not added by this change
-        values = {v.encode("utf-8", "surrogateescape") for _, v in pairs}
-        old = _contains_any(repo, fd.old_oid, sorted(values))
-        pairs = [(f, v) for f, v in pairs if v.encode("utf-8", "surrogateescape") not in old]
+        # a value the old blob already holds (as UTF-8 or as this blob's UTF-16) is not added
+        def forms(v: str) -> list[bytes]:
+            utf8 = [v.encode("utf-8", "surrogateescape")]
+            return utf8 + [v.encode(UTF16_KINDS[kind], "replace")] if kind in UTF16_KINDS \
+                else utf8
+        old = _contains_any(repo, fd.old_oid, sorted({b for _, v in pairs for b in forms(v)}))
+        pairs = [(f, v) for f, v in pairs if not any(b in old for b in forms(v))]
     findings = [f for f, _ in pairs]
-    size = util.human_bytes(text.scanned)
+    scanned = text.read if kind in UTF16_KINDS else text.scanned
+    size = util.human_bytes(scanned)
     if text.complete:
         what = f"all {size} scanned"
     else:
@@ -282,6 +319,8 @@ def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) ->
         what = f"first {size}{of} scanned"
     if kind == "text_with_nul":
         what += " (text with NUL bytes)"
+    elif kind in UTF16_KINDS:
+        what += " (UTF-16 text)"
     found = (f"{len(findings)} secret(s) found (critical finding)" if findings
              else "no secret found")
-    return BlobScan(findings, text.scanned, f"secret scan: {what}, {found}", text.complete)
+    return BlobScan(findings, scanned, f"secret scan: {what}, {found}", text.complete)

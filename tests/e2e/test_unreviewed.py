@@ -318,6 +318,32 @@ def test_budget_used_up_on_a_too_large_file_names_what_was_not_scanned(
 # -- a text file with a NUL byte ------------------------------------------------------------------
 
 
+def test_a_utf16_file_is_secret_scanned_decoded_and_an_old_key_is_not_this_change(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    """UTF-16 text (PowerShell 5 writes it, with a BOM): git calls it binary; its secret scan
+    reads it decoded. In a modified one a key the old blob already held is not this change's."""
+    ps1 = "\ufeff$Region = 'eu'\r\n$Key = '" + AWS_KEY + "'\r\n"
+    repo.commit({"README.md": "x\n", "old.ps1": ps1.replace("'eu'", "'us'").encode("utf-16-le")},
+                "init")
+    added = "# deploy\n$Env = 'prod'\n$Secret = '" + AWS_KEY + "'\n"  # no BOM
+    repo.stage({"deploy.ps1": added.encode("utf-16-le"), "old.ps1": ps1.encode("utf-16-le")})
+    rc, data, err = review_json(repo, **llm.env())
+    assert rc == 1, err
+    [c] = data["comments"]
+    assert (c["path"], c["start_line"], c["anchor"], c["severity"], c["existing_code"]) == (
+        "deploy.ps1", 3, "file", "critical", "$Secret = '[REDACTED:aws-access-key]'")
+    got = files(data)
+    n = len(added.encode("utf-16-le"))
+    assert (got["deploy.ps1"]["reason"], got["deploy.ps1"]["detail"]) == (
+        "binary", f"secret scan: all {n} B scanned (UTF-16 text), 1 secret(s) found"
+                  " (critical finding)")
+    assert got["old.ps1"]["detail"] == (f"secret scan: all {len(ps1.encode('utf-16-le'))} B"
+                                        " scanned (UTF-16 text), no secret found")
+    assert AWS_KEY not in p_text(data)
+    assert llm.requests == []
+
+
 def test_text_file_with_a_nul_byte_is_secret_scanned_and_the_key_flagged(
     repo: GitRepo, llm: ScriptedLLM,
 ) -> None:

@@ -77,7 +77,11 @@ def test_a_pem_block_across_a_block_boundary_is_one_whole_hit() -> None:
     (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "binary"),
     (b"PK\x03\x04\x14\0\0\0\x08\0", "binary"),
     (b"\x7fELF\x02\x01\x01\0\0\0", "binary"),
-    ("UTF-16 text\n".encode("utf-16-le"), "binary"),  # half its bytes NUL: not read as text
+    ("UTF-16 text\n".encode("utf-16-le"), "utf16le"),  # no BOM: NUL high bytes, ASCII low
+    ("UTF-16 text\n".encode("utf-16-be"), "utf16be"),
+    ("\ufeffx".encode("utf-16-le"), "utf16le"),  # a BOM says it, however short
+    ("\ufeffx".encode("utf-16-be"), "utf16be"),
+    ("short".encode("utf-16-le"), "binary"),  # under UTF16_MIN_PROBE without a BOM
     (b"SQLite format 3\0\x10\0\x01\x01", "binary"),
 ])
 def test_blob_kind(head: bytes, kind: str) -> None:
