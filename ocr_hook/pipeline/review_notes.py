@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .. import change, git
 from ..errors import OcrError
 from ..findings import RunWarning
+from ..gate import blocks
 
 if TYPE_CHECKING:
     from ..report import ReviewResult
@@ -94,11 +95,12 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     """After a pre-commit hook's review of the whole staged snapshot (no file list, no
     preview, something staged): record the snapshot's tree, its parent commit, the verdict,
     the fingerprint, the effort and the session for the post-commit hook
-    (``git.record_snapshot``). A finding a dismissal took out (personal or shared) makes the
-    recorded verdict ``dismissed``, never ``pass``: a push or CI elsewhere does not have the
-    personal ones, and a shared one can be withdrawn later; at push such a commit is reviewed
-    and a dismissal still in force applies again. Best effort: a failure is logged at debug
-    level, never raised."""
+    (``git.record_snapshot``). A finding a dismissal took out (personal or shared) that would
+    have blocked (``gate.blocks``) makes the recorded verdict ``dismissed``, never ``pass``: a
+    push or CI elsewhere does not have the personal ones, and a shared one can be withdrawn
+    later; at push such a commit is reviewed and a dismissal still in force applies again. A
+    dismissed finding below the gate changes nothing: the commit passes without it. Best
+    effort: a failure is logged at debug level, never raised."""
     if (req.stage != "pre-commit" or req.mode != "staged" or req.path_filter is not None
             or req.preview or not result.files):  # nothing staged: no commit with a patch
         return
@@ -108,7 +110,7 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
     if not tree or not fingerprint:
         return
     verdict = result.decision.verdict
-    if result.dismissed:
+    if any(blocks(d.finding, req.gate) for d in result.dismissed):
         verdict = "dismissed"
     elif verdict == "pass" and any(not f.reviewed and f.reason not in SETTLED_EXCLUSIONS
                                    for f in result.files):

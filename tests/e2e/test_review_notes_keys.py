@@ -220,3 +220,25 @@ def test_code_that_was_binary_until_a_later_commit_is_reviewed_at_push(
     assert p.returncode == 1, p.stdout + p.stderr
     assert "BADCODE" in sent(llm, before)
     assert re.search(r"evil\.py:3\b", p.stdout + p.stderr), p.stdout + p.stderr
+
+
+def test_a_dismissed_finding_below_the_gate_leaves_the_note_passing(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """Only a dismissal the commit needed to pass makes its note ``dismissed``: a low finding
+    (fail_on high) dismissed changes nothing, and the push skips the commit."""
+    hooked(repo, llm, tmp_path)
+    repo.write({"a.py": "# tidy later\nvalue = 1\n"})
+    repo.git("add", "-A")
+    llm.tool_calls(comment("a.py", "# tidy later", severity="low"), DONE)
+    data = json.loads(ok(ocr(repo, llm, "review", "--format", "json")).stdout)
+    [c] = data["comments"]
+    ok(ocr(repo, llm, "dismiss", c["id"], "--reason", "wording"))
+    llm.tool_calls(comment("a.py", "# tidy later", severity="low"), DONE)
+    noted = commit(repo, llm, {}, "add a")
+    assert note_field(repo, noted, "verdict") == "pass"
+    before = len(llm.requests)
+    p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(llm.requests) == before
+    assert f"reviewed at commit time: {noted[:12]}" in p.stdout + p.stderr
