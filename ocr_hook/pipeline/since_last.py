@@ -11,9 +11,13 @@ symbolic-ref``; a detached HEAD has no chain), for a push the one pushed ref. ``
 the last blocked review, ``open`` the earlier findings still open: a review blocked by
 findings sets the entry to its session, its findings plus the earlier ones it carried (on
 files it did not review); a review that passes keeps the entry with only the carried findings,
-and ends the chain when there are none; a review that could not decide (incomplete, failed,
-skipped) leaves it. The earlier findings are ``comment`` records of the sessions named; a
-pruned session's findings are gone (the chain ends when none is left).
+and ends the chain when there are none; a range review or push that passes ends its chain
+whatever is carried (what the ref holds has now passed, here or at commit time: its earlier
+findings are dropped, never counted resolved), also when it had nothing left to review
+because every commit was reviewed at commit time; a review that could not decide
+(incomplete, failed, skipped otherwise) leaves it. The earlier findings are ``comment``
+records of the sessions named; a pruned session's findings are gone (the chain ends when none
+is left).
 
 Git is asked for the branch only when the state file names a chain of this kind or the review
 blocked, so a run in a repository without a blocked review costs no extra process.
@@ -232,9 +236,14 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
         _name_repeats(result, chain.shown)  # labels of no list shown: dropped
     d = result.decision
     blocked = d.blocked and d.verdict == "findings"
-    passed = not d.blocked and d.verdict != "incomplete" and result.status == "complete"
+    ranged = _KINDS.get(req.mode) == "range"
+    passed = not d.blocked and d.verdict != "incomplete" and (
+        result.status == "complete"
+        or (ranged and result.status == "skipped" and bool(result.input.get("reviewed_at_commit"))))
     if not (blocked or passed):
         return
+    if passed and ranged:
+        carried = []  # the ref's content passed: the blocked episode is over
     if not blocked and not chain.name:
         return  # a pass outside any chain: nothing to end (no git call)
     name = chain.name or chain_name(req)

@@ -519,3 +519,37 @@ def test_earlier_findings_past_the_cap_are_carried_not_resolved(
     assert (len(since["resolved"]), len(since["carried"]), since["persisting"]) == (30, 5, [])
     [(name, entry)] = state_of(repo)["blocked"].items()
     assert name == "staged refs/heads/main" and len(entry["open"]) == 5
+
+
+def test_a_passing_range_review_ends_its_chain_even_with_findings_carried(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A range (or push) that passes ends its chain whatever it carries: what the ref holds has
+    passed, now or at commit time. Here the fixed range is answered from the cache (no model
+    shown the earlier finding): carried in this run's since_last, then the chain is gone, so
+    a later range review is not reported against it."""
+    base = repo.commit({"README.md": "hello\n"}, "init")
+    monkeypatch.chdir(repo.path)
+    rng = ["review", "--from", base, "--to", "HEAD", "--format", "json"]
+    repo.commit({"app.py": FIXED}, "fixed first")
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    assert run_json(rng, llm.env(), capsys)[0] == 0  # cached: FIXED against base passes
+    repo.git("reset", "-q", "--hard", base)
+    repo.commit({"app.py": APP_PY}, "the bug")
+    llm.tool_calls(("code_comment", sql_comment()), ("task_done", {"state": "DONE"}))
+    rc, first, err = run_json(rng, llm.env(), capsys)
+    assert rc == 1, err
+    [c] = first["comments"]
+    assert state_of(repo)["blocked"]["range refs/heads/main"]["session"] == first["session_id"]
+    repo.commit({"app.py": FIXED}, "the fix")
+    llm.requests.clear()
+    rc, data, err = run_json(rng, llm.env(), capsys)
+    assert rc == 0, err
+    assert data["summary"]["cache_hits"] == 1 and llm.requests == []
+    assert data["since_last"]["carried"] == [c["id"]]
+    assert "range refs/heads/main" not in state_of(repo).get("blocked", {})
+    repo.commit({"b.py": "b = 2\n"}, "more")
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, later, err = run_json(rng, llm.env(), capsys)
+    assert rc == 0 and "since_last" not in later, err
