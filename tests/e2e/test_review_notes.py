@@ -297,3 +297,35 @@ def test_content_an_unnoted_commit_wrote_is_followed_through_a_noted_rename(
         ("a.py", "deleted"), ("b.py", "added")]
     assert len(llm.requests) == before + 1
     assert "eval(text)" in sent(llm, before)
+
+
+def test_a_push_left_with_nothing_to_review_ends_the_blocked_push_chain(
+    repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """A push blocked on a --no-verify commit; its fix, reviewed at commit time, undoes it: the
+    next push has nothing left to review, passes, and ends the push's since-last chain."""
+    remote = init_bare(tmp_path / "remote.git", repo.env)
+    repo.git("remote", "add", "origin", str(remote))
+    ok(ocr(repo, llm, "install", "--pre-commit", "--pre-push"))
+    repo.write({"a.py": "value = 1\n"})
+    repo.git("add", "-A")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "base"))
+    ok(run(repo, llm, "git", "push", "-q", "--no-verify", "origin", "main"))
+    repo.write({"a.py": "value = eval(text)\n"})
+    repo.git("add", "-A")
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "X"))
+    llm.tool_calls(("code_comment", {"comments": [{
+        "path": "a.py", "existing_code": "value = eval(text)", "severity": "critical",
+        "category": "security", "content": "eval of input."}]}), ("task_done", {"state": "DONE"}))
+    assert run(repo, llm, "git", "push", "origin", "main").returncode == 1
+    state = repo.path / ".git" / "ocr-hook" / "since_last.json"
+    assert list(json.loads(state.read_text())["blocked"]) == ["range refs/heads/main"]
+    repo.write({"a.py": "value = 1\n"})
+    repo.git("add", "-A")
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    ok(run(repo, llm, "git", "commit", "-q", "-m", "undo X"))
+    before = len(llm.requests)
+    p = ok(run(repo, llm, "git", "push", "origin", "main"))
+    assert len(llm.requests) == before
+    assert "reviewed at commit time" in p.stdout + p.stderr
+    assert json.loads(state.read_text())["blocked"] == {}
