@@ -1,7 +1,8 @@
 """The review page: one self-contained HTML file for ``--format html`` and
 ``git ocr session show ID --html``.
 
-Contents: the verdict in words with the gate and the summary, the findings by file, the
+Contents: the verdict in words (red blocked, amber incomplete with its ``NOT REVIEWED`` lines,
+green passed) with the gate and the summary, the findings by file, the
 coverage list (every changed path: reviewed, excluded or not reviewed, reasons in words), and
 each reviewed file's diff with its findings shown inline under the line they are anchored to
 (severity, category, message, suggestion, id; blocking ones marked; dismissed ones folded).
@@ -50,6 +51,8 @@ h1{font-size:20px;margin:8px 0}h2{font-size:16px;margin:16px 0 8px}
 .verdict{font-size:18px;font-weight:600;padding:10px 14px;border-radius:6px;margin:8px 0}
 .verdict.blocked{background:#ffebe9;color:#82071e;border:1px solid #ff8182}
 .verdict.passed{background:#dafbe1;color:#116329;border:1px solid #4ac26b}
+.verdict.incomplete{background:#fff8c5;color:#7d4e00;border:1px solid #d4a72c}
+.not-reviewed{font-weight:600;color:#7d4e00;margin:4px 0}
 .meta{color:#57606a;margin:4px 0}.meta span{margin-right:18px;white-space:nowrap}
 table{border-collapse:collapse;width:100%;background:#fff}
 .cov td,.cov th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left}
@@ -126,6 +129,8 @@ def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str
     finding's box; the static page passes none of them."""
     gate = data.get("gate", {})
     blocked = bool(gate.get("blocking"))
+    kind = ("blocked" if blocked else
+            "incomplete" if data.get("verdict") == "incomplete" else "passed")
     title = f"ocr-hook review: {verdict}"
     parts = [
         "<!DOCTYPE html>",
@@ -135,7 +140,8 @@ def render_html(data: Mapping[str, Any], diffs: Sequence[FileDiff], verdict: str
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         "<header><h1>ocr-hook review</h1>",
-        f'<p class="verdict {"blocked" if blocked else "passed"}" id="verdict">{_e(verdict)}</p>',
+        f'<p class="verdict {kind}" id="verdict">{_e(verdict)}</p>',
+        *(f'<p class="not-reviewed">{_e(str(r))}</p>' for r in data.get("incomplete_reasons", [])),
         _meta(data),
         "</header>",
         before,

@@ -197,3 +197,23 @@ def test_review_page_shows_the_quote_of_a_location_unknown_finding_and_keeps_met
     # each metadata item keeps its label and value on one line
     assert ".meta span{margin-right:18px;white-space:nowrap}" in html
     assert "<span>files reviewed: 1</span>" in html
+
+
+def test_review_page_of_an_incomplete_review_is_amber_and_says_what_was_not_reviewed(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """An unreachable model, gate.on_error = allow: exit 0, but the page's verdict box is the
+    amber ``incomplete`` one (not the green pass) and the NOT REVIEWED line is under it."""
+    repo.commit({"app.py": APP_OLD}, "init")
+    repo.stage({"app.py": APP_NEW})
+    monkeypatch.chdir(repo.path)
+    page = tmp_path / "review.html"
+    env = cli_environ({"OCR_LLM_URL": "http://127.0.0.1:9/v1", "OCR_LLM_MODEL": "m",
+                       "OCR_LLM_TOKEN": "t", "OCR_HOOK_LLM_MAX_RETRIES": "0"},
+                      review_filter=False)
+    assert cli.main(["review", "--format", "html", "--output", str(page)], environ=env) == 0
+    html = page.read_text(encoding="utf-8")
+    assert ('<p class="verdict incomplete" id="verdict">PASS: review incomplete, let through by'
+            ' gate.on_error = allow (blocking mode)</p>') in html
+    assert '<p class="not-reviewed">NOT REVIEWED: ' in html
+    assert 'class="verdict passed"' not in html
