@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from .. import __version__
+from ..diff import FileDiff
 from ..findings import Finding, advisory_reason, advisory_text, normalized_quote
 from ..vocabulary import Category, Severity
 from .display import json_escape, utf8_safe
@@ -70,23 +71,40 @@ def _has_region(f: Finding) -> bool:
     return f.side == "new" and f.start_line > 0
 
 
-def _region(f: Finding) -> dict[str, int]:
-    """The lines of an anchored new-side finding; line 1 for any other (file-level: old side or
-    location unknown; the message says which), as code scanning needs a line to show a result."""
+def removed_at(fd: FileDiff | None, old_line: int) -> int | None:
+    """The new-side line where ``fd``'s deleted line ``old_line`` was removed: the first line
+    after it in its hunk that the new version has (else the last one before it), or None when
+    ``fd`` (the reviewed diff) is not known or has no such deleted line."""
+    for h in fd.hunks if fd is not None else ():
+        before = None
+        for i, ln in enumerate(h.lines):
+            if ln.kind == "-" and ln.old_line == old_line:
+                after = next((x.new_line for x in h.lines[i + 1:] if x.new_line), None)
+                return after or before or max(h.new_start, 1)
+            if ln.new_line:
+                before = ln.new_line
+    return None
+
+
+def _region(f: Finding, at: int | None = None) -> dict[str, int]:
+    """The lines of an anchored new-side finding; for an old-side one the line ``at`` where its
+    lines were removed (:func:`removed_at`); line 1 for any other (file-level: location
+    unknown, or an old-side one whose diff is not known; the message says which), as code
+    scanning needs a line to show a result."""
     if not _has_region(f):
-        return {"startLine": 1}
+        return {"startLine": at or 1}
     return {"startLine": f.start_line, "endLine": max(f.end_line, f.start_line)}
 
 
-def _sarif_locations(f: Finding) -> list[dict[str, Any]]:
+def _sarif_locations(f: Finding, at: int | None = None) -> list[dict[str, Any]]:
     """Physical location: the finding's lines when anchored on the new side (they exist in the
-    reviewed version), else line 1 of the file (see :func:`_region`). None (``[]``) for a path
-    :func:`repo_uri` refuses: a SARIF URI never leaves the repository."""
+    reviewed version), else line ``at`` or 1 of the file (see :func:`_region`). None (``[]``)
+    for a path :func:`repo_uri` refuses: a SARIF URI never leaves the repository."""
     uri = repo_uri(f.path)
     if uri is None:
         return []
     return [{"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
-                                  "region": _region(f)}}]
+                                  "region": _region(f, at)}}]
 
 
 def _fixable(f: Finding) -> bool:
@@ -110,7 +128,8 @@ def _sarif_fix(f: Finding) -> dict[str, Any]:
     }
 
 
-def _sarif_result(f: Finding, rule_index: int, advisory: bool = False) -> dict[str, Any]:
+def _sarif_result(f: Finding, rule_index: int, advisory: bool = False,
+                  at: int | None = None) -> dict[str, Any]:
     """One SARIF result for ``f``: the message with the side note, the suggestion as a fix
     (:func:`_fixable`) or, when it cannot be one, at the end of the message. ``advisory``
     (the gate lets pre-existing and moved findings pass): such a finding is level ``note``
@@ -121,7 +140,9 @@ def _sarif_result(f: Finding, rule_index: int, advisory: bool = False) -> dict[s
     if advisory:
         text += f"\n\n({advisory_text(f)}.)"
     if f.side == "old" and f.start_line > 0:
-        text += f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}.)"
+        shown = f"; shown at line {at}, where they were removed" if at else ""
+        text += (f"\n\n(On the previous version of the file, lines {f.start_line}-{f.end_line}"
+                 f"{shown}.)")
     elif f.start_line == 0:
         text += "\n\n(Location in the file unknown.)"
     if repo_uri(f.path) is None:
@@ -134,7 +155,7 @@ def _sarif_result(f: Finding, rule_index: int, advisory: bool = False) -> dict[s
         "ruleIndex": rule_index,
         "level": "note" if advisory else SARIF_LEVELS[f.severity],
         "message": {"text": text},
-        "locations": _sarif_locations(f),
+        "locations": _sarif_locations(f, at),
         "partialFingerprints": {"ocrHookFindingId/v1": f.id},
         "properties": {
             "severity": f.severity.label,
@@ -198,9 +219,14 @@ def to_sarif(result: ReviewResult) -> dict[str, Any]:
     index = {r: i for i, r in enumerate(used)}
     rules = [_rule(r) for r in used]
     lenient = not result.gate.block_preexisting
-    results = [_sarif_result(f, index[rule_id(f)], lenient) for f in result.findings]
+    diffs = {fd.path: fd for g in result.groups for fd in g.files}
+
+    def at(f: Finding) -> int | None:  # where an old-side finding's lines were removed
+        return removed_at(diffs.get(f.path), f.start_line) if f.side == "old" else None
+
+    results = [_sarif_result(f, index[rule_id(f)], lenient, at(f)) for f in result.findings]
     for d in result.dismissed:  # SARIF §3.35 suppressions: shown as dismissed by viewers
-        entry = _sarif_result(d.finding, index[rule_id(d.finding)])
+        entry = _sarif_result(d.finding, index[rule_id(d.finding)], at=at(d.finding))
         entry["suppressions"] = [{
             "kind": "inSource" if d.by == "inline" else "external",
             "status": "accepted",

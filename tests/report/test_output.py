@@ -93,11 +93,12 @@ def test_sarif_from_a_real_review_validates_and_places_new_and_old_side_findings
     old = by_rule["security/low"]
     assert old["level"] == "note" and old["ruleIndex"] == 1
     assert old["properties"]["side"] == "old"
-    assert old["locations"][0]["physicalLocation"] == {  # file-level: line 1
+    assert old["locations"][0]["physicalLocation"] == {  # where the line was removed
         "artifactLocation": {"uri": "tool.py", "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 1}}
+        "region": {"startLine": 5}}
     assert "fixes" not in new and "fixes" not in old  # no suggestion
-    assert "(On the previous version of the file, lines 5-5.)" in old["message"]["text"]
+    assert ("(On the previous version of the file, lines 5-5; shown at line 5, where they were"
+            " removed.)") in old["message"]["text"]
     assert run["invocations"] == [{"executionSuccessful": True}]
     assert run["properties"]["verdict"] == "findings"
 
