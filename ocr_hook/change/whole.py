@@ -70,13 +70,16 @@ def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
             return reason, False
     if user_in is not None and user_in.match_file(f.old_path):
         return "", False
-    top: list[str] = []
+    top: list[tuple[int, str]] = []
     for h in f.hunks:  # in order: only the first ones can hold the old first lines
         if h.old_start > selection.GENERATED_SCAN_LINES:
             break
-        top += [ln.text for ln in h.lines if ln.kind != "+" and ln.old_line is not None
-                and ln.old_line <= selection.GENERATED_SCAN_LINES]
-    return (_R.DEFAULT_PATH, True) if top and selection.looks_generated(top) else ("", False)
+        top += [(ln.old_line, ln.text) for ln in h.lines if ln.kind != "+"
+                and ln.old_line is not None and ln.old_line <= selection.GENERATED_SCAN_LINES]
+    lines = [text for _, text in top]
+    if top and top[0][0] == 1:  # the old file's beginning: bounded as the new side's is
+        lines = selection.marker_head("\n".join(lines))
+    return (_R.DEFAULT_PATH, True) if lines and selection.looks_generated(lines) else ("", False)
 
 
 WHOLE_DETAIL = "reviewed whole, "  # how the detail of a file reviewed whole starts

@@ -97,3 +97,40 @@ def test_a_rename_that_removes_the_marker_says_so(repo: GitRepo) -> None:
                                    selection.SelectionPolicy())
     assert [d.detail for d in cs.decisions] == [
         "reviewed whole, its generated-file marker was removed"]
+
+
+def decided(repo: GitRepo) -> list[tuple[str, bool, str, str]]:
+    """(path, reviewed, reason, whole) of each staged decision."""
+    cs = changeset.load_change_set(repo.path, target.staged_snapshot(repo.path, os.environ),
+                                   selection.SelectionPolicy())
+    return [(d.file.path, d.reviewed, d.reason, d.file.whole) for d in cs.decisions]
+
+
+FILLER = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(10))
+
+
+@pytest.mark.parametrize(("body", "old", "new"), [
+    # the first hunk starts at line 1 but shows lines 1-4 only: the head is read
+    ("# a\n# b\n# c\n# d\n# @generated\nimport os\n" + FILLER, "# a\n", "# A\n"),
+    # a short file: the hunk reaches its end, its lines are all there is
+    ("# a\n# @generated\nA = 1\n", "# a\n", "# A\n"),
+    # line 1 longer than the old 2 KiB head read, the marker on line 2; an edit at the bottom
+    ("# " + "x" * 3000 + "\n# @generated\nimport os\n" + FILLER + "Z = 1\n", "Z = 1", "Z = 2"),
+])
+def test_a_file_that_keeps_its_marker_stays_generated(repo: GitRepo, body: str, old: str,
+                                                      new: str) -> None:
+    repo.commit({"lib.py": body}, "init")
+    repo.stage({"lib.py": body.replace(old, new)})
+    assert decided(repo) == [("lib.py", False, "default_path", "")]
+
+
+def test_a_marker_past_the_first_4_kib_is_no_marker_on_either_side(repo: GitRepo) -> None:
+    body = "# " + "x" * 5000 + " @generated\nimport os\n" + FILLER + "Z = 1\n"
+    repo.stage({"lib.py": body})
+    assert decided(repo) == [("lib.py", True, "", "")]
+    repo.git("commit", "-q", "-m", "init")
+    repo.stage({"lib.py": body.replace("Z = 1", "Z = 2")})
+    assert decided(repo) == [("lib.py", True, "", "")]
+    head = "# @generated " + "x" * 5000 + "\nimport os\n" + FILLER + "Z = 1\n"  # cut inside
+    repo.stage({"lib.py": head})
+    assert decided(repo) == [("lib.py", False, "default_path", "")]
