@@ -39,6 +39,7 @@ class _Loaded(Protocol):
     decisions: list[selection.Decision]
     findings: list[Finding]
     probes: list[selection.Decision]
+    text_now: set[str]
 
 
 ChangeSetT = TypeVar("ChangeSetT", bound=_Loaded)
@@ -82,6 +83,18 @@ def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
     return (_R.DEFAULT_PATH, True) if lines and selection.looks_generated(lines) else ("", False)
 
 
+def text_again(d: selection.Decision, text_now: set[str], policy: selection.SelectionPolicy,
+               user_ex: selection.GlobList | None, user_in: selection.GlobList | None) -> bool:
+    """Whether ``d`` is a file git calls binary whose new blob is text (``text_now``: its old
+    blob was binary, e.g. a NUL byte removed) and whose paths pass gates 3-8: its diff shows
+    nothing, so it is reviewed whole (reason ``binary``). Pure: no git."""
+    if d.reason != _R.BINARY or d.file.new_path not in text_now or d.file.status == "deleted":
+        return False
+    probe = replace(d.file, binary=False, hunks=())
+    return selection.path_reason(probe, policy, user_ex, user_in) in (
+        "", *selection.NO_CONTENT_REASONS)
+
+
 WHOLE_DETAIL = "reviewed whole, "  # how the detail of a file reviewed whole starts
 
 
@@ -90,6 +103,8 @@ def whole_detail(old_path: str, reason: str, marker: bool) -> str:
     path was left out: <reason in words>`` or ``… its generated-file marker was removed``."""
     if marker:
         return WHOLE_DETAIL + "its generated-file marker was removed"
+    if reason == _R.BINARY:
+        return WHOLE_DETAIL + "its old content was binary"
     return WHOLE_DETAIL + f"its old path was left out: {selection.reason_words(old_path, reason)}"
 
 
@@ -105,6 +120,8 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
     when there is no such file. Raises GitError."""
     found = {i: why for i, d in enumerate(cs.decisions)
              if (why := old_side_reason(d, policy, *globs))[0]}
+    found.update((i, (_R.BINARY, False)) for i, d in enumerate(cs.decisions)
+                 if text_again(d, cs.text_now, policy, *globs))
     if not found:
         return cs
     paths = [cs.files[i].new_path for i in found]

@@ -134,3 +134,14 @@ def test_a_marker_past_the_first_4_kib_is_no_marker_on_either_side(repo: GitRepo
     head = "# @generated " + "x" * 5000 + "\nimport os\n" + FILLER + "Z = 1\n"  # cut inside
     repo.stage({"lib.py": head})
     assert decided(repo) == [("lib.py", False, "default_path", "")]
+
+
+def test_a_binary_file_turned_text_is_reviewed_whole_only_where_its_path_passes_the_gates(
+    repo: GitRepo,
+) -> None:
+    repo.commit({"src/x.py": "B = '\x00'\nrun()\n", "tests/test_x.py": "B = '\x00'\nrun()\n",
+                 "logo.png": b"\x89PNG\x00\x01"}, "init")
+    repo.stage({"src/x.py": "B = ''\nrun()\n", "tests/test_x.py": "B = ''\nrun()\n",
+                "logo.png": b"\x89PNG\x00\x02"})
+    assert decided(repo) == [("logo.png", False, "binary", ""), ("src/x.py", True, "", "binary"),
+                             ("tests/test_x.py", False, "binary", "")]
