@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from .. import git
+from .. import git, secrets
 from ..diff import FileDiff
 from ..errors import GitError
 from ..findings import Finding
@@ -95,6 +95,26 @@ def text_again(d: selection.Decision, text_now: set[str], policy: selection.Sele
         "", *selection.NO_CONTENT_REASONS)
 
 
+def include_names_new_only(d: selection.Decision, user_in: selection.GlobList | None) -> bool:
+    """Whether ``d`` is a rename or copy selection keeps (reviewed, or without hunks) whose new
+    path ``select.include`` names but whose old path it does not: gate 8 (the marker test) was
+    skipped on the new side but applied to the old one, whose first lines the diff may not
+    show (:func:`old_marked` reads them). Pure: no git."""
+    f = d.file
+    return (user_in is not None and f.status in ("renamed", "copied") and not f.whole
+            and bool(f.old_oid) and (d.reviewed or d.reason in _NO_HUNKS)
+            and user_in.match_file(f.new_path) and not user_in.match_file(f.old_path))
+
+
+def old_marked(repo: Path, files: list[FileDiff]) -> list[bool]:
+    """For each file, whether its OLD blob's first lines (``selection.marker_head``, within
+    ``git.GENERATED_SCAN_BYTES``) carry a generated-file marker: one ``git cat-file --batch``
+    for all, each blob read only that far (``secrets.read_heads``). Raises GitError."""
+    heads = secrets.read_heads(repo, [f.old_oid for f in files], git.GENERATED_SCAN_BYTES)
+    return [h is not None and selection.looks_generated(selection.marker_head(
+        git.decode_text(h))) for h in heads]
+
+
 WHOLE_DETAIL = "reviewed whole, "  # how the detail of a file reviewed whole starts
 
 
@@ -122,6 +142,11 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
              if (why := old_side_reason(d, policy, *globs))[0]}
     found.update((i, (_R.BINARY, False)) for i, d in enumerate(cs.decisions)
                  if text_again(d, cs.text_now, policy, *globs))
+    maybe = [i for i, d in enumerate(cs.decisions)
+             if i not in found and include_names_new_only(d, globs[1])]
+    if maybe:  # rare: select.include names a rename's new path only
+        found.update((i, (_R.DEFAULT_PATH, False)) for i, marked in zip(
+            maybe, old_marked(repo, [cs.files[i] for i in maybe]), strict=True) if marked)
     if not found:
         return cs
     paths = [cs.files[i].new_path for i in found]
