@@ -61,6 +61,13 @@ def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
     ``selection.GENERATED_SCAN_LINES`` lines, unless ``select.include`` names the old path
     (gate 6 skips gate 8). Pure: no git."""
     f = d.file
+    if d.reason == _R.SECRET_PATH and f.status in ("renamed", "copied") and not f.whole:
+        # from a secret path: its new path alone through the gates (the content is scanned and
+        # redacted as any reviewed file's; the rename's own diff is never shown)
+        probe = FileDiff("added", f.new_path, f.new_path, f.new_mode, f.new_mode)
+        passes = selection.path_reason(probe, policy, user_ex, user_in) in (
+            "", *selection.NO_CONTENT_REASONS)
+        return (_R.SECRET_PATH, False) if passes else ("", False)
     if f.whole or f.status not in ("renamed", "copied", "modified") or not (
             d.reviewed or d.reason in _NO_HUNKS):
         return "", False

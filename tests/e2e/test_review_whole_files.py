@@ -251,3 +251,46 @@ def test_a_generated_file_moved_into_select_include_is_reviewed_whole(
     assert len(llm.requests) == before + 1
     assert whole_lines_sent(llm, before, new)
     assert re.search(r"src/out\.py:6\b", p.stdout + p.stderr), p.stdout + p.stderr
+
+
+AWS_KEY = "AKIA" + "IOSFODNN7REALKEY"  # fake; assembled so scanners skip this file
+OLD_ENV = ("OLDONLY_A = 'kept out of every prompt'\nOLDONLY_B = 2\n" + NUL_BODY
+           + "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(10)) + "Z = 1\n")
+APP = OLD_ENV.replace("OLDONLY_A = 'kept out of every prompt'\nOLDONLY_B = 2\n",
+                      f'KEY = "{AWS_KEY}"\n').replace("Z = 1", "Z = 2")
+
+
+def test_a_rename_from_a_secret_path_is_reviewed_whole_and_its_old_content_never_sent(
+    repo: GitRepo, llm: ScriptedLLM,
+) -> None:
+    repo.commit({".env": OLD_ENV, "keep.py": "k = 1\n"}, "init")
+    repo.git("mv", ".env", "app.py")
+    repo.stage({"app.py": APP, "keep.py": "k = 2\n"})
+    # the model asks for the rename's diff and the old file: both refused
+    llm.tool_calls(("file_read_diff", {"path_array": ["app.py", ".env"]}),
+                   ("file_read", {"file_path": ".env"}))
+    llm.tool_calls(comment("app.py", EVIL, "critical"), DONE)
+    before = len(llm.requests)
+    p = ocr(repo, llm, "review", "--format", "json", "--no-cache")
+    assert p.returncode == 1, p.stdout + p.stderr
+    data = json.loads(p.stdout)
+    assert [(f["path"], f.get("old_path"), f["reviewed"], f.get("whole"), f.get("detail"))
+            for f in data["files"]] == [
+        ("app.py", ".env", True, "secret_path",
+         "reviewed whole, its old path was left out: may hold secrets"),
+        ("keep.py", None, True, None, None)]
+    assert sorted((c["path"], c["start_line"], c["severity"]) for c in data["comments"]) == [
+        ("app.py", 1, "critical"), ("app.py", 6, "critical")]
+    assert whole_lines_sent(llm, before, APP.split("\n", 1)[1])  # line 1 redacted
+    assert "OLDONLY" not in sent(llm, before) and AWS_KEY not in sent(llm, before)
+    # the whole file over a bound: not reviewed, and still nothing of the old content sent
+    before = len(llm.requests)
+    llm.tool_calls(DONE)
+    p = ocr(repo, llm, "review", "--format", "json", "--no-cache",
+            OCR_HOOK_SELECT_MAX_TOTAL_BYTES="150")
+    data = json.loads(p.stdout)
+    assert [(f["path"], f["reviewed"], f["reason"]) for f in data["files"]] == [
+        ("app.py", False, "over_max_total_bytes"), ("keep.py", True, "")], p.stderr
+    assert "OLDONLY" not in sent(llm, before) and "EVIL" not in sent(llm, before)
+    preview = ok(ocr(repo, llm, "review", "--preview", "--format", "json"))
+    assert "OLDONLY" not in preview.stdout
