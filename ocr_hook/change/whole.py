@@ -12,8 +12,13 @@ some file's old side was kept out is a second diff run, as ``git ocr scan`` buil
 (``git.tree_without``, spec §3.9): against the head tree without those files, so the diff holds
 exactly them, each as one added hunk, decided and secret-scanned like any other file.
 
-A marker the change pushed below the first lines without showing it (lines inserted above a
-marker that sits beyond the diff's context) is not seen; the file is then reviewed by its diff.
+Also reviewed whole (spec §4): a binary diff whose new blob is text (:func:`text_again`), a
+rename into ``select.include`` from a generated file outside it (:func:`old_marked`: the one
+bounded read of old blobs, only then), and a rename or copy away from a secret path.
+
+Out of reach, reviewed by their diffs: a marker the change pushed below the first lines
+without showing it (lines inserted above a marker beyond the diff's context), code a changed
+``select.exclude``/``include`` newly selects without an edit, a link to an excluded target.
 """
 
 from __future__ import annotations
@@ -59,7 +64,8 @@ def old_side_reason(d: selection.Decision, policy: selection.SelectionPolicy,
     ("", False): the old path of a rename or copy through gates 3-8, then a generated-file
     marker on an old line (removed or context) among the old file's first
     ``selection.GENERATED_SCAN_LINES`` lines, unless ``select.include`` names the old path
-    (gate 6 skips gate 8). Pure: no git."""
+    (gate 6 skips gate 8). A rename or copy ``secret_path`` kept out only for its old path
+    (its new path passes gates 3-8) gives ``secret_path``. Pure: no git."""
     f = d.file
     if d.reason == _R.SECRET_PATH and f.status in ("renamed", "copied") and not f.whole:
         # from a secret path: its new path alone through the gates (the content is scanned and
@@ -139,7 +145,8 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
                  policy: selection.SelectionPolicy,
                  globs: tuple[selection.GlobList | None, selection.GlobList | None],
                  load: Callable[[git.Target], ChangeSetT]) -> ChangeSetT:
-    """``cs`` with each file whose old side was kept out (:func:`old_side_reason`) replaced
+    """``cs`` with each file whose old side was kept out (:func:`old_side_reason`,
+    :func:`text_again`, :func:`old_marked`) replaced
     by its whole version: ``load`` (``load_change_set`` with the same settings) of ``target``
     against ``git.tree_without(target.head, those paths)``, each entry keeping the change's
     status, old path, old mode and blob and carrying ``FileDiff.whole`` (when the whole file is
