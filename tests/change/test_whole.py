@@ -7,11 +7,14 @@ CLI with the scripted loopback model for the secret scan."""
 from __future__ import annotations
 
 import os
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from ocr_hook.change import changeset, selection
 from ocr_hook.git import target
+from tests.e2e.test_git_calls import GitLog
 from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -145,3 +148,20 @@ def test_a_binary_file_turned_text_is_reviewed_whole_only_where_its_path_passes_
                 "logo.png": b"\x89PNG\x00\x02"})
     assert decided(repo) == [("logo.png", False, "binary", ""), ("src/x.py", True, "", "binary"),
                              ("tests/test_x.py", False, "binary", "")]
+
+
+@pytest.mark.parametrize(("edited", "reads"), [
+    ("v1 = 1", 0),  # line 2: the hunk shows lines 1-5, no blob read
+    ("v0 = 0", 1),  # line 1: the hunk shows lines 1-4, the head is read (one cat-file)
+    ("v3 = 3", 0),  # a 4-line file: the hunk reaches its end
+])
+def test_the_head_is_read_only_when_the_first_hunk_does_not_show_the_first_lines(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str, reads: int,
+) -> None:
+    n = 4 if edited == "v3 = 3" else 30
+    body = "".join(f"v{i} = {i}\n" for i in range(n))
+    repo.commit({"app.py": body}, "init")
+    repo.stage({"app.py": body.replace(edited, edited + "1")})
+    gitlog = GitLog(tmp_path / "shim", monkeypatch)
+    assert decided(repo) == [("app.py", True, "", "")]
+    assert Counter(gitlog.commands())["cat-file --batch"] == reads
