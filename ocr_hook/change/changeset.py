@@ -98,13 +98,16 @@ class ChangeSet:
     loaded files and ``probes`` are for the caller to scan. ``unchanged_names``: the file
     names given (``names``) that are not changed paths here (``hookinput.filter_paths``), or
     None. ``probes``: the files not loaded whose sections were parsed for the caller's secret
-    scan, with their reasons (copies: ``files`` keeps them unloaded)."""
+    scan, with their reasons (copies: ``files`` keeps them unloaded). ``text_now``: the new
+    paths of files git calls binary whose new blob is text (``_Loader._sniff``), so the old
+    one was binary: reviewed whole when their paths pass the gates (``whole``)."""
 
     files: list[FileDiff]
     decisions: list[selection.Decision]
     findings: list[Finding] = field(default_factory=list)
     unchanged_names: list[str] | None = None
     probes: list[selection.Decision] = field(default_factory=list)
+    text_now: set[str] = field(default_factory=set)
 
 
 def _file_from_entry(e: RawEntry) -> FileDiff:
@@ -130,12 +133,8 @@ def _read_records(chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
 
 
 def _early_path_reasons(
-    repo: Path,
-    target: Target,
-    policy: selection.SelectionPolicy,
-    user_ex: selection.GlobList | None,
-    user_in: selection.GlobList | None,
-    min_paths: int,
+    repo: Path, target: Target, policy: selection.SelectionPolicy,
+    user_ex: selection.GlobList | None, user_in: selection.GlobList | None, min_paths: int,
 ) -> list[tuple[tuple[str, str, str], str]]:
     """((status, old path, new path), ``selection.path_reason``) of every path of ``git diff
     --raw -z`` with the pinned flags (same diffcore run as the main call: same renames, same
@@ -168,14 +167,9 @@ def blob_sizes(repo: Path, oids: Sequence[str]) -> dict[str, int]:
 
 
 def load_change_set(
-    repo: Path,
-    target: Target,
-    policy: selection.SelectionPolicy,
-    *,
-    count_tokens: Callable[[str], int] | None = None,
-    scan: ScanPolicy | None = None,
-    names: Sequence[str] | None = None,
-    early_gates_min_paths: int = EARLY_GATES_MIN_PATHS,
+    repo: Path, target: Target, policy: selection.SelectionPolicy, *,
+    count_tokens: Callable[[str], int] | None = None, scan: ScanPolicy | None = None,
+    names: Sequence[str] | None = None, early_gates_min_paths: int = EARLY_GATES_MIN_PATHS,
 ) -> ChangeSet:
     """Changed files of ``target`` with their decisions (spec §3.1, §4), loading content only
     where a decision or the secret scan needs it, within the bounds of ``policy`` (see the
@@ -244,6 +238,7 @@ class _Loader:
         self.gaps: set[int] = set()  # files whose added text the scan left partly unread
         self.nul_text: set[int] = set()  # binary to git, text with a NUL byte: scanned whole
         self.probes: list[selection.Decision] = []
+        self.text_now: set[int] = set()  # binary to git, its new blob text: the old one was not
 
     def _reason(self, f: FileDiff, known: str | None = None) -> str:
         return selection.metadata_reason(f, self.policy, *self.globs, known)
@@ -402,22 +397,25 @@ class _Loader:
                 d = d._replace(detail=text, scan_gap=gap)
             out_files.append(d.file)
             out.append(d)
-        return ChangeSet(out_files, out, self.findings, self.unchanged_names, self.probes)
+        return ChangeSet(out_files, out, self.findings, self.unchanged_names, self.probes,
+                         {files[i].new_path for i in self.text_now if pre[i] != DROPPED})
 
     def _sniff(self) -> None:
         """The first bytes of the new blob of each file git did not diff whose decision depends
         on its content (``scan.sniff_blobs``): a too-large file that holds binary content is
         ``binary``, one whose first lines say it is generated is ``default_path`` unless
         ``select.include`` names it (gate 6 skips gate 8); a binary file that is text with a
-        NUL byte is scanned (with a scan: ``nul_text``)."""
+        NUL byte is scanned (with a scan: ``nul_text``); one whose new blob is text
+        (``text_now``: git read it, so within its 8,000-byte test, the old blob was binary)."""
         files, pre = self.files, self.pre
-        wanted = {SelectionReason.TOO_LARGE} | (
-            {SelectionReason.BINARY} if self.scan is not None else set())
+        wanted = {SelectionReason.TOO_LARGE, SelectionReason.BINARY}
         user_in = self.globs[1]
         for i, (kind, generated) in sniff_blobs(
                 self.repo, files, [i for i, r in enumerate(pre) if r in wanted]).items():
             if scanned_as_text(kind) and self.scan is not None:
                 self.nul_text.add(i)
+            if kind == "text" and pre[i] == SelectionReason.BINARY and i not in self.forced:
+                self.text_now.add(i)
             if pre[i] != SelectionReason.TOO_LARGE:
                 continue
             if kind != "text":

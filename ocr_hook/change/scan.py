@@ -21,7 +21,7 @@ from ..diff import FileDiff
 from ..findings import Finding, finding_id
 from ..git import GENERATED_SCAN_BYTES
 from ..vocabulary import AnchorMethod, Category, Severity
-from .selection import GENERATED_SCAN_LINES, Decision, SelectionReason, looks_generated
+from .selection import Decision, SelectionReason, looks_generated, marker_head, needs_head
 
 BINARY_SNIFF_BYTES = 8000  # a NUL in this prefix marks a blob as binary (as git does)
 MIN_SCAN_SHARE_BYTES = 64 * 1024  # a blob's scan reads at least this much, if left
@@ -147,8 +147,7 @@ def sniff_blobs(repo: Path, files: Sequence[FileDiff], wanted: Sequence[int]
                                                BINARY_SNIFF_BYTES), strict=True))
     heads.update((i, secrets.read_prefix(repo, files[i].new_oid, BINARY_SNIFF_BYTES))
                  for i in idx if files[i].size_bytes is not None)
-    return {i: (secrets.blob_kind(head), looks_generated(
-                git.decode_text(head).split("\n")[:GENERATED_SCAN_LINES]))
+    return {i: (secrets.blob_kind(head), looks_generated(marker_head(git.decode_text(head))))
             for i in idx if (head := heads.get(i)) is not None}
 
 
@@ -201,14 +200,12 @@ def not_scanned(max_bytes: int, size: int | None) -> str:
 
 
 def read_head_texts(repo: Path, files: Sequence[FileDiff]) -> None:
-    """First bytes of the new blob of each kept file whose first hunk starts below line 1, for
-    the generated-file markers of spec §4 gate 8 (``FileDiff.head_text``); each blob is read
-    only up to GENERATED_SCAN_BYTES."""
-    need = [
-        f for f in files
-        if f.hunks and f.hunks[0].new_start > 1 and f.status != "deleted"
-        and not (f.binary or f.submodule or f.symlink)
-    ]
+    """First bytes of the new blob of each kept file whose first hunk does not show its first
+    lines (``selection.needs_head``: it starts below line 1, or shows fewer lines and does not
+    reach the end of the file), for the generated-file markers of spec §4 gate 8
+    (``FileDiff.head_text``); each blob is read only up to GENERATED_SCAN_BYTES, one
+    ``git cat-file --batch`` for all."""
+    need = [f for f in files if needs_head(f) and not (f.binary or f.submodule or f.symlink)]
     for f, head in zip(need, secrets.read_heads(repo, [f.new_oid for f in need],
                                                 GENERATED_SCAN_BYTES), strict=True):
         if head is not None:

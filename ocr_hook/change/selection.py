@@ -50,7 +50,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .. import util
-from ..diff import FileDiff, RawEntry
+from ..diff import FileDiff, Hunk, RawEntry
+from ..git import CONTEXT_LINES, GENERATED_SCAN_BYTES
 from ..vocabulary import StopReason, Vocabulary
 
 TOO_LARGE_FRACTION = 0.8  # spec §4 gate 10: a file's diff alone > 80 % of the context budget
@@ -263,18 +264,52 @@ def symlink_points_outside(link_path: str, target: str) -> bool:
     return joined == ".." or joined.startswith("../")
 
 
+def marker_head(text: str, count: int = GENERATED_SCAN_LINES) -> list[str]:
+    """The lines the marker test sees (gate 8): ``text``'s first ``count`` lines within its
+    first ``git.GENERATED_SCAN_BYTES`` bytes (UTF-8), from a hunk or a blob's head alike."""
+    raw = text.encode("utf-8", "surrogateescape")
+    if len(raw) > GENERATED_SCAN_BYTES:
+        text = raw[:GENERATED_SCAN_BYTES].decode("utf-8", "replace")
+    return text.split("\n")[:count]
+
+
+def _top_rows(hunk: Hunk, count: int) -> list[str]:
+    """The new lines 1..``count`` a hunk starting at new line 1 shows, in order."""
+    return [text for _, text in sorted(
+        (ln.new_line, ln.text) for ln in hunk.lines
+        if ln.new_line is not None and ln.new_line <= count)]
+
+
+def needs_head(fd: FileDiff, count: int = GENERATED_SCAN_LINES) -> bool:
+    """Whether the marker test of ``fd`` needs its new blob's head (``FileDiff.head_text``):
+    its first hunk shows neither the first ``count`` lines nor GENERATED_SCAN_BYTES bytes, nor
+    reaches the file's end (an added file; under ``git.CONTEXT_LINES`` context lines after its
+    last change, as git prints that many while the file goes on). No hunks: False."""
+    if not fd.hunks or fd.head_text is not None or fd.status == "deleted":
+        return False
+    first = fd.hunks[0]
+    if first.new_start > 1:
+        return True
+    rows = _top_rows(first, count)
+    if len(rows) >= count or sum(len(r.encode("utf-8", "replace")) + 1 for r in rows) \
+            >= GENERATED_SCAN_BYTES or fd.status == "added" or first.old_count == 0:
+        return False
+    trailing = 0
+    for ln in reversed(first.lines):
+        if ln.kind != " ":
+            break
+        trailing += 1
+    return trailing >= CONTEXT_LINES
+
+
 def first_lines(fd: FileDiff, count: int = GENERATED_SCAN_LINES) -> list[str] | None:
-    """The first ``count`` lines of the new file: from ``head_text`` when the loader read it,
-    else from a hunk that starts at line 1; None when neither shows them."""
+    """The first ``count`` lines of the new file as the marker test sees them
+    (:func:`marker_head`): from ``head_text`` when the loader read it, else from a hunk that
+    starts at line 1; None when neither shows them."""
     if fd.head_text is not None:
-        return fd.head_text.split("\n")[:count]
+        return marker_head(fd.head_text, count)
     if fd.hunks and fd.hunks[0].new_start <= 1:
-        rows = sorted(
-            (ln.new_line, ln.text)
-            for ln in fd.hunks[0].lines
-            if ln.new_line is not None and ln.new_line <= count
-        )
-        return [text for _, text in rows]
+        return marker_head("\n".join(_top_rows(fd.hunks[0], count)), count)
     return None
 
 

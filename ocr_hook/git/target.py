@@ -45,7 +45,7 @@ DIFF_FLAGS = (
 # lines printed as " " even when the user set diff.suppressBlankEmpty.
 CONFIG_PINS = ("-c", "core.quotePath=false", "-c", "diff.suppressBlankEmpty=false")
 CONTEXT_LINES = 3  # spec §3.1 (-U3, OCR DiffContextLines)
-GENERATED_SCAN_BYTES = 2048  # spec §4 gate 8: generated markers sit in a file's first lines
+GENERATED_SCAN_BYTES = 4096  # spec §4 gate 8: the marker test reads no further into a file
 EMPTY_TREE_LABEL = "(empty tree)"
 _OID_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 

@@ -7,11 +7,14 @@ CLI with the scripted loopback model for the secret scan."""
 from __future__ import annotations
 
 import os
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from ocr_hook.change import changeset, selection
 from ocr_hook.git import target
+from tests.e2e.test_git_calls import GitLog
 from tests.support.cli import run_json
 from tests.support.gitrepo import GitRepo
 from tests.support.scripted_llm import ScriptedLLM
@@ -97,3 +100,68 @@ def test_a_rename_that_removes_the_marker_says_so(repo: GitRepo) -> None:
                                    selection.SelectionPolicy())
     assert [d.detail for d in cs.decisions] == [
         "reviewed whole, its generated-file marker was removed"]
+
+
+def decided(repo: GitRepo) -> list[tuple[str, bool, str, str]]:
+    """(path, reviewed, reason, whole) of each staged decision."""
+    cs = changeset.load_change_set(repo.path, target.staged_snapshot(repo.path, os.environ),
+                                   selection.SelectionPolicy())
+    return [(d.file.path, d.reviewed, d.reason, d.file.whole) for d in cs.decisions]
+
+
+FILLER = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(10))
+
+
+@pytest.mark.parametrize(("body", "old", "new"), [
+    # the first hunk starts at line 1 but shows lines 1-4 only: the head is read
+    ("# a\n# b\n# c\n# d\n# @generated\nimport os\n" + FILLER, "# a\n", "# A\n"),
+    # a short file: the hunk reaches its end, its lines are all there is
+    ("# a\n# @generated\nA = 1\n", "# a\n", "# A\n"),
+    # line 1 longer than the old 2 KiB head read, the marker on line 2; an edit at the bottom
+    ("# " + "x" * 3000 + "\n# @generated\nimport os\n" + FILLER + "Z = 1\n", "Z = 1", "Z = 2"),
+])
+def test_a_file_that_keeps_its_marker_stays_generated(repo: GitRepo, body: str, old: str,
+                                                      new: str) -> None:
+    repo.commit({"lib.py": body}, "init")
+    repo.stage({"lib.py": body.replace(old, new)})
+    assert decided(repo) == [("lib.py", False, "default_path", "")]
+
+
+def test_a_marker_past_the_first_4_kib_is_no_marker_on_either_side(repo: GitRepo) -> None:
+    body = "# " + "x" * 5000 + " @generated\nimport os\n" + FILLER + "Z = 1\n"
+    repo.stage({"lib.py": body})
+    assert decided(repo) == [("lib.py", True, "", "")]
+    repo.git("commit", "-q", "-m", "init")
+    repo.stage({"lib.py": body.replace("Z = 1", "Z = 2")})
+    assert decided(repo) == [("lib.py", True, "", "")]
+    head = "# @generated " + "x" * 5000 + "\nimport os\n" + FILLER + "Z = 1\n"  # cut inside
+    repo.stage({"lib.py": head})
+    assert decided(repo) == [("lib.py", False, "default_path", "")]
+
+
+def test_a_binary_file_turned_text_is_reviewed_whole_only_where_its_path_passes_the_gates(
+    repo: GitRepo,
+) -> None:
+    repo.commit({"src/x.py": "B = '\x00'\nrun()\n", "tests/test_x.py": "B = '\x00'\nrun()\n",
+                 "logo.png": b"\x89PNG\x00\x01"}, "init")
+    repo.stage({"src/x.py": "B = ''\nrun()\n", "tests/test_x.py": "B = ''\nrun()\n",
+                "logo.png": b"\x89PNG\x00\x02"})
+    assert decided(repo) == [("logo.png", False, "binary", ""), ("src/x.py", True, "", "binary"),
+                             ("tests/test_x.py", False, "binary", "")]
+
+
+@pytest.mark.parametrize(("edited", "reads"), [
+    ("v1 = 1", 0),  # line 2: the hunk shows lines 1-5, no blob read
+    ("v0 = 0", 1),  # line 1: the hunk shows lines 1-4, the head is read (one cat-file)
+    ("v3 = 3", 0),  # a 4-line file: the hunk reaches its end
+])
+def test_the_head_is_read_only_when_the_first_hunk_does_not_show_the_first_lines(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str, reads: int,
+) -> None:
+    n = 4 if edited == "v3 = 3" else 30
+    body = "".join(f"v{i} = {i}\n" for i in range(n))
+    repo.commit({"app.py": body}, "init")
+    repo.stage({"app.py": body.replace(edited, edited + "1")})
+    gitlog = GitLog(tmp_path / "shim", monkeypatch)
+    assert decided(repo) == [("app.py", True, "", "")]
+    assert Counter(gitlog.commands())["cat-file --batch"] == reads

@@ -205,15 +205,22 @@ def test_code_that_was_binary_until_a_later_commit_is_reviewed_at_push(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
     """A NUL byte makes evil.py binary (excluded); a later commit removes it, and git still
-    shows that edit as binary: neither note is trusted, so the push shows evil.py as text."""
+    shows that edit as binary: the commit's hook reviews evil.py whole (spec §4, its old content
+    was binary) and blocks it; committed with --no-verify, the push shows evil.py as text."""
     hooked(repo, llm, tmp_path)
     commit(repo, llm, {"README.md": "hello\n"}, "init", "--no-verify")
     ok(run(repo, llm, "git", "push", "-q", "origin", "main", "--no-verify"))
     code = 'import os\nos.system("BADCODE")\n'
     first = commit(repo, llm, {"evil.py": "# \x00\n" + code}, "binary")
     assert note_field(repo, first, "verdict") == "partial"
-    second = commit(repo, llm, {"evil.py": "#\n" + code}, "text again")
-    assert note_field(repo, second, "verdict") == "partial"
+    llm.tool_calls(comment("evil.py", 'os.system("BADCODE")', "critical"), DONE)
+    before = len(llm.requests)
+    repo.stage({"evil.py": "#\n" + code})
+    p = run(repo, llm, "git", "commit", "-q", "-m", "text again")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "BADCODE" in sent(llm, before)
+    assert re.search(r"evil\.py:3\b", p.stdout + p.stderr), p.stdout + p.stderr
+    ok(run(repo, llm, "git", "commit", "-q", "--no-verify", "-m", "text again"))
     llm.tool_calls(comment("evil.py", 'os.system("BADCODE")', "critical"), DONE)
     before = len(llm.requests)
     p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")

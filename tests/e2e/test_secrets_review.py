@@ -276,11 +276,15 @@ def test_renamed_env_file_with_an_edit_and_a_reviewable_neighbour(
     monkeypatch.chdir(repo.path)
     rc, data, err = run_json(["review", "--format", "json", "--effort", "low"], llm.env(), capsys)
     assert rc == 1, err
-    assert reasons(data) == {"settings.py": "secret_path", "app.py": ""}
+    # renamed away from a secret path to a source file: reviewed whole (spec §4), every line
+    # an added line, secrets redacted; the tools still never share it
+    assert reasons(data) == {"settings.py": "", "app.py": ""}
+    assert [f.get("whole") for f in data["files"]] == [None, "secret_path"]
     assert spots(data) == [
-        ("settings.py", 5, 5, "critical", "file", "aws-access-key"),
+        ("settings.py", 5, 5, "critical", "hunk_new", "aws-access-key"),
         ("settings.py", 14, 14, "critical", "hunk_new", "github-token"),
     ]
+    assert AWS_KEY not in json.dumps(llm.requests) and GH_TOKEN not in json.dumps(llm.requests)
     results = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert results == [
         ('Error: "settings.py" is on the secret-path list (keys, .env, credentials); its content'
@@ -288,9 +292,7 @@ def test_renamed_env_file_with_an_edit_and_a_reviewable_neighbour(
         "No matches found",
         "Error: diff not found for the requested paths",
     ]
-    assert "KEY_1" not in llm.requests[0]["messages"][1]["content"].replace(
-        "search_text", "")
-    assert "settings.py" in llm.requests[0]["messages"][1]["content"]  # listed by name only
+    assert "+KEY_1=value1" in llm.requests[0]["messages"][-1]["content"]
 
 
 # -- the scanner on its own ----------------------------------------------------------------

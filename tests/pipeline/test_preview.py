@@ -149,7 +149,10 @@ EXPECTED_FILES = [
     entry("new_name.py", "renamed", 0, 0, "rename_only", old_path="old_name.py"),
     entry("nonl.py", "modified", 2, 1),
     entry("notes.txt", "added", 1, 0, "unsupported_ext"),
-    entry("npmrc.json", "renamed", 0, 0, "secret_path", old_path=".npmrc"),
+    # renamed away from a secret path to one the gates pass: reviewed whole (spec §4)
+    {**entry("npmrc.json", "renamed", 1, 0, old_path=".npmrc"),
+     "detail": "reviewed whole, its old path was left out: may hold secrets",
+     "whole": "secret_path"},
     entry("one.py", "modified", 1, 1),
     entry("package-lock.json", "added", 1, 0, "default_path"),
     entry("pkg/__tests__/a.js", "added", 1, 0, "default_path"),
