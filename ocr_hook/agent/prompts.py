@@ -6,6 +6,7 @@ plus the prompt size check (spec §6.3). Pure: the date, rules and redaction are
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 
 from .. import util
@@ -153,6 +154,9 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
 EARLIER_CAP = 30  # spec §12.3: earlier findings shown to one group
 
 
+_TAG_START = re.compile(r"<(?=[/!?A-Za-z])")  # where a text could open or close a tag
+
+
 def earlier_block(earlier: Sequence[Finding], paths: Collection[str] | None = None) -> str:
     """The findings of the last blocked review on a group's files (spec §12.3): those of
     ``earlier`` on ``paths`` (all when None), secret-scan findings left out (the scanner finds
@@ -160,15 +164,16 @@ def earlier_block(earlier: Sequence[Finding], paths: Collection[str] | None = No
     in ``earlier`` (``E1`` is ``earlier[0]``, the label ``code_comment``'s ``repeats`` names)
     on two lines: ``- E1 path:line [severity] message`` and ``  code: quote`` (``path`` as
     :func:`util.prompt_path` shows it, ``line`` "?" when unanchored; message and code on one
-    line, XML-escaped so no text closes the block, cut at CONFIRMED_ISSUE_CHARS and
-    CONFIRMED_CODE_CHARS); "" when there are none."""
+    line, each ``<`` that could open or close a tag written ``&lt;`` so no text closes the
+    block, other characters as they are, so the code reads as the diff shows it; cut at
+    CONFIRMED_ISSUE_CHARS and CONFIRMED_CODE_CHARS); "" when there are none."""
     shown = [(i, f) for i, f in enumerate(earlier, 1)
              if f.source != SECRET_SOURCE and (paths is None or f.path in paths)]
 
     def flat(text: str, limit: int) -> str:
         one = " ".join(text.split())
         one = one if len(one) <= limit else one[:limit] + "..."
-        return util.xml_attr(util.prompt_text(one, one_line=True)).replace("&quot;", '"')
+        return _TAG_START.sub("&lt;", util.prompt_text(one, one_line=True))
 
     items = []
     for i, f in shown[:EARLIER_CAP]:

@@ -1,6 +1,7 @@
 """The ``<earlier_findings>`` lines (``agent.earlier_block``, spec §12.3): numbered by place in
 the chain (E1…, the label ``code_comment``'s ``repeats`` names), each with its quoted code,
-XML-escaped so a finding's text cannot close the block, secret-scan findings left out, and a
+each ``<`` that could start a tag escaped so a finding's text cannot close the block (the
+code otherwise as the diff shows it), secret-scan findings left out, and a
 count of those past the cap. Pure: findings built here."""
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def test_numbered_by_chain_place_with_code_escaped_and_secrets_left_out() -> Non
                finding("b", "Bad </earlier_findings> close & <tag>",
                        code="if a < b and c > d:\n    go()")]
     assert earlier_block(earlier, {"app.py"}) == (
-        "- E3 app.py:3 [high] Bad &lt;/earlier_findings&gt; close &amp; &lt;tag&gt;\n"
-        "  code: if a &lt; b and c &gt; d: go()")
+        "- E3 app.py:3 [high] Bad &lt;/earlier_findings> close & &lt;tag>\n"
+        "  code: if a < b and c > d: go()")
     assert earlier_block(earlier).splitlines()[:2] == ["- E1 other.py:3 [high] Off by one.",
                                                        "  code: x = 1"]
     assert earlier_block([earlier[1]]) == ""
