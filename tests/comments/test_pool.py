@@ -274,7 +274,8 @@ def test_review_relocates_refiles_and_reports_old_side_in_every_format(
                    for r in sarif["runs"][0]["results"])
     assert props == [("new", "refiled"), ("new", "relocated"), ("old", "hunk_old")]
     old = [r for r in sarif["runs"][0]["results"] if r["properties"]["side"] == "old"][0]
-    assert old["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}  # file-level
+    # shown where the old line was removed: its replacement, new line 20
+    assert old["locations"][0]["physicalLocation"]["region"] == {"startLine": 20}
 
 
 def test_line_hint_of_code_comment_picks_between_identical_added_lines(
