@@ -249,7 +249,8 @@ def _record_line(rec: Mapping[str, Any]) -> str:
     kind = str(rec.get("type", "?"))
     rest = {k: v for k, v in rec.items() if k not in ("type", "ts")}
     if kind in ("comment", "dismissed"):
-        loc = f"{rest.get('path')}:{rest.get('start_line')}-{rest.get('end_line')}"
+        a, b = rest.get("start_line"), rest.get("end_line")
+        loc = f"{rest.get('path')}:{a}" + (f"-{b}" if b not in (None, a) else "")  # as text
         by = f" ({rest.get('by')}: {rest.get('reason', '')})" if kind == "dismissed" else ""
         return (f"{when} {kind:<10} {loc} [{rest.get('severity')} · {rest.get('category')}] "
                 f"{' '.join(str(rest.get('content', '')).split())}{by} id {rest.get('id', '')}")

@@ -72,7 +72,7 @@ def test_session_show_and_list_escape_the_models_text_of_a_real_review(
     assert rc == 0
     [line] = [ln for ln in out.splitlines() if ln[9:].startswith("comment ")]
     # the content's whitespace (the CR, U+2028) is one space, the rest spelled out
-    assert line[9:] == ("comment    calc.py:2-2 [high · bug] A\\u001b[2J\\u001b]0;owned\\u0007B"
+    assert line[9:] == ("comment    calc.py:2 [high · bug] A\\u001b[2J\\u001b]0;owned\\u0007B"
                         f" PASS: no finding\\u009b1m\\u202eC D id {finding['id']}")
     [start] = [ln for ln in out.splitlines() if ln[9:].startswith("start ")]
     assert '"model": "model\\u001b]0;title\\u0007"' in start

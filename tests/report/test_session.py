@@ -100,7 +100,7 @@ def test_a_review_writes_one_private_jsonl_session_without_secrets(
     assert rc == 0
     lines = out.splitlines()
     assert len(lines) == len(recs)
-    assert any(" comment    calc.py:2-2 [high · bug] Division by zero when b is 0. id " in ln
+    assert any(" comment    calc.py:2 [high · bug] Division by zero when b is 0. id " in ln
                for ln in lines)
     assert any(" result     BLOCKED: 1 finding at or above high (blocking mode); 1 file diff(s)"
                " kept for --html" in ln for ln in lines)
