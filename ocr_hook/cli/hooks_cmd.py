@@ -154,6 +154,11 @@ def _review_commit(args: argparse.Namespace, environ: Mapping[str, str], repo: P
 
     from .review_cmd import run_review_command
 
+    if call.unseen:  # what the commit would hold cannot be built for a review: never a PASS
+        print(f"ocr-hook: NOT REVIEWED: `{display_text(call.unseen)}` before the commit"
+              " changes the index in a way a review cannot replay; run it as a command of its"
+              " own, then run the `git commit` again.", file=sys.stderr)
+        return CLAUDE_BLOCK
     preview = hooks.prepare_commit(repo, call, environ)
     try:
         ns = argparse.Namespace(**vars(args))

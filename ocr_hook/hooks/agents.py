@@ -22,7 +22,7 @@ import json
 import os
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import git, util
@@ -46,7 +46,8 @@ SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
 # `git add` options a review can replay on a private index (no prompt, nothing but the index)
 ADD_OPTIONS = frozenset({"-A", "--all", "-u", "--update", "-f", "--force", "-N",
                          "--intent-to-add", "-v", "--verbose", "--ignore-removal", "--no-all",
-                         "--ignore-errors", "--sparse", "--renormalize"})
+                         "--ignore-errors", "--sparse", "--renormalize", "--chmod=+x",
+                         "--chmod=-x"})
 PREVIEW_IDENTITY = {"GIT_AUTHOR_NAME": "ocr-hook", "GIT_AUTHOR_EMAIL": "ocr-hook@localhost",
                     "GIT_COMMITTER_NAME": "ocr-hook", "GIT_COMMITTER_EMAIL": "ocr-hook@localhost"}
 
@@ -65,8 +66,10 @@ class AgentEvent:
 class CommitCall:
     """One ``git commit`` in a command line: the directory git runs in (``cd`` and ``-C``
     applied), ``all`` for ``-a``/``--all``, ``amend``, the pathspecs (``git commit PATH…``),
-    ``dry_run`` (nothing is committed), ``adds``: the ``git add`` runs before it on the line,
-    each as (directory, arguments), that the commit takes too (``git add f && git commit``)."""
+    ``dry_run`` (nothing is committed), ``adds``: the ``git add`` runs before it on the line
+    (since the previous commit), each as (directory, arguments), that the commit takes too
+    (``git add f && git commit``); ``unseen``: the first command before it on the line that
+    stages what a review cannot replay (``git add -p``, ``git rm``, …), "" when none."""
 
     cwd: Path
     all: bool = False
@@ -74,6 +77,12 @@ class CommitCall:
     paths: tuple[str, ...] = ()
     dry_run: bool = False
     adds: tuple[tuple[Path, tuple[str, ...]], ...] = ()
+    unseen: str = ""
+
+
+# git commands that change the index in ways a review of a private index copy does not replay
+INDEX_WRITERS = frozenset(("rm", "mv", "restore", "reset", "apply", "update-index", "read-tree",
+                           "checkout", "stash", "switch"))
 
 
 def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:
@@ -111,12 +120,22 @@ def split_commands(command: str) -> list[list[str]]:
     lex.whitespace_split = True
     words: list[str] = []
     found: list[list[str]] = []
+    heredocs: list[str] = []  # delimiters of here-documents whose body comes after this line
+    body: str | None = None  # the delimiter of the here-document being skipped
     try:
         for token in lex:
+            if body is not None:  # a here-document's lines are data, never commands
+                if token == body:
+                    body = heredocs.pop(0) if heredocs else None
+                continue
             if token in SEPARATORS or set(token) <= set("();|&\n"):
                 found.append(words)
                 words = []
+                if "\n" in token and heredocs:
+                    body = heredocs.pop(0)
             else:
+                if words and words[-1] in ("<<", "<<-"):
+                    heredocs.append(token)
                 words.append(token)
     except ValueError:  # no closing quotation: what was read still counts
         pass
@@ -218,9 +237,12 @@ def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
     before it moves the directory (for the rest of the line), ``git -C DIR`` for that one
     command, ``VAR=x``/``env`` prefixes skipped, ``git`` by any path (``/usr/bin/git``), the
     line of ``sh -c LINE`` (``bash``, ``zsh``, ``dash``) read as well. The ``git add`` runs
-    before a commit on the line (only staging options) go with it (``CommitCall.adds``)."""
+    since the previous commit on the line (only staging options) go with it
+    (``CommitCall.adds``); another ``git add`` or an index-writing git command before it
+    (:data:`INDEX_WRITERS`) is named in ``CommitCall.unseen``."""
     found = []
     adds: list[tuple[Path, tuple[str, ...]]] = []
+    unseen = ""
     for words in split_commands(command):
         words = _strip_prefix(words)
         if not words:
@@ -236,10 +258,11 @@ def commit_invocations(command: str, cwd: Path) -> list[CommitCall]:
         sub, where, args = _git_subcommand(words, cwd)
         if sub == "add" and _replayable_add(args):
             adds.append((where, tuple(args)))
+        elif sub == "add" or sub in INDEX_WRITERS:
+            unseen = unseen or " ".join(["git", sub, *args])[:80]
         elif sub == "commit":
-            call = _commit_call(args, where)
-            found.append(CommitCall(call.cwd, call.all, call.amend, call.paths, call.dry_run,
-                                    tuple(adds)))
+            found.append(replace(_commit_call(args, where), adds=tuple(adds), unseen=unseen))
+            adds = []
     return found
 
 

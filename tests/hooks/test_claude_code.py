@@ -195,8 +195,12 @@ def test_an_interactive_git_add_is_not_replayed(repo: GitRepo, llm: ScriptedLLM)
     repo.commit({"calc.py": SOURCE}, "base")
     repo.write({"calc.py": BUGGY})
     p = hook(repo, llm, event("git add -p calc.py && git commit -m x", repo.path))
-    assert p.returncode == 0, p.stderr
-    assert llm.requests == []  # nothing staged that a review could know of
+    assert p.returncode == 2, p.stderr  # never a PASS for what no review could see
+    assert p.stderr.splitlines() == [
+        "ocr-hook: NOT REVIEWED: `git add -p calc.py` before the commit changes the index in a"
+        " way a review cannot replay; run it as a command of its own, then run the `git commit`"
+        " again."]
+    assert llm.requests == []
 
 
 def test_git_dash_c_dir_and_config_options_review_that_repository(
@@ -379,8 +383,11 @@ def test_the_commits_a_command_line_runs(command: str,
     ("git add a.py 'b c.py' && git commit -m x", [[("/w", ("a.py", "b c.py"))]]),
     ("git -C d add -A -- x; cd e; git add -Nv y; git commit -am x",
      [[("/w/d", ("-A", "--", "x")), ("/w/e", ("-Nv", "y"))]]),
-    ("git add -p && git commit; git add -i; git add --chmod=+x f; git commit", [[], []]),
+    ("git add -p && git commit; git add -i; git add --chmod=+x f; git commit",
+     [[], [("/w", ("--chmod=+x", "f"))]]),
     ("git commit -m x && git add z", [[]]),
+    ("git add a; git commit -m 1; git add b; git commit -m 2",
+     [[("/w", ("a",))], [("/w", ("b",))]]),  # each commit takes the adds since the last one
 ])
 def test_the_git_add_runs_before_a_commit_go_with_it(
     command: str, adds: list[list[tuple[str, tuple[str, ...]]]],
@@ -389,6 +396,27 @@ def test_the_git_add_runs_before_a_commit_go_with_it(
 
     calls = commit_invocations(command, Path("/w"))
     assert [[(str(d), a) for d, a in c.adds] for c in calls] == adds
+
+
+@pytest.mark.parametrize("command, unseen", [
+    ("git add -p && git commit; git commit", ["git add -p", "git add -p"]),
+    ("git rm -q old.py && git commit -m x", ["git rm -q old.py"]),
+    ("git add f && git commit -m x", [""]),
+])
+def test_a_staging_command_the_review_cannot_replay_is_named(
+    command: str, unseen: list[str],
+) -> None:
+    from ocr_hook.hooks import commit_invocations
+
+    assert [c.unseen for c in commit_invocations(command, Path("/w"))] == unseen
+
+
+def test_here_document_lines_are_data_not_commands() -> None:
+    from ocr_hook.hooks import commit_invocations
+
+    command = "git commit -F- <<EOF\nfix\ngit commit hooks now run\ncd x\nEOF\ngit commit -m y"
+    calls = commit_invocations(command, Path("/w"))
+    assert [(str(c.cwd), c.paths) for c in calls] == [("/w", ()), ("/w", ())]
 
 
 def test_the_agent_gate_has_the_git_hooks_token_budget(repo: GitRepo, llm: ScriptedLLM) -> None:
