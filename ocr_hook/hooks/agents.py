@@ -81,8 +81,9 @@ class CommitCall:
 
 
 # git commands that change the index in ways a review of a private index copy does not replay
+# (a branch checkout or switch, `git checkout -b x && git commit`, keeps the index: not one)
 INDEX_WRITERS = frozenset(("rm", "mv", "restore", "reset", "apply", "update-index", "read-tree",
-                           "checkout", "stash", "switch"))
+                           "stash"))
 
 
 def parse_event(data: bytes, default_cwd: Path) -> AgentEvent:

@@ -402,6 +402,7 @@ def test_the_git_add_runs_before_a_commit_go_with_it(
     ("git add -p && git commit; git commit", ["git add -p", "git add -p"]),
     ("git rm -q old.py && git commit -m x", ["git rm -q old.py"]),
     ("git add f && git commit -m x", [""]),
+    ("git checkout -b fix && git commit -m x", [""]),
 ])
 def test_a_staging_command_the_review_cannot_replay_is_named(
     command: str, unseen: list[str],
