@@ -100,8 +100,11 @@ def text_again(d: selection.Decision, text_now: set[str], policy: selection.Sele
                user_ex: selection.GlobList | None, user_in: selection.GlobList | None) -> bool:
     """Whether ``d`` is a file git calls binary whose new blob is text (``text_now``: its old
     blob was binary, e.g. a NUL byte removed) and whose paths pass gates 3-8: its diff shows
-    nothing, so it is reviewed whole (reason ``binary``). Pure: no git."""
-    if d.reason != _R.BINARY or d.file.new_path not in text_now or d.file.status == "deleted":
+    nothing, so it is reviewed whole (reason ``binary``). Not an added file (whole already:
+    every file of the whole-file diff is one) nor one binary only by a ``.gitattributes``
+    entry (its old blob may be text too). Pure: no git."""
+    if (d.reason != _R.BINARY or d.file.new_path not in text_now
+            or d.file.status in ("deleted", "added") or d.file.binary_attribute):
         return False
     probe = replace(d.file, binary=False, hunks=())
     return selection.path_reason(probe, policy, user_ex, user_in) in (
@@ -173,8 +176,8 @@ def review_whole(repo: Path, target: git.Target, cs: ChangeSetT,
     for i, (why, marker) in found.items():
         old = cs.files[i]
         d = by_path.get(old.new_path)
-        if d is None:
-            continue
+        if d is None:  # never kept as the diff alone: that would pass it unseen
+            raise GitError(f"the whole-file diff does not list {old.new_path!r}")
         keep = d.selected
         fd = replace(d.file, status=old.status, old_path=old.old_path, old_mode=old.old_mode,
                      old_oid=old.old_oid, similarity=old.similarity, whole=why if keep else "")

@@ -165,3 +165,21 @@ def test_the_head_is_read_only_when_the_first_hunk_does_not_show_the_first_lines
     gitlog = GitLog(tmp_path / "shim", monkeypatch)
     assert decided(repo) == [("app.py", True, "", "")]
     assert Counter(gitlog.commands())["cat-file --batch"] == reads
+
+
+def test_an_added_or_attribute_binary_file_is_never_text_again() -> None:
+    """The whole-file diff lists every file as added: none of them may ask for a whole review
+    again (that recursed), nor a file binary only by a .gitattributes entry."""
+    from ocr_hook.change import whole
+    from ocr_hook.change.selection import Decision, SelectionPolicy, SelectionReason
+    from ocr_hook.diff import FileDiff
+
+    policy = SelectionPolicy()
+    for fd in (FileDiff("added", "src/big.py", "src/big.py", binary=True),
+               FileDiff("modified", "src/big.py", "src/big.py", binary=True,
+                        binary_attribute="binary")):
+        d = Decision(fd, False, SelectionReason.BINARY)
+        assert not whole.text_again(d, {"src/big.py"}, policy, None, None)
+    plain = FileDiff("modified", "src/big.py", "src/big.py", binary=True)
+    assert whole.text_again(Decision(plain, False, SelectionReason.BINARY), {"src/big.py"}, policy,
+                            None, None)
