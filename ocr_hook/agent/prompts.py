@@ -154,7 +154,9 @@ def confirmed_block(confirmed: Sequence[RawComment]) -> str:
 EARLIER_CAP = 30  # spec §12.3: earlier findings shown to one group
 
 
-_TAG_START = re.compile(r"<(?=[/!?A-Za-z])")  # where a text could open or close a tag
+# the user message's own framing tags, any case: only these are written `&lt;…` in the block
+_FRAME_TAG = re.compile(r"<(\s*/?\s*(?:earlier_findings|review_files|confirmed_findings"
+                        r"|changed_files|other_changed_files|file)\b)", re.I)
 
 
 def earlier_block(earlier: Sequence[Finding], paths: Collection[str] | None = None) -> str:
@@ -164,8 +166,9 @@ def earlier_block(earlier: Sequence[Finding], paths: Collection[str] | None = No
     in ``earlier`` (``E1`` is ``earlier[0]``, the label ``code_comment``'s ``repeats`` names)
     on two lines: ``- E1 path:line [severity] message`` and ``  code: quote`` (``path`` as
     :func:`util.prompt_path` shows it, ``line`` "?" when unanchored; message and code on one
-    line, each ``<`` that could open or close a tag written ``&lt;`` so no text closes the
-    block, other characters as they are, so the code reads as the diff shows it; cut at
+    line, each framing tag of the user message (``</earlier_findings``, ``<file``, …, any
+    case) written ``&lt;…`` so no text closes the block, everything else as it is, so the code
+    reads as the diff shows it (``List<String>``, ``a<b``); cut at
     CONFIRMED_ISSUE_CHARS and CONFIRMED_CODE_CHARS); "" when there are none."""
     shown = [(i, f) for i, f in enumerate(earlier, 1)
              if f.source != SECRET_SOURCE and (paths is None or f.path in paths)]
@@ -173,7 +176,7 @@ def earlier_block(earlier: Sequence[Finding], paths: Collection[str] | None = No
     def flat(text: str, limit: int) -> str:
         one = " ".join(text.split())
         one = one if len(one) <= limit else one[:limit] + "..."
-        return _TAG_START.sub("&lt;", util.prompt_text(one, one_line=True))
+        return _FRAME_TAG.sub(r"&lt;\1", util.prompt_text(one, one_line=True))
 
     items = []
     for i, f in shown[:EARLIER_CAP]:

@@ -15,15 +15,17 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from .. import __version__
-from ..diff import FileDiff
 from ..findings import Finding, advisory_reason, advisory_text, normalized_quote
 from ..vocabulary import Category, Severity
 from .display import json_escape, utf8_safe
 from .result import ReviewResult
+
+if TYPE_CHECKING:
+    from ..diff import FileDiff
 
 SARIF_VERSION = "2.1.0"
 # `$schema` of SARIF 2.1.0 logs: the OASIS schema (errata 01) as published by the OASIS TC.
@@ -72,12 +74,15 @@ def _has_region(f: Finding) -> bool:
 
 
 def removed_at(fd: FileDiff | None, old_line: int) -> int | None:
-    """The new-side line where ``fd``'s deleted line ``old_line`` was removed: the first line
-    after it in its hunk that the new version has (else the last one before it), or None when
-    ``fd`` (the reviewed diff) is not known or has no such deleted line."""
+    """The new-side line of ``fd``'s old line ``old_line``: a context line's own new number;
+    for a deleted line, where it was removed: the first line after it in its hunk that the new
+    version has (else the last one before it). None when ``fd`` (the reviewed diff) is not
+    known or does not show that old line."""
     for h in fd.hunks if fd is not None else ():
         before = None
         for i, ln in enumerate(h.lines):
+            if ln.kind == " " and ln.old_line == old_line:
+                return ln.new_line
             if ln.kind == "-" and ln.old_line == old_line:
                 after = next((x.new_line for x in h.lines[i + 1:] if x.new_line), None)
                 return after or before or max(h.new_start, 1)

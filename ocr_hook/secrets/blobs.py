@@ -59,8 +59,9 @@ def blob_kind(head: bytes) -> str:
     bytes (at least BINARY_PROBE_BYTES of them when the blob has that many). ``text``: no NUL
     in the first BINARY_PROBE_BYTES (git's own test). ``utf16le`` / ``utf16be``: a UTF-16
     byte-order mark (``FF FE`` / ``FE FF``), or, in a probe of at least UTF16_MIN_PROBE bytes
-    without one, no NUL in the low bytes and at least UTF16_ZERO_SHARE of the high bytes zero
-    (mostly ASCII text, two bytes a character). ``text_with_nul``: NULs (at most
+    without one, no NUL and none of the bytes no text holds (``_NON_TEXT``) in the low bytes
+    and at least UTF16_ZERO_SHARE of the high bytes zero (mostly ASCII text, two bytes a
+    character). ``text_with_nul``: NULs (at most
     NUL_TEXT_MAX_SHARE of the probe) but none of the other bytes no text holds (``_NON_TEXT``):
     a text file git calls binary for a stray NUL. ``binary``: anything else."""
     probe = head[:BINARY_PROBE_BYTES]
@@ -73,7 +74,8 @@ def blob_kind(head: bytes) -> str:
         even = probe[: len(probe) // 2 * 2]
         for kind, low, high in (("utf16le", even[0::2], even[1::2]),
                                 ("utf16be", even[1::2], even[0::2])):
-            if 0 not in low and high.count(0) >= len(high) * UTF16_ZERO_SHARE:
+            if (0 not in low and high.count(0) >= len(high) * UTF16_ZERO_SHARE
+                    and not _NON_TEXT.intersection(low)):  # binary words: control bytes
                 return kind
     if nuls > len(probe) * NUL_TEXT_MAX_SHARE or any(b in _NON_TEXT for b in set(probe)):
         return "binary"
@@ -303,12 +305,10 @@ def scan_blob(repo: Path, fd: FileDiff, allow: Sequence[str], max_bytes: int) ->
                         complete=False)
     if pairs and fd.status != "added" and fd.old_oid and set(fd.old_oid) != {"0"}:
         # a value the old blob already holds (as UTF-8 or as this blob's UTF-16) is not added
-        def forms(v: str) -> list[bytes]:
-            utf8 = [v.encode("utf-8", "surrogateescape")]
-            return utf8 + [v.encode(UTF16_KINDS[kind], "replace")] if kind in UTF16_KINDS \
-                else utf8
-        old = _contains_any(repo, fd.old_oid, sorted({b for _, v in pairs for b in forms(v)}))
-        pairs = [(f, v) for f, v in pairs if not any(b in old for b in forms(v))]
+        encodings = ("utf-8", *((UTF16_KINDS[kind],) if kind in UTF16_KINDS else ()))
+        forms = {v: [v.encode(e, "surrogateescape") for e in encodings] for _, v in pairs}
+        old = _contains_any(repo, fd.old_oid, sorted({b for bs in forms.values() for b in bs}))
+        pairs = [(f, v) for f, v in pairs if not any(b in old for b in forms[v])]
     findings = [f for f, _ in pairs]
     scanned = text.read if kind in UTF16_KINDS else text.scanned
     size = util.human_bytes(scanned)

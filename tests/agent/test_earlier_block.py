@@ -25,7 +25,7 @@ def test_numbered_by_chain_place_with_code_escaped_and_secrets_left_out() -> Non
                finding("b", "Bad </earlier_findings> close & <tag>",
                        code="if a < b and c > d:\n    go()")]
     assert earlier_block(earlier, {"app.py"}) == (
-        "- E3 app.py:3 [high] Bad &lt;/earlier_findings> close & &lt;tag>\n"
+        "- E3 app.py:3 [high] Bad &lt;/earlier_findings> close & <tag>\n"
         "  code: if a < b and c > d: go()")
     assert earlier_block(earlier).splitlines()[:2] == ["- E1 other.py:3 [high] Off by one.",
                                                        "  code: x = 1"]

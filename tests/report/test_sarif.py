@@ -28,3 +28,8 @@ def test_a_file_emptied_is_shown_at_line_1_and_an_unknown_line_at_none() -> None
     h = Hunk(1, 2, 0, 0, "@@ -1,2 +0,0 @@", (Line("-", "p", 1, None), Line("-", "q", 2, None)))
     assert removed_at(diff(h), 2) == 1
     assert removed_at(diff(h), 7) is None and removed_at(None, 2) is None
+
+
+def test_an_old_context_line_is_shown_at_its_own_new_line() -> None:
+    h = Hunk(3, 2, 5, 2, "@@ -3,2 +5,2 @@", (Line(" ", "a", 3, 5), Line(" ", "b", 4, 6)))
+    assert removed_at(diff(h), 4) == 6

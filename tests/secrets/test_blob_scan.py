@@ -82,6 +82,7 @@ def test_a_pem_block_across_a_block_boundary_is_one_whole_hit() -> None:
     ("\ufeffx".encode("utf-16-le"), "utf16le"),  # a BOM says it, however short
     ("\ufeffx".encode("utf-16-be"), "utf16be"),
     ("short".encode("utf-16-le"), "binary"),  # under UTF16_MIN_PROBE without a BOM
+    (bytes([1, 0, 2, 0, 3, 0, 4, 0] * 4), "binary"),  # 16-bit words of control bytes
     (b"SQLite format 3\0\x10\0\x01\x01", "binary"),
 ])
 def test_blob_kind(head: bytes, kind: str) -> None:
