@@ -178,45 +178,38 @@ def change_digests(repo: Path, commits: Sequence[str]) -> dict[str, str]:
             for c, rows in raw.items() if c and rows}
 
 
-def changed_paths(repo: Path, commits: Sequence[str]) -> set[str]:
-    """Every path one of ``commits`` changes against its parent (no rename detection: a
-    rename is its old and its new path). Raises GitError."""
-    if not commits:
+def follow_renames(repo: Path, commits: Sequence[str], unnoted: Sequence[str]) -> set[str]:
+    """Every path the ``unnoted`` commits (some of ``commits``, oldest first) change, both
+    sides of a rename, plus every path a later one of ``commits`` renames one of those to, in
+    turn: where content written under a path went next. One ``git diff-tree --stdin -M
+    -l1000`` (renames paired as target.DIFF_FLAGS pairs them, as the reviews did). Raises
+    GitError."""
+    if not commits or not unnoted:
         return set()
-    raw = _raw_changes(repo, "--stdin", stdin=("\n".join(commits) + "\n").encode())
-    return {p.decode("utf-8", "surrogateescape") for rows in raw.values() for _, p in rows}
-
-
-def follow_renames(repo: Path, commits: Sequence[str], paths: set[str]) -> set[str]:
-    """``paths`` plus every path one of ``commits`` (oldest first) renames a path of the set
-    to, in turn: where content written under a path went next. Renames are paired as the
-    reviews pair them (``-M``, target.DIFF_FLAGS, ``-l1000``); a copy is not followed (a
-    review shows its destination as added, whole). Raises GitError."""
-    out = set(paths)
-    if not commits or not paths:
-        return out
     raw = process.run_git(repo, "diff-tree", "--stdin", "-r", "-z", "--root", "-M", "-l1000",
                           "--name-status", stdin=("\n".join(commits) + "\n").encode(),
                           timeout_s=120)
     tokens = iter(raw.split(b"\0"))
-    renames: dict[str, list[tuple[str, str]]] = {}
+    changes: dict[str, list[tuple[str, ...]]] = {}  # commit -> (path,) or (old, new) per entry
     current = ""
     for tok in tokens:
         status = tok.decode("ascii", "replace").strip()
         if status[:1] == "R":
-            old, new = next(tokens, b""), next(tokens, b"")
-            renames.setdefault(current, []).append(
-                (old.decode("utf-8", "surrogateescape"), new.decode("utf-8", "surrogateescape")))
-        elif status[:1] == "C":
-            next(tokens, b""), next(tokens, b"")
-        elif status[:1] in "AMDTUX" and len(status) == 1:
-            next(tokens, b"")
+            pair = (next(tokens, b""), next(tokens, b""))
+            changes.setdefault(current, []).append(
+                tuple(p.decode("utf-8", "surrogateescape") for p in pair))
+        elif len(status) == 1 and status in "AMDTUX":
+            changes.setdefault(current, []).append(
+                (next(tokens, b"").decode("utf-8", "surrogateescape"),))
         elif status:
             current = status
+    wanted, out = set(unnoted), set()
     for c in commits:
-        for old, new in renames.get(c, ()):
-            if old in out:
-                out.add(new)
+        for entry in changes.get(c, ()):
+            if c in wanted:
+                out.update(entry)
+            elif len(entry) == 2 and entry[0] in out:
+                out.add(entry[1])
     return out
 
 

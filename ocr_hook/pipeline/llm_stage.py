@@ -370,7 +370,7 @@ class _Finished:
 
     def __init__(self, groups: Sequence[Group], review: Callable[[Group, int], GroupOutcome],
                  on_done: Callable[[Group, GroupOutcome], None] | None,
-                 remaining_s: Callable[[], float | None] = lambda: None) -> None:
+                 remaining_s: Callable[[], float | None]) -> None:
         self.groups = groups
         self.remaining_s = remaining_s  # seconds to the run deadline, None: no deadline
         self.review = review

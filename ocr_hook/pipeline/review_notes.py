@@ -129,16 +129,15 @@ def record_review(req: ReviewRequest, result: ReviewResult) -> None:
 # default_path) are in the settings fingerprint, and a later rename or marker removal that
 # undoes one is reviewed whole (``change.whole``, spec §4); symlink_outside and symlink leave
 # out only the link text, and a later change of it or of the link's type is in that commit's
-# diff. Not settled: ``binary`` (a .gitattributes change can turn a file text with no diff of
-# the file, and a NUL byte a later edit removes leaves git showing that edit as binary),
-# ``rename_only`` (a range limited to the paths its unnoted commits change, ``apply_notes``,
-# does not follow a noted rename of what they changed), and every NOT_REVIEWED reason (the
-# review is incomplete anyway).
+# diff; rename_only moves content another commit wrote, and a push range limited to the
+# unnoted commits' paths follows the rename to its new path (``git.follow_renames``). Not
+# settled: ``binary`` (a .gitattributes change can turn a file text with no diff of the file),
+# and every NOT_REVIEWED reason (the review is incomplete anyway).
 _R = change.SelectionReason
 SETTLED_EXCLUSIONS = frozenset({_R.DELETED, _R.MODE_ONLY, _R.NO_CONTENT_CHANGE, _R.SUBMODULE,
                                 _R.SECRET_PATH, _R.PROVIDER_DIRECTORY, _R.USER_EXCLUDE,
                                 _R.UNSUPPORTED_EXT, _R.DEFAULT_PATH, _R.SYMLINK_OUTSIDE,
-                                _R.SYMLINK})
+                                _R.SYMLINK, _R.RENAME_ONLY})
 
 NOTES_OFF_OLD_GIT = ("review notes not trusted: this git has no `git patch-id --verbatim` (git"
                      " 2.39 or later); every commit is reviewed")
@@ -225,7 +224,7 @@ def apply_notes(req: ReviewRequest, targets: Sequence[git.Target]
             unnoted = [r[0] for r, n in zip(rows[first:], notes[first:], strict=True)
                        if n is None]
             later = [r[0] for r in rows[first:]]  # content an unnoted commit wrote, renamed
-            paths = git.follow_renames(req.repo, later, git.changed_paths(req.repo, unnoted))
+            paths = git.follow_renames(req.repo, later, unnoted)
             paths &= git.range_paths(req.repo, part.base, part.head)
             if not paths:  # what they changed is back as it was at the range's base
                 continue

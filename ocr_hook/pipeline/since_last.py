@@ -13,7 +13,8 @@ findings sets the entry to its session, its findings plus the earlier ones it ca
 files it did not review); a review that passes keeps the entry with only the carried findings,
 and ends the chain when there are none; a range review or push that passes ends its chain
 whatever is carried (what the ref holds has now passed, here or at commit time: its earlier
-findings are dropped, never counted resolved), also when it had nothing left to review
+findings are dropped, never counted resolved; not a push cut to its newest commits by
+``review.max_push_commits``), also when it had nothing left to review
 because every commit was reviewed at commit time; a review that could not decide
 (incomplete, failed, skipped otherwise) leaves it. The earlier findings are ``comment``
 records of the sessions named; a pruned session's findings are gone (the chain ends when none
@@ -242,7 +243,7 @@ def finish(req: ReviewRequest, common_dir: Path, session_id: str, result: Any,
         or (ranged and result.status == "skipped" and bool(result.input.get("reviewed_at_commit"))))
     if not (blocked or passed):
         return
-    if passed and ranged:
+    if passed and ranged and not any(t.skipped_commits for t in req.targets):
         carried = []  # the ref's content passed: the blocked episode is over
     if not blocked and not chain.name:
         return  # a pass outside any chain: nothing to end (no git call)

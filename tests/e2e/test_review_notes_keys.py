@@ -149,9 +149,9 @@ def test_a_later_noted_fix_counts_and_its_other_files_are_not_reviewed_again(
 def test_a_pure_rename_of_code_no_model_saw_is_reviewed_at_push(
     repo: GitRepo, llm: ScriptedLLM, tmp_path: Path,
 ) -> None:
-    """A ``--no-verify`` rewrite of a.py, then a noted ``git mv a.py b.py``: the rename's own
-    review left b.py out (renamed, content unchanged), so its note is ``partial`` and the push
-    reviews b.py whole."""
+    """A ``--no-verify`` rewrite of a.py, then a noted ``git mv a.py b.py`` (its own review has
+    nothing to look at, and its note passes): the push's range, limited to the rewrite's
+    paths, follows the rename and reviews b.py."""
     hooked(repo, llm, tmp_path)
     commit(repo, llm, {"a.py": "".join(f"line_{i} = {i}\n" for i in range(12))}, "init",
            "--no-verify")
@@ -161,14 +161,14 @@ def test_a_pure_rename_of_code_no_model_saw_is_reviewed_at_push(
     repo.git("mv", "a.py", "b.py")
     ok(run(repo, llm, "git", "commit", "-q", "-m", "rename"))  # reviewed: nothing to review
     renamed = repo.git("rev-parse", "HEAD").strip()
-    assert note_field(repo, renamed, "verdict") == "partial"
+    assert note_field(repo, renamed, "verdict") == "pass"
     llm.tool_calls(comment("b.py", '    os.system("BADCODE " + p)', "critical"), DONE)
     before = len(llm.requests)
     p = run(repo, llm, "git", "push", "origin", "main", OCR_HOOK_CACHE_ENABLED="false")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "BADCODE" in sent(llm, before)
     out = p.stdout + p.stderr
-    assert "reviewed at commit time" not in out and re.search(r"b\.py:5\b", out), out
+    assert f"reviewed at commit time: {renamed[:12]}" in out and re.search(r"b\.py:5\b", out), out
 
 
 def test_code_moved_out_of_an_excluded_folder_is_reviewed_whole_by_the_move(
