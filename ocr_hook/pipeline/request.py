@@ -68,9 +68,8 @@ class ReviewRequest(NamedTuple):
     @property
     def effort(self) -> str:
         """review.effort, else ``low`` (one round) for every stage: with the thorough main
-        prompt a second round filed 3 of 60 comments on eight real pull requests, none of
-        them an expert's, at a quarter of the input tokens
-        (bench/results/quality-trial-2026-12-02.md)."""
+        prompt a second round adds few findings for much input (measured on real pull
+        requests: bench/results/quality-trial-2026-12-02.md)."""
         return self.config.review.effort or "low"
 
     @property
