@@ -193,3 +193,27 @@ def test_framework_all_files_from_the_parent_command_line(
     environ: dict[str, str], processes: list[list[str]], expected: bool,
 ) -> None:
     assert hooks.framework_all_files(environ, processes) is expected
+
+
+@pytest.mark.parametrize("all_files", [True, False])
+def test_a_slice_of_all_files_handed_only_staged_names_reviews_every_staged_file(
+    repo: GitRepo, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], all_files: bool,
+) -> None:
+    """The slice of ``pre-commit run --all-files`` that holds only staged names (on one CPU the
+    framework makes no other slice, so the real-framework test above cannot show this): with the
+    framework's command line saying ``--all-files`` every staged file is reviewed, no notice;
+    without it only the files handed."""
+    from tests.support.cli import run_json
+
+    repo.commit({"README.md": "x\n"}, "init")
+    repo.stage({"a.py": "A = 1\n", "b.py": "B = 2\n", "c.py": "C = 3\n"})
+    monkeypatch.chdir(repo.path)
+    monkeypatch.setattr(hooks, "framework_all_files", lambda environ, processes=None: all_files)
+    llm.tool_calls(("task_done", {"state": "DONE"}))
+    rc, data, err = run_json(["hook", "pre-commit", "--format", "json", "a.py"],
+                             llm.env(PRE_COMMIT="1"), capsys)
+    assert rc == 0, err
+    assert [f["path"] for f in data["files"]] == (["a.py", "b.py", "c.py"] if all_files
+                                                  else ["a.py"])
+    assert "reviews changes, not files" not in err
