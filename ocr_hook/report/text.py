@@ -257,9 +257,7 @@ def write_preview_table(result: ReviewResult, stream: TextIO) -> None:
     scan = result.input.get("mode") == "scan"  # spec §3.9: whole files, not a change
     rows = []
     for o in result.files:
-        path = display_path(o.path)
-        if o.old_path != o.path:
-            path = f"{display_path(o.old_path)} → {path}"
+        path = _shown_path(o)
         review = "yes" if o.will_review and not o.reason else f"no ({file_reason(o)})"
         review += " (whole file)" if o.whole and review == "yes" else ""
         rows.append((path, "scanned" if scan else o.status, f"+{o.insertions}/-{o.deletions}",
